@@ -1,0 +1,50 @@
+defmodule ExBashkit do
+  @moduledoc """
+  Safe places for AI agents to run code.
+
+    * `exec/1` runs a bash script in a fresh, throw-away interpreter.
+    * `ExBashkit.Session` keeps one interpreter alive across calls: env, cwd,
+      functions, aliases and an in-memory filesystem persist.
+
+  The interpreter is [bashkit](https://crates.io/crates/bashkit), a bash
+  reimplementation in Rust with its own virtual filesystem: scripts never
+  touch the host's processes, files or network unless a session grants it.
+  Scripts run on the NIF's own threads, never on a BEAM scheduler, and the
+  caller waits in `receive`.
+
+      iex> {:ok, result} = ExBashkit.exec("echo hello | tr a-z A-Z")
+      iex> result.stdout
+      "HELLO\\n"
+  """
+
+  alias ExBashkit.{Execution, Native, Result}
+
+  @doc """
+  Runs `script` in a fresh interpreter that is discarded afterwards.
+
+  Returns `{:ok, %ExBashkit.Result{}}` — also when the script exits non-zero —
+  or `{:error, message}` when the script cannot be parsed, is not valid UTF-8,
+  or hits a sandbox limit. Nothing persists between calls: use
+  `ExBashkit.Session` for that.
+
+      iex> {:ok, result} = ExBashkit.exec("x=41; echo $((x + 1))")
+      iex> result.stdout
+      "42\\n"
+      iex> {:ok, result} = ExBashkit.exec("echo ${x:-unset}")
+      iex> result.stdout
+      "unset\\n"
+      iex> {:ok, %ExBashkit.Result{exit_code: 7}} = ExBashkit.exec("exit 7")
+      iex> {:error, message} = ExBashkit.exec("if then fi")
+      iex> message =~ "parse error"
+      true
+  """
+  @spec exec(String.t()) :: {:ok, Result.t()} | {:error, String.t()}
+  def exec(script) do
+    tag = make_ref()
+
+    script
+    |> Execution.script!()
+    |> Native.exec_once(self(), tag)
+    |> Execution.await(tag)
+  end
+end

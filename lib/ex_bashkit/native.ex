@@ -1,0 +1,26 @@
+defmodule ExBashkit.Native do
+  @moduledoc false
+  # NIF stubs. The library is built by the :ex_bashkit_native compiler in
+  # mix.exs from native/ex_bashkit; see the modules there for each function.
+
+  @on_load :load_nif
+
+  def load_nif do
+    path = :filename.join(:code.priv_dir(:ex_bashkit), ~c"native/libex_bashkit")
+    :erlang.load_nif(path, 0)
+  end
+
+  def session_new(_options), do: err()
+  def session_id(_session), do: err()
+  def session_exec(_session, _script, _pid, _tag), do: err()
+  def exec_once(_script, _pid, _tag), do: err()
+  def session_read_file(_session, _path), do: err()
+  def session_write_file(_session, _path, _content), do: err()
+  def session_list_dir(_session, _path), do: err()
+  def session_mkdir(_session, _path, _parents), do: err()
+  def session_remove(_session, _path, _recursive), do: err()
+  def session_rename(_session, _from, _to), do: err()
+  def session_stat(_session, _path), do: err()
+
+  defp err, do: :erlang.nif_error(:nif_not_loaded)
+end

@@ -1,0 +1,326 @@
+defmodule ExBashkit.Session do
+  @moduledoc """
+  A persistent, stateful sandbox.
+
+  Unlike `ExBashkit.exec/1` — which runs each script in a fresh interpreter —
+  a session is a long-lived bashkit interpreter whose state carries across
+  calls: environment variables, the current working directory, the in-memory
+  virtual filesystem, shell functions, and aliases all persist from one
+  `exec/2` to the next, exactly as in an interactive shell.
+
+  The handle is an opaque resource. Hold it for as long as you want the state
+  to live; it is reclaimed when it is garbage-collected. A session serializes
+  its own calls — concurrent `exec/2` calls on the same session run one at a
+  time, in arrival order.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "export COUNT=1")
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "echo $COUNT")
+      iex> result.stdout
+      "1\\n"
+
+  A session is meant to last a whole agent conversation: there is no cap on
+  the number of `exec/2` calls (bashkit's own per-instance cap of 1,000 calls
+  is lifted); each script is bounded by the sandbox's per-script limits.
+
+  ## Options
+
+  `new/1` accepts options that seed the session's initial state:
+
+    * `:env` — a map or keyword list of environment variables to pre-set.
+      Keys and values are stringified (`env: %{"LANG" => "C"}` or
+      `env: [LANG: "C"]`).
+    * `:cwd` — the starting working directory (default `/`), created if
+      missing.
+    * `:username` — the virtual user reported by `whoami`/`id`
+      (default `"sandbox"`).
+    * `:hostname` — the virtual host reported by `hostname`/`uname -n`
+      (default `"bashkit-sandbox"`).
+    * `:files` — a map (or list) of `path => content` to seed into the
+      virtual filesystem, creating parent directories as needed. Content is
+      any `t:iodata/0`. Equivalent to calling `write_file/3` for each entry.
+
+  Malformed options raise `ArgumentError` naming the option.
+
+  ## Virtual filesystem
+
+  A session's in-memory filesystem is shared between scripts and the host.
+  Use `write_file/3` to place files (e.g. inputs) and `read_file/2` to pull
+  files back out (e.g. results a script produced) without going through a
+  script:
+
+      iex> session = ExBashkit.Session.new(files: %{"/in.txt" => "data\\n"})
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "wc -l < /in.txt > /out.txt")
+      iex> ExBashkit.Session.read_file(session, "/out.txt")
+      {:ok, "1\\n"}
+
+  The file functions resolve paths from the filesystem root, independent of
+  the session's working directory (a relative `"out.txt"` means
+  `"/out.txt"`). They do not queue behind a running script: `read_file/2` and
+  `stat/2` answer while one runs.
+
+  ## How scripts run
+
+  `exec/2` hands the script to the NIF's own interpreter threads and waits
+  for the answer in `receive`. No BEAM scheduler thread — normal or dirty —
+  is held while a script runs or waits (`sleep`, a queued script), and the
+  interpreter's deep recursion happens on threads with a large stack, so
+  hostile nesting cannot overflow a scheduler's stack. If the calling process
+  dies, its script is cancelled.
+  """
+
+  alias ExBashkit.{Execution, Native, Result}
+  alias ExBashkit.Session.Options
+
+  @enforce_keys [:resource]
+  defstruct [:resource]
+
+  @opaque t :: %__MODULE__{resource: reference()}
+
+  @typedoc "A filesystem entry's kind, as reported by `stat/2` and `list_dir/2`."
+  @type fs_type :: :file | :dir | :symlink | :fifo
+
+  @type option ::
+          {:env, %{optional(String.t() | atom()) => String.t()} | keyword()}
+          | {:cwd, Path.t()}
+          | {:username, String.t()}
+          | {:hostname, String.t()}
+          | {:files, %{optional(Path.t()) => iodata()} | [{Path.t(), iodata()}]}
+
+  @doc """
+  Creates a new persistent session, optionally seeding its initial state.
+
+  See the module documentation for the options. Raises `ArgumentError` for a
+  malformed option (naming it) or a `:files` entry that cannot be written.
+
+      iex> session = ExBashkit.Session.new(env: [GREETING: "hi"], cwd: "/work", username: "ada")
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "echo $GREETING $(pwd) $(whoami)")
+      iex> result.stdout
+      "hi /work ada\\n"
+  """
+  @spec new([option()]) :: t()
+  def new(opts \\ []) do
+    %{native: native, files: files} = Options.validate!(opts)
+
+    session =
+      case Native.session_new(native) do
+        {:ok, resource} -> %__MODULE__{resource: resource}
+        {:error, message} -> raise ArgumentError, "cannot create session: #{message}"
+      end
+
+    Enum.each(files, fn {path, content} ->
+      with {:error, message} <- write_file(session, path, content) do
+        raise ArgumentError, "cannot seed :files entry #{inspect(path)}: #{message}"
+      end
+    end)
+
+    session
+  end
+
+  @doc """
+  Executes `script` against `session`, mutating it in place.
+
+  Any env/cwd/filesystem/function changes the script makes persist for the
+  next call. Returns `{:ok, %ExBashkit.Result{}}` on success — a non-zero
+  `exit_code` is still `{:ok, ...}`, just like a real shell — or
+  `{:error, message}` if the script could not be parsed, is not valid UTF-8,
+  or the interpreter itself failed (a sandbox limit, for instance). The
+  session stays usable after an error.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "cd /tmp")
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "pwd")
+      iex> result.stdout
+      "/tmp\\n"
+  """
+  @spec exec(t(), String.t()) :: {:ok, Result.t()} | {:error, String.t()}
+  def exec(%__MODULE__{resource: resource}, script) do
+    tag = make_ref()
+
+    resource
+    |> Native.session_exec(Execution.script!(script), self(), tag)
+    |> Execution.await(tag)
+  end
+
+  @doc """
+  Reads the contents of `path` from the session's filesystem.
+
+  Returns `{:ok, binary}` — including for files a script wrote — or
+  `{:error, message}` if the file does not exist or cannot be read. The
+  result is a raw binary, so it round-trips arbitrary (including non-UTF-8)
+  content.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "echo result > /out.txt")
+      iex> ExBashkit.Session.read_file(session, "/out.txt")
+      {:ok, "result\\n"}
+  """
+  @spec read_file(t(), Path.t()) :: {:ok, binary()} | {:error, String.t()}
+  def read_file(%__MODULE__{resource: resource}, path) do
+    with {:ok, path} <- normalize(path), do: Native.session_read_file(resource, path)
+  end
+
+  @doc """
+  Writes `content` (any `t:iodata/0`) to `path`, creating parent directories
+  as needed.
+
+  Returns `:ok`, or `{:error, message}` if the write was rejected. The file is
+  immediately visible to subsequent `exec/2` calls and to `read_file/2`.
+
+      iex> session = ExBashkit.Session.new()
+      iex> ExBashkit.Session.write_file(session, "/etc/motd", "welcome\\n")
+      :ok
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "cat /etc/motd")
+      iex> result.stdout
+      "welcome\\n"
+  """
+  @spec write_file(t(), Path.t(), iodata()) :: :ok | {:error, String.t()}
+  def write_file(%__MODULE__{resource: resource}, path, content) do
+    content = iodata!(content)
+    with {:ok, path} <- normalize(path), do: Native.session_write_file(resource, path, content)
+  end
+
+  @doc """
+  Lists the entries of directory `path`.
+
+  Returns `{:ok, [{name, type}]}` sorted by name (names are the immediate
+  children, not full paths), or `{:error, message}` if `path` is not a
+  readable directory.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "mkdir /d; echo x > /d/a.txt; mkdir /d/sub")
+      iex> ExBashkit.Session.list_dir(session, "/d")
+      {:ok, [{"a.txt", :file}, {"sub", :dir}]}
+  """
+  @spec list_dir(t(), Path.t()) :: {:ok, [{String.t(), fs_type()}]} | {:error, String.t()}
+  def list_dir(%__MODULE__{resource: resource}, path) do
+    with {:ok, path} <- normalize(path), do: Native.session_list_dir(resource, path)
+  end
+
+  @doc """
+  Creates directory `path`.
+
+  Returns `:ok` or `{:error, message}`. With `parents: true` it creates any
+  missing parent directories (like `mkdir -p`) and succeeds if the directory
+  already exists; without it, a missing parent is an error.
+
+  ## Options
+
+    * `:parents` — create missing parents (default `false`).
+
+  ## Examples
+
+      iex> session = ExBashkit.Session.new()
+      iex> ExBashkit.Session.mkdir(session, "/a/b/c", parents: true)
+      :ok
+      iex> {:error, _} = ExBashkit.Session.mkdir(session, "/x/y")
+      iex> ExBashkit.Session.stat(session, "/a/b/c")
+      {:ok, %{type: :dir, size: 0}}
+  """
+  @spec mkdir(t(), Path.t(), parents: boolean()) :: :ok | {:error, String.t()}
+  def mkdir(%__MODULE__{resource: resource}, path, opts \\ []) do
+    parents = flag!(opts, :parents)
+    with {:ok, path} <- normalize(path), do: Native.session_mkdir(resource, path, parents)
+  end
+
+  @doc """
+  Removes `path`.
+
+  Returns `:ok` or `{:error, message}`. Removing a non-empty directory
+  requires `recursive: true`.
+
+  ## Options
+
+    * `:recursive` — remove a directory and its contents (default `false`).
+
+  ## Examples
+
+      iex> session = ExBashkit.Session.new(files: %{"/d/f.txt" => "x"})
+      iex> {:error, _} = ExBashkit.Session.remove(session, "/d")
+      iex> ExBashkit.Session.remove(session, "/d", recursive: true)
+      :ok
+      iex> {:error, _} = ExBashkit.Session.stat(session, "/d/f.txt")
+  """
+  @spec remove(t(), Path.t(), recursive: boolean()) :: :ok | {:error, String.t()}
+  def remove(%__MODULE__{resource: resource}, path, opts \\ []) do
+    recursive = flag!(opts, :recursive)
+    with {:ok, path} <- normalize(path), do: Native.session_remove(resource, path, recursive)
+  end
+
+  @doc """
+  Renames (moves) `from` to `to`.
+
+  Returns `:ok` or `{:error, message}`.
+
+      iex> session = ExBashkit.Session.new(files: %{"/draft.txt" => "v1"})
+      iex> ExBashkit.Session.rename(session, "/draft.txt", "/final.txt")
+      :ok
+      iex> ExBashkit.Session.read_file(session, "/final.txt")
+      {:ok, "v1"}
+  """
+  @spec rename(t(), Path.t(), Path.t()) :: :ok | {:error, String.t()}
+  def rename(%__MODULE__{resource: resource}, from, to) do
+    with {:ok, from} <- normalize(from),
+         {:ok, to} <- normalize(to),
+         do: Native.session_rename(resource, from, to)
+  end
+
+  @doc """
+  Returns metadata for `path`.
+
+  `{:ok, %{type: type, size: bytes}}`, or `{:error, message}` if the path does
+  not exist. It does not wait for a running script.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "printf 12345 > /f")
+      iex> ExBashkit.Session.stat(session, "/f")
+      {:ok, %{type: :file, size: 5}}
+  """
+  @spec stat(t(), Path.t()) ::
+          {:ok, %{type: fs_type(), size: non_neg_integer()}} | {:error, String.t()}
+  def stat(%__MODULE__{resource: resource}, path) do
+    with {:ok, path} <- normalize(path),
+         {:ok, {type, size}} <- Native.session_stat(resource, path),
+         do: {:ok, %{type: type, size: size}}
+  end
+
+  @doc false
+  @spec id(t()) :: pos_integer()
+  def id(%__MODULE__{resource: resource}), do: Native.session_id(resource)
+
+  # Paths are rooted at "/" whatever the session's cwd; bad types are a
+  # programmer error, bad bytes an ordinary {:error, _}.
+  defp normalize(path) when is_binary(path) do
+    cond do
+      not String.valid?(path) -> {:error, "#{inspect(path)}: path is not valid UTF-8"}
+      String.contains?(path, <<0>>) -> {:error, "#{inspect(path)}: path contains a NUL byte"}
+      String.starts_with?(path, "/") -> {:ok, path}
+      true -> {:ok, "/" <> path}
+    end
+  end
+
+  defp normalize(path) do
+    raise ArgumentError, "path must be a string, got: #{inspect(path)}"
+  end
+
+  defp iodata!(content) do
+    IO.iodata_to_binary(content)
+  rescue
+    ArgumentError ->
+      reraise ArgumentError, "content must be iodata, got: #{inspect(content)}", __STACKTRACE__
+  end
+
+  defp flag!(opts, key) do
+    case Keyword.validate!(opts, [{key, false}]) do
+      [{^key, value}] when is_boolean(value) ->
+        value
+
+      [{^key, value}] ->
+        raise ArgumentError, "#{inspect(key)} must be a boolean, got: #{inspect(value)}"
+    end
+  end
+
+  defimpl Inspect do
+    def inspect(session, _opts), do: "#ExBashkit.Session<#{ExBashkit.Session.id(session)}>"
+  end
+end

@@ -1,0 +1,155 @@
+//! Running scripts: `ExBashkit.exec/1` and `ExBashkit.Session.exec/2`.
+//!
+//! The NIF only queues the script on the runtime and returns an
+//! [`ExecHandle`]; the outcome arrives as a message `{tag, result}`. The
+//! handle monitors the caller, so a caller that dies cancels its script.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
+
+use bashkit::ExecResult;
+use futures_util::FutureExt;
+use rustler::{Binary, Encoder, Env, LocalPid, Monitor, NewBinary, Resource, ResourceArc, Term};
+use tokio::sync::oneshot;
+
+use crate::error;
+use crate::options::SessionOptions;
+use crate::reply::ReplyTo;
+use crate::runtime::runtime;
+use crate::session::SessionResource;
+
+/// A running script as seen from Elixir. Firing `cancel` (the caller died)
+/// makes the script stop at its next await point.
+pub struct ExecHandle {
+    cancel: Mutex<Option<oneshot::Sender<()>>>,
+    monitor: Mutex<Option<Monitor>>,
+}
+
+#[rustler::resource_impl]
+impl Resource for ExecHandle {
+    const IMPLEMENTS_DOWN: bool = true;
+
+    fn down<'a>(&'a self, _env: Env<'a>, _pid: LocalPid, _monitor: Monitor) {
+        self.cancel();
+    }
+}
+
+impl ExecHandle {
+    fn new() -> (Self, oneshot::Receiver<()>) {
+        let (tx, rx) = oneshot::channel();
+        let handle = Self {
+            cancel: Mutex::new(Some(tx)),
+            monitor: Mutex::new(None),
+        };
+        (handle, rx)
+    }
+
+    fn cancel(&self) {
+        if let Some(tx) = lock(&self.cancel).take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What a finished script reports back.
+type Outcome = Result<ExecResult, String>;
+
+/// Starts `job` on the runtime for the process `pid`, replying `{tag, result}`.
+/// The job is dropped (cancelled) when the caller dies first.
+fn spawn_job<'a, F>(
+    env: Env<'a>,
+    pid: LocalPid,
+    tag: Term<'a>,
+    job: F,
+) -> ResourceArc<ExecHandle>
+where
+    F: Future<Output = Outcome> + Send + 'static,
+{
+    let (handle, cancelled) = ExecHandle::new();
+    let handle = ResourceArc::new(handle);
+    match handle.monitor(Some(env), &pid) {
+        Some(monitor) => *lock(&handle.monitor) = Some(monitor),
+        None => handle.cancel(), // the caller is already gone
+    }
+    let reply = ReplyTo::new(pid, tag);
+    let running = handle.clone();
+    runtime().spawn(async move {
+        let outcome = tokio::select! {
+            biased;
+            _ = cancelled => Err("execution cancelled: the caller exited".to_string()),
+            // A panic in the interpreter must still answer the caller, who
+            // would otherwise wait forever.
+            outcome = AssertUnwindSafe(job).catch_unwind() => outcome
+                .unwrap_or_else(|_| Err("internal error: the interpreter panicked".to_string())),
+        };
+        if let Some(monitor) = lock(&running.monitor).take() {
+            running.demonitor(None, &monitor);
+        }
+        reply.send(|env| encode_outcome(env, outcome));
+    });
+    handle
+}
+
+fn encode_outcome<'a>(env: Env<'a>, outcome: Outcome) -> Term<'a> {
+    match outcome {
+        Ok(result) => {
+            let stdout = bytes(env, result.stdout.as_bytes());
+            let stderr = bytes(env, result.stderr.as_bytes());
+            let truncated = result.stdout_truncated || result.stderr_truncated;
+            (
+                crate::atoms::ok(),
+                (stdout, stderr, result.exit_code, truncated),
+            )
+                .encode(env)
+        }
+        Err(message) => (crate::atoms::error(), message).encode(env),
+    }
+}
+
+/// Copies raw bytes into a binary term: output is never re-encoded.
+pub fn bytes<'a>(env: Env<'a>, data: &[u8]) -> Binary<'a> {
+    let mut binary = NewBinary::new(env, data.len());
+    binary.as_mut_slice().copy_from_slice(data);
+    binary.into()
+}
+
+fn script_text(script: Binary) -> Result<String, String> {
+    String::from_utf8(script.as_slice().to_vec())
+        .map_err(|e| format!("script is not valid UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}
+
+/// Runs `script` on the session, after any script already queued on it.
+#[rustler::nif]
+fn session_exec<'a>(
+    env: Env<'a>,
+    session: ResourceArc<SessionResource>,
+    script: Binary<'a>,
+    pid: LocalPid,
+    tag: Term<'a>,
+) -> Result<ResourceArc<ExecHandle>, String> {
+    let script = script_text(script)?;
+    Ok(spawn_job(env, pid, tag, async move {
+        let mut bash = session.bash.lock().await;
+        bash.exec(&script).await.map_err(|e| error::message(&e))
+    }))
+}
+
+/// Runs `script` on a fresh interpreter that is dropped afterwards.
+#[rustler::nif]
+fn exec_once<'a>(
+    env: Env<'a>,
+    script: Binary<'a>,
+    pid: LocalPid,
+    tag: Term<'a>,
+) -> Result<ResourceArc<ExecHandle>, String> {
+    let script = script_text(script)?;
+    Ok(spawn_job(env, pid, tag, async move {
+        let mut bash = SessionOptions::default().builder().build();
+        bash.exec(&script).await.map_err(|e| error::message(&e))
+    }))
+}

@@ -1,0 +1,119 @@
+//! The session filesystem API (`read_file/2`, `write_file/3`, ...).
+//!
+//! These go straight to the session's filesystem, not through the script
+//! lock, so they answer while a script runs. They are dirty I/O NIFs: a host
+//! mount turns them into real disk I/O.
+
+use std::future::Future;
+use std::path::Path;
+
+use bashkit::{FileType, Metadata};
+use rustler::{Atom, Binary, Env, ResourceArc};
+
+use crate::atoms;
+use crate::exec::bytes;
+use crate::runtime::runtime;
+use crate::session::SessionResource;
+
+type FsResult<T> = Result<T, String>;
+
+/// Runs one filesystem future to completion on this (dirty) thread, with the
+/// runtime's context available to it.
+fn run<T>(path: &str, op: impl Future<Output = bashkit::Result<T>>) -> FsResult<T> {
+    runtime()
+        .block_on(op)
+        .map_err(|e| format!("{path}: {}", describe(&e)))
+}
+
+/// bashkit wraps most failures as `io error: ...`; the path is more useful.
+fn describe(err: &bashkit::Error) -> String {
+    match err {
+        bashkit::Error::Io(io) => io.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn kind(file_type: FileType) -> Atom {
+    match file_type {
+        FileType::File => atoms::file(),
+        FileType::Directory => atoms::dir(),
+        FileType::Symlink => atoms::symlink(),
+        FileType::Fifo => atoms::fifo(),
+    }
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_read_file<'a>(
+    env: Env<'a>,
+    session: ResourceArc<SessionResource>,
+    path: String,
+) -> FsResult<Binary<'a>> {
+    let content = run(&path, session.fs.read_file(Path::new(&path)))?;
+    Ok(bytes(env, &content))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_write_file(
+    session: ResourceArc<SessionResource>,
+    path: String,
+    content: Binary,
+) -> FsResult<Atom> {
+    let target = Path::new(&path);
+    if let Some(parent) = target.parent() {
+        run(&path, session.fs.mkdir(parent, true))?;
+    }
+    run(&path, session.fs.write_file(target, content.as_slice()))?;
+    Ok(atoms::ok())
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_list_dir(
+    session: ResourceArc<SessionResource>,
+    path: String,
+) -> FsResult<Vec<(String, Atom)>> {
+    let mut entries = run(&path, session.fs.read_dir(Path::new(&path)))?;
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(entries
+        .into_iter()
+        .map(|entry| (entry.name, kind(entry.metadata.file_type)))
+        .collect())
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_mkdir(
+    session: ResourceArc<SessionResource>,
+    path: String,
+    parents: bool,
+) -> FsResult<Atom> {
+    run(&path, session.fs.mkdir(Path::new(&path), parents))?;
+    Ok(atoms::ok())
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_remove(
+    session: ResourceArc<SessionResource>,
+    path: String,
+    recursive: bool,
+) -> FsResult<Atom> {
+    run(&path, session.fs.remove(Path::new(&path), recursive))?;
+    Ok(atoms::ok())
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_rename(
+    session: ResourceArc<SessionResource>,
+    from: String,
+    to: String,
+) -> FsResult<Atom> {
+    run(&from, session.fs.rename(Path::new(&from), Path::new(&to)))?;
+    Ok(atoms::ok())
+}
+
+/// `{type, size}` of `path`, following symlinks like `stat(2)`.
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_stat(session: ResourceArc<SessionResource>, path: String) -> FsResult<(Atom, u64)> {
+    let Metadata {
+        file_type, size, ..
+    } = run(&path, session.fs.stat(Path::new(&path)))?;
+    Ok((kind(file_type), size))
+}

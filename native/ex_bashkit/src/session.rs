@@ -1,0 +1,63 @@
+//! A persistent interpreter held by Elixir as a resource handle.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bashkit::{Bash, FileSystem};
+use rustler::{Encoder, Env, Resource, ResourceArc, Term};
+use tokio::sync::Mutex;
+
+use crate::options::SessionOptions;
+use crate::runtime::runtime;
+
+/// One long-lived `Bash`. Scripts take the async mutex, so concurrent
+/// `exec/2` calls queue in arrival order without holding any thread; file
+/// operations go straight to `fs`, so they answer while a script runs.
+pub struct SessionResource {
+    pub id: u64,
+    pub bash: Mutex<Bash>,
+    pub fs: Arc<dyn FileSystem>,
+}
+
+#[rustler::resource_impl]
+impl Resource for SessionResource {}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl SessionResource {
+    fn build(options: &SessionOptions) -> Result<Self, String> {
+        // Builders may touch tokio (timers, the blocking pool): give them the
+        // runtime's context even though we are on a dirty scheduler.
+        let _context = runtime().enter();
+        let bash = options.builder().build();
+        let fs = bash.fs();
+        if let Some(cwd) = &options.cwd {
+            runtime()
+                .block_on(fs.mkdir(Path::new(cwd), true))
+                .map_err(|e| format!("cannot create cwd {cwd:?}: {e}"))?;
+        }
+        Ok(Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            bash: Mutex::new(bash),
+            fs,
+        })
+    }
+}
+
+/// Builds a session. Dirty: building an interpreter is tens of microseconds
+/// of real work.
+/// Returns `{:ok, session}` or `{:error, message}`, encoded here because the
+/// interpreter inside is not `RefUnwindSafe`, which rustler's return path wants.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn session_new<'a>(env: Env<'a>, options: SessionOptions) -> Term<'a> {
+    SessionResource::build(&options)
+        .map(ResourceArc::new)
+        .encode(env)
+}
+
+/// The session's process-unique id, for `inspect/2`.
+#[rustler::nif]
+fn session_id(session: ResourceArc<SessionResource>) -> u64 {
+    session.id
+}
