@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use crate::error;
 use crate::options::SessionOptions;
 use crate::reply::ReplyTo;
-use crate::runtime::runtime;
+use crate::runtime::interpreters;
 use crate::session::SessionResource;
 
 /// A running script as seen from Elixir. Firing `cancel` (the caller died)
@@ -63,6 +63,7 @@ type Outcome = Result<ExecResult, String>;
 /// The job is dropped (cancelled) when the caller dies first.
 fn spawn_job<'a, F>(
     env: Env<'a>,
+    worker: usize,
     pid: LocalPid,
     tag: Term<'a>,
     job: F,
@@ -78,7 +79,7 @@ where
     }
     let reply = ReplyTo::new(pid, tag);
     let running = handle.clone();
-    runtime().spawn(async move {
+    interpreters().spawn(worker, async move {
         let outcome = tokio::select! {
             biased;
             _ = cancelled => Err("execution cancelled: the caller exited".to_string()),
@@ -133,7 +134,7 @@ fn session_exec<'a>(
     tag: Term<'a>,
 ) -> Result<ResourceArc<ExecHandle>, String> {
     let script = script_text(script)?;
-    Ok(spawn_job(env, pid, tag, async move {
+    Ok(spawn_job(env, session.worker, pid, tag, async move {
         let mut bash = session.bash.lock().await;
         bash.exec(&script).await.map_err(|e| error::message(&e))
     }))
@@ -148,7 +149,8 @@ fn exec_once<'a>(
     tag: Term<'a>,
 ) -> Result<ResourceArc<ExecHandle>, String> {
     let script = script_text(script)?;
-    Ok(spawn_job(env, pid, tag, async move {
+    let worker = interpreters().assign();
+    Ok(spawn_job(env, worker, pid, tag, async move {
         let mut bash = SessionOptions::default().builder().build();
         bash.exec(&script).await.map_err(|e| error::message(&e))
     }))

@@ -12,16 +12,20 @@ use rustler::{Atom, Binary, Env, ResourceArc};
 
 use crate::atoms;
 use crate::exec::bytes;
-use crate::runtime::runtime;
+use crate::runtime::interpreters;
 use crate::session::SessionResource;
 
 type FsResult<T> = Result<T, String>;
 
 /// Runs one filesystem future to completion on this (dirty) thread, with the
 /// runtime's context available to it.
-fn run<T>(path: &str, op: impl Future<Output = bashkit::Result<T>>) -> FsResult<T> {
-    runtime()
-        .block_on(op)
+fn run<T>(
+    session: &SessionResource,
+    path: &str,
+    op: impl Future<Output = bashkit::Result<T>>,
+) -> FsResult<T> {
+    interpreters()
+        .block_on(session.worker, op)
         .map_err(|e| format!("{path}: {}", describe(&e)))
 }
 
@@ -48,7 +52,7 @@ fn session_read_file<'a>(
     session: ResourceArc<SessionResource>,
     path: String,
 ) -> FsResult<Binary<'a>> {
-    let content = run(&path, session.fs.read_file(Path::new(&path)))?;
+    let content = run(&session, &path, session.fs.read_file(Path::new(&path)))?;
     Ok(bytes(env, &content))
 }
 
@@ -60,9 +64,9 @@ fn session_write_file(
 ) -> FsResult<Atom> {
     let target = Path::new(&path);
     if let Some(parent) = target.parent() {
-        run(&path, session.fs.mkdir(parent, true))?;
+        run(&session, &path, session.fs.mkdir(parent, true))?;
     }
-    run(&path, session.fs.write_file(target, content.as_slice()))?;
+    run(&session, &path, session.fs.write_file(target, content.as_slice()))?;
     Ok(atoms::ok())
 }
 
@@ -71,7 +75,7 @@ fn session_list_dir(
     session: ResourceArc<SessionResource>,
     path: String,
 ) -> FsResult<Vec<(String, Atom)>> {
-    let mut entries = run(&path, session.fs.read_dir(Path::new(&path)))?;
+    let mut entries = run(&session, &path, session.fs.read_dir(Path::new(&path)))?;
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(entries
         .into_iter()
@@ -85,7 +89,7 @@ fn session_mkdir(
     path: String,
     parents: bool,
 ) -> FsResult<Atom> {
-    run(&path, session.fs.mkdir(Path::new(&path), parents))?;
+    run(&session, &path, session.fs.mkdir(Path::new(&path), parents))?;
     Ok(atoms::ok())
 }
 
@@ -95,7 +99,7 @@ fn session_remove(
     path: String,
     recursive: bool,
 ) -> FsResult<Atom> {
-    run(&path, session.fs.remove(Path::new(&path), recursive))?;
+    run(&session, &path, session.fs.remove(Path::new(&path), recursive))?;
     Ok(atoms::ok())
 }
 
@@ -105,7 +109,7 @@ fn session_rename(
     from: String,
     to: String,
 ) -> FsResult<Atom> {
-    run(&from, session.fs.rename(Path::new(&from), Path::new(&to)))?;
+    run(&session, &from, session.fs.rename(Path::new(&from), Path::new(&to)))?;
     Ok(atoms::ok())
 }
 
@@ -114,6 +118,6 @@ fn session_rename(
 fn session_stat(session: ResourceArc<SessionResource>, path: String) -> FsResult<(Atom, u64)> {
     let Metadata {
         file_type, size, ..
-    } = run(&path, session.fs.stat(Path::new(&path)))?;
+    } = run(&session, &path, session.fs.stat(Path::new(&path)))?;
     Ok((kind(file_type), size))
 }

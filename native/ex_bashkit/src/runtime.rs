@@ -1,35 +1,135 @@
-//! The tokio runtime every script runs on.
+//! The interpreter threads every script runs on.
 //!
 //! Scripts never run on a BEAM scheduler thread (normal or dirty): bashkit's
 //! interpreter recurses on the native stack, and a dirty scheduler's ~320 KB
 //! stack overflows on hostile input, which would abort the whole VM. Our
-//! worker threads get a large stack instead. Linux commits stack pages lazily,
-//! so an idle worker costs only the pages it has touched.
+//! threads get a large stack instead; Linux commits stack pages lazily, so an
+//! idle thread costs only the pages it has touched.
+//!
+//! Each thread runs its own single-threaded tokio runtime and owns the
+//! sessions pinned to it. A script that waits (`sleep`, a queued script, a
+//! callback into Elixir) is a parked task, not a blocked thread, so thousands
+//! can wait at once. After a job arrives a thread keeps polling its queue for
+//! a short while before it sleeps: waking a sleeping thread costs tens of
+//! microseconds here, more than a whole `exec("true")`, and agents send
+//! scripts in bursts.
 
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
-use tokio::runtime::{Builder, Runtime};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::{Builder, Handle};
+use tokio::sync::mpsc::{self, error::TryRecvError, UnboundedReceiver, UnboundedSender};
 
 /// Stack size of every interpreter thread. Generous because eval recursion is
 /// not depth-limited upstream; it is virtual memory until used.
 pub const INTERPRETER_STACK_BYTES: usize = 1 << 30;
 
-/// Upper bound on tokio's blocking pool (bashkit parses large scripts there).
-const MAX_BLOCKING_THREADS: usize = 32;
+/// How long an interpreter thread keeps looking for work before sleeping.
+const SPIN_WINDOW: Duration = Duration::from_micros(200);
 
-/// The process-wide runtime, started on first use.
-pub fn runtime() -> &'static Runtime {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
+/// Per-thread bound on tokio's blocking pool (bashkit parses big scripts there).
+const MAX_BLOCKING_THREADS: usize = 8;
+
+type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+struct Worker {
+    jobs: UnboundedSender<Job>,
+    handle: Handle,
+}
+
+/// The pool of interpreter threads.
+pub struct Interpreters {
+    workers: Vec<Worker>,
+    next: AtomicUsize,
+}
+
+/// The process-wide pool, started on first use.
+pub fn interpreters() -> &'static Interpreters {
+    static POOL: OnceLock<Interpreters> = OnceLock::new();
+    POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Builder::new_multi_thread()
-            // More workers than cores so a few CPU-bound scripts cannot stall
-            // every other session; waiting scripts hold no thread at all.
-            .worker_threads((cores * 2).max(4))
-            .max_blocking_threads(MAX_BLOCKING_THREADS)
-            .thread_stack_size(INTERPRETER_STACK_BYTES)
-            .thread_name("ex_bashkit")
-            .enable_all()
-            .build()
-            .expect("ex_bashkit: cannot start the interpreter runtime")
+        // More threads than cores so one CPU-bound script delays only the
+        // sessions pinned next to it.
+        Interpreters::start((cores * 2).max(4))
     })
+}
+
+impl Interpreters {
+    fn start(count: usize) -> Self {
+        let workers = (0..count).map(start_worker).collect();
+        Self {
+            workers,
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Picks a thread for a new session (round robin).
+    pub fn assign(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.workers.len()
+    }
+
+    /// Runs `job` on thread `worker`.
+    pub fn spawn(&self, worker: usize, job: impl Future<Output = ()> + Send + 'static) {
+        // Sending fails only if the thread is gone, i.e. the VM is exiting.
+        let _ = self.workers[worker].jobs.send(Box::pin(job));
+    }
+
+    /// Drives `future` to completion on the calling (dirty scheduler)
+    /// thread, inside thread `worker`'s runtime context. For short,
+    /// non-recursive work only: filesystem calls and building interpreters.
+    pub fn block_on<F: Future>(&self, worker: usize, future: F) -> F::Output {
+        self.workers[worker].handle.block_on(future)
+    }
+
+    /// Enters thread `worker`'s runtime context on the calling thread.
+    pub fn enter(&self, worker: usize) -> tokio::runtime::EnterGuard<'_> {
+        self.workers[worker].handle.enter()
+    }
+}
+
+fn start_worker(index: usize) -> Worker {
+    let runtime = Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(MAX_BLOCKING_THREADS)
+        .thread_stack_size(INTERPRETER_STACK_BYTES)
+        .thread_name(format!("ex_bashkit_{index}_blocking"))
+        .build()
+        .expect("ex_bashkit: cannot build an interpreter runtime");
+    let handle = runtime.handle().clone();
+    let (jobs, queue) = mpsc::unbounded_channel();
+    std::thread::Builder::new()
+        .name(format!("ex_bashkit_{index}"))
+        .stack_size(INTERPRETER_STACK_BYTES)
+        .spawn(move || runtime.block_on(serve(queue)))
+        .expect("ex_bashkit: cannot start an interpreter thread");
+    Worker { jobs, handle }
+}
+
+/// Takes jobs off the queue and runs them as tasks on this thread.
+async fn serve(mut queue: UnboundedReceiver<Job>) {
+    let mut last_job = Instant::now();
+    loop {
+        match queue.try_recv() {
+            Ok(job) => {
+                tokio::spawn(job);
+                last_job = Instant::now();
+            }
+            // Yielding lets this thread's other tasks run (and polls the
+            // timer and I/O drivers) while we keep watching the queue.
+            Err(TryRecvError::Empty) if last_job.elapsed() < SPIN_WINDOW => {
+                tokio::task::yield_now().await;
+            }
+            Err(TryRecvError::Empty) => match queue.recv().await {
+                Some(job) => {
+                    tokio::spawn(job);
+                    last_job = Instant::now();
+                }
+                None => return,
+            },
+            Err(TryRecvError::Disconnected) => return,
+        }
+    }
 }

@@ -9,13 +9,15 @@ use rustler::{Encoder, Env, Resource, ResourceArc, Term};
 use tokio::sync::Mutex;
 
 use crate::options::SessionOptions;
-use crate::runtime::runtime;
+use crate::runtime::interpreters;
 
 /// One long-lived `Bash`. Scripts take the async mutex, so concurrent
 /// `exec/2` calls queue in arrival order without holding any thread; file
 /// operations go straight to `fs`, so they answer while a script runs.
 pub struct SessionResource {
     pub id: u64,
+    /// The interpreter thread this session's scripts run on.
+    pub worker: usize,
     pub bash: Mutex<Bash>,
     pub fs: Arc<dyn FileSystem>,
 }
@@ -27,18 +29,22 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl SessionResource {
     fn build(options: &SessionOptions) -> Result<Self, String> {
+        let pool = interpreters();
+        let worker = pool.assign();
         // Builders may touch tokio (timers, the blocking pool): give them the
         // runtime's context even though we are on a dirty scheduler.
-        let _context = runtime().enter();
-        let bash = options.builder().build();
+        let bash = {
+            let _context = pool.enter(worker);
+            options.builder().build()
+        };
         let fs = bash.fs();
         if let Some(cwd) = &options.cwd {
-            runtime()
-                .block_on(fs.mkdir(Path::new(cwd), true))
+            pool.block_on(worker, fs.mkdir(Path::new(cwd), true))
                 .map_err(|e| format!("cannot create cwd {cwd:?}: {e}"))?;
         }
         Ok(Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            worker,
             bash: Mutex::new(bash),
             fs,
         })
