@@ -19,6 +19,9 @@ defmodule ExBashkit do
 
   alias ExBashkit.{Execution, Native, Result}
 
+  # A fresh interpreter is configured exactly like a default session.
+  @defaults ExBashkit.Session.Options.validate!([]).native
+
   @doc """
   Runs `script` in a fresh interpreter that is discarded afterwards.
 
@@ -42,9 +45,8 @@ defmodule ExBashkit do
   def exec(script) do
     tag = make_ref()
 
-    script
-    |> Execution.script!()
-    |> Native.exec_once(self(), tag)
+    @defaults
+    |> Native.exec_once(Execution.script!(script), self(), tag)
     |> Execution.await(tag)
   end
 end

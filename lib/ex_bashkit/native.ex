@@ -12,8 +12,9 @@ defmodule ExBashkit.Native do
 
   def session_new(_options), do: err()
   def session_id(_session), do: err()
+  def live_sessions, do: err()
   def session_exec(_session, _script, _pid, _tag), do: err()
-  def exec_once(_script, _pid, _tag), do: err()
+  def exec_once(_options, _script, _pid, _tag), do: err()
   def session_read_file(_session, _path), do: err()
   def session_write_file(_session, _path, _content), do: err()
   def session_list_dir(_session, _path), do: err()

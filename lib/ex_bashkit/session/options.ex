@@ -31,9 +31,9 @@ defmodule ExBashkit.Session.Options do
     %{
       native: %{
         env: env!(Keyword.get(opts, :env, [])),
-        cwd: optional(opts, :cwd, &path!(:cwd, &1)),
-        username: optional(opts, :username, &name!(:username, &1)),
-        hostname: optional(opts, :hostname, &name!(:hostname, &1))
+        cwd: path!(:cwd, Keyword.get(opts, :cwd, "/")),
+        username: name!(:username, Keyword.get(opts, :username, "sandbox")),
+        hostname: name!(:hostname, Keyword.get(opts, :hostname, "bashkit-sandbox"))
       },
       files: files!(Keyword.get(opts, :files, []))
     }
@@ -49,13 +49,6 @@ defmodule ExBashkit.Session.Options do
     raise ArgumentError,
           "unknown option #{inspect(key)} for ExBashkit.Session.new/1, " <>
             "expected one of: #{inspect(@supported)}"
-  end
-
-  defp optional(opts, key, validate) do
-    case Keyword.fetch(opts, key) do
-      {:ok, value} -> validate.(value)
-      :error -> nil
-    end
   end
 
   defp env!(env) when is_map(env) or is_list(env) do

@@ -53,7 +53,9 @@ impl ExecHandle {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What a finished script reports back.
@@ -120,8 +122,12 @@ pub fn bytes<'a>(env: Env<'a>, data: &[u8]) -> Binary<'a> {
 }
 
 fn script_text(script: Binary) -> Result<String, String> {
-    String::from_utf8(script.as_slice().to_vec())
-        .map_err(|e| format!("script is not valid UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()))
+    String::from_utf8(script.as_slice().to_vec()).map_err(|e| {
+        format!(
+            "script is not valid UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// Runs `script` on the session, after any script already queued on it.
@@ -144,6 +150,7 @@ fn session_exec<'a>(
 #[rustler::nif]
 fn exec_once<'a>(
     env: Env<'a>,
+    options: SessionOptions,
     script: Binary<'a>,
     pid: LocalPid,
     tag: Term<'a>,
@@ -151,7 +158,7 @@ fn exec_once<'a>(
     let script = script_text(script)?;
     let worker = interpreters().assign();
     Ok(spawn_job(env, worker, pid, tag, async move {
-        let mut bash = SessionOptions::default().builder().build();
+        let mut bash = options.build().await?;
         bash.exec(&script).await.map_err(|e| error::message(&e))
     }))
 }

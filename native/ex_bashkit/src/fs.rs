@@ -8,7 +8,7 @@ use std::future::Future;
 use std::path::Path;
 
 use bashkit::{FileType, Metadata};
-use rustler::{Atom, Binary, Env, ResourceArc};
+use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
 
 use crate::atoms;
 use crate::exec::bytes;
@@ -16,6 +16,18 @@ use crate::runtime::interpreters;
 use crate::session::SessionResource;
 
 type FsResult<T> = Result<T, String>;
+
+/// The reply of an operation with no value: `:ok` or `{:error, message}`.
+pub struct Done(FsResult<()>);
+
+impl Encoder for Done {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match &self.0 {
+            Ok(()) => atoms::ok().encode(env),
+            Err(message) => (atoms::error(), message).encode(env),
+        }
+    }
+}
 
 /// Runs one filesystem future to completion on this (dirty) thread, with the
 /// runtime's context available to it.
@@ -61,13 +73,13 @@ fn session_write_file(
     session: ResourceArc<SessionResource>,
     path: String,
     content: Binary,
-) -> FsResult<Atom> {
+) -> Done {
     let target = Path::new(&path);
-    if let Some(parent) = target.parent() {
-        run(&session, &path, session.fs.mkdir(parent, true))?;
-    }
-    run(&session, &path, session.fs.write_file(target, content.as_slice()))?;
-    Ok(atoms::ok())
+    let parent = target.parent().unwrap_or(Path::new("/"));
+    Done(
+        run(&session, &path, session.fs.mkdir(parent, true))
+            .and_then(|()| run(&session, &path, session.fs.write_file(target, &content))),
+    )
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
@@ -84,33 +96,27 @@ fn session_list_dir(
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_mkdir(
-    session: ResourceArc<SessionResource>,
-    path: String,
-    parents: bool,
-) -> FsResult<Atom> {
-    run(&session, &path, session.fs.mkdir(Path::new(&path), parents))?;
-    Ok(atoms::ok())
+fn session_mkdir(session: ResourceArc<SessionResource>, path: String, parents: bool) -> Done {
+    Done(run(
+        &session,
+        &path,
+        session.fs.mkdir(Path::new(&path), parents),
+    ))
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_remove(
-    session: ResourceArc<SessionResource>,
-    path: String,
-    recursive: bool,
-) -> FsResult<Atom> {
-    run(&session, &path, session.fs.remove(Path::new(&path), recursive))?;
-    Ok(atoms::ok())
+fn session_remove(session: ResourceArc<SessionResource>, path: String, recursive: bool) -> Done {
+    Done(run(
+        &session,
+        &path,
+        session.fs.remove(Path::new(&path), recursive),
+    ))
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_rename(
-    session: ResourceArc<SessionResource>,
-    from: String,
-    to: String,
-) -> FsResult<Atom> {
-    run(&session, &from, session.fs.rename(Path::new(&from), Path::new(&to)))?;
-    Ok(atoms::ok())
+fn session_rename(session: ResourceArc<SessionResource>, from: String, to: String) -> Done {
+    let op = session.fs.rename(Path::new(&from), Path::new(&to));
+    Done(run(&session, &from, op))
 }
 
 /// `{type, size}` of `path`, following symlinks like `stat(2)`.

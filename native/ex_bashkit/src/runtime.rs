@@ -83,11 +83,6 @@ impl Interpreters {
     pub fn block_on<F: Future>(&self, worker: usize, future: F) -> F::Output {
         self.workers[worker].handle.block_on(future)
     }
-
-    /// Enters thread `worker`'s runtime context on the calling thread.
-    pub fn enter(&self, worker: usize) -> tokio::runtime::EnterGuard<'_> {
-        self.workers[worker].handle.enter()
-    }
 }
 
 fn start_worker(index: usize) -> Worker {

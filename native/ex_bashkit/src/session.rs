@@ -1,7 +1,6 @@
 //! A persistent interpreter held by Elixir as a resource handle.
 
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bashkit::{Bash, FileSystem};
@@ -27,21 +26,23 @@ impl Resource for SessionResource {}
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Sessions built and not yet freed: lets tests and benchmarks see that
+/// garbage collection really releases interpreters.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+impl Drop for SessionResource {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl SessionResource {
     fn build(options: &SessionOptions) -> Result<Self, String> {
         let pool = interpreters();
         let worker = pool.assign();
-        // Builders may touch tokio (timers, the blocking pool): give them the
-        // runtime's context even though we are on a dirty scheduler.
-        let bash = {
-            let _context = pool.enter(worker);
-            options.builder().build()
-        };
+        let bash = pool.block_on(worker, options.build())?;
         let fs = bash.fs();
-        if let Some(cwd) = &options.cwd {
-            pool.block_on(worker, fs.mkdir(Path::new(cwd), true))
-                .map_err(|e| format!("cannot create cwd {cwd:?}: {e}"))?;
-        }
+        LIVE.fetch_add(1, Ordering::Relaxed);
         Ok(Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             worker,
@@ -66,4 +67,10 @@ fn session_new<'a>(env: Env<'a>, options: SessionOptions) -> Term<'a> {
 #[rustler::nif]
 fn session_id(session: ResourceArc<SessionResource>) -> u64 {
     session.id
+}
+
+/// How many sessions are currently alive in this VM.
+#[rustler::nif]
+fn live_sessions() -> usize {
+    LIVE.load(Ordering::Relaxed)
 }
