@@ -1,0 +1,162 @@
+# Benchmarks for ExBashkit, side by side with their baselines in one run.
+#
+#   mix run bench/run.exs
+#
+# Prints a Markdown table (copied into the README's performance section).
+# Rust baselines come from native/ex_bashkit/src/bin/bench_exec.rs, built here.
+
+defmodule Bench do
+  alias ExBashkit.Session
+
+  def run do
+    rust = build_rust_baseline()
+
+    rows = exec_rows(rust) ++ [concurrency_row()] ++ memory_rows(rust)
+
+    IO.puts("")
+    IO.puts("| benchmark | ex_bashkit | baseline | ratio | target |")
+    IO.puts("|---|---|---|---|---|")
+    Enum.each(rows, &IO.puts/1)
+  end
+
+  defp build_rust_baseline do
+    crate = Path.expand("../native/ex_bashkit", __DIR__)
+    args = ["build", "--release", "--quiet", "--bin", "bench_exec"]
+    {_, 0} = System.cmd("cargo", args, cd: crate, into: IO.stream(:stdio, :line))
+    Path.join(crate, "target/release/bench_exec")
+  end
+
+  defp rust(binary, args) do
+    {out, 0} = System.cmd(binary, args)
+    out |> String.trim() |> String.to_float()
+  end
+
+  defp exec_rows(rust) do
+    session = Session.new()
+    session_us = median_us(20_000, fn -> {:ok, _} = Session.exec(session, "true") end)
+    rust_us = rust(rust, ["exec", "20000"])
+    once_us = median_us(5_000, fn -> {:ok, _} = ExBashkit.exec("true") end)
+    bash_us = median_us(300, fn -> {_, 0} = System.cmd("bash", ["-c", "true"]) end)
+
+    [
+      row(
+        "`Session.exec(s, \"true\")` median",
+        us(session_us),
+        "#{us(rust_us)} (bashkit in Rust)",
+        ratio(session_us, rust_us),
+        "≤ 1.3×"
+      ),
+      row(
+        "`Session.exec(s, \"true\")` vs `System.cmd(\"bash\", [\"-c\", \"true\"])`",
+        us(session_us),
+        us(bash_us),
+        "#{Float.round(bash_us / session_us, 1)}× faster",
+        "≥ 50× faster"
+      ),
+      row(
+        "`ExBashkit.exec(\"true\")` (fresh interpreter) median",
+        us(once_us),
+        us(bash_us),
+        "#{Float.round(bash_us / once_us, 1)}× faster",
+        "—"
+      )
+    ]
+  end
+
+  defp concurrency_row do
+    sessions = for _ <- 1..500, do: Session.new()
+
+    {wall, _} =
+      :timer.tc(fn ->
+        sessions
+        |> Enum.map(&Task.async(fn -> {:ok, _} = Session.exec(&1, "sleep 1") end))
+        |> Task.await_many(60_000)
+      end)
+
+    row(
+      "500 sessions running `sleep 1` at once",
+      ms(wall),
+      "1000 ms (one sleep)",
+      ratio(wall, 1_000_000),
+      "all done ≤ 2 s"
+    )
+  end
+
+  defp memory_rows(rust) do
+    count = 10_000
+    parent = self()
+
+    # Sessions are made and held in a separate process so their handles can
+    # be dropped (by its exit) and the reclamation checked afterwards.
+    holder =
+      spawn(fn ->
+        :erlang.garbage_collect()
+        before = rss_kib()
+        sessions = for _ <- 1..count, do: Session.new()
+        send(parent, {:per_session, (rss_kib() - before) / count, length(sessions)})
+        receive do: (:drop -> :ok)
+      end)
+
+    per_session =
+      receive do
+        {:per_session, kib, ^count} -> kib
+      end
+
+    send(holder, :drop)
+    {freed_ms, _} = :timer.tc(fn -> wait_until_freed() end)
+    rust_kib = rust(rust, ["memory", "#{count}"])
+
+    [
+      row(
+        "idle session memory (RSS / #{count} sessions)",
+        "#{Float.round(per_session, 1)} KiB",
+        "#{rust_kib} KiB (bare `Bash` in Rust)",
+        ratio(per_session, rust_kib),
+        "≤ 64 KB"
+      ),
+      row(
+        "#{count} dropped sessions freed by GC",
+        "#{ExBashkit.Native.live_sessions()} left",
+        "—",
+        "in #{ms(freed_ms)}",
+        "all"
+      )
+    ]
+  end
+
+  defp wait_until_freed do
+    if ExBashkit.Native.live_sessions() > 0 do
+      Process.sleep(1)
+      wait_until_freed()
+    end
+  end
+
+  defp median_us(n, fun) do
+    for _ <- 1..div(n, 10), do: fun.()
+
+    samples =
+      for _ <- 1..n do
+        started = System.monotonic_time(:nanosecond)
+        fun.()
+        System.monotonic_time(:nanosecond) - started
+      end
+
+    Enum.at(Enum.sort(samples), div(n, 2)) / 1000
+  end
+
+  defp rss_kib do
+    [kib] =
+      Regex.run(~r/VmRSS:\s+(\d+)/, File.read!("/proc/self/status"), capture: :all_but_first)
+
+    String.to_integer(kib)
+  end
+
+  defp row(name, ours, base, ratio, target),
+    do: "| #{name} | #{ours} | #{base} | #{ratio} | #{target} |"
+
+  defp us(x), do: "#{Float.round(x / 1, 2)} µs"
+  defp ms(us), do: "#{round(us / 1000)} ms"
+  defp ratio(a, b), do: "#{Float.round(a / b, 2)}×"
+end
+
+Bench.run()

@@ -1,0 +1,69 @@
+# A tour of ex_bashkit: run with `bash scripts/tour.sh` (or `mix run examples/tour.exs`).
+alias ExBashkit.Session
+
+section = fn title -> IO.puts("\n\e[1m== #{title}\e[0m") end
+show = fn label, value -> IO.puts("#{label}: #{inspect(value, pretty: true, limit: 20)}") end
+
+section.("One-off scripts: a fresh interpreter per call")
+{:ok, result} = ExBashkit.exec("echo 'hello from bashkit' | tr a-z A-Z; exit 3")
+show.("ExBashkit.exec/1", result)
+
+section.("A persistent session: env, cwd, functions, files carry over")
+
+session =
+  Session.new(
+    env: [PROJECT: "demo"],
+    cwd: "/work",
+    files: %{"/work/data.csv" => "b,2\na,1\nc,3\n"}
+  )
+
+{:ok, _} = Session.exec(session, "total() { cut -d, -f2 \"$1\" | paste -sd+ | bc; }")
+
+{:ok, result} =
+  Session.exec(session, "echo \"$PROJECT in $(pwd)\"; sort data.csv > sorted.csv; total data.csv")
+
+IO.write(result.stdout)
+show.("sorted.csv read back from Elixir", Session.read_file(session, "/work/sorted.csv"))
+show.("list_dir /work", Session.list_dir(session, "/work"))
+show.("stat /work/data.csv", Session.stat(session, "/work/data.csv"))
+
+section.("bashkit's builtins: text tools and jq, all in-process")
+
+{:ok, result} =
+  Session.exec(session, """
+  echo '{"users":[{"name":"ada","age":36},{"name":"alan","age":41}]}' > users.json
+  jq -r '.users[] | select(.age > 40) | .name' users.json
+  seq 1 5 | awk '{ s += $1 } END { print "sum", s }'
+  printf 'x=1\\ny=2\\n' | sed 's/=/ -> /' | grep y
+  """)
+
+IO.write(result.stdout)
+
+section.("Binary data round-trips byte for byte")
+bytes = <<0, 1, 2, 255, 254, 128>>
+:ok = Session.write_file(session, "/blob.bin", bytes)
+{:ok, result} = Session.exec(session, "cat /blob.bin")
+show.("stdout == written bytes", result.stdout == bytes)
+
+section.("Hostile input gets an error, and the session lives on")
+
+for script <- ["f() { f; }; f", "while true; do :; done", String.duplicate("$(", 5000)] do
+  {:error, message} = Session.exec(session, script)
+  IO.puts("#{String.slice(script, 0, 24)} -> {:error, #{inspect(message)}}")
+end
+
+{:ok, result} = Session.exec(session, "echo still here: $PROJECT")
+IO.write(result.stdout)
+
+section.("Concurrency: 200 sessions sleeping at once hold no threads")
+
+{micros, _} =
+  :timer.tc(fn ->
+    1..200
+    |> Enum.map(fn i ->
+      Task.async(fn -> Session.exec(Session.new(), "sleep 1; echo #{i}") end)
+    end)
+    |> Task.await_many(30_000)
+  end)
+
+IO.puts("200 × `sleep 1` finished in #{div(micros, 1000)} ms")

@@ -1,0 +1,19 @@
+# Sourced by scripts/tour.sh and scripts/test.sh: makes sure Elixir/OTP (from
+# Debian) and Rust are there, and sets a UTF-8 locale for Elixir.
+set -euo pipefail
+
+export LANG=C.UTF-8 LC_ALL=C.UTF-8
+export PATH="$HOME/.cargo/bin:$PATH"
+
+if ! command -v mix >/dev/null 2>&1 || ! command -v erlc >/dev/null 2>&1; then
+  echo "==> installing Elixir/OTP from Debian (elixir erlang-dev erlang-nox)"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq elixir erlang-dev erlang-nox >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "cargo not found: install Rust (https://rustup.rs) first" >&2
+  exit 1
+fi

@@ -1,0 +1,63 @@
+defmodule ExBashkit.GCTest do
+  # Counts live interpreters in the NIF, so it must not share the VM's
+  # session count with async tests.
+  use ExUnit.Case, async: false
+
+  alias ExBashkit.{Native, Session}
+
+  @moduletag timeout: 300_000
+
+  test "10,000 sessions created and dropped are freed by garbage collection" do
+    baseline = Native.live_sessions()
+    rss_before = rss_kb()
+
+    for round <- 1..10 do
+      # Sessions live only in this short-lived process; its exit frees them.
+      task =
+        Task.async(fn ->
+          sessions = for _ <- 1..1_000, do: Session.new(files: %{"/f" => "round #{round}"})
+          {:ok, _} = Session.exec(List.last(sessions), "cat /f")
+          Native.live_sessions()
+        end)
+
+      assert Task.await(task, 60_000) >= baseline + 1_000
+    end
+
+    :erlang.garbage_collect()
+    assert wait_for(fn -> Native.live_sessions() == baseline end)
+    # Freed interpreters return their memory; allow for allocator slack.
+    assert rss_kb() - rss_before < 200_000
+  end
+
+  test "a session dropped while its script runs is freed when the script ends" do
+    baseline = Native.live_sessions()
+    test = self()
+
+    spawn(fn ->
+      session = Session.new()
+      send(test, :created)
+      Session.exec(session, "sleep 0.2")
+      send(test, :ran)
+    end)
+
+    assert_receive :created
+    assert_receive :ran, 5_000
+    assert wait_for(fn -> Native.live_sessions() == baseline end)
+  end
+
+  defp wait_for(check, attempts \\ 200) do
+    cond do
+      check.() -> true
+      attempts == 0 -> false
+      true -> Process.sleep(10) && wait_for(check, attempts - 1)
+    end
+  end
+
+  defp rss_kb do
+    "/proc/self/status"
+    |> File.read!()
+    |> then(&Regex.run(~r/VmRSS:\s+(\d+)/, &1, capture: :all_but_first))
+    |> hd()
+    |> String.to_integer()
+  end
+end
