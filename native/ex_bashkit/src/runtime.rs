@@ -112,9 +112,12 @@ async fn serve(mut queue: UnboundedReceiver<Job>) {
                 tokio::spawn(job);
                 last_job = Instant::now();
             }
-            // Yielding lets this thread's other tasks run (and polls the
-            // timer and I/O drivers) while we keep watching the queue.
+            // While watching the queue, let this thread's other tasks run
+            // (and the timer and I/O drivers be polled), and give the core
+            // away whenever another thread wants it: on a small machine the
+            // BEAM's own schedulers are spinning too.
             Err(TryRecvError::Empty) if last_job.elapsed() < SPIN_WINDOW => {
+                std::thread::yield_now();
                 tokio::task::yield_now().await;
             }
             Err(TryRecvError::Empty) => match queue.recv().await {
