@@ -65,8 +65,7 @@ defmodule ExBashkit.Session.Options do
   defp env_key!(key) do
     name = scalar(key)
 
-    if is_binary(name) and name != "" and String.valid?(name) and
-         not String.contains?(name, ["=", <<0>>]) do
+    if text?(name) and name != "" and not String.contains?(name, "=") do
       name
     else
       raise ArgumentError,
@@ -78,7 +77,7 @@ defmodule ExBashkit.Session.Options do
   defp env_value!(key, value) do
     text = scalar(value)
 
-    if is_binary(text) and String.valid?(text) and not String.contains?(text, <<0>>) do
+    if text?(text) do
       text
     else
       raise ArgumentError,
@@ -87,14 +86,17 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
+  # UTF-8 with no NUL: what the interpreter can take as a name, value or path.
+  defp text?(value),
+    do: is_binary(value) and String.valid?(value) and not String.contains?(value, <<0>>)
+
   defp scalar(value) when is_binary(value), do: value
   defp scalar(value) when is_atom(value) and value not in [nil, true, false], do: to_string(value)
   defp scalar(value) when is_number(value), do: to_string(value)
   defp scalar(_), do: nil
 
   defp path!(option, path) do
-    if is_binary(path) and String.starts_with?(path, "/") and String.valid?(path) and
-         not String.contains?(path, <<0>>) do
+    if text?(path) and String.starts_with?(path, "/") do
       path
     else
       raise ArgumentError,
@@ -103,8 +105,7 @@ defmodule ExBashkit.Session.Options do
   end
 
   defp name!(option, name) do
-    if is_binary(name) and name != "" and String.valid?(name) and
-         not String.contains?(name, [<<0>>, "\n"]) do
+    if text?(name) and name != "" and not String.contains?(name, "\n") do
       name
     else
       raise ArgumentError,
@@ -127,8 +128,7 @@ defmodule ExBashkit.Session.Options do
   end
 
   defp file_path!(path) do
-    if is_binary(path) and path != "" and String.valid?(path) and
-         not String.contains?(path, <<0>>) do
+    if text?(path) and path != "" do
       path
     else
       raise ArgumentError, ":files paths must be non-empty strings, got: #{inspect(path)}"

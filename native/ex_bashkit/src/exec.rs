@@ -8,7 +8,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;
 
-use bashkit::ExecResult;
+use bashkit::{Bash, ExecResult};
 use futures_util::FutureExt;
 use rustler::{Binary, Encoder, Env, LocalPid, Monitor, NewBinary, Resource, ResourceArc, Term};
 use tokio::sync::oneshot;
@@ -130,6 +130,10 @@ fn script_text(script: Binary) -> Result<String, String> {
     })
 }
 
+async fn run_script(bash: &mut Bash, script: &str) -> Outcome {
+    bash.exec(script).await.map_err(|e| error::message(&e))
+}
+
 /// Runs `script` on the session, after any script already queued on it.
 #[rustler::nif]
 fn session_exec<'a>(
@@ -142,7 +146,7 @@ fn session_exec<'a>(
     let script = script_text(script)?;
     Ok(spawn_job(env, session.worker, pid, tag, async move {
         let mut bash = session.bash.lock().await;
-        bash.exec(&script).await.map_err(|e| error::message(&e))
+        run_script(&mut bash, &script).await
     }))
 }
 
@@ -159,6 +163,6 @@ fn exec_once<'a>(
     let worker = interpreters().assign();
     Ok(spawn_job(env, worker, pid, tag, async move {
         let mut bash = options.build().await?;
-        bash.exec(&script).await.map_err(|e| error::message(&e))
+        run_script(&mut bash, &script).await
     }))
 }

@@ -11,6 +11,7 @@ use bashkit::{FileType, Metadata};
 use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
 
 use crate::atoms;
+use crate::error;
 use crate::exec::bytes;
 use crate::runtime::interpreters;
 use crate::session::SessionResource;
@@ -38,15 +39,7 @@ fn run<T>(
 ) -> FsResult<T> {
     interpreters()
         .block_on(session.worker, op)
-        .map_err(|e| format!("{path}: {}", describe(&e)))
-}
-
-/// bashkit wraps most failures as `io error: ...`; the path is more useful.
-fn describe(err: &bashkit::Error) -> String {
-    match err {
-        bashkit::Error::Io(io) => io.to_string(),
-        other => other.to_string(),
-    }
+        .map_err(|e| error::for_path(path, &e))
 }
 
 fn kind(file_type: FileType) -> Atom {

@@ -107,11 +107,8 @@ fn start_worker(index: usize) -> Worker {
 async fn serve(mut queue: UnboundedReceiver<Job>) {
     let mut last_job = Instant::now();
     loop {
-        match queue.try_recv() {
-            Ok(job) => {
-                tokio::spawn(job);
-                last_job = Instant::now();
-            }
+        let job = match queue.try_recv() {
+            Ok(job) => job,
             // While watching the queue, let this thread's other tasks run
             // (and the timer and I/O drivers be polled), and give the core
             // away whenever another thread wants it: on a small machine the
@@ -119,16 +116,16 @@ async fn serve(mut queue: UnboundedReceiver<Job>) {
             Err(TryRecvError::Empty) if last_job.elapsed() < SPIN_WINDOW => {
                 std::thread::yield_now();
                 tokio::task::yield_now().await;
+                continue;
             }
             Err(TryRecvError::Empty) => match queue.recv().await {
-                Some(job) => {
-                    tokio::spawn(job);
-                    last_job = Instant::now();
-                }
+                Some(job) => job,
                 None => return,
             },
             Err(TryRecvError::Disconnected) => return,
-        }
+        };
+        tokio::spawn(job);
+        last_job = Instant::now();
     }
 }
 
