@@ -4,12 +4,13 @@ defmodule ExBashkit.GCTest do
   use ExUnit.Case, async: false
 
   alias ExBashkit.{Native, Session}
+  alias ExBashkit.Test.Memory
 
   @moduletag timeout: 300_000
 
   test "10,000 sessions created and dropped are freed by garbage collection" do
     baseline = Native.live_sessions()
-    rss_before = rss_kb()
+    rss_before = Memory.rss_kb()
 
     for round <- 1..10 do
       # Sessions live only in this short-lived process; its exit frees them.
@@ -26,7 +27,7 @@ defmodule ExBashkit.GCTest do
     :erlang.garbage_collect()
     assert wait_for(fn -> Native.live_sessions() == baseline end)
     # Freed interpreters return their memory; allow for allocator slack.
-    assert rss_kb() - rss_before < 200_000
+    assert Memory.rss_kb() - rss_before < 200_000
   end
 
   test "a session dropped while its script runs is freed when the script ends" do
@@ -51,13 +52,5 @@ defmodule ExBashkit.GCTest do
       attempts == 0 -> false
       true -> Process.sleep(10) && wait_for(check, attempts - 1)
     end
-  end
-
-  defp rss_kb do
-    "/proc/self/status"
-    |> File.read!()
-    |> then(&Regex.run(~r/VmRSS:\s+(\d+)/, &1, capture: :all_but_first))
-    |> hd()
-    |> String.to_integer()
   end
 end
