@@ -98,7 +98,7 @@ defmodule ExBashkit.SessionTest do
             {[files: "x"], ~r/:files must be/},
             {[files: %{"/f" => :not_iodata}], ~r/:files content for "\/f"/},
             {[files: %{42 => "x"}], ~r/:files paths/},
-            {[limits: [max_commands: 1]], ~r/:limits is not supported/},
+            {[builtins: %{}], ~r/:builtins is not supported/},
             {:not_a_list, ~r/keyword list/},
             {[{"env", []}], ~r/keyword list/}
           ] do

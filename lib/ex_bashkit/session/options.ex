@@ -3,18 +3,41 @@ defmodule ExBashkit.Session.Options do
   # Validates and normalizes `ExBashkit.Session.new/1` options. Every problem
   # raises ArgumentError naming the option, before anything native is built.
 
-  @supported [:env, :cwd, :username, :hostname, :files]
-  @later [
+  @supported [
+    :env,
+    :cwd,
+    :username,
+    :hostname,
+    :files,
+    :limits,
     :mounts,
     :allowed_mount_paths,
-    :limits,
     :allow_net,
-    :block_private_ips,
-    :builtins,
-    :builtin_timeout_ms,
-    :virtual_fs,
-    :python
+    :block_private_ips
   ]
+  @later [:builtins, :builtin_timeout_ms, :virtual_fs, :python]
+
+  @limit_keys [
+    :max_commands,
+    :max_loop_iterations,
+    :max_total_loop_iterations,
+    :max_function_depth,
+    :max_input_bytes,
+    :timeout_ms,
+    :max_stdout_bytes,
+    :max_stderr_bytes,
+    :max_fs_bytes,
+    :max_file_bytes,
+    :max_file_count,
+    :max_memory_bytes
+  ]
+
+  # Counts travel to Rust as u64; anything larger means "unlimited" anyway.
+  @max_u64 0xFFFF_FFFF_FFFF_FFFF
+
+  @doc false
+  @spec limit_keys() :: [atom()]
+  def limit_keys, do: @limit_keys
 
   @typedoc "What the NIF receives, plus the files to seed afterwards."
   @type t :: %{native: map(), files: [{String.t(), binary()}]}
@@ -33,7 +56,13 @@ defmodule ExBashkit.Session.Options do
         env: env!(Keyword.get(opts, :env, [])),
         cwd: path!(:cwd, Keyword.get(opts, :cwd, "/")),
         username: name!(:username, Keyword.get(opts, :username, "sandbox")),
-        hostname: name!(:hostname, Keyword.get(opts, :hostname, "bashkit-sandbox"))
+        hostname: name!(:hostname, Keyword.get(opts, :hostname, "bashkit-sandbox")),
+        limits: limits!(Keyword.get(opts, :limits, [])),
+        mounts: mounts!(Keyword.get(opts, :mounts, [])),
+        allowed_mount_paths: allowed_mount_paths!(Keyword.get(opts, :allowed_mount_paths)),
+        allow_net: allow_net!(Keyword.get(opts, :allow_net)),
+        block_private_ips:
+          boolean!(:block_private_ips, Keyword.get(opts, :block_private_ips, true))
       },
       files: files!(Keyword.get(opts, :files, []))
     }
@@ -142,5 +171,138 @@ defmodule ExBashkit.Session.Options do
       reraise ArgumentError,
               ":files content for #{inspect(path)} must be iodata, got: #{inspect(content)}",
               __STACKTRACE__
+  end
+
+  defp limits!(limits) when is_map(limits) or is_list(limits) do
+    given =
+      Enum.map(limits, fn
+        {key, value} when key in @limit_keys ->
+          {key, limit_value!(key, value)}
+
+        {key, _} ->
+          raise ArgumentError,
+                "unknown :limits key #{inspect(key)}, expected one of: #{inspect(@limit_keys)}"
+
+        other ->
+          raise ArgumentError, ":limits entries must be {key, value}, got: #{inspect(other)}"
+      end)
+
+    Map.merge(Map.new(@limit_keys, &{&1, nil}), Map.new(given))
+  end
+
+  defp limits!(other) do
+    raise ArgumentError, ":limits must be a keyword list or map, got: #{inspect(other)}"
+  end
+
+  defp limit_value!(:timeout_ms, value) when is_integer(value) and value >= 1,
+    do: min(value, @max_u64)
+
+  defp limit_value!(:timeout_ms, value) do
+    raise ArgumentError,
+          ":limits key :timeout_ms must be a positive integer (milliseconds), " <>
+            "got: #{inspect(value)}"
+  end
+
+  defp limit_value!(_key, value) when is_integer(value) and value >= 0, do: min(value, @max_u64)
+
+  defp limit_value!(key, value) do
+    raise ArgumentError,
+          ":limits key #{inspect(key)} must be a non-negative integer, got: #{inspect(value)}"
+  end
+
+  defp mounts!(mounts) when is_list(mounts) do
+    normalized = Enum.map(mounts, &mount!/1)
+
+    duplicates =
+      normalized
+      |> Enum.frequencies_by(&elem(&1, 0))
+      |> Enum.filter(fn {_, count} -> count > 1 end)
+
+    case duplicates do
+      [] ->
+        normalized
+
+      [{path, _} | _] ->
+        raise ArgumentError, ":mounts has more than one mount at #{inspect(path)}"
+    end
+  end
+
+  defp mounts!(other) do
+    raise ArgumentError,
+          ":mounts must be a list of {vfs_path, host_path, mode}, got: #{inspect(other)}"
+  end
+
+  defp mount!({vfs_path, host_path, mode} = mount) do
+    unless text?(vfs_path) and String.starts_with?(vfs_path, "/") do
+      raise ArgumentError,
+            "mount #{inspect(mount)}: the sandbox path must be an absolute path string"
+    end
+
+    unless mode in [:read_only, :read_write] do
+      raise ArgumentError,
+            "mount #{inspect(mount)}: unknown mode #{inspect(mode)}, " <>
+              "expected :read_only or :read_write"
+    end
+
+    {vfs_path, host_path!("mount #{inspect(mount)}: the host path", host_path), mode}
+  end
+
+  defp mount!(other) do
+    raise ArgumentError,
+          ":mounts entries must be {vfs_path, host_path, mode}, got: #{inspect(other)}"
+  end
+
+  defp allowed_mount_paths!(nil), do: nil
+
+  defp allowed_mount_paths!(paths) when is_list(paths) do
+    Enum.map(paths, &host_path!(":allowed_mount_paths entry #{inspect(&1)}", &1))
+  end
+
+  defp allowed_mount_paths!(other) do
+    raise ArgumentError,
+          ":allowed_mount_paths must be a list of host paths, got: #{inspect(other)}"
+  end
+
+  # Host paths are resolved against the VM's working directory here, so that
+  # what the NIF canonicalizes is what the caller meant.
+  defp host_path!(what, path) do
+    if text?(path) and path != "" do
+      Path.expand(path)
+    else
+      raise ArgumentError, "#{what} must be a non-empty string, got: #{inspect(path)}"
+    end
+  end
+
+  defp allow_net!(nil), do: :none
+  defp allow_net!(:all), do: :all
+
+  defp allow_net!(patterns) when is_list(patterns) do
+    {:only, Enum.map(patterns, &url_pattern!/1)}
+  end
+
+  defp allow_net!(other) do
+    raise ArgumentError,
+          ":allow_net must be a list of URL patterns or :all, got: #{inspect(other)}"
+  end
+
+  # Patterns that cannot match (no scheme or host) would silently deny; say so.
+  defp url_pattern!(pattern) do
+    with true <- text?(pattern),
+         {:ok, %URI{scheme: scheme, host: host}} when scheme in ["http", "https"] <-
+           URI.new(pattern),
+         true <- is_binary(host) and host != "" do
+      pattern
+    else
+      _ ->
+        raise ArgumentError,
+              ":allow_net pattern #{inspect(pattern)} must be an http:// or https:// URL " <>
+                "with a host, like \"https://api.example.com/v1\""
+    end
+  end
+
+  defp boolean!(_option, value) when is_boolean(value), do: value
+
+  defp boolean!(option, value) do
+    raise ArgumentError, "#{inspect(option)} must be true or false, got: #{inspect(value)}"
   end
 end

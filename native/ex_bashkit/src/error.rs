@@ -1,8 +1,30 @@
 //! Turning bashkit errors into the messages Elixir callers see.
 
-/// The message for a failed script's `{:error, message}`.
+use bashkit::LimitExceeded;
+
+/// The message for a failed script's `{:error, message}`. A tripped limit
+/// that the `:limits` option controls names its key, so the fix is obvious.
 pub fn message(err: &bashkit::Error) -> String {
-    err.to_string()
+    match err {
+        bashkit::Error::ResourceLimit(limit) => match limit_key(limit) {
+            Some(key) => format!("{err} (limit :{key})"),
+            None => err.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn limit_key(limit: &LimitExceeded) -> Option<&'static str> {
+    Some(match limit {
+        LimitExceeded::MaxCommands(_) => "max_commands",
+        LimitExceeded::MaxLoopIterations(_) => "max_loop_iterations",
+        LimitExceeded::MaxTotalLoopIterations(_) => "max_total_loop_iterations",
+        LimitExceeded::MaxFunctionDepth(_) => "max_function_depth",
+        LimitExceeded::InputTooLarge(..) => "max_input_bytes",
+        LimitExceeded::Timeout(_) => "timeout_ms",
+        LimitExceeded::Memory(what) if what.contains("byte") => "max_memory_bytes",
+        _ => return None,
+    })
 }
 
 /// The message for a failed file operation on `path`. bashkit wraps most of

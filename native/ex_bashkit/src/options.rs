@@ -6,6 +6,10 @@ use std::path::Path;
 use bashkit::{Bash, BashBuilder, SessionLimits};
 use rustler::NifMap;
 
+use crate::limits::Limits;
+use crate::mounts::{self, Mount};
+use crate::network::AllowNet;
+
 /// The decoded `new/1` options. Every field has already been checked and
 /// normalized in Elixir, so decoding failures here are programmer errors.
 #[derive(NifMap)]
@@ -14,13 +18,19 @@ pub struct SessionOptions {
     pub cwd: String,
     pub username: String,
     pub hostname: String,
+    pub limits: Limits,
+    pub mounts: Vec<Mount>,
+    pub allowed_mount_paths: Option<Vec<String>>,
+    pub allow_net: AllowNet,
+    pub block_private_ips: bool,
 }
 
 impl SessionOptions {
-    /// Builds the interpreter, with its working directory in place. Async
-    /// because the filesystem is; it never actually waits for anything.
+    /// Builds the interpreter with its mounts attached and its working
+    /// directory in place. Async because the filesystem is.
     pub async fn build(&self) -> Result<Bash, String> {
         let bash = self.builder().build();
+        mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
         bash.fs()
             .mkdir(Path::new(&self.cwd), true)
             .await
@@ -32,7 +42,16 @@ impl SessionOptions {
         // bashkit caps a single instance at 1,000 exec calls and 100,000
         // commands by default; a session lives for a whole agent conversation,
         // so per-script limits (ExecutionLimits) are the ones that bound work.
-        let mut builder = Bash::builder().session_limits(SessionLimits::unlimited());
+        let mut builder = Bash::builder()
+            .session_limits(SessionLimits::unlimited())
+            .limits(self.limits.execution())
+            .filesystem_limits(self.limits.filesystem());
+        if let Some(memory) = self.limits.memory() {
+            builder = builder.memory_limits(memory);
+        }
+        if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
+            builder = builder.network(allowlist);
+        }
         for (key, value) in &self.env {
             builder = builder.env(key, value);
         }

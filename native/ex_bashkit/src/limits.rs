@@ -1,0 +1,81 @@
+//! The `:limits` option: caps on one script's work, its output, the
+//! in-memory filesystem and interpreter memory. Unset keys keep bashkit's
+//! defaults; values were range-checked in `ExBashkit.Session.Options`.
+
+use std::time::Duration;
+
+use bashkit::{ExecutionLimits, FsLimits, MemoryLimits};
+use rustler::NifMap;
+
+/// Every key is present; `nil` (`None`) means "bashkit's default".
+#[derive(NifMap, Default)]
+pub struct Limits {
+    pub max_commands: Option<u64>,
+    pub max_loop_iterations: Option<u64>,
+    pub max_total_loop_iterations: Option<u64>,
+    pub max_function_depth: Option<u64>,
+    pub max_input_bytes: Option<u64>,
+    pub timeout_ms: Option<u64>,
+    pub max_stdout_bytes: Option<u64>,
+    pub max_stderr_bytes: Option<u64>,
+    pub max_fs_bytes: Option<u64>,
+    pub max_file_bytes: Option<u64>,
+    pub max_file_count: Option<u64>,
+    pub max_memory_bytes: Option<u64>,
+}
+
+/// A count too large for this platform means "unlimited".
+fn count(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
+
+fn set(target: &mut usize, value: Option<u64>) {
+    if let Some(value) = value {
+        *target = count(value);
+    }
+}
+
+impl Limits {
+    pub fn execution(&self) -> ExecutionLimits {
+        let mut limits = ExecutionLimits::default();
+        set(&mut limits.max_commands, self.max_commands);
+        set(&mut limits.max_loop_iterations, self.max_loop_iterations);
+        set(
+            &mut limits.max_total_loop_iterations,
+            self.max_total_loop_iterations,
+        );
+        set(&mut limits.max_function_depth, self.max_function_depth);
+        set(&mut limits.max_input_bytes, self.max_input_bytes);
+        set(&mut limits.max_stdout_bytes, self.max_stdout_bytes);
+        set(&mut limits.max_stderr_bytes, self.max_stderr_bytes);
+        if let Some(ms) = self.timeout_ms {
+            limits.timeout = Duration::from_millis(ms);
+        }
+        limits
+    }
+
+    pub fn filesystem(&self) -> FsLimits {
+        let mut limits = FsLimits::default();
+        if let Some(bytes) = self.max_fs_bytes {
+            limits.max_total_bytes = bytes;
+        }
+        if let Some(bytes) = self.max_file_bytes {
+            limits.max_file_size = bytes;
+        }
+        if let Some(files) = self.max_file_count {
+            limits.max_file_count = files;
+        }
+        limits
+    }
+
+    /// `None` keeps bashkit's per-instance memory defaults.
+    pub fn memory(&self) -> Option<MemoryLimits> {
+        let bytes = count(self.max_memory_bytes?);
+        let defaults = MemoryLimits::default();
+        Some(
+            MemoryLimits::new()
+                .max_total_variable_bytes(bytes)
+                .max_function_body_bytes(bytes.min(defaults.max_function_body_bytes)),
+        )
+    }
+}

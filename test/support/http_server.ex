@@ -1,0 +1,73 @@
+defmodule ExBashkit.Test.HttpServer do
+  @moduledoc false
+  # A tiny HTTP/1.1 server on 127.0.0.1 for the network-allowlist tests.
+  # Every request it receives is reported to the owner as
+  # `{:http_request, path}`, so a test can tell "denied before any I/O"
+  # from "reached the server".
+  #
+  #   GET <path>?to=<location> -> 302 with that Location
+  #   GET <path>               -> 200 with body "hit <path>"
+
+  @spec start() :: {pid(), :inet.port_number()}
+  def start do
+    owner = self()
+
+    {:ok, listen} =
+      :gen_tcp.listen(0, [
+        :binary,
+        ip: {127, 0, 0, 1},
+        active: false,
+        packet: :http_bin,
+        reuseaddr: true
+      ])
+
+    {:ok, port} = :inet.port(listen)
+    pid = spawn_link(fn -> accept(listen, owner) end)
+    :ok = :gen_tcp.controlling_process(listen, pid)
+    {pid, port}
+  end
+
+  defp accept(listen, owner) do
+    case :gen_tcp.accept(listen) do
+      {:ok, socket} ->
+        serve(socket, owner)
+        accept(listen, owner)
+
+      {:error, _} ->
+        :ok
+    end
+  end
+
+  defp serve(socket, owner) do
+    with {:ok, {:http_request, _method, {:abs_path, path}, _version}} <-
+           :gen_tcp.recv(socket, 0, 5_000),
+         :ok <- skip_headers(socket) do
+      send(owner, {:http_request, path})
+      :gen_tcp.send(socket, response(path))
+    end
+
+    :gen_tcp.close(socket)
+  end
+
+  defp skip_headers(socket) do
+    case :gen_tcp.recv(socket, 0, 5_000) do
+      {:ok, :http_eoh} -> :ok
+      {:ok, {:http_header, _, _, _, _}} -> skip_headers(socket)
+      other -> other
+    end
+  end
+
+  defp response(path) do
+    case String.split(path, "?to=", parts: 2) do
+      [_, location] ->
+        "HTTP/1.1 302 Found\r\nlocation: #{location}\r\ncontent-length: 0\r\n" <>
+          "connection: close\r\n\r\n"
+
+      [_] ->
+        body = "hit " <> path
+
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n" <>
+          "content-length: #{byte_size(body)}\r\nconnection: close\r\n\r\n" <> body
+    end
+  end
+end
