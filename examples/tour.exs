@@ -55,6 +55,37 @@ end
 {:ok, result} = Session.exec(session, "echo still here: $PROJECT")
 IO.write(result.stdout)
 
+section.("The security boundary: limits, host mounts, network")
+
+host_dir = Path.join(System.tmp_dir!(), "ex_bashkit_tour_#{System.unique_integer([:positive])}")
+File.mkdir_p!(host_dir)
+File.write!(Path.join(host_dir, "report.txt"), "quarterly numbers\n")
+
+guarded =
+  Session.new(
+    mounts: [{"/host", host_dir, :read_only}],
+    limits: [max_commands: 100, timeout_ms: 1_000, max_stdout_bytes: 64]
+  )
+
+{:ok, result} = Session.exec(guarded, "cat /host/report.txt; echo nope > /host/x")
+show.("read-only mount", result)
+show.("100-command budget", Session.exec(guarded, "for i in $(seq 1000); do :; done"))
+{:ok, result} = Session.exec(guarded, "seq 1 100")
+show.("64-byte output cap", {result.stdout, result.truncated})
+{:ok, result} = Session.exec(guarded, "curl -s https://example.com")
+show.("no :allow_net, no network", result.stderr)
+
+show.(
+  "/etc is refused as a mount",
+  try do
+    Session.new(mounts: [{"/etc", "/etc", :read_only}])
+  rescue
+    e in ArgumentError -> e.message
+  end
+)
+
+File.rm_rf!(host_dir)
+
 section.("Concurrency: 200 sessions sleeping at once hold no threads")
 
 {micros, _} =

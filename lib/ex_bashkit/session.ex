@@ -25,7 +25,8 @@ defmodule ExBashkit.Session do
 
   ## Options
 
-  `new/1` accepts options that seed the session's initial state:
+  `new/1` accepts options that seed the session's initial state and draw its
+  security boundary:
 
     * `:env` — a map or keyword list of environment variables to pre-set.
       Keys and values are stringified (`env: %{"LANG" => "C"}` or
@@ -39,8 +40,128 @@ defmodule ExBashkit.Session do
     * `:files` — a map (or list) of `path => content` to seed into the
       virtual filesystem, creating parent directories as needed. Content is
       any `t:iodata/0`. Equivalent to calling `write_file/3` for each entry.
+    * `:limits` — a keyword list or map of resource limits (see
+      "Resource limits").
+    * `:mounts` — a list of `{vfs_path, host_path, mode}` mapping real host
+      directories into the sandbox, `mode` being `:read_only` or
+      `:read_write` (see "Host mounts").
+    * `:allowed_mount_paths` — host path prefixes that mounts must sit under;
+      setting it replaces the default denylist (see "Host mounts").
+    * `:allow_net` — a list of URL patterns `curl`/`wget`/`http` may reach,
+      or `:all`. Omitted, the network is unreachable (see "Network access").
+    * `:block_private_ips` — refuse requests to private and reserved
+      addresses even when allowlisted (default `true`).
 
   Malformed options raise `ArgumentError` naming the option.
+
+  ## Resource limits
+
+  Every script runs under bashkit's limits; `:limits` tightens or loosens
+  them. Each key is optional and an unset key keeps the default below. When a
+  script exceeds a limit, `exec/2` returns `{:error, message}`, the message
+  names the limit, and the session stays usable.
+
+      iex> session = ExBashkit.Session.new(limits: [max_loop_iterations: 3])
+      iex> ExBashkit.Session.exec(session, "for i in 1 2 3 4; do :; done")
+      {:error, "resource limit exceeded: maximum loop iterations exceeded (3) (limit :max_loop_iterations)"}
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "echo still here")
+      iex> result.stdout
+      "still here\\n"
+
+  Per script:
+
+    * `:max_commands` — commands a script may run (default 10,000).
+    * `:max_loop_iterations` — iterations of any single loop (default 10,000).
+    * `:max_total_loop_iterations` — iterations across all loops, against
+      nested-loop multiplication (default 1,000,000).
+    * `:max_function_depth` — function recursion depth (default 100).
+    * `:max_input_bytes` — size of the script itself (default 10,000,000).
+    * `:timeout_ms` — wall-clock time (default 30,000; at least 1). A
+      running script holds no BEAM scheduler, so a long timeout costs an
+      interpreter thread, not a scheduler.
+    * `:max_stdout_bytes`, `:max_stderr_bytes` — output kept per script
+      (default 1,048,576 each). Past the cap output is dropped, the script
+      goes on, and the result has `truncated: true`.
+
+  Per session:
+
+    * `:max_fs_bytes` — total bytes in the in-memory filesystem
+      (default 100,000,000).
+    * `:max_file_bytes` — bytes in one file (default 10,000,000).
+    * `:max_file_count` — files in the in-memory filesystem (default 10,000;
+      the standard layout such as `/etc/passwd` counts too).
+    * `:max_memory_bytes` — interpreter memory: variable and function-body
+      bytes (default 10,000,000), so `x=$x$x` doubling ends in an error.
+
+  A write past a filesystem cap fails like a full disk: the command exits
+  non-zero with a message (`file too large`, `too many files`), and
+  `write_file/3` returns `{:error, message}`.
+
+      iex> session = ExBashkit.Session.new(limits: [max_stdout_bytes: 5, max_file_bytes: 4])
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "echo 1234567890; echo toolong > /f")
+      iex> {result.stdout, result.truncated, result.exit_code}
+      {"12345", true, 1}
+
+  Counts are non-negative integers; a value too large for the platform means
+  unlimited. Unknown keys raise `ArgumentError`.
+
+  ## Host mounts
+
+  By default nothing on the real host is reachable. `:mounts` maps real host
+  directories into the sandbox:
+
+      ExBashkit.Session.new(
+        mounts: [
+          {"/data", "/srv/app/data", :read_only},
+          {"/work", "/tmp/sandbox-work", :read_write}
+        ]
+      )
+
+  With `:read_only` scripts read host files and every write fails; with
+  `:read_write` writes reach the real disk, so give it a dedicated directory.
+  Host paths are canonicalized when the session is built. Every access is
+  resolved on the host and refused if it leaves the mounted directory, so
+  `..`, absolute or relative symlinks, and symlinked directories pointing
+  outside all fail, and scripts cannot create symlinks that leave it.
+
+  Sensitive host locations are refused by default: the host root, `/etc`,
+  `/proc`, `/sys`, `/dev`, `/boot`, `/root`, `/home`, `/Users`, `/run`,
+  `/var/run`, `/private`, and any path with a `.ssh`, `.aws`, `.kube`,
+  `.docker`, `.gnupg` or `.gcloud` component. `:allowed_mount_paths` is a
+  switch, not an addition: once set, the denylist is off and every mount's
+  host path must sit under one of its prefixes (compared after resolving
+  symlinks).
+
+  A misconfigured mount raises `ArgumentError` from `new/1` with a message
+  naming it: an unknown mode, a host path that is missing or not a directory,
+  a sensitive path, or one outside the allowlist. A session is never built
+  with a mount silently missing.
+
+  ## Network access
+
+  By default a session has no network: `curl`, `wget` and `http` fail without
+  sending anything. `:allow_net` grants access to URL patterns:
+
+      ExBashkit.Session.new(allow_net: ["https://api.example.com", "https://cdn.example.com/assets"])
+
+  A request is allowed when its scheme, host and port equal a pattern's and
+  its path starts with the pattern's path at a `/` boundary
+  (`https://cdn.example.com/assets` allows `/assets/x.js`, not
+  `/assetsx`). Matching is literal, without DNS. Redirects are never followed
+  automatically, and `curl -L` checks every hop against the allowlist.
+  `allow_net: :all` lifts the allowlist; use it only for trusted scripts.
+
+  Independently, requests to loopback, 10/8, 172.16/12, 192.168/16,
+  link-local and IPv6 unique-local addresses are refused even when
+  allowlisted, both for literal addresses and for names that resolve to
+  them, which stops server-side request forgery and DNS rebinding. To reach a
+  private service on purpose, such as a development server on localhost, set
+  `block_private_ips: false`.
+
+      iex> session = ExBashkit.Session.new(allow_net: ["http://127.0.0.1:9/api"])
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "curl -s http://127.0.0.1:9/api")
+      iex> result.stderr
+      "curl: network error: access denied: request to private/reserved IP 127.0.0.1 blocked (SSRF protection)\\n"
 
   ## Virtual filesystem
 
@@ -80,18 +201,43 @@ defmodule ExBashkit.Session do
   @typedoc "A filesystem entry's kind, as reported by `stat/2` and `list_dir/2`."
   @type fs_type :: :file | :dir | :symlink | :fifo
 
+  @typedoc "A key of the `:limits` option."
+  @type limit_key ::
+          :max_commands
+          | :max_loop_iterations
+          | :max_total_loop_iterations
+          | :max_function_depth
+          | :max_input_bytes
+          | :timeout_ms
+          | :max_stdout_bytes
+          | :max_stderr_bytes
+          | :max_fs_bytes
+          | :max_file_bytes
+          | :max_file_count
+          | :max_memory_bytes
+
+  @typedoc "Access mode of a host directory mount."
+  @type mount_mode :: :read_only | :read_write
+
   @type option ::
           {:env, %{optional(String.t() | atom()) => String.t()} | keyword()}
           | {:cwd, Path.t()}
           | {:username, String.t()}
           | {:hostname, String.t()}
           | {:files, %{optional(Path.t()) => iodata()} | [{Path.t(), iodata()}]}
+          | {:limits,
+             [{limit_key(), non_neg_integer()}] | %{optional(limit_key()) => non_neg_integer()}}
+          | {:mounts, [{Path.t(), Path.t(), mount_mode()}]}
+          | {:allowed_mount_paths, [Path.t()]}
+          | {:allow_net, [String.t()] | :all}
+          | {:block_private_ips, boolean()}
 
   @doc """
   Creates a new persistent session, optionally seeding its initial state.
 
   See the module documentation for the options. Raises `ArgumentError` for a
-  malformed option (naming it) or a `:files` entry that cannot be written.
+  malformed option (naming it), a `:files` entry that cannot be written, or a
+  `:mounts` entry that cannot be attached (naming the mount).
 
       iex> session = ExBashkit.Session.new(env: [GREETING: "hi"], cwd: "/work", username: "ada")
       iex> {:ok, result} = ExBashkit.Session.exec(session, "echo $GREETING $(pwd) $(whoami)")
