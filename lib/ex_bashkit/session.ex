@@ -51,6 +51,13 @@ defmodule ExBashkit.Session do
       or `:all`. Omitted, the network is unreachable (see "Network access").
     * `:block_private_ips` — refuse requests to private and reserved
       addresses even when allowlisted (default `true`).
+    * `:builtins` — a map of `name => fun` adding commands whose output an
+      Elixir function computes (see "Custom builtins").
+    * `:builtin_timeout_ms` — how long one builtin or `:virtual_fs` call may
+      run (positive integer, default `30_000`).
+    * `:virtual_fs` — a map of `mount_path => backend` mounting filesystems
+      your application serves (see "Virtual filesystem backends" and
+      `ExBashkit.VirtualFs`).
 
   Malformed options raise `ArgumentError` naming the option.
 
@@ -163,6 +170,78 @@ defmodule ExBashkit.Session do
       iex> result.stderr
       "curl: network error: access denied: request to private/reserved IP 127.0.0.1 blocked (SSRF protection)\\n"
 
+  ## Custom builtins
+
+  `:builtins` registers commands implemented in Elixir: a script line
+  `name args…` calls back into your application. This is how a sandbox
+  reaches capabilities you control — a database query, a key/value lookup,
+  an approval prompt — without real process or network access.
+
+      iex> store = %{"answer" => "42"}
+      iex> session =
+      ...>   ExBashkit.Session.new(
+      ...>     builtins: %{
+      ...>       "kv_get" => fn call ->
+      ...>         case Map.fetch(store, hd(call.args)) do
+      ...>           {:ok, value} -> {:ok, value <> "\\n"}
+      ...>           :error -> {:error, "no such key\\n"}
+      ...>         end
+      ...>       end
+      ...>     }
+      ...>   )
+      iex> {:ok, %ExBashkit.Result{stdout: "42\\n"}} =
+      ...>   ExBashkit.Session.exec(session, "total=$(kv_get answer); echo $total")
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "kv_get nope || echo failed")
+      iex> {result.stdout, result.stderr}
+      {"failed\\n", "no such key\\n"}
+
+  The function receives one map:
+
+    * `:args` — the arguments (strings), without the command name;
+    * `:stdin` — the bytes piped in (`""` if none);
+    * `:env` — the exported environment, `%{String.t() => String.t()}`;
+    * `:cwd` — the working directory at the time of the call.
+
+  It returns `{:ok, iodata}` (stdout, exit 0), `{:error, iodata}` (stderr,
+  exit 1) or an `%ExBashkit.Result{}` for full control of stdout, stderr
+  and the exit code (0..255).
+
+  Anything else, a raise, an exit, a throw, or a killed process fails only
+  that command, with exit 1 and a stderr line saying what happened
+  (`kv_get: raised RuntimeError: boom`). A call running longer than
+  `:builtin_timeout_ms` is killed and the command exits 124. The session
+  stays usable in every case.
+
+  Each call runs in a short-lived process of its own, started for it by a
+  server that lives as long as the `exec/2`, so a builtin must not rely on
+  the caller's process dictionary or `self()`. When the script's
+  `:timeout_ms` fires or its caller dies, a running call is killed: nothing
+  outlives `exec/2`. No scheduler is held while a call runs, so builtins
+  can drive other sessions, hundreds at once. A builtin that calls `exec/2`
+  on its own session (directly, or from a Task it started) gets
+  `{:error, message}` at once: that session is busy running the script that
+  waits for the builtin.
+
+  ## Virtual filesystem backends
+
+  `:virtual_fs` mounts a filesystem your application serves: reads and
+  writes under the mount become calls to a backend, with the failure model
+  and timeout of builtins. A backend is a module implementing
+  `ExBashkit.VirtualFs`, `{module, arg}`, or a function:
+
+      iex> backend = fn
+      ...>   %{op: :read, path: "/users/" <> id} -> {:ok, ["name=user", id, "\\n"]}
+      ...>   _ -> {:error, :enotsup}
+      ...> end
+      iex> session = ExBashkit.Session.new(virtual_fs: %{"/api" => backend})
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "cut -d= -f2 /api/users/7")
+      iex> result.stdout
+      "user7\\n"
+
+  It composes with the in-memory filesystem, `:files` and `:mounts`. The
+  file API (`read_file/2`, `write_file/3`, ...) returns `{:error, _}` for
+  paths under a virtual mount: backends serve scripts only.
+
   ## Virtual filesystem
 
   A session's in-memory filesystem is shared between scripts and the host.
@@ -188,15 +267,20 @@ defmodule ExBashkit.Session do
   interpreter's deep recursion happens on threads with a large stack, so
   hostile nesting cannot overflow a scheduler's stack. If the calling process
   dies, its script is cancelled.
+
+  Most scripts answer within microseconds, so the caller stays runnable for
+  about 30 µs (yielding to every other process) before it blocks in
+  `receive`: waking a sleeping scheduler costs more than that once the VM
+  has any port or socket open.
   """
 
-  alias ExBashkit.{Execution, Native, Result}
+  alias ExBashkit.{Callbacks, Execution, Native, Result}
   alias ExBashkit.Session.Options
 
   @enforce_keys [:resource]
-  defstruct [:resource]
+  defstruct [:resource, :callbacks]
 
-  @opaque t :: %__MODULE__{resource: reference()}
+  @opaque t :: %__MODULE__{resource: reference(), callbacks: Callbacks.t() | nil}
 
   @typedoc "A filesystem entry's kind, as reported by `stat/2` and `list_dir/2`."
   @type fs_type :: :file | :dir | :symlink | :fifo
@@ -231,6 +315,9 @@ defmodule ExBashkit.Session do
           | {:allowed_mount_paths, [Path.t()]}
           | {:allow_net, [String.t()] | :all}
           | {:block_private_ips, boolean()}
+          | {:builtins, %{optional(String.t() | atom()) => (map() -> term())}}
+          | {:builtin_timeout_ms, pos_integer()}
+          | {:virtual_fs, %{optional(Path.t()) => ExBashkit.VirtualFs.backend()}}
 
   @doc """
   Creates a new persistent session, optionally seeding its initial state.
@@ -246,11 +333,11 @@ defmodule ExBashkit.Session do
   """
   @spec new([option()]) :: t()
   def new(opts \\ []) do
-    %{native: native, files: files} = Options.validate!(opts)
+    %{native: native, files: files, callbacks: callbacks} = Options.validate!(opts)
 
     session =
       case Native.session_new(native) do
-        {:ok, resource} -> %__MODULE__{resource: resource}
+        {:ok, resource} -> %__MODULE__{resource: resource, callbacks: callbacks}
         {:error, message} -> raise ArgumentError, "cannot create session: #{message}"
       end
 
@@ -280,11 +367,20 @@ defmodule ExBashkit.Session do
       "/tmp\\n"
   """
   @spec exec(t(), String.t()) :: {:ok, Result.t()} | {:error, String.t()}
-  def exec(%__MODULE__{resource: resource}, script) do
+  def exec(%__MODULE__{resource: resource, callbacks: nil}, script) do
+    run(resource, Execution.script!(script), nil)
+  end
+
+  def exec(%__MODULE__{resource: resource, callbacks: callbacks}, script) do
+    script = Execution.script!(script)
+    Callbacks.serve(callbacks, Native.session_id(resource), &run(resource, script, &1))
+  end
+
+  defp run(resource, script, callback_server) do
     tag = make_ref()
 
     resource
-    |> Native.session_exec(Execution.script!(script), self(), tag)
+    |> Native.session_exec(script, self(), tag, callback_server)
     |> Execution.await(tag)
   end
 

@@ -25,7 +25,7 @@ defmodule ExBashkit.GCTest do
     end
 
     :erlang.garbage_collect()
-    assert wait_for(fn -> Native.live_sessions() == baseline end)
+    assert wait_for(fn -> Native.live_sessions() <= baseline end)
     # Freed interpreters return their memory; allow for allocator slack.
     assert Memory.rss_kb() - rss_before < 200_000
   end
@@ -43,7 +43,7 @@ defmodule ExBashkit.GCTest do
 
     assert_receive :created
     assert_receive :ran, 5_000
-    assert wait_for(fn -> Native.live_sessions() == baseline end)
+    assert wait_for(fn -> Native.live_sessions() <= baseline end)
   end
 
   defp wait_for(check, attempts \\ 200) do

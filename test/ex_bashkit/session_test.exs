@@ -98,7 +98,7 @@ defmodule ExBashkit.SessionTest do
             {[files: "x"], ~r/:files must be/},
             {[files: %{"/f" => :not_iodata}], ~r/:files content for "\/f"/},
             {[files: %{42 => "x"}], ~r/:files paths/},
-            {[builtins: %{}], ~r/:builtins is not supported/},
+            {[python: true], ~r/:python is not supported/},
             {:not_a_list, ~r/keyword list/},
             {[{"env", []}], ~r/keyword list/}
           ] do

@@ -13,9 +13,12 @@ defmodule ExBashkit.Session.Options do
     :mounts,
     :allowed_mount_paths,
     :allow_net,
-    :block_private_ips
+    :block_private_ips,
+    :builtins,
+    :builtin_timeout_ms,
+    :virtual_fs
   ]
-  @later [:builtins, :builtin_timeout_ms, :virtual_fs, :python]
+  @later [:python]
 
   @limit_keys [
     :max_commands,
@@ -39,8 +42,15 @@ defmodule ExBashkit.Session.Options do
   @spec limit_keys() :: [atom()]
   def limit_keys, do: @limit_keys
 
-  @typedoc "What the NIF receives, plus the files to seed afterwards."
-  @type t :: %{native: map(), files: [{String.t(), binary()}]}
+  @typedoc """
+  What the NIF receives, the files to seed afterwards, and the Elixir side
+  of the callbacks (`nil` when there are none).
+  """
+  @type t :: %{
+          native: map(),
+          files: [{String.t(), binary()}],
+          callbacks: ExBashkit.Callbacks.t() | nil
+        }
 
   @spec validate!(keyword()) :: t()
   def validate!(opts) do
@@ -50,6 +60,15 @@ defmodule ExBashkit.Session.Options do
     end
 
     Enum.each(opts, fn {key, _} -> known!(key) end)
+    mounts = mounts!(Keyword.get(opts, :mounts, []))
+
+    callbacks =
+      callbacks!(
+        Keyword.get(opts, :builtins, %{}),
+        Keyword.get(opts, :virtual_fs, %{}),
+        Keyword.get(opts, :builtin_timeout_ms, 30_000),
+        mounts
+      )
 
     %{
       native: %{
@@ -58,13 +77,17 @@ defmodule ExBashkit.Session.Options do
         username: name!(:username, Keyword.get(opts, :username, "sandbox")),
         hostname: name!(:hostname, Keyword.get(opts, :hostname, "bashkit-sandbox")),
         limits: limits!(Keyword.get(opts, :limits, [])),
-        mounts: mounts!(Keyword.get(opts, :mounts, [])),
+        mounts: mounts,
         allowed_mount_paths: allowed_mount_paths!(Keyword.get(opts, :allowed_mount_paths)),
         allow_net: allow_net!(Keyword.get(opts, :allow_net)),
         block_private_ips:
-          boolean!(:block_private_ips, Keyword.get(opts, :block_private_ips, true))
+          boolean!(:block_private_ips, Keyword.get(opts, :block_private_ips, true)),
+        builtins: Map.keys(callbacks.builtins),
+        virtual_fs: Map.keys(callbacks.virtual_fs)
       },
-      files: files!(Keyword.get(opts, :files, []))
+      files: files!(Keyword.get(opts, :files, [])),
+      callbacks:
+        if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
     }
   end
 
@@ -304,5 +327,112 @@ defmodule ExBashkit.Session.Options do
 
   defp boolean!(option, value) do
     raise ArgumentError, "#{inspect(option)} must be true or false, got: #{inspect(value)}"
+  end
+
+  defp callbacks!(builtins, virtual_fs, timeout, mounts) do
+    unless is_integer(timeout) and timeout > 0 do
+      raise ArgumentError,
+            ":builtin_timeout_ms must be a positive integer (milliseconds), got: #{inspect(timeout)}"
+    end
+
+    %ExBashkit.Callbacks{
+      builtins: builtins!(builtins),
+      virtual_fs: virtual_fs!(virtual_fs, mounts),
+      timeout: timeout
+    }
+  end
+
+  defp builtins!(builtins) when is_map(builtins) or is_list(builtins) do
+    Map.new(builtins, fn
+      {name, fun} ->
+        {builtin_name!(name), builtin_fun!(name, fun)}
+
+      other ->
+        raise ArgumentError, ":builtins entries must be {name, fun}, got: #{inspect(other)}"
+    end)
+  end
+
+  defp builtins!(other) do
+    raise ArgumentError, ":builtins must be a map of name => fun, got: #{inspect(other)}"
+  end
+
+  # A name a script can type as a command word.
+  defp builtin_name!(name) do
+    name = scalar(name)
+
+    if text?(name) and name != "" and not String.contains?(name, ["/", "=", " ", "\t", "\n"]) do
+      name
+    else
+      raise ArgumentError,
+            ":builtins names must be non-empty strings without spaces, \"/\" or \"=\", " <>
+              "got: #{inspect(name)}"
+    end
+  end
+
+  defp builtin_fun!(_name, fun) when is_function(fun, 1), do: fun
+
+  defp builtin_fun!(name, other) do
+    raise ArgumentError,
+          ":builtins entry #{inspect(name)} must be a 1-arity function, got: #{inspect(other)}"
+  end
+
+  defp virtual_fs!(backends, mounts) when is_map(backends) or is_list(backends) do
+    host_mounts = MapSet.new(mounts, &elem(&1, 0))
+
+    Map.new(backends, fn
+      {path, backend} ->
+        path = virtual_mount!(path)
+
+        if MapSet.member?(host_mounts, path) do
+          raise ArgumentError, ":virtual_fs mount #{inspect(path)} is also a :mounts path"
+        end
+
+        {path, backend!(path, backend)}
+
+      other ->
+        raise ArgumentError, ":virtual_fs entries must be {path, backend}, got: #{inspect(other)}"
+    end)
+  end
+
+  defp virtual_fs!(other, _mounts) do
+    raise ArgumentError, ":virtual_fs must be a map of path => backend, got: #{inspect(other)}"
+  end
+
+  defp virtual_mount!(path) do
+    if text?(path) and String.starts_with?(path, "/") and Path.expand(path) != "/" do
+      Path.expand(path)
+    else
+      raise ArgumentError,
+            ":virtual_fs mount paths must be absolute paths other than \"/\", got: #{inspect(path)}"
+    end
+  end
+
+  defp backend!(_path, fun) when is_function(fun, 1), do: fun
+
+  defp backend!(path, {module, _arg} = backend) when is_atom(module),
+    do: module!(path, module, backend)
+
+  defp backend!(path, module) when is_atom(module), do: module!(path, module, {module, []})
+
+  defp backend!(path, other) do
+    raise ArgumentError,
+          ":virtual_fs backend for #{inspect(path)} must be a module, {module, arg} or a " <>
+            "1-arity function, got: #{inspect(other)}"
+  end
+
+  defp module!(path, module, backend) do
+    implemented =
+      Code.ensure_loaded?(module) and
+        Enum.any?(ExBashkit.VirtualFs.ops(), fn op ->
+          Enum.any?(2..3, &function_exported?(module, op, &1))
+        end)
+
+    if implemented do
+      backend
+    else
+      raise ArgumentError,
+            ":virtual_fs backend for #{inspect(path)}: #{inspect(module)} does not implement " <>
+              "any ExBashkit.VirtualFs callback"
+    end
   end
 end

@@ -52,7 +52,8 @@ impl ExecHandle {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Locks `mutex`; a panic elsewhere must not wedge a script's bookkeeping.
+pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -135,6 +136,7 @@ async fn run_script(bash: &mut Bash, script: &str) -> Outcome {
 }
 
 /// Runs `script` on the session, after any script already queued on it.
+/// `callback_server` serves its builtins and virtual_fs calls, if it has any.
 #[rustler::nif]
 fn session_exec<'a>(
     env: Env<'a>,
@@ -142,10 +144,12 @@ fn session_exec<'a>(
     script: Binary<'a>,
     pid: LocalPid,
     tag: Term<'a>,
+    callback_server: Option<LocalPid>,
 ) -> Result<ResourceArc<ExecHandle>, String> {
     let script = script_text(script)?;
     Ok(spawn_job(env, session.worker, pid, tag, async move {
         let mut bash = session.bash.lock().await;
+        let _serving = session.callbacks.serve(callback_server);
         run_script(&mut bash, &script).await
     }))
 }
@@ -162,7 +166,7 @@ fn exec_once<'a>(
     let script = script_text(script)?;
     let worker = interpreters().assign();
     Ok(spawn_job(env, worker, pid, tag, async move {
-        let mut bash = options.build().await?;
+        let mut bash = options.build(&Default::default()).await?;
         run_script(&mut bash, &script).await
     }))
 }

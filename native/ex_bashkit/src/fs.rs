@@ -5,7 +5,7 @@
 //! mount turns them into real disk I/O.
 
 use std::future::Future;
-use std::path::Path;
+use std::path::{Component, Path, PathBuf};
 
 use bashkit::{FileType, Metadata};
 use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
@@ -37,9 +37,42 @@ fn run<T>(
     path: &str,
     op: impl Future<Output = bashkit::Result<T>>,
 ) -> FsResult<T> {
+    reachable(session, path)?;
     interpreters()
         .block_on(session.worker, op)
         .map_err(|e| error::for_path(path, &e))
+}
+
+/// Paths under a `:virtual_fs` mount belong to its backend, which serves
+/// scripts only: from here, a call would block a dirty scheduler on Elixir.
+fn reachable(session: &SessionResource, path: &str) -> FsResult<()> {
+    let path = lexical(path);
+    match session
+        .virtual_mounts
+        .iter()
+        .find(|mount| path.starts_with(lexical(mount)))
+    {
+        Some(mount) => Err(format!(
+            "{}: under the :virtual_fs mount {mount}, which only scripts can reach",
+            path.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `path` with `.` and `..` resolved without touching any filesystem.
+fn lexical(path: &str) -> PathBuf {
+    let mut resolved = PathBuf::from("/");
+    for part in Path::new(path).components() {
+        match part {
+            Component::Normal(name) => resolved.push(name),
+            Component::ParentDir => {
+                resolved.pop();
+            }
+            _ => {}
+        }
+    }
+    resolved
 }
 
 fn kind(file_type: FileType) -> Atom {
@@ -109,7 +142,7 @@ fn session_remove(session: ResourceArc<SessionResource>, path: String, recursive
 #[rustler::nif(schedule = "DirtyIo")]
 fn session_rename(session: ResourceArc<SessionResource>, from: String, to: String) -> Done {
     let op = session.fs.rename(Path::new(&from), Path::new(&to));
-    Done(run(&session, &from, op))
+    Done(reachable(&session, &to).and_then(|()| run(&session, &from, op)))
 }
 
 /// `{type, size}` of `path`, following symlinks like `stat(2)`.

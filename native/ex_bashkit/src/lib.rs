@@ -2,6 +2,8 @@
 //! concept has its own module.
 
 mod atoms;
+mod builtins;
+mod callback;
 mod error;
 mod exec;
 mod fs;
@@ -12,5 +14,6 @@ mod options;
 mod reply;
 pub mod runtime;
 mod session;
+mod virtual_fs;
 
 rustler::init!("Elixir.ExBashkit.Native");

@@ -2,13 +2,17 @@
 //! (`ExBashkit.Session.Options`) and applied to a `BashBuilder` here.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use bashkit::{Bash, BashBuilder, SessionLimits};
 use rustler::NifMap;
 
+use crate::builtins::ElixirBuiltin;
+use crate::callback::Channel;
 use crate::limits::Limits;
 use crate::mounts::{self, Mount};
 use crate::network::AllowNet;
+use crate::virtual_fs::ElixirFs;
 
 /// The decoded `new/1` options. Every field has already been checked and
 /// normalized in Elixir, so decoding failures here are programmer errors.
@@ -23,14 +27,29 @@ pub struct SessionOptions {
     pub allowed_mount_paths: Option<Vec<String>>,
     pub allow_net: AllowNet,
     pub block_private_ips: bool,
+    /// Names of the `:builtins`; their functions stay in Elixir.
+    pub builtins: Vec<String>,
+    /// Mount paths of the `:virtual_fs` backends.
+    pub virtual_fs: Vec<String>,
 }
 
 impl SessionOptions {
     /// Builds the interpreter with its mounts attached and its working
-    /// directory in place. Async because the filesystem is.
-    pub async fn build(&self) -> Result<Bash, String> {
-        let bash = self.builder().build();
+    /// directory in place; callbacks reach Elixir through `channel`. Async
+    /// because the filesystem is.
+    pub async fn build(&self, channel: &Arc<Channel>) -> Result<Bash, String> {
+        let mut builder = self.builder();
+        for name in &self.builtins {
+            let builtin = ElixirBuiltin::new(name.clone(), channel.clone());
+            builder = builder.builtin(name, Box::new(builtin));
+        }
+        let bash = builder.build();
         mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
+        for path in &self.virtual_fs {
+            let backend = ElixirFs::new(path.clone(), channel.clone());
+            bash.mount(path, Arc::new(backend))
+                .map_err(|e| format!("virtual_fs {path:?}: {e}"))?;
+        }
         bash.fs()
             .mkdir(Path::new(&self.cwd), true)
             .await

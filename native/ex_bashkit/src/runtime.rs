@@ -14,6 +14,7 @@
 //! microseconds here, more than a whole `exec("true")`, and agents send
 //! scripts in bursts.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -103,9 +104,24 @@ fn start_worker(index: usize) -> Worker {
     Worker { jobs, handle }
 }
 
+thread_local! {
+    /// When this thread last had reason to expect work soon: a job started,
+    /// or a script sent a callback to Elixir whose answer will wake it.
+    static LAST_ACTIVITY: Cell<Instant> = Cell::new(Instant::now());
+}
+
+/// Keeps the calling interpreter thread polling instead of sleeping for the
+/// next [`SPIN_WINDOW`]: an answer is expected within microseconds.
+pub fn stay_awake() {
+    LAST_ACTIVITY.with(|last| last.set(Instant::now()));
+}
+
+fn recently_active() -> bool {
+    LAST_ACTIVITY.with(|last| last.get().elapsed() < SPIN_WINDOW)
+}
+
 /// Takes jobs off the queue and runs them as tasks on this thread.
 async fn serve(mut queue: UnboundedReceiver<Job>) {
-    let mut last_job = Instant::now();
     loop {
         let job = match queue.try_recv() {
             Ok(job) => job,
@@ -113,7 +129,7 @@ async fn serve(mut queue: UnboundedReceiver<Job>) {
             // (and the timer and I/O drivers be polled), and give the core
             // away whenever another thread wants it: on a small machine the
             // BEAM's own schedulers are spinning too.
-            Err(TryRecvError::Empty) if last_job.elapsed() < SPIN_WINDOW => {
+            Err(TryRecvError::Empty) if recently_active() => {
                 std::thread::yield_now();
                 tokio::task::yield_now().await;
                 continue;
@@ -125,7 +141,7 @@ async fn serve(mut queue: UnboundedReceiver<Job>) {
             Err(TryRecvError::Disconnected) => return,
         };
         tokio::spawn(job);
-        last_job = Instant::now();
+        stay_awake();
     }
 }
 

@@ -7,6 +7,7 @@ use bashkit::{Bash, FileSystem};
 use rustler::{Encoder, Env, Resource, ResourceArc, Term};
 use tokio::sync::Mutex;
 
+use crate::callback::Channel;
 use crate::options::SessionOptions;
 use crate::runtime::interpreters;
 
@@ -19,6 +20,10 @@ pub struct SessionResource {
     pub worker: usize,
     pub bash: Mutex<Bash>,
     pub fs: Arc<dyn FileSystem>,
+    /// How this session's builtins and virtual_fs backends reach Elixir.
+    pub callbacks: Arc<Channel>,
+    /// Where `:virtual_fs` backends are mounted: the file API refuses these.
+    pub virtual_mounts: Vec<String>,
 }
 
 #[rustler::resource_impl]
@@ -40,7 +45,8 @@ impl SessionResource {
     fn build(options: &SessionOptions) -> Result<Self, String> {
         let pool = interpreters();
         let worker = pool.assign();
-        let bash = pool.block_on(worker, options.build())?;
+        let callbacks = Arc::new(Channel::default());
+        let bash = pool.block_on(worker, options.build(&callbacks))?;
         let fs = bash.fs();
         LIVE.fetch_add(1, Ordering::Relaxed);
         Ok(Self {
@@ -48,6 +54,8 @@ impl SessionResource {
             worker,
             bash: Mutex::new(bash),
             fs,
+            callbacks,
+            virtual_mounts: options.virtual_fs.clone(),
         })
     }
 }

@@ -3,10 +3,18 @@
 //!
 //!   bench_exec exec [iterations]  median µs of a persistent `exec("true")`
 //!   bench_exec memory [sessions]  resident KiB per idle `Bash` instance
+//!   bench_exec builtin [calls]    µs per call of a Rust custom builtin in a
+//!                                 `for` loop (script → builtin → script)
+//!   bench_exec vfs_read [reads]   µs per `cat` of a file on a mounted
+//!                                 in-memory filesystem, in a `for` loop
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
-use bashkit::{Bash, SessionLimits};
+use bashkit::{
+    async_trait, Bash, Builtin, BuiltinContext, ExecResult, FileSystem, InMemoryFs, SessionLimits,
+};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -15,8 +23,10 @@ fn main() {
     match mode.as_str() {
         "exec" => println!("{:.2}", exec_median_us(count.unwrap_or(20_000))),
         "memory" => println!("{:.1}", memory_per_session_kib(count.unwrap_or(10_000))),
+        "builtin" => println!("{:.2}", builtin_call_us(count.unwrap_or(1_000))),
+        "vfs_read" => println!("{:.2}", vfs_read_us(count.unwrap_or(1_000))),
         other => {
-            eprintln!("unknown mode {other:?}: expected exec or memory");
+            eprintln!("unknown mode {other:?}: expected exec, memory, builtin or vfs_read");
             std::process::exit(2);
         }
     }
@@ -64,4 +74,65 @@ fn resident_kib() -> i64 {
         .find_map(|line| line.strip_prefix("VmRSS:"))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmRSS")
+}
+
+/// The Rust counterpart of an Elixir `kv_get` builtin: a constant answer.
+struct KvGet;
+
+#[async_trait]
+impl Builtin for KvGet {
+    async fn execute(&self, _ctx: BuiltinContext<'_>) -> bashkit::Result<ExecResult> {
+        Ok(ExecResult::ok("value\n"))
+    }
+}
+
+fn builtin_call_us(calls: usize) -> f64 {
+    let bash = Bash::builder()
+        .session_limits(SessionLimits::unlimited())
+        .builtin("kv_get", Box::new(KvGet))
+        .build();
+    loop_median_us(
+        bash,
+        &format!("for i in $(seq {calls}); do kv_get a >/dev/null; done"),
+        calls,
+    )
+}
+
+fn vfs_read_us(reads: usize) -> f64 {
+    let bash = session();
+    let mounted = Arc::new(InMemoryFs::new());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime
+        .block_on(mounted.write_file(Path::new("/f"), b"value\n"))
+        .expect("write");
+    bash.mount("/api", mounted).expect("mount");
+    loop_median_us(
+        bash,
+        &format!("for i in $(seq {reads}); do cat /api/f >/dev/null; done"),
+        reads,
+    )
+}
+
+/// Median over 7 runs of `script`, divided by the `per` operations it does.
+fn loop_median_us(mut bash: Bash, script: &str, per: usize) -> f64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut samples: Vec<f64> = runtime.block_on(async {
+        bash.exec(script).await.expect("warm-up");
+        let mut samples = Vec::new();
+        for _ in 0..7 {
+            let started = Instant::now();
+            let result = bash.exec(script).await.expect("exec");
+            assert_eq!(result.exit_code, 0, "{}", result.stderr.text_lossy());
+            samples.push(started.elapsed().as_secs_f64() * 1e6 / per as f64);
+        }
+        samples
+    });
+    samples.sort_by(|a, b| a.total_cmp(b));
+    samples[samples.len() / 2]
 }
