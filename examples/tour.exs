@@ -86,6 +86,42 @@ show.(
 
 File.rm_rf!(host_dir)
 
+section.("Callbacks into Elixir: custom builtins and a virtual filesystem")
+
+prices = %{"apple" => 3, "pear" => 5}
+
+shop =
+  Session.new(
+    builtins: %{
+      "price" => fn %{args: [item]} ->
+        case Map.fetch(prices, item) do
+          {:ok, price} -> {:ok, "#{price}\n"}
+          :error -> {:error, "price: unknown item #{item}\n"}
+        end
+      end
+    },
+    virtual_fs: %{
+      "/catalog" => fn
+        %{op: :list, path: "/"} -> {:ok, for({item, _} <- prices, do: {item, :file})}
+        %{op: :read, path: "/" <> item} -> {:ok, "#{item} costs #{prices[item]}\n"}
+        %{op: :stat, path: "/"} -> {:ok, %{type: :dir}}
+        %{op: :stat} -> {:ok, %{type: :file}}
+        _ -> {:error, :erofs}
+      end
+    }
+  )
+
+{:ok, result} =
+  Session.exec(shop, """
+  total=0
+  for item in $(ls /catalog); do total=$((total + $(price $item))); cat /catalog/$item; done
+  echo "total: $total"
+  price kiwi; echo "exit $?"
+  echo hacked > /catalog/apple
+  """)
+
+show.("script using Elixir callbacks", result)
+
 section.("Concurrency: 200 sessions sleeping at once hold no threads")
 
 {micros, _} =
