@@ -1,14 +1,7 @@
 defmodule ExBashkit.BuiltinsTest do
-  use ExUnit.Case, async: true
-
-  alias ExBashkit.{Result, Session}
+  use ExBashkit.Case, async: true
 
   @moduletag timeout: 120_000
-
-  defp run(session, script) do
-    {:ok, %Result{} = result} = Session.exec(session, script)
-    result
-  end
 
   describe "return forms" do
     test "{:ok, iodata} is stdout with exit 0, {:error, iodata} stderr with exit 1" do

@@ -1,9 +1,7 @@
 defmodule ExBashkit.CallbackLeakTest do
   # Counts every process in the VM, so it runs alone (async: false modules
   # run after all async ones).
-  use ExUnit.Case, async: false
-
-  alias ExBashkit.{Result, Session}
+  use ExBashkit.Case, async: false
 
   @moduletag timeout: 120_000
 
@@ -43,13 +41,5 @@ defmodule ExBashkit.CallbackLeakTest do
     Process.exit(caller, :kill)
 
     assert wait_until(fn -> length(Process.list()) <= before end)
-  end
-
-  defp wait_until(check, attempts \\ 200) do
-    cond do
-      check.() -> true
-      attempts == 0 -> false
-      true -> Process.sleep(10) && wait_until(check, attempts - 1)
-    end
   end
 end

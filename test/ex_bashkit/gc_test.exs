@@ -1,9 +1,9 @@
 defmodule ExBashkit.GCTest do
   # Counts live interpreters in the NIF, so it must not share the VM's
   # session count with async tests.
-  use ExUnit.Case, async: false
+  use ExBashkit.Case, async: false
 
-  alias ExBashkit.{Native, Session}
+  alias ExBashkit.Native
   alias ExBashkit.Test.Memory
 
   @moduletag timeout: 300_000
@@ -25,7 +25,7 @@ defmodule ExBashkit.GCTest do
     end
 
     :erlang.garbage_collect()
-    assert wait_for(fn -> Native.live_sessions() <= baseline end)
+    assert wait_until(fn -> Native.live_sessions() <= baseline end)
     # Freed interpreters return their memory; allow for allocator slack.
     assert Memory.rss_kb() - rss_before < 200_000
   end
@@ -43,14 +43,6 @@ defmodule ExBashkit.GCTest do
 
     assert_receive :created
     assert_receive :ran, 5_000
-    assert wait_for(fn -> Native.live_sessions() <= baseline end)
-  end
-
-  defp wait_for(check, attempts \\ 200) do
-    cond do
-      check.() -> true
-      attempts == 0 -> false
-      true -> Process.sleep(10) && wait_for(check, attempts - 1)
-    end
+    assert wait_until(fn -> Native.live_sessions() <= baseline end)
   end
 end

@@ -2,9 +2,7 @@ defmodule ExBashkit.HostileTest do
   # Scripts an attacker or a confused agent might send. Each must end in a
   # result or an error — never a crash of the VM — and leave the session
   # usable.
-  use ExUnit.Case, async: true
-
-  alias ExBashkit.{Result, Session}
+  use ExBashkit.Case, async: true
 
   @moduletag timeout: 120_000
 

@@ -1,7 +1,6 @@
 defmodule ExBashkit.LimitsTest do
-  use ExUnit.Case, async: true
+  use ExBashkit.Case, async: true
 
-  alias ExBashkit.{Result, Session}
   alias ExBashkit.Test.Memory
 
   @moduletag timeout: 120_000

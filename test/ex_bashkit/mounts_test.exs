@@ -1,17 +1,13 @@
 defmodule ExBashkit.MountsTest do
-  use ExUnit.Case, async: true
+  use ExBashkit.Case, async: true
 
-  alias ExBashkit.{Result, Session}
-
-  # Host trees live under the system temp dir, not the project: a checkout
-  # under /home would itself be a sensitive path.
   setup do
-    root = Path.join(System.tmp_dir!(), "ex_bashkit_mounts_#{System.unique_integer([:positive])}")
+    root = host_dir!("mounts")
+
     for dir <- ["ro/sub", "rw", "secret"], do: File.mkdir_p!(Path.join(root, dir))
     File.write!(Path.join(root, "ro/a.txt"), "host data\n")
     File.write!(Path.join(root, "ro/sub/b.txt"), "nested\n")
     File.write!(Path.join(root, "secret/key"), "TOP SECRET\n")
-    on_exit(fn -> File.rm_rf!(root) end)
 
     %{
       root: root,
@@ -25,11 +21,6 @@ defmodule ExBashkit.MountsTest do
     Session.new(
       [mounts: [{"/data", ctx.ro, :read_only}, {"/work", ctx.rw, :read_write}]] ++ extra
     )
-  end
-
-  defp run(session, script) do
-    {:ok, %Result{} = result} = Session.exec(session, script)
-    result
   end
 
   describe "read-only mounts" do

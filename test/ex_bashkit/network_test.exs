@@ -1,9 +1,8 @@
 defmodule ExBashkit.NetworkTest do
   # Against a real HTTP server on loopback, started by each test. The server
   # reports every request it receives, so "denied" means "never sent".
-  use ExUnit.Case, async: true
+  use ExBashkit.Case, async: true
 
-  alias ExBashkit.{Result, Session}
   alias ExBashkit.Test.HttpServer
 
   setup do

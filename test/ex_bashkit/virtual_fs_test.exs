@@ -1,7 +1,6 @@
 defmodule ExBashkit.VirtualFsTest do
-  use ExUnit.Case, async: true
+  use ExBashkit.Case, async: true
 
-  alias ExBashkit.{Result, Session}
   alias ExBashkit.Test.MapFs
 
   @moduletag timeout: 120_000
@@ -23,11 +22,6 @@ defmodule ExBashkit.VirtualFsTest do
 
     # The example ends in a match on the expected result: it raises if not.
     assert {{:ok, %Result{stdout: "greeting\nhello\n"}}, _} = Code.eval_string(code)
-  end
-
-  defp run(session, script) do
-    {:ok, %Result{} = result} = Session.exec(session, script)
-    result
   end
 
   defp session_with(backend, opts \\ []) do
@@ -81,10 +75,8 @@ defmodule ExBashkit.VirtualFsTest do
     end
 
     test "it composes with the in-memory filesystem, :files and host mounts", %{agent: agent} do
-      host = Path.join(System.tmp_dir!(), "ex_bashkit_vfs_#{System.unique_integer([:positive])}")
-      File.mkdir_p!(host)
+      host = host_dir!("vfs")
       File.write!(Path.join(host, "h.txt"), "host\n")
-      on_exit(fn -> File.rm_rf!(host) end)
 
       session =
         Session.new(

@@ -1,0 +1,46 @@
+defmodule ExBashkit.Case do
+  @moduledoc false
+  # The ExUnit case template of this suite: `use ExBashkit.Case, async: true`.
+
+  use ExUnit.CaseTemplate
+
+  alias ExBashkit.{Result, Session}
+
+  using do
+    quote do
+      import ExBashkit.Case
+      alias ExBashkit.{Result, Session}
+    end
+  end
+
+  @doc "Runs `script`, which must not fail at the interpreter level."
+  @spec run(Session.t(), String.t()) :: Result.t()
+  def run(session, script) do
+    {:ok, %Result{} = result} = Session.exec(session, script)
+    result
+  end
+
+  @doc "Polls `check` every 10 ms, for at most 2 s."
+  @spec wait_until((() -> boolean()), non_neg_integer()) :: boolean()
+  def wait_until(check, attempts \\ 200) do
+    cond do
+      check.() -> true
+      attempts == 0 -> false
+      true -> Process.sleep(10) && wait_until(check, attempts - 1)
+    end
+  end
+
+  @doc """
+  A fresh directory on the host, removed when the test ends. It lives under
+  the system temp dir: a checkout under /home would be a sensitive path.
+  """
+  @spec host_dir!(String.t()) :: Path.t()
+  def host_dir!(prefix) do
+    dir =
+      Path.join(System.tmp_dir!(), "ex_bashkit_#{prefix}_#{System.unique_integer([:positive])}")
+
+    File.mkdir_p!(dir)
+    ExUnit.Callbacks.on_exit(fn -> File.rm_rf!(dir) end)
+    dir
+  end
+end
