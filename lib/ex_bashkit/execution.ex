@@ -7,12 +7,11 @@ defmodule ExBashkit.Execution do
 
   alias ExBashkit.Result
 
+  @doc "The outcome of a script, as a `%Result{}`."
   @spec await({:ok, reference()} | {:error, String.t()}, reference()) ::
           {:ok, Result.t()} | {:error, String.t()}
-  def await({:error, _message} = error, _tag), do: error
-
-  def await({:ok, _handle}, tag) do
-    case receive_spinning(tag, deadline()) do
+  def await(queued, tag) do
+    case reply(queued, tag) do
       {:ok, {stdout, stderr, exit_code, truncated}} ->
         {:ok, %Result{stdout: stdout, stderr: stderr, exit_code: exit_code, truncated: truncated}}
 
@@ -20,6 +19,12 @@ defmodule ExBashkit.Execution do
         {:error, message}
     end
   end
+
+  @doc "The `{:ok, value}` or `{:error, message}` of any queued job."
+  @spec reply({:ok, reference()} | {:error, String.t()} | reference(), reference()) ::
+          {:ok, term()} | {:error, String.t()}
+  def reply({:error, _message} = error, _tag), do: error
+  def reply(_handle, tag), do: receive_spinning(tag, deadline())
 
   # Most scripts answer within microseconds. Waking a scheduler that went to
   # sleep costs more than that once the VM has any port or socket open (the

@@ -58,6 +58,8 @@ defmodule ExBashkit.Session do
     * `:virtual_fs` — a map of `mount_path => backend` mounting filesystems
       your application serves (see "Virtual filesystem backends" and
       `ExBashkit.VirtualFs`).
+    * `:python` — `true` (commands `python` and `python3`), `[name: "py"]`
+      or `[names: [...]]` to add a sandboxed Python (see "Python").
 
   Malformed options raise `ArgumentError` naming the option.
 
@@ -242,6 +244,38 @@ defmodule ExBashkit.Session do
   file API (`read_file/2`, `write_file/3`, ...) returns `{:error, _}` for
   paths under a virtual mount: backends serve scripts only.
 
+  ## Python
+
+  `:python` adds a Python builtin running [Monty](https://github.com/pydantic/monty),
+  a Python 3 interpreter written in Rust that is compiled into this
+  library: no CPython, no Elixir dependency, no process. It runs code from
+  `-c`, from a script file, or from stdin, and reads and writes the session's
+  filesystem, so bash and Python share files both ways:
+
+      iex> session = ExBashkit.Session.new(python: true, files: %{"/n.txt" => "20\\n"})
+      iex> {:ok, result} =
+      ...>   ExBashkit.Session.exec(session, ~S|python3 -c "print(int(open('/n.txt').read()) + 1)"|)
+      iex> result.stdout
+      "21\\n"
+
+  What runs: the core language (functions, closures, comprehensions,
+  f-strings, exceptions, classes), and the modules `sys`, `os` (environment
+  only), `pathlib`, `math`, `json`, `datetime` and `typing`. File access is
+  the session's filesystem only. What fails, with the error a script sees:
+
+    * `import re` — `python3: importing module 're' is disabled for security
+      reasons (regex DoS risk)`;
+    * any other module (`numpy`, `socket`, `subprocess`, `urllib`) —
+      `ModuleNotFoundError`;
+    * `str.format` — `AttributeError: 'str' object has no attribute 'format'`
+      (use f-strings);
+    * `sys.stdin` — `AttributeError` (stdin can carry the program, not data).
+
+  An uncaught exception prints a traceback on stderr and exits 1. Python
+  runs under the session's `:timeout_ms` (a runaway loop ends with
+  `TimeoutError`, exit 1), a 64 MB heap and a recursion depth of 200
+  (`RecursionError`).
+
   ## Virtual filesystem
 
   A session's in-memory filesystem is shared between scripts and the host.
@@ -318,6 +352,7 @@ defmodule ExBashkit.Session do
           | {:builtins, %{optional(String.t() | atom()) => (map() -> term())}}
           | {:builtin_timeout_ms, pos_integer()}
           | {:virtual_fs, %{optional(Path.t()) => ExBashkit.VirtualFs.backend()}}
+          | {:python, boolean() | [name: String.t()] | [names: [String.t()]]}
 
   @doc """
   Creates a new persistent session, optionally seeding its initial state.
@@ -382,6 +417,124 @@ defmodule ExBashkit.Session do
     resource
     |> Native.session_exec(script, self(), tag, callback_server)
     |> Execution.await(tag)
+  end
+
+  @doc """
+  Captures the session's state as a binary you can store and later load
+  with `restore/3`, here or in another VM.
+
+  The snapshot holds the shell state — variables, exported environment,
+  cwd, arrays, aliases and, unless excluded, functions — and the in-memory
+  filesystem. (Traps are part of bashkit's snapshot format, but bashkit
+  clears them when each `exec/2` ends, so between scripts there are none to
+  carry.) It does not hold the session's configuration:
+  builtins, virtual_fs backends, host mounts (their files stay on the host),
+  limits and network settings belong to the session you restore into.
+
+  A snapshot is taken between scripts: asked for while a script runs, it
+  waits for that script (and any queued before it) to finish, like
+  `exec/2`. Returns `{:ok, binary}` or `{:error, message}`.
+
+  ## Options
+
+    * `:key` — a binary secret. The snapshot is sealed with HMAC-SHA256
+      under it, for bytes that cross a trust boundary (a database, the
+      network). Without a key, a public SHA-256 tag detects accidental
+      corruption only; anyone can forge it.
+    * `:exclude_filesystem` — capture the shell state only (default
+      `false`).
+    * `:exclude_functions` — leave shell functions out (default `false`).
+
+  ## Examples
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, %ExBashkit.Result{}} = ExBashkit.Session.exec(session, "x=42")
+      iex> {:ok, bytes} = ExBashkit.Session.snapshot(session)
+      iex> is_binary(bytes)
+      true
+  """
+  @spec snapshot(t(), keyword()) :: {:ok, binary()} | {:error, String.t()}
+  def snapshot(%__MODULE__{resource: resource}, opts \\ []) do
+    opts = Keyword.validate!(opts, key: nil, exclude_filesystem: false, exclude_functions: false)
+
+    options = %{
+      exclude_filesystem: boolean!(opts, :exclude_filesystem),
+      exclude_functions: boolean!(opts, :exclude_functions)
+    }
+
+    tag = make_ref()
+
+    resource
+    |> Native.session_snapshot(options, key!(opts[:key]), self(), tag)
+    |> Execution.reply(tag)
+  end
+
+  @doc """
+  Loads a snapshot taken by `snapshot/2` into `session`, replacing its
+  shell state and in-memory filesystem. Returns `{:ok, session}` or
+  `{:error, message}`.
+
+  The session keeps its own capabilities — builtins, virtual_fs backends,
+  host mounts, limits, network settings — so resuming means building a
+  session with the capabilities you want, then restoring into it:
+
+      {:ok, bytes} = ExBashkit.Session.snapshot(original)
+      # ...later, or on another node...
+      resumed = ExBashkit.Session.new(builtins: same, limits: same)
+      {:ok, resumed} = ExBashkit.Session.restore(resumed, bytes)
+
+  The whole snapshot is checked before anything changes: malformed,
+  truncated or tampered bytes, a wrong or missing key, and a key given for
+  unkeyed bytes each return `{:error, message}` and leave the session as it
+  was. bashkit also refuses a snapshot taken by a session with builtins
+  this one lacks (python, custom builtins), since its state may rely on
+  them. Like `exec/2`, a restore waits for a running script to finish.
+
+  ## Options
+
+    * `:key` — the secret the snapshot was taken with, if any.
+
+  ## Examples
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, %ExBashkit.Result{}} = ExBashkit.Session.exec(session, "x=42")
+      iex> {:ok, bytes} = ExBashkit.Session.snapshot(session)
+      iex> fresh = ExBashkit.Session.new()
+      iex> {:ok, fresh} = ExBashkit.Session.restore(fresh, bytes)
+      iex> {:ok, result} = ExBashkit.Session.exec(fresh, "echo $x")
+      iex> result.stdout
+      "42\\n"
+  """
+  @spec restore(t(), binary(), keyword()) :: {:ok, t()} | {:error, String.t()}
+  def restore(%__MODULE__{resource: resource} = session, snapshot, opts \\ []) do
+    unless is_binary(snapshot) do
+      raise ArgumentError, "snapshot must be a binary, got: #{inspect(snapshot)}"
+    end
+
+    opts = Keyword.validate!(opts, key: nil)
+    tag = make_ref()
+
+    resource
+    |> Native.session_restore(snapshot, key!(opts[:key]), self(), tag)
+    |> Execution.reply(tag)
+    |> case do
+      {:ok, :ok} -> {:ok, session}
+      {:error, _} = error -> error
+    end
+  end
+
+  defp boolean!(opts, key) do
+    case opts[key] do
+      value when is_boolean(value) -> value
+      value -> raise ArgumentError, "#{inspect(key)} must be a boolean, got: #{inspect(value)}"
+    end
+  end
+
+  defp key!(nil), do: nil
+  defp key!(key) when is_binary(key) and key != "", do: key
+
+  defp key!(other) do
+    raise ArgumentError, ":key must be a non-empty binary, got: #{inspect(other)}"
   end
 
   @doc """

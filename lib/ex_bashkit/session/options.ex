@@ -16,9 +16,9 @@ defmodule ExBashkit.Session.Options do
     :block_private_ips,
     :builtins,
     :builtin_timeout_ms,
-    :virtual_fs
+    :virtual_fs,
+    :python
   ]
-  @later [:python]
 
   @limit_keys [
     :max_commands,
@@ -83,7 +83,8 @@ defmodule ExBashkit.Session.Options do
         block_private_ips:
           boolean!(:block_private_ips, Keyword.get(opts, :block_private_ips, true)),
         builtins: Map.keys(callbacks.builtins),
-        virtual_fs: Map.keys(callbacks.virtual_fs)
+        virtual_fs: Map.keys(callbacks.virtual_fs),
+        python: python!(Keyword.get(opts, :python, false))
       },
       files: files!(Keyword.get(opts, :files, [])),
       callbacks:
@@ -92,10 +93,6 @@ defmodule ExBashkit.Session.Options do
   end
 
   defp known!(key) when key in @supported, do: :ok
-
-  defp known!(key) when key in @later do
-    raise ArgumentError, "option #{inspect(key)} is not supported by this version of ExBashkit"
-  end
 
   defp known!(key) do
     raise ArgumentError,
@@ -434,5 +431,27 @@ defmodule ExBashkit.Session.Options do
             ":virtual_fs backend for #{inspect(path)}: #{inspect(module)} does not implement " <>
               "any ExBashkit.VirtualFs callback"
     end
+  end
+
+  defp python!(false), do: []
+  defp python!(true), do: ["python", "python3"]
+
+  defp python!(opts) when is_list(opts) do
+    names =
+      case opts do
+        [name: name] -> [name]
+        [names: names] when is_list(names) and names != [] -> names
+        _ -> python_error!(opts)
+      end
+
+    Enum.map(names, &builtin_name!/1)
+  end
+
+  defp python!(other), do: python_error!(other)
+
+  defp python_error!(value) do
+    raise ArgumentError,
+          ":python must be true, false, [name: name] or [names: [name, ...]], " <>
+            "got: #{inspect(value)}"
   end
 end

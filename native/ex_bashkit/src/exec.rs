@@ -59,20 +59,23 @@ pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// What a finished script reports back.
-type Outcome = Result<ExecResult, String>;
+/// What a finished job reports back: a value, or an error message.
+pub type Outcome<T> = Result<T, String>;
 
-/// Starts `job` on the runtime for the process `pid`, replying `{tag, result}`.
-/// The job is dropped (cancelled) when the caller dies first.
-fn spawn_job<'a, F>(
+/// Starts `job` on interpreter thread `worker` for the process `pid`, which
+/// gets `{tag, {:ok, encode(value)}}` or `{tag, {:error, message}}`. The job
+/// is dropped (cancelled) when the caller dies first.
+pub fn spawn_job<'a, F, T>(
     env: Env<'a>,
     worker: usize,
     pid: LocalPid,
     tag: Term<'a>,
     job: F,
+    encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
 ) -> ResourceArc<ExecHandle>
 where
-    F: Future<Output = Outcome> + Send + 'static,
+    F: Future<Output = Outcome<T>> + Send + 'static,
+    T: Send + 'static,
 {
     let (handle, cancelled) = ExecHandle::new();
     let handle = ResourceArc::new(handle);
@@ -94,25 +97,20 @@ where
         if let Some(monitor) = lock(&running.monitor).take() {
             running.demonitor(None, &monitor);
         }
-        reply.send(|env| encode_outcome(env, outcome));
+        reply.send(|env| match outcome {
+            Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
+            Err(message) => (crate::atoms::error(), message).encode(env),
+        });
     });
     handle
 }
 
-fn encode_outcome<'a>(env: Env<'a>, outcome: Outcome) -> Term<'a> {
-    match outcome {
-        Ok(result) => {
-            let stdout = bytes(env, result.stdout.as_bytes());
-            let stderr = bytes(env, result.stderr.as_bytes());
-            let truncated = result.stdout_truncated || result.stderr_truncated;
-            (
-                crate::atoms::ok(),
-                (stdout, stderr, result.exit_code, truncated),
-            )
-                .encode(env)
-        }
-        Err(message) => (crate::atoms::error(), message).encode(env),
-    }
+/// `{stdout, stderr, exit_code, truncated}`, as `ExBashkit.Execution` reads it.
+fn encode_result(env: Env<'_>, result: ExecResult) -> Term<'_> {
+    let stdout = bytes(env, result.stdout.as_bytes());
+    let stderr = bytes(env, result.stderr.as_bytes());
+    let truncated = result.stdout_truncated || result.stderr_truncated;
+    (stdout, stderr, result.exit_code, truncated).encode(env)
 }
 
 /// Copies raw bytes into a binary term: output is never re-encoded.
@@ -131,7 +129,7 @@ fn script_text(script: Binary) -> Result<String, String> {
     })
 }
 
-async fn run_script(bash: &mut Bash, script: &str) -> Outcome {
+async fn run_script(bash: &mut Bash, script: &str) -> Outcome<ExecResult> {
     bash.exec(script).await.map_err(|e| error::message(&e))
 }
 
@@ -147,11 +145,18 @@ fn session_exec<'a>(
     callback_server: Option<LocalPid>,
 ) -> Result<ResourceArc<ExecHandle>, String> {
     let script = script_text(script)?;
-    Ok(spawn_job(env, session.worker, pid, tag, async move {
-        let mut bash = session.bash.lock().await;
-        let _serving = session.callbacks.serve(callback_server);
-        run_script(&mut bash, &script).await
-    }))
+    Ok(spawn_job(
+        env,
+        session.worker,
+        pid,
+        tag,
+        async move {
+            let mut bash = session.bash.lock().await;
+            let _serving = session.callbacks.serve(callback_server);
+            run_script(&mut bash, &script).await
+        },
+        encode_result,
+    ))
 }
 
 /// Runs `script` on a fresh interpreter that is dropped afterwards.
@@ -165,8 +170,15 @@ fn exec_once<'a>(
 ) -> Result<ResourceArc<ExecHandle>, String> {
     let script = script_text(script)?;
     let worker = interpreters().assign();
-    Ok(spawn_job(env, worker, pid, tag, async move {
-        let mut bash = options.build(&Default::default()).await?;
-        run_script(&mut bash, &script).await
-    }))
+    Ok(spawn_job(
+        env,
+        worker,
+        pid,
+        tag,
+        async move {
+            let mut bash = options.build(&Default::default()).await?;
+            run_script(&mut bash, &script).await
+        },
+        encode_result,
+    ))
 }

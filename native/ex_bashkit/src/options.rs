@@ -3,8 +3,9 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
-use bashkit::{Bash, BashBuilder, SessionLimits};
+use bashkit::{Bash, BashBuilder, Python, PythonLimits, SessionLimits};
 use rustler::NifMap;
 
 use crate::builtins::ElixirBuiltin;
@@ -31,6 +32,8 @@ pub struct SessionOptions {
     pub builtins: Vec<String>,
     /// Mount paths of the `:virtual_fs` backends.
     pub virtual_fs: Vec<String>,
+    /// Command names of the sandboxed Python builtin; empty for none.
+    pub python: Vec<String>,
 }
 
 impl SessionOptions {
@@ -39,6 +42,10 @@ impl SessionOptions {
     /// because the filesystem is.
     pub async fn build(&self, channel: &Arc<Channel>) -> Result<Bash, String> {
         let mut builder = self.builder();
+        for name in &self.python {
+            let python = Python::with_limits(self.python_limits());
+            builder = builder.builtin(name, Box::new(python));
+        }
         for name in &self.builtins {
             let builtin = ElixirBuiltin::new(name.clone(), channel.clone());
             builder = builder.builtin(name, Box::new(builtin));
@@ -57,6 +64,16 @@ impl SessionOptions {
         Ok(bash)
     }
 
+    /// Python runs under the session's wall-clock limit, not Monty's own
+    /// 30-second default.
+    fn python_limits(&self) -> PythonLimits {
+        let limits = PythonLimits::default();
+        match self.limits.timeout_ms {
+            Some(ms) => limits.max_duration(Duration::from_millis(ms)),
+            None => limits,
+        }
+    }
+
     fn builder(&self) -> BashBuilder {
         // bashkit caps a single instance at 1,000 exec calls and 100,000
         // commands by default; a session lives for a whole agent conversation,
@@ -70,6 +87,10 @@ impl SessionOptions {
         }
         if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
             builder = builder.network(allowlist);
+        }
+        if !self.python.is_empty() {
+            // bashkit's opt-in for running Monty inside this process.
+            builder = builder.env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1");
         }
         for (key, value) in &self.env {
             builder = builder.env(key, value);

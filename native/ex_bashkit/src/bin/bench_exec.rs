@@ -7,6 +7,10 @@
 //!                                 `for` loop (script → builtin → script)
 //!   bench_exec vfs_read [reads]   µs per `cat` of a file on a mounted
 //!                                 in-memory filesystem, in a `for` loop
+//!   bench_exec snapshot [files]   median ms of snapshot + restore of a
+//!                                 session holding `files` × 10,000 bytes,
+//!                                 and the snapshot's size in bytes
+//!   bench_exec python [runs]      median µs of `python3 -c "print(1)"`
 
 use std::path::Path;
 use std::sync::Arc;
@@ -25,8 +29,13 @@ fn main() {
         "memory" => println!("{:.1}", memory_per_session_kib(count.unwrap_or(10_000))),
         "builtin" => println!("{:.2}", builtin_call_us(count.unwrap_or(1_000))),
         "vfs_read" => println!("{:.2}", vfs_read_us(count.unwrap_or(1_000))),
+        "snapshot" => {
+            let (ms, size) = snapshot_restore_ms(count.unwrap_or(1_000));
+            println!("{ms:.2} {size}");
+        }
+        "python" => println!("{:.2}", python_us(count.unwrap_or(200))),
         other => {
-            eprintln!("unknown mode {other:?}: expected exec, memory, builtin or vfs_read");
+            eprintln!("unknown mode {other:?}: expected exec, memory, builtin, vfs_read, snapshot or python");
             std::process::exit(2);
         }
     }
@@ -130,6 +139,75 @@ fn loop_median_us(mut bash: Bash, script: &str, per: usize) -> f64 {
             let result = bash.exec(script).await.expect("exec");
             assert_eq!(result.exit_code, 0, "{}", result.stderr.text_lossy());
             samples.push(started.elapsed().as_secs_f64() * 1e6 / per as f64);
+        }
+        samples
+    });
+    samples.sort_by(|a, b| a.total_cmp(b));
+    samples[samples.len() / 2]
+}
+
+/// Bytes that do not repeat across files, so nothing deduplicates.
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+fn snapshot_restore_ms(files: usize) -> (f64, usize) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let source = session();
+    runtime.block_on(async {
+        let fs = source.fs();
+        fs.mkdir(Path::new("/data"), true).await.expect("mkdir");
+        for i in 0..files {
+            let path = format!("/data/file_{i}.bin");
+            fs.write_file(Path::new(&path), &noise(i as u64 + 1, 10_000))
+                .await
+                .expect("write");
+        }
+    });
+    let mut target = session();
+    let mut size = 0;
+    let mut samples: Vec<f64> = (0..11)
+        .map(|_| {
+            let started = Instant::now();
+            let bytes = source.snapshot().expect("snapshot");
+            target.restore_snapshot(&bytes).expect("restore");
+            size = bytes.len();
+            started.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    samples.sort_by(|a, b| a.total_cmp(b));
+    (samples[samples.len() / 2], size)
+}
+
+fn python_us(runs: usize) -> f64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut bash = Bash::builder()
+        .session_limits(SessionLimits::unlimited())
+        .python()
+        .env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1")
+        .build();
+    let mut samples: Vec<f64> = runtime.block_on(async {
+        bash.exec("python3 -c 'print(1)'").await.expect("warm-up");
+        let mut samples = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let started = Instant::now();
+            let result = bash.exec("python3 -c 'print(1)'").await.expect("exec");
+            assert_eq!(result.stdout.text_lossy(), "1\n");
+            samples.push(started.elapsed().as_secs_f64() * 1e6);
         }
         samples
     });

@@ -1,0 +1,114 @@
+//! `ExBashkit.Session.snapshot/2` and `restore/3`.
+//!
+//! Both are queued behind the session's running script, like `exec/2`, and
+//! run on its interpreter thread: a snapshot is taken at a command boundary,
+//! and a restore never lands in the middle of a script. bashkit validates a
+//! whole snapshot (integrity tag or HMAC, format, limits, capabilities)
+//! before it mutates anything, so a rejected restore leaves the session as
+//! it was.
+
+use bashkit::{Bash, SnapshotOptions};
+use rustler::{Binary, Encoder, Env, LocalPid, NifMap, ResourceArc, Term};
+
+use crate::error;
+use crate::exec::{bytes, spawn_job, ExecHandle};
+use crate::session::SessionResource;
+
+#[derive(NifMap)]
+pub struct SnapshotOpts {
+    exclude_filesystem: bool,
+    exclude_functions: bool,
+}
+
+/// Replies `{:ok, bytes}`; keyed (HMAC-SHA256) when `key` is given.
+#[rustler::nif]
+fn session_snapshot<'a>(
+    env: Env<'a>,
+    session: ResourceArc<SessionResource>,
+    options: SnapshotOpts,
+    key: Option<Binary<'a>>,
+    pid: LocalPid,
+    tag: Term<'a>,
+) -> ResourceArc<ExecHandle> {
+    let options = SnapshotOptions {
+        exclude_filesystem: options.exclude_filesystem,
+        exclude_functions: options.exclude_functions,
+    };
+    let key = owned(key);
+    let take = move |bash: &mut Bash| match key {
+        Some(key) => bash.snapshot_to_bytes_keyed_with_options(&key, options),
+        None => bash.snapshot_with_options(options),
+    };
+    queue(
+        env,
+        session,
+        pid,
+        tag,
+        "cannot take a snapshot",
+        take,
+        encode_bytes,
+    )
+}
+
+/// Replies `{:ok, :ok}` or `{:error, message}`; `key` must match the
+/// snapshot's (none for an unkeyed one).
+#[rustler::nif]
+fn session_restore<'a>(
+    env: Env<'a>,
+    session: ResourceArc<SessionResource>,
+    snapshot: Binary<'a>,
+    key: Option<Binary<'a>>,
+    pid: LocalPid,
+    tag: Term<'a>,
+) -> ResourceArc<ExecHandle> {
+    let snapshot = snapshot.as_slice().to_vec();
+    let key = owned(key);
+    let restore = move |bash: &mut Bash| match key {
+        Some(key) => bash.restore_snapshot_keyed(&snapshot, &key),
+        None => bash.restore_snapshot(&snapshot),
+    };
+    queue(
+        env,
+        session,
+        pid,
+        tag,
+        "cannot restore the snapshot",
+        restore,
+        encode_ok,
+    )
+}
+
+fn encode_bytes(env: Env<'_>, snapshot: Vec<u8>) -> Term<'_> {
+    bytes(env, &snapshot).encode(env)
+}
+
+fn encode_ok(env: Env<'_>, (): ()) -> Term<'_> {
+    crate::atoms::ok().encode(env)
+}
+
+fn owned(key: Option<Binary>) -> Option<Vec<u8>> {
+    key.map(|key| key.as_slice().to_vec())
+}
+
+/// Runs `work` on the session's interpreter, after the scripts queued
+/// before it.
+fn queue<'a, T, W>(
+    env: Env<'a>,
+    session: ResourceArc<SessionResource>,
+    pid: LocalPid,
+    tag: Term<'a>,
+    failure: &'static str,
+    work: W,
+    encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
+) -> ResourceArc<ExecHandle>
+where
+    T: Send + 'static,
+    W: FnOnce(&mut Bash) -> bashkit::Result<T> + Send + 'static,
+{
+    let worker = session.worker;
+    let job = async move {
+        let mut bash = session.bash.lock().await;
+        work(&mut bash).map_err(|e| format!("{failure}: {}", error::message(&e)))
+    };
+    spawn_job(env, worker, pid, tag, job, encode)
+}

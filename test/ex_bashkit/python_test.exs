@@ -1,0 +1,99 @@
+defmodule ExBashkit.PythonTest do
+  use ExBashkit.Case, async: true
+
+  @moduletag timeout: 60_000
+
+  setup do
+    %{session: Session.new(python: true)}
+  end
+
+  test "python3 -c, a script file, and a script on stdin", %{session: session} do
+    assert %Result{stdout: "1024\n"} = run(session, ~S|python3 -c "print(2 ** 10)"|)
+
+    :ok = Session.write_file(session, "/work/sum.py", "import sys\nprint(sum([1, 2, 3]))\n")
+    assert %Result{stdout: "6\n"} = run(session, "python /work/sum.py")
+
+    assert %Result{stdout: "piped\n"} = run(session, ~S|echo "print('piped')" \| python3|)
+  end
+
+  test "python shares the session filesystem both ways", %{session: session} do
+    result =
+      run(session, """
+      echo 'from bash' > /shared.txt
+      python3 -c "
+      text = open('/shared.txt').read().strip()
+      with open('/from_python.txt', 'w') as f:
+          f.write(text.upper() + ' and python')
+      "
+      cat /from_python.txt
+      """)
+
+    assert result.stdout == "FROM BASH and python"
+    assert {:ok, "FROM BASH and python"} = Session.read_file(session, "/from_python.txt")
+  end
+
+  test "python sees the session's environment and works in pipelines", %{session: session} do
+    assert %Result{stdout: "10\n"} =
+             run(session, ~S|export N=4; python3 -c "import os; print(int(os.getenv('N')) + 6)"|)
+
+    assert %Result{stdout: "3\n"} = run(session, ~S|python3 -c "print('a\nb\nc')" \| wc -l|)
+  end
+
+  test "an exception exits non-zero with a traceback on stderr", %{session: session} do
+    result = run(session, ~S|python3 -c "1 / 0"; echo "exit $?"|)
+
+    assert result.stdout == "exit 1\n"
+    assert result.stderr =~ "Traceback (most recent call last):"
+    assert result.stderr =~ "ZeroDivisionError: division by zero"
+  end
+
+  test "what Monty leaves out fails with a clear error", %{session: session} do
+    assert %Result{stderr: stderr} = run(session, ~S|python3 -c "import re"|)
+    assert stderr =~ "importing module 're' is disabled"
+
+    assert %Result{stderr: stderr} = run(session, ~S|python3 -c "import numpy"|)
+    assert stderr =~ "ModuleNotFoundError"
+  end
+
+  test "an infinite loop is stopped by the session's timeout" do
+    session = Session.new(python: true, limits: [timeout_ms: 300])
+
+    {elapsed_us, {:ok, result}} =
+      :timer.tc(fn -> Session.exec(session, ~S|python3 -c "while True: pass"; echo "exit $?"|) end)
+
+    assert result.stdout == "exit 1\n"
+    assert result.stderr =~ "TimeoutError"
+    assert elapsed_us < 5_000_000
+    assert %Result{stdout: "ok\n"} = run(session, ~S|python3 -c "print('ok')"|)
+  end
+
+  test "deep recursion is stopped, not a crash", %{session: session} do
+    result = run(session, ~S|python3 -c "
+def f(n):
+    return f(n + 1)
+f(0)
+"; echo "exit $?"|)
+
+    assert result.stdout == "exit 1\n"
+    assert result.stderr =~ "RecursionError"
+  end
+
+  test "custom command names" do
+    session = Session.new(python: [name: "py"])
+    assert %Result{stdout: "2\n"} = run(session, ~S|py -c "print(1 + 1)"|)
+    assert %Result{exit_code: 127} = run(session, ~S|python3 -c "print(1)"|)
+
+    session = Session.new(python: [names: ["python", "python3.12"]])
+    assert %Result{stdout: "3\n"} = run(session, ~S|python3.12 -c "print(3)"|)
+  end
+
+  test "without :python there is no python" do
+    assert %Result{exit_code: 127} = run(Session.new(), ~S|python3 -c "print(1)"|)
+  end
+
+  test "malformed :python raises ArgumentError" do
+    for bad <- [:yes, [name: "a b"], [names: []], [other: 1], "python"] do
+      assert_raise ArgumentError, ~r/:python|:builtins names/, fn -> Session.new(python: bad) end
+    end
+  end
+end
