@@ -11,7 +11,10 @@ defmodule Bench do
   def run do
     rust = build_rust_baseline()
 
-    rows = exec_rows(rust) ++ callback_rows(rust) ++ [concurrency_row()] ++ memory_rows(rust)
+    rows =
+      exec_rows(rust) ++
+        callback_rows(rust) ++
+        snapshot_rows(rust) ++ [concurrency_row()] ++ memory_rows(rust)
 
     IO.puts("")
     IO.puts("| benchmark | ex_bashkit | baseline | ratio | target |")
@@ -108,6 +111,71 @@ defmodule Bench do
       )
     ]
   end
+
+  # 1,000 files of 10,000 distinct bytes each; snapshot + restore into
+  # another session, median of 11, next to the same in Rust.
+  defp snapshot_rows(rust) do
+    files = 1_000
+    source = Session.new()
+
+    for i <- 1..files,
+        do:
+          :ok =
+            Session.write_file(source, "/data/file_#{i}.bin", :crypto.strong_rand_bytes(10_000))
+
+    target = Session.new()
+
+    samples =
+      for _ <- 1..11 do
+        started = System.monotonic_time(:microsecond)
+        {:ok, bytes} = Session.snapshot(source)
+        {:ok, _} = Session.restore(target, bytes)
+        {System.monotonic_time(:microsecond) - started, byte_size(bytes)}
+      end
+
+    {micros, size} = samples |> Enum.sort() |> Enum.at(5)
+    [rust_ms, rust_size] = rust_words(rust, ["snapshot", "#{files}"])
+
+    python = Session.new(python: true)
+
+    python_us =
+      median_us(2_000, fn ->
+        {:ok, %{stdout: "1\n"}} = Session.exec(python, ~S|python3 -c "print(1)"|)
+      end)
+
+    rust_python_us = rust(rust, ["python", "2000"])
+
+    [
+      row(
+        "snapshot + restore, 10 MB in 1,000 files (median of 11)",
+        ms(micros),
+        "#{rust_ms} ms (the same in Rust)",
+        ratio(micros / 1000, String.to_float(rust_ms)),
+        "≤ 1.2×"
+      ),
+      row(
+        "… its snapshot size",
+        "#{mb(size)} MB",
+        "#{mb(String.to_integer(rust_size))} MB",
+        "—",
+        "—"
+      ),
+      row(
+        "`python3 -c \"print(1)\"` in a session, median",
+        us(python_us),
+        "#{us(rust_python_us)} (bashkit in Rust)",
+        ratio(python_us, rust_python_us),
+        "—"
+      )
+    ]
+  end
+
+  defp rust_words(binary, args) do
+    {out, 0} = System.cmd(binary, args)
+    String.split(out)
+  end
+
+  defp mb(bytes), do: Float.round(bytes / 1_000_000, 2)
 
   # Median over 7 runs of a 1,000-iteration loop, per iteration (one warm-up).
   defp loop_median_us(session, command, n) do

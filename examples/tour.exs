@@ -122,6 +122,38 @@ shop =
 
 show.("script using Elixir callbacks", result)
 
+section.("Snapshot and restore: persist a session, resume it elsewhere")
+
+{:ok, _} =
+  Session.exec(session, "checkpoint=$(date +%s); echo 'progress: step 3' > /work/state.txt")
+
+{:ok, bytes} = Session.snapshot(session, key: "a secret for the database")
+show.("snapshot size (bytes)", byte_size(bytes))
+
+resumed = Session.new()
+{:ok, resumed} = Session.restore(resumed, bytes, key: "a secret for the database")
+{:ok, result} = Session.exec(resumed, "cat /work/state.txt; total data.csv; pwd")
+IO.write(result.stdout)
+show.("restore with the wrong key", Session.restore(Session.new(), bytes, key: "guess"))
+
+section.("Sandboxed Python sharing the session's files")
+
+py = Session.new(python: true, files: %{"/in/prices.json" => ~s({"apple": 3, "pear": 5})})
+
+{:ok, result} =
+  Session.exec(py, """
+  python3 -c "
+  import json
+  prices = json.loads(open('/in/prices.json').read())
+  with open('/out.txt', 'w') as f:
+      f.write(f'total={sum(prices.values())}')
+  "
+  cat /out.txt; echo
+  python3 -c "import socket"
+  """)
+
+show.("python", result)
+
 section.("Concurrency: 200 sessions sleeping at once hold no threads")
 
 {micros, _} =
