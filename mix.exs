@@ -103,7 +103,7 @@ defmodule ExBashkit.MixProject do
   end
 
   def application do
-    [extra_applications: [:logger]]
+    [mod: {ExBashkit.Application, []}, extra_applications: [:logger]]
   end
 
   defp elixirc_paths(:test), do: ["lib", "test/support"]

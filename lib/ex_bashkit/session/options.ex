@@ -100,14 +100,17 @@ defmodule ExBashkit.Session.Options do
             "expected one of: #{inspect(@supported)}"
   end
 
-  defp env!(env) when is_map(env) or is_list(env) do
+  @doc false
+  # Also checks ExBashkit.Peer's :env.
+  @spec env!(term()) :: [{String.t(), String.t()}]
+  def env!(env) when is_map(env) or is_list(env) do
     Enum.map(env, fn
       {key, value} -> {env_key!(key), env_value!(key, value)}
       other -> raise ArgumentError, ":env entries must be {name, value}, got: #{inspect(other)}"
     end)
   end
 
-  defp env!(other) do
+  def env!(other) do
     raise ArgumentError, ":env must be a map or keyword list, got: #{inspect(other)}"
   end
 

@@ -1,0 +1,12 @@
+defmodule ExBashkit.Application do
+  @moduledoc false
+  use Application
+
+  @impl true
+  def start(_type, _args) do
+    Supervisor.start_link([ExBashkit.Peer.Pool],
+      strategy: :one_for_one,
+      name: ExBashkit.Supervisor
+    )
+  end
+end

@@ -1,0 +1,277 @@
+defmodule ExBashkit.Peer do
+  @moduledoc """
+  Runs Elixir code in a fresh Erlang peer node (OTP's `:peer`).
+
+  Each call gets a new VM that no earlier call has touched, with the host's
+  code paths (every compiled module, this library's included), evaluates
+  the code there, captures its IO output and raw return value, and stops
+  the VM. Nothing carries over between calls: a module defined in one run
+  does not exist in the next.
+
+      iex> ExBashkit.Peer.run(~S|IO.puts("hello"); 1 + 1|)
+      {:ok, %{output: "hello\\n", result: 2}}
+
+  This is best-effort isolation, not a security boundary: the code runs with
+  the host user's full system access. Use it for trusted experimentation —
+  an agent's scratchpad — and use `ExBashkit.Session` for untrusted code.
+
+  ## Options
+
+    * `:timeout` — milliseconds before the run is abandoned (default
+      `60_000`); the result is `{:error, :timeout, %{output: partial}}`.
+    * `:max_output` — bytes of output kept (default `50_000`, or
+      `:infinity`). Output is capped in the peer as it is produced, and a
+      truncated output ends with a notice.
+    * `:setup` — code evaluated before the user's code, with its output
+      discarded: a string, quoted AST, or a list of either, in order. Its
+      bindings, aliases and imports are visible to the code.
+    * `:env` — environment variables for the peer (a map or keyword list).
+      The peer does **not** inherit the host's environment (only `PATH`,
+      `HOME`, `LANG`, `LC_ALL`, `LC_CTYPE` and `TMPDIR`), so secrets such as
+      API keys do not leak into evaluated code.
+    * `:max_heap_size` — a limit in words for every process in the peer; a
+      process that exceeds it is killed and the run fails.
+
+  ## Results
+
+    * `{:ok, %{output: binary, result: term}}` — `result` is the value of
+      the last expression, not inspected.
+    * `{:error, :timeout, %{output: binary}}`
+    * `{:error, :noconnection, %{output: binary}}` — the peer went away,
+      for instance through `System.halt/1`.
+    * `{:error, {kind, reason, stacktrace}, %{output: binary}}` — an
+      exception, exit or throw, normalized as `catch` gives it (`1 / 0` is
+      `{:error, %ArithmeticError{}, _}`). A process killed or crashing
+      through a link is `{:exit, reason, []}`.
+
+  `run/2` never raises for anything the code does.
+
+  ## Lifetime and speed
+
+  A peer never outlives its run: it is stopped when `run/2` returns for any
+  reason, when the calling process is killed, and when the host VM dies
+  (the peer watches its controlling process on the host and halts when it
+  goes away).
+
+  Booting a VM takes hundreds of milliseconds. After the first call, a
+  small pool keeps spare peers booted in the background (never reused: each
+  serves one run), so later calls skip the boot. Set the number with
+  `config :ex_bashkit, peer_pool_size: 2` (0 disables the pool).
+  """
+
+  alias ExBashkit.Peer.Pool
+
+  @type result ::
+          {:ok, %{output: String.t(), result: term()}}
+          | {:error, :timeout | :noconnection, %{output: String.t()}}
+          | {:error, {atom(), term(), Exception.stacktrace()}, %{output: String.t()}}
+
+  @type option ::
+          {:timeout, pos_integer()}
+          | {:max_output, non_neg_integer() | :infinity}
+          | {:setup, String.t() | Macro.t() | [String.t() | Macro.t()]}
+          | {:env, %{optional(String.t()) => String.t()} | keyword()}
+          | {:max_heap_size, pos_integer()}
+
+  @doc """
+  Evaluates `code` in a fresh peer node; see the module documentation.
+
+      iex> {:error, {:error, %ArithmeticError{}, _}, %{output: "before\\n"}} =
+      ...>   ExBashkit.Peer.run(~S|IO.puts("before"); 1 / 0|)
+      iex> ExBashkit.Peer.run("x * 2", setup: "x = 21")
+      {:ok, %{output: "", result: 42}}
+  """
+  @spec run(String.t(), [option()]) :: result()
+  def run(code, opts \\ []) when is_binary(code) do
+    job = job!(code, opts)
+    ensure_distributed!()
+
+    case Pool.checkout() do
+      {:ok, peer} ->
+        try do
+          evaluate(peer, job)
+        after
+          Pool.release(peer)
+        end
+
+      {:error, _reason} ->
+        {:error, :noconnection, %{output: ""}}
+    end
+  end
+
+  @doc """
+  Makes the host VM distributed, which peer nodes need, if it is not yet.
+
+  Starts EPMD when it is not running and gives the VM a unique short name.
+  `run/2` calls it every time; it is idempotent. Call it at application
+  start to choose when the switch happens: turning distribution on changes
+  how this VM's pids and references are encoded, so pids serialized before
+  (in tokens, caches, `:erlang.term_to_binary/1`) no longer compare equal to
+  the live ones.
+
+      iex> ExBashkit.Peer.ensure_distributed!()
+      :ok
+      iex> Node.alive?()
+      true
+  """
+  @spec ensure_distributed!() :: :ok
+  def ensure_distributed! do
+    if Node.alive?(), do: :ok, else: start_distribution()
+  end
+
+  defp start_distribution do
+    start_epmd()
+    name = :"ex_bashkit_#{System.pid()}_#{System.unique_integer([:positive])}"
+
+    case :net_kernel.start([name, :shortnames]) do
+      {:ok, _} ->
+        :ok
+
+      {:error, _} = error ->
+        # Another process may have won the race.
+        if Node.alive?(), do: :ok, else: raise("cannot start distribution: #{inspect(error)}")
+    end
+  end
+
+  defp start_epmd do
+    found =
+      case :os.find_executable(~c"epmd") do
+        false -> Path.wildcard("#{:code.root_dir()}/erts-*/bin/epmd")
+        path -> [List.to_string(path)]
+      end
+
+    case found do
+      [path | _] -> System.cmd(path, ["-daemon"])
+      [] -> raise "cannot start distribution: epmd not found"
+    end
+  end
+
+  defp evaluate({_controller, node}, job) do
+    ref = make_ref()
+    runner = Node.spawn(node, ExBashkit.Peer.Evaluator, :run, [self(), ref, job.peer])
+    monitor = Process.monitor(runner)
+    deadline = System.monotonic_time(:millisecond) + job.timeout
+    collect(ref, monitor, deadline, job.max_output, [])
+  end
+
+  defp collect(ref, monitor, deadline, max_output, output) do
+    remaining = max(deadline - System.monotonic_time(:millisecond), 0)
+
+    receive do
+      {^ref, :output, chunk} ->
+        collect(ref, monitor, deadline, max_output, [output | chunk])
+
+      {^ref, :done, outcome, truncated} ->
+        Process.demonitor(monitor, [:flush])
+        output = finish(output, truncated, max_output)
+
+        case outcome do
+          {:ok, value} -> {:ok, %{output: output, result: value}}
+          {:error, error} -> {:error, error, %{output: output}}
+        end
+
+      {:DOWN, ^monitor, :process, _, reason} ->
+        flush_output(ref, output) |> down(reason, max_output)
+    after
+      remaining ->
+        Process.demonitor(monitor, [:flush])
+        {:error, :timeout, %{output: finish(flush_output(ref, output), false, max_output)}}
+    end
+  end
+
+  # Output that arrived before the peer went away still counts.
+  defp flush_output(ref, output) do
+    receive do
+      {^ref, :output, chunk} -> flush_output(ref, [output | chunk])
+    after
+      0 -> output
+    end
+  end
+
+  defp down(output, reason, max_output) do
+    output = finish(output, false, max_output)
+
+    case reason do
+      :noconnection -> {:error, :noconnection, %{output: output}}
+      reason -> {:error, {:exit, reason, []}, %{output: output}}
+    end
+  end
+
+  defp finish(output, truncated, max_output) do
+    output = IO.iodata_to_binary(output)
+
+    cond do
+      truncated ->
+        output <> "\n... (output truncated at #{max_output} bytes)\n"
+
+      max_output != :infinity and byte_size(output) > max_output ->
+        binary_part(output, 0, max_output)
+
+      true ->
+        output
+    end
+  end
+
+  defp job!(code, opts) do
+    opts =
+      Keyword.validate!(opts,
+        timeout: 60_000,
+        max_output: 50_000,
+        setup: [],
+        env: [],
+        max_heap_size: nil
+      )
+
+    %{
+      timeout: positive!(opts, :timeout),
+      max_output: max_output!(opts[:max_output]),
+      peer: %{
+        code: code,
+        setup: setup!(opts[:setup]),
+        max_output: max_output!(opts[:max_output]),
+        env: ExBashkit.Session.Options.env!(opts[:env]),
+        max_heap_size: opts[:max_heap_size] && positive!(opts, :max_heap_size)
+      }
+    }
+  end
+
+  defp positive!(opts, key) do
+    case opts[key] do
+      value when is_integer(value) and value > 0 ->
+        value
+
+      value ->
+        raise ArgumentError, "#{inspect(key)} must be a positive integer, got: #{inspect(value)}"
+    end
+  end
+
+  defp max_output!(:infinity), do: :infinity
+  defp max_output!(value) when is_integer(value) and value >= 0, do: value
+
+  defp max_output!(value) do
+    raise ArgumentError,
+          ":max_output must be a non-negative integer or :infinity, got: #{inspect(value)}"
+  end
+
+  # Strings are parsed here, so a syntax error in setup is the caller's
+  # ArgumentError rather than a failed run.
+  # A list is several entries; anything else is one.
+  defp setup!(setup) when is_list(setup), do: Enum.map(setup, &setup_item!/1)
+  defp setup!(setup), do: [setup_item!(setup)]
+
+  defp setup_item!(code) when is_binary(code) do
+    case Code.string_to_quoted(code) do
+      {:ok, quoted} -> quoted
+      {:error, _} -> raise ArgumentError, ":setup is not valid Elixir: #{inspect(code)}"
+    end
+  end
+
+  defp setup_item!(quoted) do
+    if Macro.validate(quoted) == :ok do
+      quoted
+    else
+      raise ArgumentError,
+            ":setup entries must be strings or quoted expressions, got: #{inspect(quoted)}"
+    end
+  end
+end

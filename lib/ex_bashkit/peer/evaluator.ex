@@ -1,0 +1,174 @@
+defmodule ExBashkit.Peer.Evaluator do
+  @moduledoc false
+  # The half of ExBashkit.Peer that runs inside the peer node.
+  #
+  # `boot/1` prepares a fresh node: Elixir started, the evaluator warmed up,
+  # and a watchdog that halts the node as soon as its controlling process on
+  # the host exits — when it is stopped, when its owner dies, or when the
+  # whole host VM goes away (the monitor then fires with :noconnection).
+  #
+  # `run/3` evaluates one piece of code. Output goes to a capture device (an
+  # IO server) that forwards it to the host as it is produced, capped at
+  # `:max_output` bytes, and that also delivers the final outcome, so the
+  # host sees all output sent before the result, in order.
+
+  @doc "Readies a freshly booted node for one `run/3`, with the host's code path."
+  @spec boot(pid(), [charlist()]) :: :ok
+  def boot(controller, code_path) do
+    # Before any module beyond this one loads: protocols must come from the
+    # host's consolidated directory.
+    true = :code.set_path(code_path)
+    {:ok, _} = Application.ensure_all_started(:elixir)
+    _ = Application.ensure_all_started(:logger)
+    # The peer's log would land on the host's console, not in the output.
+    :ok = :logger.set_primary_config(:level, :none)
+
+    spawn(fn ->
+      monitor = Process.monitor(controller)
+
+      receive do
+        {:DOWN, ^monitor, :process, _, _} -> :erlang.halt(0, flush: false)
+      end
+    end)
+
+    # Loads the parser and evaluator now rather than in the first run.
+    {2, _} = Code.eval_string("1 + 1")
+    :ok
+  end
+
+  @doc """
+  Evaluates `setup` then `code`, reporting to `host` as `{ref, :output,
+  chunk}` messages and a final `{ref, :done, outcome, truncated?}`.
+  """
+  @spec run(pid(), reference(), map()) :: :ok
+  def run(host, ref, %{code: code, setup: setup, max_output: max_output} = job) do
+    Enum.each(job.env, fn {name, value} -> System.put_env(name, value) end)
+
+    if heap = job.max_heap_size do
+      :erlang.system_flag(:max_heap_size, %{size: heap, kill: true, error_logger: false})
+    end
+
+    device = spawn_link(fn -> capture(host, ref, max_output, false) end)
+    sink = spawn_link(fn -> sink() end)
+    runner = self()
+
+    {evaluator, monitor} =
+      spawn_monitor(fn ->
+        Process.group_leader(self(), sink)
+        send(runner, {:outcome, evaluate(setup, code, device)})
+      end)
+
+    outcome =
+      receive do
+        {:outcome, outcome} ->
+          Process.demonitor(monitor, [:flush])
+          outcome
+
+        {:DOWN, ^monitor, :process, ^evaluator, reason} ->
+          {:error, {:exit, reason, []}}
+      end
+
+    # The host must see the outcome before this process's exit, which it
+    # monitors: wait until the device has sent it.
+    send(device, {:finish, outcome, self()})
+
+    receive do
+      :finished -> :ok
+    end
+  end
+
+  defp evaluate(setup, code, device) do
+    {binding, env} =
+      Enum.reduce(setup, {[], Code.env_for_eval([])}, fn quoted, {binding, env} ->
+        {_, binding, env} = Code.eval_quoted_with_env(quoted, binding, env)
+        {binding, env}
+      end)
+
+    Process.group_leader(self(), device)
+    quoted = Code.string_to_quoted!(code, file: "nofile")
+    {value, _, _} = Code.eval_quoted_with_env(quoted, binding, env)
+    {:ok, value}
+  catch
+    kind, reason ->
+      {:error, {kind, Exception.normalize(kind, reason, __STACKTRACE__), __STACKTRACE__}}
+  end
+
+  # The IO server user code writes to. `left` is the byte budget (or
+  # :infinity); past it, output is dropped and the run marked truncated.
+  defp capture(host, ref, left, truncated) do
+    receive do
+      {:io_request, from, reply_as, request} ->
+        {reply, chars} = io(request)
+        {left, truncated} = forward(host, ref, chars, left, truncated)
+        send(from, {:io_reply, reply_as, reply})
+        capture(host, ref, left, truncated)
+
+      {:finish, outcome, runner} ->
+        send(host, {ref, :done, outcome, truncated})
+        send(runner, :finished)
+    end
+  end
+
+  defp forward(_host, _ref, "", left, truncated), do: {left, truncated}
+  defp forward(_host, _ref, _chars, 0, _truncated), do: {0, true}
+
+  defp forward(host, ref, chars, :infinity, truncated) do
+    send(host, {ref, :output, chars})
+    {:infinity, truncated}
+  end
+
+  defp forward(host, ref, chars, left, truncated) do
+    size = byte_size(chars)
+
+    if size <= left do
+      send(host, {ref, :output, chars})
+      {left - size, truncated}
+    else
+      send(host, {ref, :output, binary_part(chars, 0, left)})
+      {0, true}
+    end
+  end
+
+  defp io({:put_chars, encoding, chars}), do: {:ok, text(chars, encoding)}
+
+  defp io({:put_chars, encoding, module, function, args}) do
+    {:ok, text(apply(module, function, args), encoding)}
+  rescue
+    _ -> {{:error, :put_chars}, ""}
+  end
+
+  defp io({:put_chars, chars}), do: io({:put_chars, :latin1, chars})
+
+  defp io({:put_chars, module, function, args}),
+    do: io({:put_chars, :latin1, module, function, args})
+
+  defp io({:requests, requests}) do
+    Enum.reduce(requests, {:ok, ""}, fn request, {_, acc} ->
+      {reply, chars} = io(request)
+      {reply, acc <> chars}
+    end)
+  end
+
+  defp io({:setopts, _}), do: {:ok, ""}
+  defp io(:getopts), do: {[binary: true, encoding: :unicode], ""}
+  defp io(_other), do: {{:error, :enotsup}, ""}
+
+  defp text(chars, :unicode) do
+    case :unicode.characters_to_binary(chars) do
+      binary when is_binary(binary) -> binary
+      _ -> IO.iodata_to_binary(chars)
+    end
+  end
+
+  defp text(chars, :latin1), do: :unicode.characters_to_binary(chars, :latin1)
+
+  # Setup's output goes nowhere.
+  defp sink do
+    receive do
+      {:io_request, from, reply_as, request} ->
+        {reply, _} = io(request)
+        send(from, {:io_reply, reply_as, reply})
+        sink()
+    end
+  end
+end
