@@ -166,3 +166,23 @@ section.("Concurrency: 200 sessions sleeping at once hold no threads")
   end)
 
 IO.puts("200 × `sleep 1` finished in #{div(micros, 1000)} ms")
+
+section.("ExBashkit.Peer: Elixir code in a fresh VM per call")
+
+{micros, result} =
+  :timer.tc(fn -> ExBashkit.Peer.run(~S|IO.puts("hi from #{node()}"); Enum.sum(1..100)|) end)
+
+show.("first run (boots a VM) in #{div(micros, 1000)} ms", result)
+Process.sleep(1_000)
+
+{micros, result} =
+  :timer.tc(fn -> ExBashkit.Peer.run("defmodule Scratch, do: def(x, do: 42); Scratch.x()") end)
+
+show.("next run (a spare VM was ready) in #{div(micros, 1000)} ms", result)
+show.("a clean slate: Scratch is gone", ExBashkit.Peer.run("Code.ensure_loaded?(Scratch)"))
+show.("errors come back as values", ExBashkit.Peer.run("1 / 0") |> elem(1) |> elem(1))
+
+show.(
+  "timeouts keep partial output",
+  ExBashkit.Peer.run(~S|IO.puts("working"); Process.sleep(:infinity)|, timeout: 300)
+)
