@@ -222,13 +222,15 @@ defmodule ExBashkit.Peer do
         max_heap_size: nil
       )
 
+    max_output = max_output!(opts[:max_output])
+
     %{
       timeout: positive!(opts, :timeout),
-      max_output: max_output!(opts[:max_output]),
+      max_output: max_output,
       peer: %{
         code: code,
         setup: setup!(opts[:setup]),
-        max_output: max_output!(opts[:max_output]),
+        max_output: max_output,
         env: ExBashkit.Session.Options.env!(opts[:env]),
         max_heap_size: opts[:max_heap_size] && positive!(opts, :max_heap_size)
       }

@@ -5,9 +5,9 @@
 //! mount turns them into real disk I/O.
 
 use std::future::Future;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
-use bashkit::{FileType, Metadata};
+use bashkit::{normalize_path, FileType, Metadata};
 use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
 
 use crate::atoms;
@@ -45,34 +45,21 @@ fn run<T>(
 
 /// Paths under a `:virtual_fs` mount belong to its backend, which serves
 /// scripts only: from here, a call would block a dirty scheduler on Elixir.
+/// Paths are normalized the way the session's filesystem does it.
 fn reachable(session: &SessionResource, path: &str) -> FsResult<()> {
-    let path = lexical(path);
+    let path = normalize_path(Path::new(path));
     match session
         .virtual_mounts
         .iter()
-        .find(|mount| path.starts_with(lexical(mount)))
+        .find(|mount| path.starts_with(mount))
     {
         Some(mount) => Err(format!(
-            "{}: under the :virtual_fs mount {mount}, which only scripts can reach",
-            path.display()
+            "{}: under the :virtual_fs mount {}, which only scripts can reach",
+            path.display(),
+            mount.display()
         )),
         None => Ok(()),
     }
-}
-
-/// `path` with `.` and `..` resolved without touching any filesystem.
-fn lexical(path: &str) -> PathBuf {
-    let mut resolved = PathBuf::from("/");
-    for part in Path::new(path).components() {
-        match part {
-            Component::Normal(name) => resolved.push(name),
-            Component::ParentDir => {
-                resolved.pop();
-            }
-            _ => {}
-        }
-    }
-    resolved
 }
 
 fn kind(file_type: FileType) -> Atom {

@@ -1,9 +1,10 @@
 //! A persistent interpreter held by Elixir as a resource handle.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use bashkit::{Bash, FileSystem};
+use bashkit::{normalize_path, Bash, FileSystem};
 use rustler::{Encoder, Env, Resource, ResourceArc, Term};
 use tokio::sync::Mutex;
 
@@ -22,8 +23,9 @@ pub struct SessionResource {
     pub fs: Arc<dyn FileSystem>,
     /// How this session's builtins and virtual_fs backends reach Elixir.
     pub callbacks: Arc<Channel>,
-    /// Where `:virtual_fs` backends are mounted: the file API refuses these.
-    pub virtual_mounts: Vec<String>,
+    /// Where `:virtual_fs` backends are mounted, normalized: the file API
+    /// refuses these.
+    pub virtual_mounts: Vec<PathBuf>,
 }
 
 #[rustler::resource_impl]
@@ -55,7 +57,11 @@ impl SessionResource {
             bash: Mutex::new(bash),
             fs,
             callbacks,
-            virtual_mounts: options.virtual_fs.clone(),
+            virtual_mounts: options
+                .virtual_fs
+                .iter()
+                .map(|mount| normalize_path(Path::new(mount)))
+                .collect(),
         })
     }
 }
