@@ -151,66 +151,58 @@ defmodule ExBashkit.Peer do
     runner = Node.spawn(node, ExBashkit.Peer.Evaluator, :run, [self(), ref, job.peer])
     monitor = Process.monitor(runner)
     deadline = System.monotonic_time(:millisecond) + job.timeout
-    collect(ref, monitor, deadline, job.max_output, [])
+    output = %{chunks: [], truncated: false, max: job.max_output}
+    collect(ref, monitor, deadline, output)
   end
 
-  defp collect(ref, monitor, deadline, max_output, output) do
+  defp collect(ref, monitor, deadline, output) do
     remaining = max(deadline - System.monotonic_time(:millisecond), 0)
 
     receive do
-      {^ref, :output, chunk} ->
-        collect(ref, monitor, deadline, max_output, [output | chunk])
+      {^ref, :output, _} = message ->
+        collect(ref, monitor, deadline, add(output, message))
 
-      {^ref, :done, outcome, truncated} ->
+      {^ref, :truncated} = message ->
+        collect(ref, monitor, deadline, add(output, message))
+
+      {^ref, :done, outcome} ->
         Process.demonitor(monitor, [:flush])
-        output = finish(output, truncated, max_output)
 
         case outcome do
-          {:ok, value} -> {:ok, %{output: output, result: value}}
-          {:error, error} -> {:error, error, %{output: output}}
+          {:ok, value} -> {:ok, %{output: text(output), result: value}}
+          {:error, error} -> {:error, error, %{output: text(output)}}
         end
 
+      {:DOWN, ^monitor, :process, _, :noconnection} ->
+        {:error, :noconnection, %{output: text(drain(ref, output))}}
+
       {:DOWN, ^monitor, :process, _, reason} ->
-        flush_output(ref, output) |> down(reason, max_output)
+        {:error, {:exit, reason, []}, %{output: text(drain(ref, output))}}
     after
       remaining ->
         Process.demonitor(monitor, [:flush])
-        {:error, :timeout, %{output: finish(flush_output(ref, output), false, max_output)}}
+        {:error, :timeout, %{output: text(drain(ref, output))}}
     end
   end
 
+  defp add(output, {_ref, :output, chunk}), do: %{output | chunks: [output.chunks | chunk]}
+  defp add(output, {_ref, :truncated}), do: %{output | truncated: true}
+
   # Output that arrived before the peer went away still counts.
-  defp flush_output(ref, output) do
+  defp drain(ref, output) do
     receive do
-      {^ref, :output, chunk} -> flush_output(ref, [output | chunk])
+      {^ref, :output, _} = message -> drain(ref, add(output, message))
+      {^ref, :truncated} = message -> drain(ref, add(output, message))
     after
       0 -> output
     end
   end
 
-  defp down(output, reason, max_output) do
-    output = finish(output, false, max_output)
+  # The peer caps output as it is produced; a cut output ends with a notice.
+  defp text(%{chunks: chunks, truncated: false}), do: IO.iodata_to_binary(chunks)
 
-    case reason do
-      :noconnection -> {:error, :noconnection, %{output: output}}
-      reason -> {:error, {:exit, reason, []}, %{output: output}}
-    end
-  end
-
-  defp finish(output, truncated, max_output) do
-    output = IO.iodata_to_binary(output)
-
-    cond do
-      truncated ->
-        output <> "\n... (output truncated at #{max_output} bytes)\n"
-
-      max_output != :infinity and byte_size(output) > max_output ->
-        binary_part(output, 0, max_output)
-
-      true ->
-        output
-    end
-  end
+  defp text(%{chunks: chunks, max: max}),
+    do: IO.iodata_to_binary([chunks, "\n... (output truncated at #{max} bytes)\n"])
 
   defp job!(code, opts) do
     opts =

@@ -116,6 +116,16 @@ defmodule ExBashkit.PeerTest do
                Peer.run(~S|IO.puts("started"); Process.sleep(:infinity)|, timeout: 500)
     end
 
+    test "output cut before a timeout still carries the notice" do
+      assert {:error, :timeout, %{output: output}} =
+               Peer.run(~S|IO.write(String.duplicate("y", 100)); Process.sleep(:infinity)|,
+                 timeout: 500,
+                 max_output: 10
+               )
+
+      assert output == "yyyyyyyyyy\n... (output truncated at 10 bytes)\n"
+    end
+
     test ":max_heap_size stops runaway memory" do
       assert {:error, {:exit, :killed, []}, _} =
                Peer.run("Enum.to_list(1..50_000_000)", max_heap_size: 1_000_000)

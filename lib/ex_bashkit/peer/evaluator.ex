@@ -38,7 +38,8 @@ defmodule ExBashkit.Peer.Evaluator do
 
   @doc """
   Evaluates `setup` then `code`, reporting to `host` as `{ref, :output,
-  chunk}` messages and a final `{ref, :done, outcome, truncated?}`.
+  chunk}` messages, one `{ref, :truncated}` when output passes the cap, and
+  a final `{ref, :done, outcome}`.
   """
   @spec run(pid(), reference(), map()) :: :ok
   def run(host, ref, %{code: code, setup: setup, max_output: max_output} = job) do
@@ -48,7 +49,7 @@ defmodule ExBashkit.Peer.Evaluator do
       :erlang.system_flag(:max_heap_size, %{size: heap, kill: true, error_logger: false})
     end
 
-    device = spawn_link(fn -> capture(host, ref, max_output, false) end)
+    device = spawn_link(fn -> capture(host, ref, max_output) end)
     sink = spawn_link(fn -> sink() end)
     runner = self()
 
@@ -94,39 +95,33 @@ defmodule ExBashkit.Peer.Evaluator do
   end
 
   # The IO server user code writes to. `left` is the byte budget (or
-  # :infinity); past it, output is dropped and the run marked truncated.
-  defp capture(host, ref, left, truncated) do
+  # :infinity, or :spent once the host has been told of the truncation).
+  defp capture(host, ref, left) do
     receive do
       {:io_request, from, reply_as, request} ->
         {reply, chars} = io(request)
-        {left, truncated} = forward(host, ref, chars, left, truncated)
+        left = forward(host, ref, chars, left)
         send(from, {:io_reply, reply_as, reply})
-        capture(host, ref, left, truncated)
+        capture(host, ref, left)
 
       {:finish, outcome, runner} ->
-        send(host, {ref, :done, outcome, truncated})
+        send(host, {ref, :done, outcome})
         send(runner, :finished)
     end
   end
 
-  defp forward(_host, _ref, "", left, truncated), do: {left, truncated}
-  defp forward(_host, _ref, _chars, 0, _truncated), do: {0, true}
+  defp forward(_host, _ref, "", left), do: left
+  defp forward(_host, _ref, _chars, :spent), do: :spent
 
-  defp forward(host, ref, chars, :infinity, truncated) do
+  defp forward(host, ref, chars, left) when left == :infinity or byte_size(chars) <= left do
     send(host, {ref, :output, chars})
-    {:infinity, truncated}
+    if left == :infinity, do: left, else: left - byte_size(chars)
   end
 
-  defp forward(host, ref, chars, left, truncated) do
-    size = byte_size(chars)
-
-    if size <= left do
-      send(host, {ref, :output, chars})
-      {left - size, truncated}
-    else
-      send(host, {ref, :output, binary_part(chars, 0, left)})
-      {0, true}
-    end
+  defp forward(host, ref, chars, left) do
+    send(host, {ref, :output, binary_part(chars, 0, left)})
+    send(host, {ref, :truncated})
+    :spent
   end
 
   defp io({:put_chars, encoding, chars}), do: {:ok, text(chars, encoding)}
