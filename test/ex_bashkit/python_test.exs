@@ -58,12 +58,10 @@ defmodule ExBashkit.PythonTest do
   test "an infinite loop is stopped by the session's timeout" do
     session = Session.new(python: true, limits: [timeout_ms: 300])
 
-    {elapsed_us, {:ok, result}} =
-      :timer.tc(fn -> Session.exec(session, ~S|python3 -c "while True: pass"; echo "exit $?"|) end)
+    {:ok, result} = Session.exec(session, ~S|python3 -c "while True: pass"; echo "exit $?"|)
 
     assert result.stdout == "exit 1\n"
     assert result.stderr =~ "TimeoutError"
-    assert elapsed_us < 5_000_000
     assert %Result{stdout: "ok\n"} = run(session, ~S|python3 -c "print('ok')"|)
   end
 
