@@ -18,9 +18,10 @@ defmodule ExBashkit do
   """
 
   alias ExBashkit.{Execution, Native, Result}
+  alias ExBashkit.Session.Options
 
   # A fresh interpreter is configured exactly like a default session.
-  @defaults ExBashkit.Session.Options.validate!([]).native
+  @defaults Options.validate!([]).native
 
   @doc """
   Runs `script` in a fresh interpreter that is discarded afterwards.
@@ -45,8 +46,11 @@ defmodule ExBashkit do
   def exec(script) do
     tag = make_ref()
 
+    script = Execution.script!(script)
+
     @defaults
-    |> Native.exec_once(Execution.script!(script), self(), tag)
+    |> Options.defaults()
+    |> Native.exec_once(script, self(), tag)
     |> Execution.await(tag)
   end
 end

@@ -4,7 +4,7 @@ defmodule ExBashkit.Application do
 
   @impl true
   def start(_type, _args) do
-    Supervisor.start_link([ExBashkit.Peer.Pool],
+    Supervisor.start_link([ExBashkit.PanicReporter, ExBashkit.Peer.Pool],
       strategy: :one_for_one,
       name: ExBashkit.Supervisor
     )

@@ -2,24 +2,47 @@ defmodule ExBashkit.Callbacks do
   @moduledoc false
   # Serves the `:builtins` and `:virtual_fs` calls of one `exec/2`.
   #
-  # For the length of a script, a server process (trapping exits, monitoring
-  # the caller) receives `{:ex_bashkit_call, pending, request}` from the NIF
-  # and runs each call in a fresh linked process, so a raise, an exit, a
-  # kill or a hang there fails only that command. Whichever comes first —
-  # the runner's answer, its death, or the `:builtin_timeout_ms` timer —
-  # answers the call; later answers are dropped by the NIF. When the script
-  # ends or its caller dies, the server kills any runner still going and
-  # waits for it, so nothing outlives `exec/2`.
+  # For the length of a script, a server process (monitoring the caller)
+  # receives `{:ex_bashkit_call, pending, request}` from the NIF and runs each
+  # call in a fresh process, linked (so it dies with the server) and
+  # monitored (so its end is attributed by an unguessable reference).
+  # Whichever comes first — the runner's answer, its end for any reason, or
+  # the `:builtin_timeout_ms` timer — answers the call; the NIF keeps the
+  # first answer and drops the rest. The server acts only on messages it can
+  # attribute: forged `:EXIT`, `:DOWN`, timer or stop messages are ignored.
+  # When the script ends or its caller dies, the server kills any runner
+  # still going and waits for it, so nothing outlives `exec/2`.
+  #
+  # Every reply crossing into the interpreter is bounded by
+  # `config :ex_bashkit, :max_reply_bytes`; error text is truncated to it.
 
   alias ExBashkit.{Execution, Native, Result, VirtualFs}
 
-  defstruct builtins: %{}, virtual_fs: %{}, timeout: 30_000
+  defstruct builtins: %{}, virtual_fs: %{}, timeout: 30_000, max_reply: nil
 
   @type t :: %__MODULE__{
           builtins: %{String.t() => (map() -> term())},
           virtual_fs: %{String.t() => VirtualFs.backend()},
-          timeout: pos_integer()
+          timeout: pos_integer(),
+          max_reply: pos_integer() | nil
         }
+
+  @default_max_reply_bytes 16_000_000
+
+  # erlang:send_after/3's ceiling; a longer :builtin_timeout_ms means no timer.
+  @max_timer_ms 0xFFFF_FFFF
+
+  @doc """
+  The cap on one callback reply: `config :ex_bashkit, :max_reply_bytes`, or
+  the default when it is unset, `nil` or malformed (it fails closed).
+  """
+  @spec max_reply_bytes() :: pos_integer()
+  def max_reply_bytes do
+    case Application.get_env(:ex_bashkit, :max_reply_bytes) do
+      bytes when is_integer(bytes) and bytes > 0 -> bytes
+      _unset_or_malformed -> @default_max_reply_bytes
+    end
+  end
 
   # The sessions whose callbacks this process is serving, innermost last.
   @serving {__MODULE__, :serving}
@@ -42,12 +65,14 @@ defmodule ExBashkit.Callbacks do
     else
       caller = self()
       chain = chain ++ [session_id]
-      {server, monitor} = spawn_monitor(fn -> init(caller, table, chain) end)
+      stop = make_ref()
+      table = %{table | max_reply: max_reply_bytes()}
+      {server, monitor} = spawn_monitor(fn -> init(caller, stop, table, chain) end)
 
       try do
         fun.(server)
       after
-        send(server, :stop)
+        send(server, {:stop, stop})
 
         receive do
           {:DOWN, ^monitor, :process, ^server, _} -> :ok
@@ -70,10 +95,10 @@ defmodule ExBashkit.Callbacks do
     Process.get(@serving, []) ++ inherited
   end
 
-  defp init(caller, table, chain) do
+  defp init(caller, stop, table, chain) do
     Process.flag(:trap_exit, true)
     caller_monitor = Process.monitor(caller)
-    loop(%{table: table, chain: chain, caller: caller_monitor, calls: %{}})
+    loop(%{table: table, chain: chain, caller: caller_monitor, stop: stop, calls: %{}})
   end
 
   defp loop(state), do: state |> handle(next_message(Execution.deadline())) |> continue()
@@ -99,57 +124,65 @@ defmodule ExBashkit.Callbacks do
     end
   end
 
-  defp handle(state, message) do
+  defp handle(%{calls: calls, stop: stop, caller: caller} = state, message) do
     case message do
-      {:ex_bashkit_call, pending, request} ->
-        %{table: table, chain: chain} = state
-        runner = spawn_link(fn -> run(table, chain, pending, request) end)
-        timer = Process.send_after(self(), {:timeout, runner}, table.timeout)
-        put_in(state.calls[runner], {pending, request, timer})
+      {:ex_bashkit_call, pending, request} when is_reference(pending) ->
+        start(state, pending, request)
 
-      {:EXIT, runner, reason} ->
-        state
-        |> finish(runner, fn {pending, request, timer} ->
-          Process.cancel_timer(timer)
-          if reason != :normal, do: answer(pending, request, state.table, {:died, reason})
-        end)
-
-      {:timeout, runner} ->
-        state
-        |> finish(runner, fn {pending, request, _timer} ->
-          Process.exit(runner, :kill)
-          answer(pending, request, state.table, :timeout)
-        end)
-
-      {:DOWN, monitor, :process, _, _} when monitor == state.caller ->
-        shutdown(state)
-
-      :stop ->
-        shutdown(state)
-
-      _other ->
-        state
-    end
-  end
-
-  defp finish(state, runner, fun) do
-    case Map.pop(state.calls, runner) do
-      {nil, _} ->
-        state
-
-      {call, calls} ->
-        fun.(call)
+      {:DOWN, ref, :process, _, reason} when is_map_key(calls, ref) ->
+        {{_runner, pending, request, timer}, calls} = Map.pop(calls, ref)
+        cancel(timer)
+        # A runner that answered has had its answer kept; one that ended
+        # any other way (even with reason :normal) is answered here.
+        answer(pending, request, state.table, {:died, reason})
         %{state | calls: calls}
+
+      {:timeout, ref} when is_map_key(calls, ref) ->
+        {{runner, pending, request, _timer}, calls} = Map.pop(calls, ref)
+        Process.demonitor(ref, [:flush])
+        Process.exit(runner, :kill)
+        answer(pending, request, state.table, :timeout)
+        %{state | calls: calls}
+
+      {:DOWN, ^caller, :process, _, _} ->
+        shutdown(state)
+
+      {:stop, ^stop} ->
+        shutdown(state)
+
+      _unattributed ->
+        state
     end
   end
+
+  defp start(%{table: table, chain: chain} = state, pending, request) do
+    if known?(table, request) do
+      {runner, ref} =
+        :erlang.spawn_opt(fn -> run(table, chain, pending, request) end, [:link, :monitor])
+
+      timer =
+        if table.timeout <= @max_timer_ms,
+          do: Process.send_after(self(), {:timeout, ref}, table.timeout)
+
+      put_in(state.calls[ref], {runner, pending, request, timer})
+    else
+      state
+    end
+  end
+
+  defp known?(table, {:builtin, name, _, _, _, _}), do: is_map_key(table.builtins, name)
+  defp known?(table, {:fs, mount, _, _, _}), do: is_map_key(table.virtual_fs, mount)
+  defp known?(_table, _request), do: false
+
+  defp cancel(nil), do: :ok
+  defp cancel(timer), do: Process.cancel_timer(timer)
 
   defp shutdown(%{calls: calls}) do
-    runners = Map.keys(calls)
-    Enum.each(runners, &Process.exit(&1, :kill))
+    for {ref, {runner, _, _, _}} <- calls do
+      Process.exit(runner, :kill)
 
-    for runner <- runners do
       receive do
-        {:EXIT, ^runner, _} -> :ok
+        {:DOWN, ^ref, :process, _, _} -> :ok
       end
     end
 
@@ -161,7 +194,7 @@ defmodule ExBashkit.Callbacks do
 
     reply =
       try do
-        request |> invoke(table) |> reply(request)
+        request |> invoke(table) |> reply(request, table)
       catch
         kind, reason -> failure(request, table, {kind, reason, __STACKTRACE__})
       end
@@ -183,56 +216,105 @@ defmodule ExBashkit.Callbacks do
 
   # What the NIF decodes; see native/ex_bashkit/src/callback.rs.
 
-  defp reply({:ok, iodata} = value, {:builtin, name, _, _, _, _} = request) do
-    case binary(iodata) do
-      {:ok, stdout} -> {:output, stdout, "", 0}
-      :error -> invalid(request, value, name)
+  defp reply({status, iodata} = value, {:builtin, name, _, _, _, _} = request, table)
+       when status in [:ok, :error] do
+    with {:ok, size} <- iodata_length(iodata),
+         :ok <- within(size, name, table) do
+      output = IO.iodata_to_binary(iodata)
+      if status == :ok, do: {:output, output, "", 0}, else: {:output, "", output, 1}
+    else
+      :error -> invalid(request, value, table)
+      {:too_large, message} -> {:output, "", message, 1}
     end
   end
 
-  defp reply({:error, iodata} = value, {:builtin, name, _, _, _, _} = request) do
-    case binary(iodata) do
-      {:ok, stderr} -> {:output, "", stderr, 1}
-      :error -> invalid(request, value, name)
+  defp reply(
+         %Result{stdout: out, stderr: err, exit_code: code},
+         {:builtin, name, _, _, _, _},
+         table
+       )
+       when is_binary(out) and is_binary(err) and code in 0..255 do
+    case within(byte_size(out) + byte_size(err), name, table) do
+      :ok -> {:output, out, err, code}
+      {:too_large, message} -> {:output, "", message, 1}
     end
   end
 
-  defp reply(%Result{stdout: out, stderr: err, exit_code: code}, {:builtin, _, _, _, _, _})
-       when is_binary(out) and is_binary(err) and code in 0..255,
-       do: {:output, out, err, code}
+  defp reply(value, {:builtin, _, _, _, _, _} = request, table),
+    do: invalid(request, value, table)
 
-  defp reply(value, {:builtin, name, _, _, _, _} = request), do: invalid(request, value, name)
-
-  defp reply(value, {:fs, _mount, op, _path, _extra} = request) do
+  defp reply(value, {:fs, mount, op, _path, _extra} = request, table) do
     case VirtualFs.reply(op, value) do
-      {:ok, reply} -> reply
-      :error -> invalid(request, value, op)
+      {:ok, {:error, reason}} when is_binary(reason) ->
+        {:error, truncate(reason, table.max_reply)}
+
+      {:ok, reply} ->
+        case within(reply_size(reply), "the virtual_fs backend at #{mount}", table) do
+          :ok -> reply
+          {:too_large, message} -> {:error, String.trim_trailing(message)}
+        end
+
+      :error ->
+        invalid(request, value, table)
     end
   end
 
-  defp invalid({:builtin, name, _, _, _, _}, value, _) do
-    {:output, "",
-     "#{name}: the builtin returned #{inspect(value, limit: 8, printable_limit: 200)}; " <>
-       "expected {:ok, iodata}, {:error, iodata} or %ExBashkit.Result{}\n", 1}
+  # Each listing entry costs its name plus a fixed overhead, so a flood of
+  # tiny names is bounded too.
+  @entry_overhead 32
+
+  defp reply_size({:data, data}), do: byte_size(data)
+
+  defp reply_size({:entries, entries}),
+    do:
+      Enum.reduce(entries, 0, fn {name, _, _}, acc -> acc + byte_size(name) + @entry_overhead end)
+
+  defp reply_size(_small), do: 0
+
+  defp within(size, _who, %{max_reply: max}) when size <= max, do: :ok
+
+  defp within(size, who, %{max_reply: max}) do
+    {:too_large,
+     "#{who}: reply of #{size} bytes exceeds the #{max}-byte reply limit " <>
+       "(config :ex_bashkit, :max_reply_bytes)\n"}
   end
 
-  defp invalid({:fs, mount, _, _, _}, value, op) do
-    {:error,
-     "the virtual_fs backend at #{mount} answered #{op} with an invalid value: " <>
-       inspect(value, limit: 8, printable_limit: 200)}
+  defp invalid({:builtin, name, _, _, _, _}, value, table) do
+    message =
+      "the builtin returned #{short(value)}; " <>
+        "expected {:ok, iodata}, {:error, iodata} or %ExBashkit.Result{}"
+
+    {:output, "", "#{name}: #{truncate(message, table.max_reply)}\n", 1}
   end
 
-  defp failure({:builtin, name, _, _, _, _}, table, why) do
-    code = if why == :timeout, do: 124, else: 1
-    {:output, "", "#{name}: #{describe(why, table)}\n", code}
+  defp invalid({:fs, mount, op, _, _}, value, table) do
+    message =
+      "the virtual_fs backend at #{mount} answered #{op} with an invalid value: #{short(value)}"
+
+    {:error, truncate(message, table.max_reply)}
   end
 
-  defp failure({:fs, _mount, _op, _path, _extra}, _table, :timeout), do: {:error, :etimedout}
+  defp failure(request, table, why) do
+    why |> describe(table) |> truncate(table.max_reply) |> failure_reply(request, why)
+  rescue
+    # Describing the failure failed too (a hostile exception or Inspect).
+    _ -> failure_reply("failed", request, why)
+  end
 
-  defp failure({:fs, mount, _op, _path, _extra}, table, why),
-    do: {:error, "the virtual_fs backend at #{mount} failed: #{describe(why, table)}"}
+  defp failure_reply(text, {:builtin, name, _, _, _, _}, why) do
+    {:output, "", "#{name}: #{text}\n", if(why == :timeout, do: 124, else: 1)}
+  end
+
+  defp failure_reply(_text, {:fs, _, _, _, _}, :timeout), do: {:error, :etimedout}
+
+  defp failure_reply(text, {:fs, mount, _, _, _}, _why),
+    do: {:error, "the virtual_fs backend at #{mount} failed: #{text}"}
 
   defp describe(:timeout, table), do: "timed out after #{table.timeout} ms"
+
+  defp describe({:died, :normal}, _),
+    do: "the callback process exited without answering"
+
   defp describe({:died, reason}, _), do: "the callback process exited: #{short(reason)}"
 
   defp describe({:error, reason, stacktrace}, _) do
@@ -245,9 +327,22 @@ defmodule ExBashkit.Callbacks do
 
   defp short(term), do: inspect(term, limit: 8, printable_limit: 200)
 
-  defp binary(iodata) do
-    {:ok, IO.iodata_to_binary(iodata)}
+  defp iodata_length(iodata) do
+    {:ok, IO.iodata_length(iodata)}
   rescue
     ArgumentError -> :error
+  end
+
+  @doc false
+  # At most `max` bytes of `text`, cut on a character boundary: whatever a
+  # callback or its Inspect implementation produced, only this much crosses.
+  @spec truncate(binary(), pos_integer()) :: binary()
+  def truncate(text, max) when byte_size(text) <= max, do: text
+
+  def truncate(text, max) do
+    case :unicode.characters_to_binary(binary_part(text, 0, max)) do
+      valid when is_binary(valid) -> valid
+      {_incomplete_or_error, valid, _rest} -> valid
+    end
   end
 end

@@ -25,6 +25,7 @@ defmodule ExBashkit.Native do
   def session_remove(_session, _path, _recursive), do: err()
   def session_rename(_session, _from, _to), do: err()
   def session_stat(_session, _path), do: err()
+  def set_panic_reporter(_pid), do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

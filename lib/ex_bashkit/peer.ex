@@ -82,7 +82,7 @@ defmodule ExBashkit.Peer do
       {:ok, %{output: "", result: 42}}
   """
   @spec run(String.t(), [option()]) :: result()
-  def run(code, opts \\ []) when is_binary(code) do
+  def run(code, opts \\ []) do
     job = job!(code, opts)
     ensure_distributed!()
 
@@ -156,7 +156,8 @@ defmodule ExBashkit.Peer do
   end
 
   defp collect(ref, monitor, deadline, output) do
-    remaining = max(deadline - System.monotonic_time(:millisecond), 0)
+    # `after` takes at most 32 bits of milliseconds; longer waits go round.
+    remaining = min(max(deadline - System.monotonic_time(:millisecond), 0), 0xFFFF_FFFF)
 
     receive do
       {^ref, :output, _} = message ->
@@ -180,8 +181,12 @@ defmodule ExBashkit.Peer do
         {:error, {:exit, reason, []}, %{output: text(drain(ref, output))}}
     after
       remaining ->
-        Process.demonitor(monitor, [:flush])
-        {:error, :timeout, %{output: text(drain(ref, output))}}
+        if System.monotonic_time(:millisecond) < deadline do
+          collect(ref, monitor, deadline, output)
+        else
+          Process.demonitor(monitor, [:flush])
+          {:error, :timeout, %{output: text(drain(ref, output))}}
+        end
     end
   end
 
@@ -204,9 +209,13 @@ defmodule ExBashkit.Peer do
   defp text(%{chunks: chunks, max: max}),
     do: IO.iodata_to_binary([chunks, "\n... (output truncated at #{max} bytes)\n"])
 
+  defp job!(code, _opts) when not is_binary(code) do
+    raise ArgumentError, "code must be a string of Elixir source, got: #{inspect(code)}"
+  end
+
   defp job!(code, opts) do
     opts =
-      Keyword.validate!(opts,
+      ExBashkit.Session.options!(opts,
         timeout: 60_000,
         max_output: 50_000,
         setup: [],
@@ -224,7 +233,7 @@ defmodule ExBashkit.Peer do
         setup: setup!(opts[:setup]),
         max_output: max_output,
         env: ExBashkit.Session.Options.env!(opts[:env]),
-        max_heap_size: opts[:max_heap_size] && positive!(opts, :max_heap_size)
+        max_heap_size: if(opts[:max_heap_size] != nil, do: positive!(opts, :max_heap_size))
       }
     }
   end
@@ -250,7 +259,14 @@ defmodule ExBashkit.Peer do
   # Strings are parsed here, so a syntax error in setup is the caller's
   # ArgumentError rather than a failed run.
   # A list is several entries; anything else is one.
-  defp setup!(setup) when is_list(setup), do: Enum.map(setup, &setup_item!/1)
+  defp setup!(setup) when is_list(setup) do
+    if List.improper?(setup) do
+      raise ArgumentError, ":setup must be a proper list, got: #{inspect(setup)}"
+    end
+
+    Enum.map(setup, &setup_item!/1)
+  end
+
   defp setup!(setup), do: [setup_item!(setup)]
 
   defp setup_item!(code) when is_binary(code) do

@@ -402,20 +402,25 @@ defmodule ExBashkit.Session do
       "/tmp\\n"
   """
   @spec exec(t(), String.t()) :: {:ok, Result.t()} | {:error, String.t()}
-  def exec(%__MODULE__{resource: resource, callbacks: nil}, script) do
-    run(resource, Execution.script!(script), nil)
-  end
-
-  def exec(%__MODULE__{resource: resource, callbacks: callbacks}, script) do
+  def exec(session, script) do
+    resource = resource!(session)
     script = Execution.script!(script)
-    Callbacks.serve(callbacks, Native.session_id(resource), &run(resource, script, &1))
+
+    case session.callbacks do
+      nil ->
+        run(resource, script, nil)
+
+      callbacks ->
+        id = native(resource, fn -> Native.session_id(resource) end)
+        Callbacks.serve(callbacks, id, &run(resource, script, &1))
+    end
   end
 
   defp run(resource, script, callback_server) do
     tag = make_ref()
 
     resource
-    |> Native.session_exec(script, self(), tag, callback_server)
+    |> native(fn -> Native.session_exec(resource, script, self(), tag, callback_server) end)
     |> Execution.await(tag)
   end
 
@@ -454,8 +459,9 @@ defmodule ExBashkit.Session do
       true
   """
   @spec snapshot(t(), keyword()) :: {:ok, binary()} | {:error, String.t()}
-  def snapshot(%__MODULE__{resource: resource}, opts \\ []) do
-    opts = Keyword.validate!(opts, key: nil, exclude_filesystem: false, exclude_functions: false)
+  def snapshot(session, opts \\ []) do
+    resource = resource!(session)
+    opts = options!(opts, key: nil, exclude_filesystem: false, exclude_functions: false)
 
     options = %{
       exclude_filesystem: boolean!(opts, :exclude_filesystem),
@@ -464,8 +470,10 @@ defmodule ExBashkit.Session do
 
     tag = make_ref()
 
+    key = key!(opts[:key])
+
     resource
-    |> Native.session_snapshot(options, key!(opts[:key]), self(), tag)
+    |> native(fn -> Native.session_snapshot(resource, options, key, self(), tag) end)
     |> Execution.reply(tag)
   end
 
@@ -506,16 +514,18 @@ defmodule ExBashkit.Session do
       "42\\n"
   """
   @spec restore(t(), binary(), keyword()) :: {:ok, t()} | {:error, String.t()}
-  def restore(%__MODULE__{resource: resource} = session, snapshot, opts \\ []) do
+  def restore(session, snapshot, opts \\ []) do
+    resource = resource!(session)
+
     unless is_binary(snapshot) do
       raise ArgumentError, "snapshot must be a binary, got: #{inspect(snapshot)}"
     end
 
-    opts = Keyword.validate!(opts, key: nil)
+    key = key!(options!(opts, key: nil)[:key])
     tag = make_ref()
 
     resource
-    |> Native.session_restore(snapshot, key!(opts[:key]), self(), tag)
+    |> native(fn -> Native.session_restore(resource, snapshot, key, self(), tag) end)
     |> Execution.reply(tag)
     |> case do
       {:ok, :ok} -> {:ok, session}
@@ -551,8 +561,11 @@ defmodule ExBashkit.Session do
       {:ok, "result\\n"}
   """
   @spec read_file(t(), Path.t()) :: {:ok, binary()} | {:error, String.t()}
-  def read_file(%__MODULE__{resource: resource}, path) do
-    with {:ok, path} <- normalize(path), do: Native.session_read_file(resource, path)
+  def read_file(session, path) do
+    resource = resource!(session)
+
+    with {:ok, path} <- normalize(path),
+         do: native(resource, fn -> Native.session_read_file(resource, path) end)
   end
 
   @doc """
@@ -570,9 +583,12 @@ defmodule ExBashkit.Session do
       "welcome\\n"
   """
   @spec write_file(t(), Path.t(), iodata()) :: :ok | {:error, String.t()}
-  def write_file(%__MODULE__{resource: resource}, path, content) do
+  def write_file(session, path, content) do
+    resource = resource!(session)
     content = iodata!(content)
-    with {:ok, path} <- normalize(path), do: Native.session_write_file(resource, path, content)
+
+    with {:ok, path} <- normalize(path),
+         do: native(resource, fn -> Native.session_write_file(resource, path, content) end)
   end
 
   @doc """
@@ -588,8 +604,11 @@ defmodule ExBashkit.Session do
       {:ok, [{"a.txt", :file}, {"sub", :dir}]}
   """
   @spec list_dir(t(), Path.t()) :: {:ok, [{String.t(), fs_type()}]} | {:error, String.t()}
-  def list_dir(%__MODULE__{resource: resource}, path) do
-    with {:ok, path} <- normalize(path), do: Native.session_list_dir(resource, path)
+  def list_dir(session, path) do
+    resource = resource!(session)
+
+    with {:ok, path} <- normalize(path),
+         do: native(resource, fn -> Native.session_list_dir(resource, path) end)
   end
 
   @doc """
@@ -613,9 +632,12 @@ defmodule ExBashkit.Session do
       {:ok, %{type: :dir, size: 0}}
   """
   @spec mkdir(t(), Path.t(), parents: boolean()) :: :ok | {:error, String.t()}
-  def mkdir(%__MODULE__{resource: resource}, path, opts \\ []) do
+  def mkdir(session, path, opts \\ []) do
+    resource = resource!(session)
     parents = flag!(opts, :parents)
-    with {:ok, path} <- normalize(path), do: Native.session_mkdir(resource, path, parents)
+
+    with {:ok, path} <- normalize(path),
+         do: native(resource, fn -> Native.session_mkdir(resource, path, parents) end)
   end
 
   @doc """
@@ -637,9 +659,12 @@ defmodule ExBashkit.Session do
       iex> {:error, _} = ExBashkit.Session.stat(session, "/d/f.txt")
   """
   @spec remove(t(), Path.t(), recursive: boolean()) :: :ok | {:error, String.t()}
-  def remove(%__MODULE__{resource: resource}, path, opts \\ []) do
+  def remove(session, path, opts \\ []) do
+    resource = resource!(session)
     recursive = flag!(opts, :recursive)
-    with {:ok, path} <- normalize(path), do: Native.session_remove(resource, path, recursive)
+
+    with {:ok, path} <- normalize(path),
+         do: native(resource, fn -> Native.session_remove(resource, path, recursive) end)
   end
 
   @doc """
@@ -654,10 +679,12 @@ defmodule ExBashkit.Session do
       {:ok, "v1"}
   """
   @spec rename(t(), Path.t(), Path.t()) :: :ok | {:error, String.t()}
-  def rename(%__MODULE__{resource: resource}, from, to) do
+  def rename(session, from, to) do
+    resource = resource!(session)
+
     with {:ok, from} <- normalize(from),
          {:ok, to} <- normalize(to),
-         do: Native.session_rename(resource, from, to)
+         do: native(resource, fn -> Native.session_rename(resource, from, to) end)
   end
 
   @doc """
@@ -673,15 +700,50 @@ defmodule ExBashkit.Session do
   """
   @spec stat(t(), Path.t()) ::
           {:ok, %{type: fs_type(), size: non_neg_integer()}} | {:error, String.t()}
-  def stat(%__MODULE__{resource: resource}, path) do
+  def stat(session, path) do
+    resource = resource!(session)
+
     with {:ok, path} <- normalize(path),
-         {:ok, {type, size}} <- Native.session_stat(resource, path),
+         {:ok, {type, size}} <- native(resource, fn -> Native.session_stat(resource, path) end),
          do: {:ok, %{type: type, size: size}}
   end
 
   @doc false
   @spec id(t()) :: pos_integer()
-  def id(%__MODULE__{resource: resource}), do: Native.session_id(resource)
+  def id(session) do
+    resource = resource!(session)
+    native(resource, fn -> Native.session_id(resource) end)
+  end
+
+  defp resource!(%__MODULE__{resource: resource}) when is_reference(resource), do: resource
+
+  defp resource!(other) do
+    raise ArgumentError,
+          "expected an ExBashkit.Session (from ExBashkit.Session.new/1), got: #{inspect(other)}"
+  end
+
+  # The NIFs answer badarg for anything but a live session resource (every
+  # other argument has been checked by then): say which argument it was.
+  defp native(resource, call) do
+    call.()
+  rescue
+    ArgumentError ->
+      reraise ArgumentError,
+              "expected an ExBashkit.Session (from ExBashkit.Session.new/1), got a struct " <>
+                "holding #{inspect(resource)}, which is not a session",
+              __STACKTRACE__
+  end
+
+  @doc false
+  # Keyword options with defaults; anything else is the caller's ArgumentError.
+  @spec options!(term(), keyword()) :: keyword()
+  def options!(opts, defaults) do
+    if is_list(opts) and Keyword.keyword?(opts) do
+      Keyword.validate!(opts, defaults)
+    else
+      raise ArgumentError, "options must be a keyword list, got: #{inspect(opts)}"
+    end
+  end
 
   # Paths are rooted at "/" whatever the session's cwd; bad types are a
   # programmer error, bad bytes an ordinary {:error, _}.
@@ -706,7 +768,7 @@ defmodule ExBashkit.Session do
   end
 
   defp flag!(opts, key) do
-    case Keyword.validate!(opts, [{key, false}]) do
+    case options!(opts, [{key, false}]) do
       [{^key, value}] when is_boolean(value) ->
         value
 
@@ -716,6 +778,11 @@ defmodule ExBashkit.Session do
   end
 
   defimpl Inspect do
-    def inspect(session, _opts), do: "#ExBashkit.Session<#{ExBashkit.Session.id(session)}>"
+    def inspect(session, _opts) do
+      "#ExBashkit.Session<#{ExBashkit.Session.id(session)}>"
+    rescue
+      # A hand-built struct: inspecting must not raise.
+      ArgumentError -> "#ExBashkit.Session<invalid>"
+    end
   end
 end

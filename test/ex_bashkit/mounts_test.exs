@@ -214,8 +214,12 @@ defmodule ExBashkit.MountsTest do
             {[{"x", ctx.ro, :read_only}], ~r/sandbox path must be an absolute path/},
             {[{"/x", "", :read_only}], ~r/host path must be a non-empty string/},
             {[{"/x", ctx.ro}], ~r/:mounts entries must be/},
-            {[{"/x", ctx.ro, :read_only}, {"/x", ctx.rw, :read_only}],
-             ~r/more than one mount at "\/x"/},
+            {[{"/x", ctx.ro, :read_only}, {"/x/", ctx.rw, :read_write}],
+             ~r/mount .* and mount .* overlap \("\/x" and "\/x"\)/},
+            {[{"/x", ctx.ro, :read_only}, {"//x/y", ctx.rw, :read_write}],
+             ~r/overlap \("\/x" and "\/x\/y"\)/},
+            {[{"/x/./y", ctx.ro, :read_only}], ~r/must be normalized/},
+            {[{"/", ctx.ro, :read_only}], ~r/must not be the root/},
             {%{"/x" => ctx.ro}, ~r/:mounts must be a list/}
           ] do
         assert_raise ArgumentError, message, fn -> Session.new(mounts: mounts) end

@@ -252,7 +252,10 @@ defmodule ExBashkit.SessionTest do
       end
 
       assert_raise ArgumentError, ~r/script must be a binary/, fn -> Session.exec(session, 42) end
-      assert_raise FunctionClauseError, fn -> Session.exec(:not_a_session, "true") end
+
+      assert_raise ArgumentError, ~r/expected an ExBashkit.Session/, fn ->
+        Session.exec(:not_a_session, "true")
+      end
     end
   end
 

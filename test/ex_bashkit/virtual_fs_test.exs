@@ -5,14 +5,14 @@ defmodule ExBashkit.VirtualFsTest do
 
   @moduletag timeout: 120_000
 
-  @poisons ["empty", "dot", "dotdot", "slash", "nul", "type", "shape"]
+  @poisons ["empty", "dot", "dotdot", "slash", "nul", "type", "shape", "size", "improper"]
 
   doctest ExBashkit.VirtualFs
 
   test "the example module in the moduledoc compiles and works as shown" do
     {:docs_v1, _, :elixir, _, %{"en" => moduledoc}, _, _} = Code.fetch_docs(ExBashkit.VirtualFs)
     [_, example] = String.split(moduledoc, "## Example\n", parts: 2)
-    [code | _] = String.split(example, "\nThe same backend as a function")
+    [code | _] = String.split(example, "\nThe function form receives")
 
     code =
       code
@@ -21,7 +21,7 @@ defmodule ExBashkit.VirtualFsTest do
       |> Enum.map_join("\n", &String.replace_prefix(&1, "    ", ""))
 
     # The example ends in a match on the expected result: it raises if not.
-    assert {{:ok, %Result{stdout: "greeting\nhello\n"}}, _} = Code.eval_string(code)
+    assert {%{"answer" => "42\n", "greeting" => "hello\n"}, _} = Code.eval_string(code)
   end
 
   defp session_with(backend, opts \\ []) do
@@ -110,13 +110,13 @@ defmodule ExBashkit.VirtualFsTest do
     defmodule ReadOnly do
       @behaviour ExBashkit.VirtualFs
       @impl true
-      def read(path, arg), do: {:ok, "#{path} #{inspect(arg)}\n"}
+      def read(arg, path), do: {:ok, "#{path} #{inspect(arg)}\n"}
     end
 
-    test "a bare module gets [] as its argument; missing callbacks are :enotsup" do
+    test "a bare module gets nil as its argument; missing callbacks are :enotsup" do
       session = session_with(ReadOnly)
 
-      assert %Result{stdout: "/x []\n"} = run(session, "cat /api/x")
+      assert %Result{stdout: "/x nil\n"} = run(session, "cat /api/x")
       assert %Result{exit_code: 1, stderr: stderr} = run(session, "echo hi > /api/x")
       assert stderr =~ "Operation not supported"
     end
@@ -145,9 +145,9 @@ defmodule ExBashkit.VirtualFsTest do
       run(session, "cat /api/f; echo x > /api/w; echo y >> /api/w; mkdir -p /api/m; rm -r /api/r")
 
       assert_received %{op: :read, path: "/f"}
-      assert_received %{op: :write, path: "/w", content: "x\n"}
-      assert_received %{op: :append, path: "/w", content: "y\n"}
-      assert_received %{op: :mkdir, path: "/m", parents: true}
+      assert_received %{op: :write, path: "/w", data: "x\n"}
+      assert_received %{op: :append, path: "/w", data: "y\n"}
+      assert_received %{op: :mkdir, path: "/m", recursive: true}
       assert_received %{op: :remove, path: "/r", recursive: true}
     end
   end
@@ -210,8 +210,10 @@ defmodule ExBashkit.VirtualFsTest do
   describe "validation" do
     test "malformed virtual_fs options raise ArgumentError" do
       for {opts, message} <- [
-            {[virtual_fs: %{"api" => fn _ -> :ok end}], ~r/mount paths must be absolute/},
-            {[virtual_fs: %{"/" => fn _ -> :ok end}], ~r/other than "\/"/},
+            {[virtual_fs: %{"api" => fn _ -> :ok end}], ~r/must be an absolute path/},
+            {[virtual_fs: %{"/" => fn _ -> :ok end}], ~r/must not be the root/},
+            {[virtual_fs: %{"//" => fn _ -> :ok end}], ~r/must not be the root/},
+            {[virtual_fs: %{"/api/../x" => fn _ -> :ok end}], ~r/must be normalized/},
             {[virtual_fs: %{"/api" => fn -> :ok end}], ~r/backend for "\/api" must be/},
             {[virtual_fs: %{"/api" => String}], ~r/String does not implement any/},
             {[virtual_fs: %{"/api" => NoSuchModule}], ~r/NoSuchModule does not implement/},
@@ -224,12 +226,14 @@ defmodule ExBashkit.VirtualFsTest do
     end
 
     test "a virtual mount cannot share its path with a host mount" do
-      assert_raise ArgumentError, ~r/also a :mounts path/, fn ->
-        Session.new(
-          mounts: [{"/api", System.tmp_dir!(), :read_only}],
-          virtual_fs: %{"/api" => fn _ -> :ok end}
-        )
-      end
+      assert_raise ArgumentError,
+                   ~r/mount .*"\/api".* and :virtual_fs mount "\/api" overlap/,
+                   fn ->
+                     Session.new(
+                       mounts: [{"/api", System.tmp_dir!(), :read_only}],
+                       virtual_fs: %{"/api" => fn _ -> :ok end}
+                     )
+                   end
     end
   end
 
@@ -239,6 +243,8 @@ defmodule ExBashkit.VirtualFsTest do
   defp poisoned("slash"), do: [{"good", :file}, {"../../etc/passwd", :file}]
   defp poisoned("nul"), do: [{"good", :file}, {"a\0b", :file}]
   defp poisoned("type"), do: [{"good", :file}, {"x", :socket}]
-  defp poisoned("shape"), do: [{"good", :file}, "bare"]
+  defp poisoned("shape"), do: [{"good", :file}, {:bare}]
+  defp poisoned("size"), do: [{"good", :file}, {"big", %{type: :file, size: 2 ** 64}}]
+  defp poisoned("improper"), do: [{"good", :file} | {"x", :file}]
   defp poisoned(_), do: []
 end

@@ -15,7 +15,7 @@ defmodule ExBashkit.Test.MapFs do
   def dump(agent), do: Agent.get(agent, & &1)
 
   @impl true
-  def read(path, agent) do
+  def read(agent, path) do
     case Agent.get(agent, &Map.fetch(&1, path)) do
       {:ok, :dir} -> {:error, :eisdir}
       {:ok, content} -> {:ok, content}
@@ -24,13 +24,13 @@ defmodule ExBashkit.Test.MapFs do
   end
 
   @impl true
-  def write(path, content, agent), do: put_file(path, agent, fn _ -> content end)
+  def write(agent, path, content), do: put_file(path, agent, fn _ -> content end)
 
   @impl true
-  def append(path, content, agent), do: put_file(path, agent, &((&1 || "") <> content))
+  def append(agent, path, content), do: put_file(path, agent, &((&1 || "") <> content))
 
   @impl true
-  def stat(path, agent) do
+  def stat(agent, path) do
     case Agent.get(agent, &Map.fetch(&1, path)) do
       {:ok, :dir} -> {:ok, %{type: :dir, size: 0}}
       {:ok, content} -> {:ok, %{type: :file, size: byte_size(content)}}
@@ -39,7 +39,7 @@ defmodule ExBashkit.Test.MapFs do
   end
 
   @impl true
-  def list(path, agent) do
+  def list(agent, path) do
     entries = dump(agent)
 
     case entries[path] do
@@ -50,7 +50,7 @@ defmodule ExBashkit.Test.MapFs do
   end
 
   @impl true
-  def mkdir(path, parents, agent) do
+  def mkdir(agent, path, parents) do
     Agent.get_and_update(agent, fn entries ->
       cond do
         Map.has_key?(entries, path) and parents -> {:ok, entries}
@@ -63,7 +63,7 @@ defmodule ExBashkit.Test.MapFs do
   end
 
   @impl true
-  def remove(path, recursive, agent) do
+  def remove(agent, path, recursive) do
     Agent.get_and_update(agent, fn entries ->
       nested = Enum.filter(Map.keys(entries), &String.starts_with?(&1, path <> "/"))
 
@@ -76,7 +76,7 @@ defmodule ExBashkit.Test.MapFs do
   end
 
   @impl true
-  def rename(from, to, agent) do
+  def rename(agent, from, to) do
     Agent.get_and_update(agent, fn entries ->
       case Map.pop(entries, from) do
         {nil, _} -> {{:error, :enoent}, entries}

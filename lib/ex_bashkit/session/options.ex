@@ -32,7 +32,8 @@ defmodule ExBashkit.Session.Options do
     :max_fs_bytes,
     :max_file_bytes,
     :max_file_count,
-    :max_memory_bytes
+    :max_memory_bytes,
+    :max_snapshot_bytes
   ]
 
   # Counts travel to Rust as u64; anything larger means "unlimited" anyway.
@@ -61,14 +62,23 @@ defmodule ExBashkit.Session.Options do
 
     Enum.each(opts, fn {key, _} -> known!(key) end)
     mounts = mounts!(Keyword.get(opts, :mounts, []))
+    python = python!(Keyword.get(opts, :python, false))
 
     callbacks =
       callbacks!(
         Keyword.get(opts, :builtins, %{}),
         Keyword.get(opts, :virtual_fs, %{}),
-        Keyword.get(opts, :builtin_timeout_ms, 30_000),
-        mounts
+        Keyword.get(opts, :builtin_timeout_ms, 30_000)
       )
+
+    no_overlaps!(
+      Enum.map(mounts, fn {point, _, _} = mount -> {point, "mount #{inspect(mount)}"} end) ++
+        Enum.map(callbacks.virtual_fs, fn {point, _} ->
+          {point, ":virtual_fs mount #{inspect(point)}"}
+        end)
+    )
+
+    no_shadowing!(python, Map.keys(callbacks.builtins))
 
     %{
       native: %{
@@ -84,12 +94,32 @@ defmodule ExBashkit.Session.Options do
           boolean!(:block_private_ips, Keyword.get(opts, :block_private_ips, true)),
         builtins: Map.keys(callbacks.builtins),
         virtual_fs: Map.keys(callbacks.virtual_fs),
-        python: python!(Keyword.get(opts, :python, false))
+        python: python
       },
       files: files!(Keyword.get(opts, :files, [])),
       callbacks:
         if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
     }
+  end
+
+  @doc false
+  # The options of a fresh interpreter (ExBashkit.exec/1): a default session,
+  # under the operator's timeout ceiling as it is configured now.
+  @spec defaults(map()) :: map()
+  def defaults(native) do
+    %{native | limits: Map.put(native.limits, :timeout_ms, timeout!(nil))}
+  end
+
+  # A map or a proper list, not a struct: what Enum may walk as entries.
+  defguardp collection?(value)
+            when (is_map(value) and not is_struct(value)) or is_list(value)
+
+  defp entries!(option, value) when collection?(value) do
+    if is_list(value) and List.improper?(value) do
+      raise ArgumentError, "#{option} must be a proper list, got: #{inspect(value)}"
+    end
+
+    Enum.to_list(value)
   end
 
   defp known!(key) when key in @supported, do: :ok
@@ -103,8 +133,9 @@ defmodule ExBashkit.Session.Options do
   @doc false
   # Also checks ExBashkit.Peer's :env.
   @spec env!(term()) :: [{String.t(), String.t()}]
-  def env!(env) when is_map(env) or is_list(env) do
-    Enum.map(env, fn
+  def env!(env) when collection?(env) do
+    entries!(":env", env)
+    |> Enum.map(fn
       {key, value} -> {env_key!(key), env_value!(key, value)}
       other -> raise ArgumentError, ":env entries must be {name, value}, got: #{inspect(other)}"
     end)
@@ -165,8 +196,9 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
-  defp files!(files) when is_map(files) or is_list(files) do
-    Enum.map(files, fn
+  defp files!(files) when collection?(files) do
+    entries!(":files", files)
+    |> Enum.map(fn
       {path, content} ->
         {file_path!(path), file_content!(path, content)}
 
@@ -196,9 +228,10 @@ defmodule ExBashkit.Session.Options do
               __STACKTRACE__
   end
 
-  defp limits!(limits) when is_map(limits) or is_list(limits) do
+  defp limits!(limits) when collection?(limits) do
     given =
-      Enum.map(limits, fn
+      entries!(":limits", limits)
+      |> Enum.map(fn
         {key, value} when key in @limit_keys ->
           {key, limit_value!(key, value)}
 
@@ -209,8 +242,12 @@ defmodule ExBashkit.Session.Options do
         other ->
           raise ArgumentError, ":limits entries must be {key, value}, got: #{inspect(other)}"
       end)
+      |> Map.new()
 
-    Map.merge(Map.new(@limit_keys, &{&1, nil}), Map.new(given))
+    @limit_keys
+    |> Map.new(&{&1, nil})
+    |> Map.merge(given)
+    |> Map.put(:timeout_ms, timeout!(given[:timeout_ms]))
   end
 
   defp limits!(other) do
@@ -233,21 +270,46 @@ defmodule ExBashkit.Session.Options do
           ":limits key #{inspect(key)} must be a non-negative integer, got: #{inspect(value)}"
   end
 
-  defp mounts!(mounts) when is_list(mounts) do
-    normalized = Enum.map(mounts, &mount!/1)
+  # bashkit's own default, which the operator's ceiling may lower.
+  @default_timeout_ms 30_000
 
-    duplicates =
-      normalized
-      |> Enum.frequencies_by(&elem(&1, 0))
-      |> Enum.filter(fn {_, count} -> count > 1 end)
+  # The session's :timeout_ms under `config :ex_bashkit, :max_timeout_ms`:
+  # asking for more raises; the default is lowered to the ceiling.
+  defp timeout!(requested) do
+    case {requested, timeout_ceiling!()} do
+      {nil, nil} ->
+        nil
 
-    case duplicates do
-      [] ->
-        normalized
+      {nil, ceiling} ->
+        if ceiling < @default_timeout_ms, do: ceiling, else: nil
 
-      [{path, _} | _] ->
-        raise ArgumentError, ":mounts has more than one mount at #{inspect(path)}"
+      {ms, ceiling} when ceiling == nil or ms <= ceiling ->
+        ms
+
+      {ms, ceiling} ->
+        raise ArgumentError,
+              ":limits key :timeout_ms of #{ms} exceeds the configured :max_timeout_ms " <>
+                "ceiling of #{ceiling} (config :ex_bashkit, :max_timeout_ms)"
     end
+  end
+
+  defp timeout_ceiling! do
+    case Application.get_env(:ex_bashkit, :max_timeout_ms) do
+      nil ->
+        nil
+
+      ms when is_integer(ms) and ms > 0 ->
+        ms
+
+      other ->
+        raise ArgumentError,
+              "config :ex_bashkit, :max_timeout_ms must be a positive integer or nil, " <>
+                "got: #{inspect(other)}"
+    end
+  end
+
+  defp mounts!(mounts) when is_list(mounts) do
+    ":mounts" |> entries!(mounts) |> Enum.map(&mount!/1)
   end
 
   defp mounts!(other) do
@@ -256,10 +318,7 @@ defmodule ExBashkit.Session.Options do
   end
 
   defp mount!({vfs_path, host_path, mode} = mount) do
-    unless text?(vfs_path) and String.starts_with?(vfs_path, "/") do
-      raise ArgumentError,
-            "mount #{inspect(mount)}: the sandbox path must be an absolute path string"
-    end
+    vfs_path = mount_point!("mount #{inspect(mount)}: the sandbox path", vfs_path)
 
     unless mode in [:read_only, :read_write] do
       raise ArgumentError,
@@ -278,7 +337,8 @@ defmodule ExBashkit.Session.Options do
   defp allowed_mount_paths!(nil), do: nil
 
   defp allowed_mount_paths!(paths) when is_list(paths) do
-    Enum.map(paths, &host_path!(":allowed_mount_paths entry #{inspect(&1)}", &1))
+    entries!(":allowed_mount_paths", paths)
+    |> Enum.map(&host_path!(":allowed_mount_paths entry #{inspect(&1)}", &1))
   end
 
   defp allowed_mount_paths!(other) do
@@ -300,7 +360,7 @@ defmodule ExBashkit.Session.Options do
   defp allow_net!(:all), do: :all
 
   defp allow_net!(patterns) when is_list(patterns) do
-    {:only, Enum.map(patterns, &url_pattern!/1)}
+    {:only, ":allow_net" |> entries!(patterns) |> Enum.map(&url_pattern!/1)}
   end
 
   defp allow_net!(other) do
@@ -329,7 +389,7 @@ defmodule ExBashkit.Session.Options do
     raise ArgumentError, "#{inspect(option)} must be true or false, got: #{inspect(value)}"
   end
 
-  defp callbacks!(builtins, virtual_fs, timeout, mounts) do
+  defp callbacks!(builtins, virtual_fs, timeout) do
     unless is_integer(timeout) and timeout > 0 do
       raise ArgumentError,
             ":builtin_timeout_ms must be a positive integer (milliseconds), got: #{inspect(timeout)}"
@@ -337,19 +397,21 @@ defmodule ExBashkit.Session.Options do
 
     %ExBashkit.Callbacks{
       builtins: builtins!(builtins),
-      virtual_fs: virtual_fs!(virtual_fs, mounts),
+      virtual_fs: virtual_fs!(virtual_fs),
       timeout: timeout
     }
   end
 
-  defp builtins!(builtins) when is_map(builtins) or is_list(builtins) do
-    Map.new(builtins, fn
+  defp builtins!(builtins) when collection?(builtins) do
+    entries!(":builtins", builtins)
+    |> Enum.map(fn
       {name, fun} ->
-        {builtin_name!(name), builtin_fun!(name, fun)}
+        {command_name!(":builtins", name), builtin_fun!(name, fun)}
 
       other ->
         raise ArgumentError, ":builtins entries must be {name, fun}, got: #{inspect(other)}"
     end)
+    |> unique!(":builtins has more than one entry named")
   end
 
   defp builtins!(other) do
@@ -357,15 +419,24 @@ defmodule ExBashkit.Session.Options do
   end
 
   # A name a script can type as a command word.
-  defp builtin_name!(name) do
-    name = scalar(name)
+  defp command_name!(option, name) do
+    text = scalar(name)
 
-    if text?(name) and name != "" and not String.contains?(name, ["/", "=", " ", "\t", "\n"]) do
-      name
-    else
-      raise ArgumentError,
-            ":builtins names must be non-empty strings without spaces, \"/\" or \"=\", " <>
-              "got: #{inspect(name)}"
+    cond do
+      not is_binary(text) ->
+        raise ArgumentError,
+              "#{option} names must be strings or atoms, got: #{inspect(name)}"
+
+      not String.valid?(text) ->
+        raise ArgumentError, "#{option} names must be valid UTF-8, got: #{inspect(name)}"
+
+      text == "" or String.contains?(text, ["/", "=", " ", "\t", "\n", "\r", <<0>>]) ->
+        raise ArgumentError,
+              "#{option} names must be non-empty, without whitespace, NUL, \"/\" or \"=\", " <>
+                "got: #{inspect(name)}"
+
+      true ->
+        text
     end
   end
 
@@ -376,35 +447,81 @@ defmodule ExBashkit.Session.Options do
           ":builtins entry #{inspect(name)} must be a 1-arity function, got: #{inspect(other)}"
   end
 
-  defp virtual_fs!(backends, mounts) when is_map(backends) or is_list(backends) do
-    host_mounts = MapSet.new(mounts, &elem(&1, 0))
+  # Entries are {normalized_key, value}; two that normalize alike would
+  # silently shadow each other.
+  defp unique!(entries, what) do
+    Enum.reduce(entries, %{}, fn {key, value}, acc ->
+      if Map.has_key?(acc, key) do
+        raise ArgumentError, "#{what} #{inspect(key)}"
+      else
+        Map.put(acc, key, value)
+      end
+    end)
+  end
 
-    Map.new(backends, fn
+  defp no_shadowing!(python, builtins) do
+    case Enum.find(python, &(&1 in builtins)) do
+      nil ->
+        :ok
+
+      name ->
+        raise ArgumentError,
+              "the :python command #{inspect(name)} is also a :builtins name; " <>
+                "rename one of them (python: [name: \"py\"])"
+    end
+  end
+
+  defp virtual_fs!(backends) when collection?(backends) do
+    entries!(":virtual_fs", backends)
+    |> Enum.map(fn
       {path, backend} ->
-        path = virtual_mount!(path)
-
-        if MapSet.member?(host_mounts, path) do
-          raise ArgumentError, ":virtual_fs mount #{inspect(path)} is also a :mounts path"
-        end
-
+        path = mount_point!(":virtual_fs mount path #{inspect(path)}", path)
         {path, backend!(path, backend)}
 
       other ->
         raise ArgumentError, ":virtual_fs entries must be {path, backend}, got: #{inspect(other)}"
     end)
+    |> unique!(":virtual_fs has more than one mount at")
   end
 
-  defp virtual_fs!(other, _mounts) do
+  defp virtual_fs!(other) do
     raise ArgumentError, ":virtual_fs must be a map of path => backend, got: #{inspect(other)}"
   end
 
-  defp virtual_mount!(path) do
-    if text?(path) and String.starts_with?(path, "/") and Path.expand(path) != "/" do
-      Path.expand(path)
-    else
-      raise ArgumentError,
-            ":virtual_fs mount paths must be absolute paths other than \"/\", got: #{inspect(path)}"
+  # A mount point, normalized once: repeated and trailing slashes go; "."
+  # and ".." are refused rather than guessed at.
+  defp mount_point!(what, path) do
+    unless text?(path) and String.starts_with?(path, "/") do
+      raise ArgumentError, "#{what} must be an absolute path string, got: #{inspect(path)}"
     end
+
+    segments = String.split(path, "/", trim: true)
+
+    cond do
+      Enum.any?(segments, &(&1 in [".", ".."])) ->
+        raise ArgumentError,
+              "#{what} must be normalized (no \".\" or \"..\" components), got: #{inspect(path)}"
+
+      segments == [] ->
+        raise ArgumentError, "#{what} must not be the root \"/\""
+
+      true ->
+        "/" <> Enum.join(segments, "/")
+    end
+  end
+
+  # Two mounts at one point, or one inside another, would silently shadow.
+  defp no_overlaps!(points) do
+    for {{a, label_a}, i} <- Enum.with_index(points),
+        {{b, label_b}, j} <- Enum.with_index(points),
+        i < j,
+        a == b or String.starts_with?(a, b <> "/") or String.starts_with?(b, a <> "/") do
+      raise ArgumentError,
+            "#{label_a} and #{label_b} overlap (#{inspect(a)} and #{inspect(b)}); " <>
+              "mount points must be distinct and not nested"
+    end
+
+    :ok
   end
 
   defp backend!(_path, fun) when is_function(fun, 1), do: fun
@@ -412,7 +529,7 @@ defmodule ExBashkit.Session.Options do
   defp backend!(path, {module, _arg} = backend) when is_atom(module),
     do: module!(path, module, backend)
 
-  defp backend!(path, module) when is_atom(module), do: module!(path, module, {module, []})
+  defp backend!(path, module) when is_atom(module), do: module!(path, module, {module, nil})
 
   defp backend!(path, other) do
     raise ArgumentError,
@@ -423,8 +540,8 @@ defmodule ExBashkit.Session.Options do
   defp module!(path, module, backend) do
     implemented =
       Code.ensure_loaded?(module) and
-        Enum.any?(ExBashkit.VirtualFs.ops(), fn op ->
-          Enum.any?(2..3, &function_exported?(module, op, &1))
+        Enum.any?(ExBashkit.VirtualFs.ops(), fn {op, arity} ->
+          function_exported?(module, op, arity)
         end)
 
     if implemented do
@@ -443,11 +560,14 @@ defmodule ExBashkit.Session.Options do
     names =
       case opts do
         [name: name] -> [name]
-        [names: names] when is_list(names) and names != [] -> names
+        [names: names] when is_list(names) and names != [] -> entries!(":python names", names)
         _ -> python_error!(opts)
       end
 
-    Enum.map(names, &builtin_name!/1)
+    names
+    |> Enum.map(&{command_name!(":python", &1), true})
+    |> unique!(":python names the command twice:")
+    |> Map.keys()
   end
 
   defp python!(other), do: python_error!(other)

@@ -14,8 +14,8 @@ use bashkit::FileType;
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, OwnedEnv, Resource, ResourceArc, Term};
 use tokio::sync::oneshot;
 
-use crate::exec::lock;
 use crate::runtime;
+use crate::sync::lock;
 
 mod atoms {
     rustler::atoms! {
@@ -82,6 +82,12 @@ impl Channel {
     where
         F: for<'a> FnOnce(Env<'a>) -> Term<'a>,
     {
+        // The file API runs on a dirty scheduler and can reach a virtual
+        // mount through a symlink: from there a call would block the
+        // scheduler on Elixir, and sending from a BEAM thread panics.
+        if !runtime::on_interpreter_thread() {
+            return Err("builtins and virtual_fs backends serve scripts only".into());
+        }
         let server = (*lock(&self.server))
             .ok_or("callbacks are only served while a script of this session runs")?;
         let (sender, answer) = oneshot::channel();
@@ -112,14 +118,20 @@ pub struct PendingCall {
 impl Resource for PendingCall {}
 
 /// Answers a pending call. Only the first answer counts (a late one after a
-/// timeout is dropped); returns whether this one was delivered.
+/// timeout is dropped); returns whether this one was delivered. Anything
+/// that is not a pending call is answered `false`, so a forged request that
+/// reached the callback server cannot crash the process answering it.
 #[rustler::nif]
-fn callback_reply(call: ResourceArc<PendingCall>, reply: Term) -> rustler::NifResult<bool> {
-    let reply = decode(reply).ok_or(rustler::Error::BadArg)?;
-    Ok(match lock(&call.reply).take() {
-        Some(sender) => sender.send(reply).is_ok(),
-        None => false,
-    })
+fn callback_reply(call: Term, reply: Term) -> bool {
+    let Ok(call) = call.decode::<ResourceArc<PendingCall>>() else {
+        return false;
+    };
+    let Some(sender) = lock(&call.reply).take() else {
+        return false;
+    };
+    let reply = decode(reply)
+        .unwrap_or_else(|| Reply::Failed(Failure::Message("invalid reply from Elixir".into())));
+    sender.send(reply).is_ok()
 }
 
 fn decode(term: Term) -> Option<Reply> {

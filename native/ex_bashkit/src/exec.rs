@@ -18,6 +18,7 @@ use crate::options::SessionOptions;
 use crate::reply::ReplyTo;
 use crate::runtime::interpreters;
 use crate::session::SessionResource;
+use crate::sync::lock;
 
 /// A running script as seen from Elixir. Firing `cancel` (the caller died)
 /// makes the script stop at its next await point.
@@ -50,13 +51,6 @@ impl ExecHandle {
             let _ = tx.send(());
         }
     }
-}
-
-/// Locks `mutex`; a panic elsewhere must not wedge a script's bookkeeping.
-pub fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What a finished job reports back: a value, or an error message.

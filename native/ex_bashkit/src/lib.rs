@@ -11,10 +11,13 @@ mod limits;
 mod mounts;
 mod network;
 mod options;
+mod panics;
 mod reply;
 pub mod runtime;
 mod session;
 mod snapshot;
+mod snapshot_bound;
+mod sync;
 mod virtual_fs;
 
 /// Inside the VM, glibc's malloc handed large buffers back to the kernel and
@@ -24,4 +27,11 @@ mod virtual_fs;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-rustler::init!("Elixir.ExBashkit.Native");
+rustler::init!("Elixir.ExBashkit.Native", load = load);
+
+/// Interpreter panics are reported through Logger, never printed with
+/// script bytes on the VM's stderr (`panics.rs`).
+fn load(_env: rustler::Env, _info: rustler::Term) -> bool {
+    panics::install();
+    true
+}

@@ -22,7 +22,12 @@ pub struct Limits {
     pub max_file_bytes: Option<u64>,
     pub max_file_count: Option<u64>,
     pub max_memory_bytes: Option<u64>,
+    pub max_snapshot_bytes: Option<u64>,
 }
+
+/// Room in a snapshot for what is neither file content nor variables:
+/// directory entries, metadata, the container's own framing.
+const SNAPSHOT_OVERHEAD_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A count too large for this platform means "unlimited".
 fn count(value: u64) -> usize {
@@ -66,6 +71,21 @@ impl Limits {
             limits.max_file_count = files;
         }
         limits
+    }
+
+    /// The most a snapshot given to `restore/3` may decode to: by default,
+    /// what this session could hold (its filesystem and variable bytes) plus
+    /// [`SNAPSHOT_OVERHEAD_BYTES`].
+    pub fn snapshot_bytes(&self) -> u64 {
+        self.max_snapshot_bytes.unwrap_or_else(|| {
+            let variables = self
+                .max_memory_bytes
+                .unwrap_or(MemoryLimits::default().max_total_variable_bytes as u64);
+            self.filesystem()
+                .max_total_bytes
+                .saturating_add(variables)
+                .saturating_add(SNAPSHOT_OVERHEAD_BYTES)
+        })
     }
 
     /// `None` keeps bashkit's per-instance memory defaults.

@@ -89,6 +89,7 @@ impl Interpreters {
 fn start_worker(index: usize) -> Worker {
     let runtime = Builder::new_current_thread()
         .enable_all()
+        .on_thread_start(mark_interpreter_thread)
         .max_blocking_threads(MAX_BLOCKING_THREADS)
         .thread_stack_size(INTERPRETER_STACK_BYTES)
         .thread_name(format!("ex_bashkit_{index}_blocking"))
@@ -99,15 +100,33 @@ fn start_worker(index: usize) -> Worker {
     std::thread::Builder::new()
         .name(format!("ex_bashkit_{index}"))
         .stack_size(INTERPRETER_STACK_BYTES)
-        .spawn(move || runtime.block_on(serve(queue)))
+        .spawn(move || {
+            mark_interpreter_thread();
+            runtime.block_on(serve(queue))
+        })
         .expect("ex_bashkit: cannot start an interpreter thread");
     Worker { jobs, handle }
 }
 
 thread_local! {
+    /// Whether this is one of our threads rather than a BEAM scheduler.
+    static INTERPRETER_THREAD: Cell<bool> = const { Cell::new(false) };
+
     /// When this thread last had reason to expect work soon: a job started,
     /// or a script sent a callback to Elixir whose answer will wake it.
     static LAST_ACTIVITY: Cell<Instant> = Cell::new(Instant::now());
+}
+
+fn mark_interpreter_thread() {
+    INTERPRETER_THREAD.with(|ours| ours.set(true));
+}
+
+/// Whether the calling thread is one of the interpreter threads (or their
+/// blocking pools). Anything that waits on Elixir, or sends to it through an
+/// `OwnedEnv`, may only run here: on a BEAM scheduler thread it would block
+/// the scheduler or panic.
+pub fn on_interpreter_thread() -> bool {
+    INTERPRETER_THREAD.with(Cell::get)
 }
 
 /// Keeps the calling interpreter thread polling instead of sleeping for the

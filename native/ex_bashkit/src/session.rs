@@ -26,6 +26,8 @@ pub struct SessionResource {
     /// Where `:virtual_fs` backends are mounted, normalized: the file API
     /// refuses these.
     pub virtual_mounts: Vec<PathBuf>,
+    /// The largest snapshot `restore/3` decodes (`:max_snapshot_bytes`).
+    pub max_snapshot_bytes: u64,
 }
 
 #[rustler::resource_impl]
@@ -62,6 +64,7 @@ impl SessionResource {
                 .iter()
                 .map(|mount| normalize_path(Path::new(mount)))
                 .collect(),
+            max_snapshot_bytes: options.limits.snapshot_bytes(),
         })
     }
 }

@@ -13,6 +13,7 @@ use rustler::{Binary, Encoder, Env, LocalPid, NifMap, ResourceArc, Term};
 use crate::error;
 use crate::exec::{bytes, spawn_job, ExecHandle};
 use crate::session::SessionResource;
+use crate::snapshot_bound;
 
 #[derive(NifMap)]
 pub struct SnapshotOpts {
@@ -63,9 +64,13 @@ fn session_restore<'a>(
 ) -> ResourceArc<ExecHandle> {
     let snapshot = snapshot.as_slice().to_vec();
     let key = owned(key);
-    let restore = move |bash: &mut Bash| match key {
-        Some(key) => bash.restore_snapshot_keyed(&snapshot, &key),
-        None => bash.restore_snapshot(&snapshot),
+    let max_bytes = session.max_snapshot_bytes;
+    let restore = move |bash: &mut Bash| {
+        snapshot_bound::check(&snapshot, max_bytes).map_err(bashkit::Error::CommandFailure)?;
+        match key {
+            Some(key) => bash.restore_snapshot_keyed(&snapshot, &key),
+            None => bash.restore_snapshot(&snapshot),
+        }
     };
     queue(
         env,
