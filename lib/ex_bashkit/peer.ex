@@ -270,6 +270,10 @@ defmodule ExBashkit.Peer do
   defp setup!(setup), do: [setup_item!(setup)]
 
   defp setup_item!(code) when is_binary(code) do
+    unless String.valid?(code) do
+      raise ArgumentError, ":setup code must be valid UTF-8, got: #{inspect(code)}"
+    end
+
     case Code.string_to_quoted(code) do
       {:ok, quoted} -> quoted
       {:error, _} -> raise ArgumentError, ":setup is not valid Elixir: #{inspect(code)}"

@@ -718,8 +718,10 @@ defmodule ExBashkit.Session do
   defp resource!(%__MODULE__{resource: resource}) when is_reference(resource), do: resource
 
   defp resource!(other) do
+    # structs: false, since inspecting a bad session would come back here.
     raise ArgumentError,
-          "expected an ExBashkit.Session (from ExBashkit.Session.new/1), got: #{inspect(other)}"
+          "expected an ExBashkit.Session (from ExBashkit.Session.new/1), " <>
+            "got: #{inspect(other, structs: false)}"
   end
 
   # The NIFs answer badarg for anything but a live session resource (every
