@@ -75,7 +75,8 @@ fn inflated_size(data: &[u8], budget: u64) -> u64 {
     let mut buffer = [0u8; 64 * 1024];
     let mut total = 0u64;
     while total < budget {
-        match decoder.read(&mut buffer) {
+        let room = usize::try_from(budget - total).map_or(buffer.len(), |n| n.min(buffer.len()));
+        match decoder.read(&mut buffer[..room]) {
             Ok(0) | Err(_) => break,
             Ok(n) => total += n as u64,
         }
@@ -90,4 +91,78 @@ fn take<'a>(cursor: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     let (head, rest) = cursor.split_at(n);
     *cursor = rest;
     Some(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn deflated(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    /// A sealed container with one object per blob (the digest is not
+    /// checked here, so zeros do).
+    fn container(blobs: &[Vec<u8>]) -> Vec<u8> {
+        let mut out = vec![0u8; DIGEST_LEN];
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&[2, 0, 1, 0, 2, 0, 1, 0]);
+        out.extend_from_slice(&[7u8; 32]);
+        out.extend_from_slice(&(blobs.len() as u32).to_le_bytes());
+        for blob in blobs {
+            out.extend_from_slice(&[9u8; OBJECT_ID_LEN]);
+            out.extend_from_slice(&(blob.len() as u64).to_le_bytes());
+            out.extend_from_slice(blob);
+        }
+        out
+    }
+
+    fn stored(bytes: &[u8]) -> Vec<u8> {
+        [&[COMPRESSION_NONE][..], bytes].concat()
+    }
+
+    fn compressed(bytes: &[u8]) -> Vec<u8> {
+        [vec![COMPRESSION_DEFLATE], deflated(bytes)].concat()
+    }
+
+    #[test]
+    fn counts_stored_and_inflated_objects() {
+        let snapshot = container(&[stored(&[1; 1000]), compressed(&[0; 50_000])]);
+        assert!(snapshot.len() < 2_000);
+        assert!(check(&snapshot, 51_000).is_ok());
+        let refused = check(&snapshot, 50_999).unwrap_err();
+        assert!(refused.contains("limit :max_snapshot_bytes"), "{refused}");
+    }
+
+    #[test]
+    fn a_bomb_is_refused_after_counting_just_past_the_bound() {
+        let snapshot = container(&[compressed(&vec![0; 20_000_000])]);
+        assert!(check(&snapshot, 1_000_000).is_err());
+        assert_eq!(
+            inflated_size(&snapshot[DIGEST_LEN + HEADER_LEN + 4 + 41..], 10),
+            10
+        );
+    }
+
+    #[test]
+    fn the_encoded_size_alone_can_refuse() {
+        assert!(check(&[0u8; 100], 99).is_err());
+    }
+
+    #[test]
+    fn malformed_and_legacy_snapshots_are_left_to_bashkit() {
+        let mut truncated = container(&[stored(&[1; 100])]);
+        truncated.truncate(truncated.len() - 10);
+        assert!(check(&truncated, 1_000).is_ok());
+        assert!(check(b"short", 1_000).is_ok());
+        let legacy = [vec![0u8; DIGEST_LEN], b"{\"version\":1}".to_vec()].concat();
+        assert!(check(&legacy, 1_000).is_ok());
+        // A corrupt deflate stream counts what it produced before failing.
+        let corrupt = container(&[vec![COMPRESSION_DEFLATE, 0xFF, 0xFF, 0xFF]]);
+        assert!(check(&corrupt, 1_000).is_ok());
+    }
 }
