@@ -54,14 +54,27 @@ defmodule ExBashkit.Session do
     * `:builtins` — a map of `name => fun` adding commands whose output an
       Elixir function computes (see "Custom builtins").
     * `:builtin_timeout_ms` — how long one builtin or `:virtual_fs` call may
-      run (positive integer, default `30_000`).
+      run (positive integer, default `30_000`; past 2^32 - 1, about 49 days,
+      there is no per-call timer and only the script's `:timeout_ms` bounds
+      a call).
     * `:virtual_fs` — a map of `mount_path => backend` mounting filesystems
       your application serves (see "Virtual filesystem backends" and
       `ExBashkit.VirtualFs`).
     * `:python` — `true` (commands `python` and `python3`), `[name: "py"]`
       or `[names: [...]]` to add a sandboxed Python (see "Python").
 
-  Malformed options raise `ArgumentError` naming the option.
+  Malformed options raise `ArgumentError` naming the option. So does every
+  function of this module given something that is not a session, or
+  options that are not a keyword list. Two settings that would silently
+  shadow each other are refused, naming both: two mounts (`:mounts` or
+  `:virtual_fs`) at the same point or one inside the other, compared after
+  normalizing (`"/d/"` and `"//d"` are `"/d"`; `.` and `..` components are
+  refused), two `:builtins` whose names are equal once stringified
+  (`"x"` and `:x`), and a `:python` command that is also a builtin.
+
+      iex> backend = fn _ -> {:error, :enoent} end
+      iex> ExBashkit.Session.new(virtual_fs: %{"/data/" => backend, "/data/raw" => backend})
+      ** (ArgumentError) :virtual_fs mount "/data" and :virtual_fs mount "/data/raw" overlap ("/data" and "/data/raw"); mount points must be distinct and not nested
 
   ## Resource limits
 
@@ -101,6 +114,21 @@ defmodule ExBashkit.Session do
       the standard layout such as `/etc/passwd` counts too).
     * `:max_memory_bytes` — interpreter memory: variable and function-body
       bytes (default 10,000,000), so `x=$x$x` doubling ends in an error.
+
+  And for snapshots:
+
+    * `:max_snapshot_bytes` — the most a snapshot given to `restore/3` may
+      decode to (default: `:max_fs_bytes` + `:max_memory_bytes` + 16 MiB,
+      what this session could hold). It is measured before anything is
+      decoded, so a small forged snapshot that would inflate to gigabytes is
+      refused without allocating them.
+
+      iex> source = ExBashkit.Session.new(files: %{"/blob" => :crypto.strong_rand_bytes(5_000)})
+      iex> {:ok, bytes} = ExBashkit.Session.snapshot(source)
+      iex> small = ExBashkit.Session.new(limits: [max_snapshot_bytes: 1_000])
+      iex> {:error, message} = ExBashkit.Session.restore(small, bytes)
+      iex> message
+      "cannot restore the snapshot: the snapshot decodes to more than 1000 bytes (limit :max_snapshot_bytes)"
 
   A write past a filesystem cap fails like a full disk: the command exits
   non-zero with a message (`file too large`, `too many files`), and
@@ -208,7 +236,8 @@ defmodule ExBashkit.Session do
   exit 1) or an `%ExBashkit.Result{}` for full control of stdout, stderr
   and the exit code (0..255).
 
-  Anything else, a raise, an exit, a throw, or a killed process fails only
+  Anything else, a raise, an exit, a throw, a process that ends without
+  answering (even with reason `:normal`), or a killed process fails only
   that command, with exit 1 and a stderr line saying what happened
   (`kv_get: raised RuntimeError: boom`). A call running longer than
   `:builtin_timeout_ms` is killed and the command exits 124. The session
@@ -243,6 +272,30 @@ defmodule ExBashkit.Session do
   It composes with the in-memory filesystem, `:files` and `:mounts`. The
   file API (`read_file/2`, `write_file/3`, ...) returns `{:error, _}` for
   paths under a virtual mount: backends serve scripts only.
+
+  Backends follow the `ExBashkit.VirtualFs` contract of ex_bashkit 0.1.7
+  (the mount's `arg` first, `use ExBashkit.VirtualFs` for defaults), so
+  backends written for it work unchanged.
+
+  ## Operator ceilings
+
+  Two application settings bound every session, whatever the code that
+  builds it asks for (ex_bashkit 0.1.7's hardening knobs):
+
+    * `config :ex_bashkit, max_reply_bytes: n` — the most one builtin or
+      `:virtual_fs` reply may carry into the interpreter: a builtin's stdout
+      plus stderr, a `read`'s data, a listing (names plus 32 bytes per
+      entry). A larger reply fails that command or operation with a message
+      saying so; the session lives on. Error text from callbacks (an
+      exception message, an inspected term, an error reason) is cut to the
+      cap instead. Default `16_000_000`. It fails closed: `nil` or a value
+      that is not a positive integer means the default, never "unlimited".
+      Read at each `exec/2`.
+    * `config :ex_bashkit, max_timeout_ms: n` — a ceiling on `:timeout_ms`:
+      a session asking for more raises `ArgumentError` in `new/1`, and
+      sessions that do not ask (and `ExBashkit.exec/1`) get the ceiling when
+      it is below the 30-second default. A value that is not a positive
+      integer or `nil` raises. Unset, there is no ceiling.
 
   ## Python
 
@@ -293,6 +346,14 @@ defmodule ExBashkit.Session do
   `"/out.txt"`). They do not queue behind a running script: `read_file/2` and
   `stat/2` answer while one runs.
 
+  ## Panics
+
+  A command that panics inside the interpreter (bashkit's `tomlq` does on
+  some input) fails with exit 1 and the session lives on. The panic is
+  logged through `Logger` as a warning: escaped, cut to 300 characters and
+  limited to 10 reports a minute, so script bytes never reach the VM's
+  stderr or a log unescaped.
+
   ## How scripts run
 
   `exec/2` hands the script to the NIF's own interpreter threads and waits
@@ -333,6 +394,7 @@ defmodule ExBashkit.Session do
           | :max_file_bytes
           | :max_file_count
           | :max_memory_bytes
+          | :max_snapshot_bytes
 
   @typedoc "Access mode of a host directory mount."
   @type mount_mode :: :read_only | :read_write
@@ -491,7 +553,9 @@ defmodule ExBashkit.Session do
       resumed = ExBashkit.Session.new(builtins: same, limits: same)
       {:ok, resumed} = ExBashkit.Session.restore(resumed, bytes)
 
-  The whole snapshot is checked before anything changes: malformed,
+  A snapshot whose content decodes to more than the session's
+  `:max_snapshot_bytes` (see "Resource limits") is refused before it is
+  decoded. The whole snapshot is checked before anything changes: malformed,
   truncated or tampered bytes, a wrong or missing key, and a key given for
   unkeyed bytes each return `{:error, message}` and leave the session as it
   was. bashkit also refuses a snapshot taken by a session with builtins
