@@ -186,14 +186,21 @@ defmodule ExBashkit.VirtualFs do
   @doc "Moves `path` to `to`, both inside this mount. Optional; not part of 0.1.7."
   @callback rename(arg :: term(), path(), to :: path()) :: :ok | {:error, reason()}
 
-  @optional_callbacks read: 2,
-                      write: 3,
-                      append: 3,
-                      mkdir: 3,
-                      remove: 3,
-                      list: 2,
-                      stat: 2,
-                      rename: 3
+  # Each operation's callback arity, and the request key of its third value.
+  @ops %{
+    read: {2, nil},
+    list: {2, nil},
+    stat: {2, nil},
+    write: {3, :data},
+    append: {3, :data},
+    mkdir: {3, :recursive},
+    remove: {3, :recursive},
+    rename: {3, :to}
+  }
+
+  @arities for {op, {arity, _}} <- @ops, do: {op, arity}
+
+  @optional_callbacks @arities
 
   @doc """
   Declares the behaviour and defines every callback with an overridable
@@ -223,14 +230,7 @@ defmodule ExBashkit.VirtualFs do
       @impl ExBashkit.VirtualFs
       def stat(arg, path), do: ExBashkit.VirtualFs.stat_from_read(read(arg, path))
 
-      defoverridable read: 2,
-                     write: 3,
-                     append: 3,
-                     mkdir: 3,
-                     remove: 3,
-                     list: 2,
-                     stat: 2,
-                     rename: 3
+      defoverridable unquote(@arities)
     end
   end
 
@@ -245,21 +245,9 @@ defmodule ExBashkit.VirtualFs do
 
   def stat_from_read(other), do: other
 
-  # Each operation's callback arity, and the request key of its third value.
-  @ops %{
-    read: {2, nil},
-    list: {2, nil},
-    stat: {2, nil},
-    write: {3, :data},
-    append: {3, :data},
-    mkdir: {3, :recursive},
-    remove: {3, :recursive},
-    rename: {3, :to}
-  }
-
   @doc false
   @spec ops() :: [{atom(), 2 | 3}]
-  def ops, do: for({op, {arity, _}} <- @ops, do: {op, arity})
+  def ops, do: @arities
 
   @doc false
   # The request map for an operation as the NIF sends it.

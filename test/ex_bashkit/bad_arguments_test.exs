@@ -49,22 +49,7 @@ defmodule ExBashkit.BadArgumentsTest do
     ]
   end
 
-  @session_options [
-    :env,
-    :cwd,
-    :username,
-    :hostname,
-    :files,
-    :limits,
-    :mounts,
-    :allowed_mount_paths,
-    :allow_net,
-    :block_private_ips,
-    :builtins,
-    :builtin_timeout_ms,
-    :virtual_fs,
-    :python
-  ]
+  @session_options ExBashkit.Session.Options.supported()
 
   @peer_options [:timeout, :max_output, :setup, :env, :max_heap_size]
 

@@ -40,6 +40,10 @@ defmodule ExBashkit.Session.Options do
   @max_u64 0xFFFF_FFFF_FFFF_FFFF
 
   @doc false
+  @spec supported() :: [atom()]
+  def supported, do: @supported
+
+  @doc false
   @spec limit_keys() :: [atom()]
   def limit_keys, do: @limit_keys
 
