@@ -47,10 +47,10 @@ defmodule ExBashkit do
     tag = make_ref()
 
     script = Execution.script!(script)
+    options = Options.defaults(@defaults)
 
-    @defaults
-    |> Options.defaults()
+    options
     |> Native.exec_once(script, self(), tag)
-    |> Execution.await(tag)
+    |> Execution.await(tag, options.limits.timeout_ms || Options.default_timeout_ms())
   end
 end

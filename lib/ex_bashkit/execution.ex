@@ -4,14 +4,28 @@ defmodule ExBashkit.Execution do
   # threads and answers with `{tag, outcome}`; while it runs the caller sits
   # in `receive`, holding no scheduler. The NIF monitors the caller, so a
   # caller that dies cancels its script.
+  #
+  # A script normally stops at its `:timeout_ms` by itself. One stuck in
+  # work that never yields (bashkit code that cannot be interrupted) cannot
+  # be stopped, so the caller stops waiting for it: `timeout_ms` plus a
+  # margin after the call, the job is abandoned (it will never answer) and
+  # the caller gets an error saying whether the script was running or
+  # still queued behind another one.
 
   alias ExBashkit.Result
 
-  @doc "The outcome of a script, as a `%Result{}`."
-  @spec await({:ok, reference()} | {:error, String.t()}, reference()) ::
+  # How long past its :timeout_ms a caller waits for a script that has not
+  # stopped by itself.
+  @margin_ms 500
+
+  @doc """
+  The outcome of a script, as a `%Result{}`, within `timeout_ms` plus a
+  margin of the call.
+  """
+  @spec await({:ok, reference()} | {:error, String.t()}, reference(), pos_integer()) ::
           {:ok, Result.t()} | {:error, String.t()}
-  def await(queued, tag) do
-    case reply(queued, tag) do
+  def await(queued, tag, timeout_ms) do
+    case bounded_reply(queued, tag, timeout_ms) do
       {:ok, {stdout, stderr, exit_code, truncated}} ->
         {:ok, %Result{stdout: stdout, stderr: stderr, exit_code: exit_code, truncated: truncated}}
 
@@ -24,7 +38,40 @@ defmodule ExBashkit.Execution do
   @spec reply({:ok, reference()} | {:error, String.t()} | reference(), reference()) ::
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
-  def reply(_handle, tag), do: receive_spinning(tag, deadline())
+  def reply(_handle, tag), do: receive_spinning(tag, deadline(), :infinity)
+
+  defp bounded_reply({:error, _message} = error, _tag, _timeout_ms), do: error
+
+  defp bounded_reply({:ok, handle}, tag, timeout_ms) do
+    case receive_spinning(tag, deadline(), wait_ms(timeout_ms + @margin_ms)) do
+      :timeout -> abandon(handle, tag, timeout_ms)
+      outcome -> outcome
+    end
+  end
+
+  # `after` takes at most 32 bits of milliseconds.
+  defp wait_ms(ms) when ms <= 0xFFFF_FFFF, do: ms
+  defp wait_ms(_ms), do: :infinity
+
+  defp abandon(handle, tag, timeout_ms) do
+    case ExBashkit.Native.exec_abandon(handle) do
+      :answered ->
+        receive do
+          {^tag, outcome} -> outcome
+        end
+
+      :queued ->
+        {:error,
+         "timed out after #{timeout_ms} ms (limit :timeout_ms) waiting for the session: " <>
+           "an earlier script is still running on it"}
+
+      :running ->
+        {:error,
+         "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
+           "its deadline (it is inside work that cannot be interrupted); it keeps the session " <>
+           "busy until that work ends, and scripts sent to the session meanwhile wait or time out"}
+    end
+  end
 
   # Most scripts answer within microseconds. Waking a scheduler that went to
   # sleep costs more than that once the VM has any port or socket open (the
@@ -38,17 +85,19 @@ defmodule ExBashkit.Execution do
   def deadline,
     do: System.monotonic_time() + System.convert_time_unit(@spin_us, :microsecond, :native)
 
-  defp receive_spinning(tag, deadline) do
+  defp receive_spinning(tag, deadline, wait) do
     receive do
       {^tag, outcome} -> outcome
     after
       0 ->
         if System.monotonic_time() < deadline do
           :erlang.yield()
-          receive_spinning(tag, deadline)
+          receive_spinning(tag, deadline, wait)
         else
           receive do
             {^tag, outcome} -> outcome
+          after
+            wait -> :timeout
           end
         end
     end

@@ -15,6 +15,7 @@ defmodule ExBashkit.Native do
   def live_sessions, do: err()
   def session_exec(_session, _script, _pid, _tag, _callback_server), do: err()
   def callback_reply(_call, _reply), do: err()
+  def exec_abandon(_handle), do: err()
   def session_snapshot(_session, _options, _key, _pid, _tag), do: err()
   def session_restore(_session, _snapshot, _key, _pid, _tag), do: err()
   def exec_once(_options, _script, _pid, _tag), do: err()

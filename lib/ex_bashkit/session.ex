@@ -373,9 +373,13 @@ defmodule ExBashkit.Session do
   alias ExBashkit.Session.Options
 
   @enforce_keys [:resource]
-  defstruct [:resource, :callbacks]
+  defstruct [:resource, :callbacks, timeout_ms: 30_000]
 
-  @opaque t :: %__MODULE__{resource: reference(), callbacks: Callbacks.t() | nil}
+  @opaque t :: %__MODULE__{
+            resource: reference(),
+            callbacks: Callbacks.t() | nil,
+            timeout_ms: pos_integer()
+          }
 
   @typedoc "A filesystem entry's kind, as reported by `stat/2` and `list_dir/2`."
   @type fs_type :: :file | :dir | :symlink | :fifo
@@ -434,8 +438,15 @@ defmodule ExBashkit.Session do
 
     session =
       case Native.session_new(native) do
-        {:ok, resource} -> %__MODULE__{resource: resource, callbacks: callbacks}
-        {:error, message} -> raise ArgumentError, "cannot create session: #{message}"
+        {:ok, resource} ->
+          %__MODULE__{
+            resource: resource,
+            callbacks: callbacks,
+            timeout_ms: native.limits.timeout_ms || Options.default_timeout_ms()
+          }
+
+        {:error, message} ->
+          raise ArgumentError, "cannot create session: #{message}"
       end
 
     Enum.each(files, fn {path, content} ->
@@ -470,21 +481,25 @@ defmodule ExBashkit.Session do
 
     case session.callbacks do
       nil ->
-        run(resource, script, nil)
+        run(session, resource, script, nil)
 
       callbacks ->
         id = native(resource, fn -> Native.session_id(resource) end)
-        Callbacks.serve(callbacks, id, &run(resource, script, &1))
+        Callbacks.serve(callbacks, id, &run(session, resource, script, &1))
     end
   end
 
-  defp run(resource, script, callback_server) do
+  defp run(session, resource, script, callback_server) do
     tag = make_ref()
 
     resource
     |> native(fn -> Native.session_exec(resource, script, self(), tag, callback_server) end)
-    |> Execution.await(tag)
+    |> Execution.await(tag, timeout_ms(session))
   end
+
+  # A hand-built struct may hold anything here; the deadline must be sane.
+  defp timeout_ms(%__MODULE__{timeout_ms: ms}) when is_integer(ms) and ms > 0, do: ms
+  defp timeout_ms(_session), do: Options.default_timeout_ms()
 
   @doc """
   Captures the session's state as a binary you can store and later load

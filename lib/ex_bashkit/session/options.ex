@@ -277,6 +277,10 @@ defmodule ExBashkit.Session.Options do
   # bashkit's own default, which the operator's ceiling may lower.
   @default_timeout_ms 30_000
 
+  @doc false
+  @spec default_timeout_ms() :: pos_integer()
+  def default_timeout_ms, do: @default_timeout_ms
+
   # The session's :timeout_ms under `config :ex_bashkit, :max_timeout_ms`:
   # asking for more raises; the default is lowered to the ceiling.
   defp timeout!(requested) do

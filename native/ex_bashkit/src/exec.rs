@@ -3,6 +3,9 @@
 //! The NIF only queues the script on the runtime and returns an
 //! [`ExecHandle`]; the outcome arrives as a message `{tag, result}`. The
 //! handle monitors the caller, so a caller that dies cancels its script.
+//! A caller that stops waiting (its deadline passed) abandons the handle:
+//! from then on the job never answers, so no late reply lands in a mailbox
+//! that has moved on.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -19,12 +22,32 @@ use crate::reply::ReplyTo;
 use crate::runtime::interpreters;
 use crate::session::SessionResource;
 use crate::sync::lock;
+use crate::tidy::Tidy;
 
-/// A running script as seen from Elixir. Firing `cancel` (the caller died)
-/// makes the script stop at its next await point.
+/// A running script as seen from Elixir. Firing `cancel` (the caller died
+/// or gave up) makes the script stop at its next await point.
 pub struct ExecHandle {
     cancel: Mutex<Option<oneshot::Sender<()>>>,
     monitor: Mutex<Option<Monitor>>,
+    /// Held while the reply is sent, so abandoning and answering exclude
+    /// each other.
+    progress: Mutex<Progress>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Progress {
+    /// Waiting for its session (scripts queued before it).
+    Queued,
+    /// Its own work has started.
+    Running,
+    /// The reply has been sent.
+    Answered,
+    /// The caller stopped waiting; the reply will not be sent.
+    Abandoned,
+}
+
+mod atoms {
+    rustler::atoms! { queued, running, answered }
 }
 
 #[rustler::resource_impl]
@@ -42,6 +65,7 @@ impl ExecHandle {
         let handle = Self {
             cancel: Mutex::new(Some(tx)),
             monitor: Mutex::new(None),
+            progress: Mutex::new(Progress::Queued),
         };
         (handle, rx)
     }
@@ -51,28 +75,60 @@ impl ExecHandle {
             let _ = tx.send(());
         }
     }
+
+    /// Marks the job's own work as started (it no longer waits in a queue).
+    pub fn started(&self) {
+        let mut progress = lock(&self.progress);
+        if *progress == Progress::Queued {
+            *progress = Progress::Running;
+        }
+    }
+}
+
+/// Stops the caller's interest in a job: unless it has answered already,
+/// it never will, and it is cancelled at its next await point. Returns
+/// where the job was: `:queued`, `:running` or `:answered` (the reply is
+/// then in the caller's mailbox).
+#[rustler::nif]
+fn exec_abandon(handle: ResourceArc<ExecHandle>) -> rustler::Atom {
+    let mut progress = lock(&handle.progress);
+    let was = *progress;
+    if was == Progress::Answered {
+        return atoms::answered();
+    }
+    *progress = Progress::Abandoned;
+    drop(progress);
+    handle.cancel();
+    match was {
+        Progress::Queued => atoms::queued(),
+        _ => atoms::running(),
+    }
 }
 
 /// What a finished job reports back: a value, or an error message.
 pub type Outcome<T> = Result<T, String>;
 
-/// Starts `job` on interpreter thread `worker` for the process `pid`, which
-/// gets `{tag, {:ok, encode(value)}}` or `{tag, {:error, message}}`. The job
-/// is dropped (cancelled) when the caller dies first.
-pub fn spawn_job<'a, F, T>(
+/// Starts the job `start` builds on interpreter thread `worker` for the
+/// process `pid`, which gets `{tag, {:ok, encode(value)}}` or
+/// `{tag, {:error, message}}`. The job gets its handle to say when its own
+/// work starts. It is dropped (cancelled) when the caller dies first or
+/// abandons it.
+pub fn spawn_job<'a, S, F, T>(
     env: Env<'a>,
     worker: usize,
     pid: LocalPid,
     tag: Term<'a>,
-    job: F,
+    start: S,
     encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
 ) -> ResourceArc<ExecHandle>
 where
+    S: FnOnce(ResourceArc<ExecHandle>) -> F,
     F: Future<Output = Outcome<T>> + Send + 'static,
     T: Send + 'static,
 {
     let (handle, cancelled) = ExecHandle::new();
     let handle = ResourceArc::new(handle);
+    let job = start(handle.clone());
     match handle.monitor(Some(env), &pid) {
         Some(monitor) => *lock(&handle.monitor) = Some(monitor),
         None => handle.cancel(), // the caller is already gone
@@ -91,10 +147,14 @@ where
         if let Some(monitor) = lock(&running.monitor).take() {
             running.demonitor(None, &monitor);
         }
-        reply.send(|env| match outcome {
-            Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
-            Err(message) => (crate::atoms::error(), message).encode(env),
-        });
+        let mut progress = lock(&running.progress);
+        if *progress != Progress::Abandoned {
+            *progress = Progress::Answered;
+            reply.send(|env| match outcome {
+                Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
+                Err(message) => (crate::atoms::error(), message).encode(env),
+            });
+        }
     });
     handle
 }
@@ -144,10 +204,14 @@ fn session_exec<'a>(
         session.worker,
         pid,
         tag,
-        async move {
+        |handle| async move {
             let mut bash = session.bash.lock().await;
+            handle.started();
             let _serving = session.callbacks.serve(callback_server);
-            run_script(&mut bash, &script).await
+            let tidy = Tidy::before(&session.untidy, &mut bash).await;
+            let outcome = run_script(&mut bash, &script).await;
+            tidy.after(&mut bash, &outcome).await;
+            outcome
         },
         encode_result,
     ))
@@ -169,7 +233,8 @@ fn exec_once<'a>(
         worker,
         pid,
         tag,
-        async move {
+        |handle| async move {
+            handle.started();
             let mut bash = options.build(&Default::default()).await?;
             run_script(&mut bash, &script).await
         },

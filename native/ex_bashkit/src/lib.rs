@@ -18,6 +18,7 @@ mod session;
 mod snapshot;
 mod snapshot_bound;
 mod sync;
+mod tidy;
 mod virtual_fs;
 
 /// Inside the VM, glibc's malloc handed large buffers back to the kernel and

@@ -11,6 +11,7 @@ use tokio::sync::Mutex;
 use crate::callback::Channel;
 use crate::options::SessionOptions;
 use crate::runtime::interpreters;
+use crate::tidy::Untidy;
 
 /// One long-lived `Bash`. Scripts take the async mutex, so concurrent
 /// `exec/2` calls queue in arrival order without holding any thread; file
@@ -28,6 +29,8 @@ pub struct SessionResource {
     pub virtual_mounts: Vec<PathBuf>,
     /// The largest snapshot `restore/3` decodes (`:max_snapshot_bytes`).
     pub max_snapshot_bytes: u64,
+    /// Set when a script was dropped before it could be tidied after.
+    pub untidy: Untidy,
 }
 
 #[rustler::resource_impl]
@@ -65,6 +68,7 @@ impl SessionResource {
                 .map(|mount| normalize_path(Path::new(mount)))
                 .collect(),
             max_snapshot_bytes: options.limits.snapshot_bytes(),
+            untidy: Untidy::default(),
         })
     }
 }

@@ -111,8 +111,9 @@ where
     W: FnOnce(&mut Bash) -> bashkit::Result<T> + Send + 'static,
 {
     let worker = session.worker;
-    let job = async move {
+    let job = |handle: ResourceArc<ExecHandle>| async move {
         let mut bash = session.bash.lock().await;
+        handle.started();
         work(&mut bash).map_err(|e| format!("{failure}: {}", error::message(&e)))
     };
     spawn_job(env, worker, pid, tag, job, encode)
