@@ -14,7 +14,8 @@ defmodule Bench do
     rows =
       exec_rows(rust) ++
         callback_rows(rust) ++
-        snapshot_rows(rust) ++ peer_rows() ++ [concurrency_row()] ++ memory_rows(rust)
+        snapshot_rows(rust) ++
+        peer_rows() ++ [concurrency_row()] ++ memory_rows(rust) ++ [neighbours_row()]
 
     IO.puts("")
     IO.puts("| benchmark | ex_bashkit | baseline | ratio | target |")
@@ -263,6 +264,51 @@ defmodule Bench do
       end
 
     samples |> tl() |> Enum.sort() |> Enum.at(3)
+  end
+
+  # p99 of `exec("echo")` on fresh sessions, quiet and then while four
+  # scripts that never yield (`[[ a && … ]]`, seconds each) hog threads.
+  defp neighbours_row do
+    quiet = probe_latencies(300)
+    hog = "[[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"
+
+    hogs =
+      for _ <- 1..4 do
+        Task.async(fn -> Session.exec(Session.new(limits: [timeout_ms: 120_000]), hog) end)
+      end
+
+    wait_for(fn -> elem(ExBashkit.Native.interpreter_stats(), 1) >= 4 end)
+    loud = probe_latencies(300)
+    Enum.each(hogs, &Task.shutdown(&1, :brutal_kill))
+    # The hogs end on their own; nothing after this row may share the cores.
+    wait_for(fn -> elem(ExBashkit.Native.interpreter_stats(), 1) == 0 end)
+
+    row(
+      "`exec(\"echo\")` on a fresh session while 4 CPU hogs run, p99 (p50)",
+      "#{ms_2(p(loud, 0.99))} (#{ms_2(p(loud, 0.5))})",
+      "#{ms_2(p(quiet, 0.99))} (#{ms_2(p(quiet, 0.5))}) with no hogs",
+      ratio(p(loud, 0.99), p(quiet, 0.99)),
+      "≤ 2× and ≤ 50 ms"
+    )
+  end
+
+  defp probe_latencies(count) do
+    for _ <- 1..count do
+      session = Session.new()
+      {micros, {:ok, _}} = :timer.tc(fn -> Session.exec(session, "echo probe") end)
+      micros
+    end
+    |> Enum.sort()
+  end
+
+  defp p(sorted, q), do: Enum.at(sorted, min(round(q * length(sorted)), length(sorted) - 1))
+  defp ms_2(us), do: "#{Float.round(us / 1000, 2)} ms"
+
+  defp wait_for(check) do
+    unless check.() do
+      Process.sleep(20)
+      wait_for(check)
+    end
   end
 
   defp concurrency_row do

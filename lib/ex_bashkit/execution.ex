@@ -60,6 +60,11 @@ defmodule ExBashkit.Execution do
           {^tag, outcome} -> outcome
         end
 
+      :sent ->
+        {:error,
+         "timed out after #{timeout_ms} ms (limit :timeout_ms) before the script started: " <>
+           "the interpreter thread it was given is busy with a script that cannot be interrupted"}
+
       :queued ->
         {:error,
          "timed out after #{timeout_ms} ms (limit :timeout_ms) waiting for the session: " <>

@@ -13,6 +13,7 @@ defmodule ExBashkit.Native do
   def session_new(_options), do: err()
   def session_id(_session), do: err()
   def live_sessions, do: err()
+  def interpreter_stats, do: err()
   def session_exec(_session, _script, _pid, _tag, _callback_server), do: err()
   def callback_reply(_call, _reply), do: err()
   def exec_abandon(_handle), do: err()

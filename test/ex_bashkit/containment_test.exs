@@ -2,46 +2,105 @@ defmodule ExBashkit.ContainmentTest do
   # A hostile script ends on time for its caller and leaves its session
   # usable. (No assertion on elapsed time: a test that would wait for the
   # runaway itself fails on its own ExUnit timeout instead.)
-  use ExBashkit.Case, async: true
+  #
+  # Not async: a runaway keeps its interpreter thread after its test ends,
+  # and other tests must not share it. The module waits, when it ends,
+  # until every runaway is over.
+  use ExBashkit.Case, async: false
+
+  # For the module's exit, which waits for the runaways.
+  @moduletag timeout: 120_000
 
   # `[[ a && a && … ]]` is evaluated without yielding to the runtime, so
   # bashkit's own timeout cannot fire inside it: 30,000 terms keep an
   # interpreter thread busy for several seconds here.
-  @hog "[[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"
+  @hog "touch /started; [[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"
+
+  setup_all do
+    {:ok, runaways} = Agent.start(fn -> [] end)
+
+    on_exit(fn ->
+      for session <- Agent.get(runaways, & &1) do
+        wait_until(fn -> match?({:ok, _}, Session.exec(session, "true")) end, 1_000)
+      end
+
+      Agent.stop(runaways)
+    end)
+
+    %{runaways: runaways}
+  end
+
+  # A session for a runaway, waited for when the module ends.
+  defp hog_session(%{runaways: runaways}, opts) do
+    session = Session.new(opts)
+    Agent.update(runaways, &[session | &1])
+    session
+  end
+
+  defp wait_until_started(session) do
+    wait_until(fn -> match?({:ok, _}, Session.stat(session, "/started")) end, 1_000)
+  end
 
   describe "a script that does not stop at its deadline" do
     @tag timeout: 3_000
-    test "its caller is answered after timeout_ms plus a margin, saying so" do
-      session = Session.new(limits: [timeout_ms: 100])
+    test "its caller is answered after timeout_ms plus a margin, saying so", ctx do
+      session = hog_session(ctx, limits: [timeout_ms: 100])
 
       assert {:error, message} = Session.exec(session, @hog)
       assert message =~ "timed out after 100 ms (limit :timeout_ms)"
-      assert message =~ "did not stop at its deadline"
+      # Or, when another test's runaway holds the thread it was given,
+      # "before the script started".
+      assert message =~ ~r/did not stop at its deadline|before the script started/
     end
 
     @tag timeout: 3_000
-    test "a script queued behind it is answered too, and says why" do
-      session = Session.new(limits: [timeout_ms: 100])
+    test "a script queued behind it is answered too, and says why", ctx do
+      session = hog_session(ctx, limits: [timeout_ms: 100])
       hog = Task.async(fn -> Session.exec(session, @hog) end)
-      wait_until(fn -> match?({:ok, _}, Session.stat(session, "/")) end)
-      Process.sleep(20)
+      wait_until_started(session)
 
       assert {:error, message} = Session.exec(session, "echo queued")
       assert message =~ "waiting for the session: an earlier script is still running"
       assert {:error, _} = Task.await(hog)
     end
 
-    @tag timeout: 30_000
-    test "the session works again once the runaway ends" do
-      session = Session.new(limits: [timeout_ms: 100])
+    # Waits out a runaway, sharing the cores with earlier tests' ones.
+    test "the session works again once the runaway ends", ctx do
+      session = hog_session(ctx, limits: [timeout_ms: 100])
       assert {:error, _} = Session.exec(session, @hog)
 
       assert wait_until(
                fn ->
                  match?({:ok, %Result{stdout: "back\n"}}, Session.exec(session, "echo back"))
                end,
-               100
+               1_000
              )
+    end
+  end
+
+  describe "a runaway stalls nobody else" do
+    # The hogs run for longer than the test may take, together.
+    @tag timeout: 8_000
+    test "new sessions keep answering while every interpreter thread is hogged", ctx do
+      {threads, _} = ExBashkit.Native.interpreter_stats()
+
+      hogs =
+        for _ <- 1..threads do
+          session = hog_session(ctx, limits: [timeout_ms: 60_000])
+          Task.async(fn -> Session.exec(session, @hog) end)
+        end
+
+      assert wait_until(fn -> elem(ExBashkit.Native.interpreter_stats(), 1) >= threads end, 500)
+
+      # Each would wait seconds for a hog if it were given a hogged thread.
+      for _ <- 1..20 do
+        assert %Result{stdout: "hi\n"} = run(Session.new(), "echo hi")
+      end
+
+      {grown, _} = ExBashkit.Native.interpreter_stats()
+      assert grown > threads
+      # Their callers go; the hogs finish on their own.
+      Enum.each(hogs, &Task.shutdown(&1, :brutal_kill))
     end
   end
 

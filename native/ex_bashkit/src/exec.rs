@@ -36,6 +36,8 @@ pub struct ExecHandle {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Progress {
+    /// Sent to an interpreter thread, not yet begun there.
+    Sent,
     /// Waiting for its session (scripts queued before it).
     Queued,
     /// Its own work has started.
@@ -47,7 +49,7 @@ enum Progress {
 }
 
 mod atoms {
-    rustler::atoms! { queued, running, answered }
+    rustler::atoms! { sent, queued, running, answered }
 }
 
 #[rustler::resource_impl]
@@ -65,7 +67,7 @@ impl ExecHandle {
         let handle = Self {
             cancel: Mutex::new(Some(tx)),
             monitor: Mutex::new(None),
-            progress: Mutex::new(Progress::Queued),
+            progress: Mutex::new(Progress::Sent),
         };
         (handle, rx)
     }
@@ -76,18 +78,24 @@ impl ExecHandle {
         }
     }
 
+    /// Moves the job forward from `from` to `to`, unless it is past `from`.
+    fn advance(&self, from: Progress, to: Progress) {
+        let mut progress = lock(&self.progress);
+        if *progress == from {
+            *progress = to;
+        }
+    }
+
     /// Marks the job's own work as started (it no longer waits in a queue).
     pub fn started(&self) {
-        let mut progress = lock(&self.progress);
-        if *progress == Progress::Queued {
-            *progress = Progress::Running;
-        }
+        self.advance(Progress::Queued, Progress::Running);
     }
 }
 
 /// Stops the caller's interest in a job: unless it has answered already,
 /// it never will, and it is cancelled at its next await point. Returns
-/// where the job was: `:queued`, `:running` or `:answered` (the reply is
+/// where the job was: `:sent` (not begun on its thread), `:queued` (behind
+/// its session's other scripts), `:running` or `:answered` (the reply is
 /// then in the caller's mailbox).
 #[rustler::nif]
 fn exec_abandon(handle: ResourceArc<ExecHandle>) -> rustler::Atom {
@@ -100,6 +108,7 @@ fn exec_abandon(handle: ResourceArc<ExecHandle>) -> rustler::Atom {
     drop(progress);
     handle.cancel();
     match was {
+        Progress::Sent => atoms::sent(),
         Progress::Queued => atoms::queued(),
         _ => atoms::running(),
     }
@@ -136,6 +145,7 @@ where
     let reply = ReplyTo::new(pid, tag);
     let running = handle.clone();
     interpreters().spawn(worker, async move {
+        running.advance(Progress::Sent, Progress::Queued);
         let outcome = tokio::select! {
             biased;
             _ = cancelled => Err("execution cancelled: the caller exited".to_string()),
@@ -201,7 +211,7 @@ fn session_exec<'a>(
     let script = script_text(script)?;
     Ok(spawn_job(
         env,
-        session.worker,
+        interpreters().place(&session.worker),
         pid,
         tag,
         |handle| async move {

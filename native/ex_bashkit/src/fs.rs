@@ -6,6 +6,7 @@
 
 use std::future::Future;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 
 use bashkit::{normalize_path, FileType, Metadata};
 use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
@@ -39,7 +40,7 @@ fn run<T>(
 ) -> FsResult<T> {
     reachable(session, path)?;
     interpreters()
-        .block_on(session.worker, op)
+        .block_on(session.worker.load(Ordering::Relaxed), op)
         .map_err(|e| error::for_path(path, &e))
 }
 

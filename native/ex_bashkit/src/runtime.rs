@@ -6,23 +6,47 @@
 //! threads get a large stack instead; Linux commits stack pages lazily, so an
 //! idle thread costs only the pages it has touched.
 //!
-//! Each thread runs its own single-threaded tokio runtime and owns the
-//! sessions pinned to it. A script that waits (`sleep`, a queued script, a
+//! Each thread runs its own single-threaded tokio runtime. A session's
+//! scripts go to its home thread, so a busy session keeps hitting a thread
+//! that is already awake. A script that waits (`sleep`, a queued script, a
 //! callback into Elixir) is a parked task, not a blocked thread, so thousands
 //! can wait at once. After a job arrives a thread keeps polling its queue for
 //! a short while before it sleeps: waking a sleeping thread costs tens of
 //! microseconds here, more than a whole `exec("true")`, and agents send
 //! scripts in bursts.
+//!
+//! Some bashkit work never yields (a pathological `[[ … ]]`, a deep parse):
+//! the thread it runs on serves nothing else until it ends. So every thread
+//! records when its current poll began; a thread inside one poll for longer
+//! than [`HOG_THRESHOLD`] is taken as hogged. New sessions, and the next
+//! script of a session whose home is hogged, go to a thread that is not, and
+//! when every thread is hogged the pool starts another (up to
+//! [`MAX_THREADS`]). A job sent to a thread just before it became hogged
+//! has not started yet: a watchdog moves such jobs out of a hogged thread's
+//! inbox every [`WATCH_INTERVAL`]. What had already started on a hogged
+//! thread (a `sleep` of another session there) waits until the hog ends; its
+//! caller is still answered at its deadline (see `ExBashkit.Execution`).
+//!
+//! On Linux the watchdog also lowers a hogged thread's CPU priority (nice
+//! 10, about a tenth of a normal thread's share) until it is no longer
+//! hogged, so on a small machine other work gets the cores first. Not the
+//! lowest priority: a hog must still end, since whatever else was waiting
+//! on its thread waits for it. Where raising it back is not
+//! permitted (an unprivileged VM past its `RLIMIT_NICE`), the thread stays
+//! demoted: it finishes what it has, and gets no new work.
 
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use std::collections::VecDeque;
+
 use tokio::runtime::{Builder, Handle};
-use tokio::sync::mpsc::{self, error::TryRecvError, UnboundedReceiver, UnboundedSender};
+use tokio::sync::Notify;
 
 /// Stack size of every interpreter thread. Generous because eval recursion is
 /// not depth-limited upstream; it is virtual memory until used.
@@ -34,55 +58,270 @@ const SPIN_WINDOW: Duration = Duration::from_micros(200);
 /// Per-thread bound on tokio's blocking pool (bashkit parses big scripts there).
 const MAX_BLOCKING_THREADS: usize = 8;
 
+/// A thread inside one poll for longer than this is hogged: no new work
+/// goes to it. Ordinary polls take microseconds.
+pub const HOG_THRESHOLD: Duration = Duration::from_millis(10);
+
+/// The most interpreter threads the pool grows to when all are hogged.
+pub const MAX_THREADS: usize = 64;
+
+/// How often the watchdog looks for jobs waiting on a hogged thread.
+pub const WATCH_INTERVAL: Duration = Duration::from_millis(5);
+
 type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 struct Worker {
-    jobs: UnboundedSender<Job>,
+    inbox: Arc<Inbox>,
     handle: Handle,
+    load: Arc<Load>,
 }
 
-/// The pool of interpreter threads.
+/// Jobs sent to a thread and not yet started. Anyone may take them out
+/// again (the watchdog does, from a hogged thread).
+#[derive(Default)]
+struct Inbox {
+    jobs: Mutex<VecDeque<Job>>,
+    arrived: Notify,
+}
+
+impl Inbox {
+    fn push(&self, job: Job) {
+        self.queue().push_back(job);
+        // Stores a permit when the thread is not waiting: no lost wake-up.
+        self.arrived.notify_one();
+    }
+
+    fn pop(&self) -> Option<Job> {
+        self.queue().pop_front()
+    }
+
+    fn take_all(&self) -> VecDeque<Job> {
+        std::mem::take(&mut *self.queue())
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Job>> {
+        self.jobs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What a thread is doing, for placement decisions made elsewhere.
+#[derive(Default)]
+struct Load {
+    /// When its current poll began ([`now`]), or 0 between polls.
+    busy_since: AtomicU64,
+    /// The OS thread id, for its priority (0 where unknown).
+    tid: AtomicU64,
+    /// Running at lowered priority.
+    niced: AtomicBool,
+    /// Lowered for good: restoring the priority was refused.
+    demoted: AtomicBool,
+}
+
+impl Load {
+    fn hogged(&self, now: u64) -> bool {
+        let since = self.busy_since.load(Ordering::Relaxed);
+        since != 0 && now.saturating_sub(since) > HOG_THRESHOLD.as_nanos() as u64
+    }
+
+    /// Whether new work may go to this thread.
+    fn available(&self, now: u64) -> bool {
+        !self.hogged(now) && !self.demoted.load(Ordering::Relaxed)
+    }
+
+    /// Lowers a hogged thread's priority, and restores it afterwards.
+    fn adjust_priority(&self, now: u64) {
+        let hogged = self.hogged(now);
+        if hogged == self.niced.load(Ordering::Relaxed) || self.demoted.load(Ordering::Relaxed) {
+            return;
+        }
+        let tid = self.tid.load(Ordering::Relaxed);
+        if hogged {
+            if set_nice(tid, HOG_NICE) {
+                self.niced.store(true, Ordering::Relaxed);
+            }
+        } else if set_nice(tid, 0) {
+            self.niced.store(false, Ordering::Relaxed);
+        } else {
+            self.demoted.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The nice value of a hogged thread.
+const HOG_NICE: i32 = 10;
+
+#[cfg(target_os = "linux")]
+fn current_tid() -> u64 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u64 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn current_tid() -> u64 {
+    0
+}
+
+/// Sets one thread's nice value (Linux keeps it per thread).
+#[cfg(target_os = "linux")]
+fn set_nice(tid: u64, nice: i32) -> bool {
+    // SAFETY: setpriority only reads its arguments; a stale tid fails.
+    tid != 0 && unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) } == 0
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_nice(_tid: u64, _nice: i32) -> bool {
+    false
+}
+
+/// Nanoseconds since the pool's epoch, never 0.
+fn now() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
+}
+
+/// A job whose polls are timed on its thread's [`Load`].
+struct Timed {
+    job: Job,
+    load: Arc<Load>,
+}
+
+impl Future for Timed {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.load.busy_since.store(now(), Ordering::Relaxed);
+        let poll = self.job.as_mut().poll(cx);
+        self.load.busy_since.store(0, Ordering::Relaxed);
+        poll
+    }
+}
+
+/// The pool of interpreter threads. It only grows: an idle thread sleeps
+/// and costs the stack pages it touched.
 pub struct Interpreters {
-    workers: Vec<Worker>,
+    workers: Box<[OnceLock<Worker>]>,
+    started: AtomicUsize,
+    growing: Mutex<()>,
     next: AtomicUsize,
 }
 
-/// The process-wide pool, started on first use.
+/// How many interpreter threads there are, and how many are hogged now.
+pub struct Stats {
+    pub threads: usize,
+    pub hogged: usize,
+}
+
+/// The process-wide pool, started on first use, with its watchdog.
 pub fn interpreters() -> &'static Interpreters {
     static POOL: OnceLock<Interpreters> = OnceLock::new();
     POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        std::thread::Builder::new()
+            .name("ex_bashkit_watchdog".into())
+            .spawn(|| loop {
+                std::thread::sleep(WATCH_INTERVAL);
+                interpreters().watch();
+            })
+            .expect("ex_bashkit: cannot start the interpreter watchdog");
         // More threads than cores so one CPU-bound script delays only the
-        // sessions pinned next to it.
+        // sessions placed next to it.
         Interpreters::start((cores * 2).max(4))
     })
 }
 
 impl Interpreters {
     fn start(count: usize) -> Self {
-        let workers = (0..count).map(start_worker).collect();
+        let workers: Box<[OnceLock<Worker>]> = (0..MAX_THREADS.max(count))
+            .map(|_| OnceLock::new())
+            .collect();
+        for (index, slot) in workers.iter().take(count).enumerate() {
+            let _ = slot.set(start_worker(index));
+        }
         Self {
             workers,
+            started: AtomicUsize::new(count),
+            growing: Mutex::new(()),
             next: AtomicUsize::new(0),
         }
     }
 
-    /// Picks a thread for a new session (round robin).
+    fn worker(&self, index: usize) -> &Worker {
+        self.workers[index]
+            .get()
+            .expect("ex_bashkit: interpreter thread index out of range")
+    }
+
+    /// Picks a thread for new work: the next one round robin that is not
+    /// hogged, or a new one when all are.
     pub fn assign(&self) -> usize {
-        self.next.fetch_add(1, Ordering::Relaxed) % self.workers.len()
+        let count = self.started.load(Ordering::Acquire);
+        let first = self.next.fetch_add(1, Ordering::Relaxed);
+        let now = now();
+        (0..count)
+            .map(|offset| (first + offset) % count)
+            .find(|&index| self.worker(index).load.available(now))
+            .unwrap_or_else(|| self.grow().unwrap_or(first % count))
+    }
+
+    /// `home` if it is not hogged, else another thread, which becomes home.
+    pub fn place(&self, home: &AtomicUsize) -> usize {
+        let current = home.load(Ordering::Relaxed);
+        if self.worker(current).load.available(now()) {
+            return current;
+        }
+        let moved = self.assign();
+        home.store(moved, Ordering::Relaxed);
+        moved
+    }
+
+    /// Starts one more thread; `None` at [`MAX_THREADS`].
+    fn grow(&self) -> Option<usize> {
+        let _growing = self.growing.lock().unwrap_or_else(|e| e.into_inner());
+        let index = self.started.load(Ordering::Acquire);
+        // Another caller may have grown the pool while this one waited.
+        if index > 0 && self.worker(index - 1).load.available(now()) {
+            return Some(index - 1);
+        }
+        let slot = self.workers.get(index)?;
+        let _ = slot.set(start_worker(index));
+        self.started.store(index + 1, Ordering::Release);
+        Some(index)
     }
 
     /// Runs `job` on thread `worker`.
     pub fn spawn(&self, worker: usize, job: impl Future<Output = ()> + Send + 'static) {
-        // Sending fails only if the thread is gone, i.e. the VM is exiting.
-        let _ = self.workers[worker].jobs.send(Box::pin(job));
+        self.worker(worker).inbox.push(Box::pin(job));
+    }
+
+    /// Moves jobs that wait on hogged threads to threads that are not, and
+    /// adjusts thread priorities.
+    fn watch(&self) {
+        let now = now();
+        for index in 0..self.started.load(Ordering::Acquire) {
+            let worker = self.worker(index);
+            worker.load.adjust_priority(now);
+            if worker.load.hogged(now) {
+                for job in worker.inbox.take_all() {
+                    self.worker(self.assign()).inbox.push(job);
+                }
+            }
+        }
     }
 
     /// Drives `future` to completion on the calling (dirty scheduler)
     /// thread, inside thread `worker`'s runtime context. For short,
     /// non-recursive work only: filesystem calls and building interpreters.
     pub fn block_on<F: Future>(&self, worker: usize, future: F) -> F::Output {
-        self.workers[worker].handle.block_on(future)
+        self.worker(worker).handle.block_on(future)
+    }
+
+    pub fn stats(&self) -> Stats {
+        let threads = self.started.load(Ordering::Acquire);
+        let now = now();
+        let hogged = (0..threads)
+            .filter(|&index| self.worker(index).load.hogged(now))
+            .count();
+        Stats { threads, hogged }
     }
 }
 
@@ -96,16 +335,23 @@ fn start_worker(index: usize) -> Worker {
         .build()
         .expect("ex_bashkit: cannot build an interpreter runtime");
     let handle = runtime.handle().clone();
-    let (jobs, queue) = mpsc::unbounded_channel();
+    let inbox = Arc::new(Inbox::default());
+    let load = Arc::new(Load::default());
+    let (thread_inbox, thread_load) = (inbox.clone(), load.clone());
     std::thread::Builder::new()
         .name(format!("ex_bashkit_{index}"))
         .stack_size(INTERPRETER_STACK_BYTES)
         .spawn(move || {
             mark_interpreter_thread();
-            runtime.block_on(serve(queue))
+            thread_load.tid.store(current_tid(), Ordering::Relaxed);
+            runtime.block_on(serve(thread_inbox, thread_load))
         })
         .expect("ex_bashkit: cannot start an interpreter thread");
-    Worker { jobs, handle }
+    Worker {
+        inbox,
+        handle,
+        load,
+    }
 }
 
 thread_local! {
@@ -139,27 +385,29 @@ fn recently_active() -> bool {
     LAST_ACTIVITY.with(|last| last.get().elapsed() < SPIN_WINDOW)
 }
 
-/// Takes jobs off the queue and runs them as tasks on this thread.
-async fn serve(mut queue: UnboundedReceiver<Job>) {
+/// Takes jobs out of the inbox and runs them as tasks on this thread.
+async fn serve(inbox: Arc<Inbox>, load: Arc<Load>) {
     loop {
-        let job = match queue.try_recv() {
-            Ok(job) => job,
-            // While watching the queue, let this thread's other tasks run
+        let job = match inbox.pop() {
+            Some(job) => job,
+            // While watching the inbox, let this thread's other tasks run
             // (and the timer and I/O drivers be polled), and give the core
             // away whenever another thread wants it: on a small machine the
             // BEAM's own schedulers are spinning too.
-            Err(TryRecvError::Empty) if recently_active() => {
+            None if recently_active() => {
                 std::thread::yield_now();
                 tokio::task::yield_now().await;
                 continue;
             }
-            Err(TryRecvError::Empty) => match queue.recv().await {
-                Some(job) => job,
-                None => return,
-            },
-            Err(TryRecvError::Disconnected) => return,
+            None => {
+                inbox.arrived.notified().await;
+                continue;
+            }
         };
-        tokio::spawn(job);
+        tokio::spawn(Timed {
+            job,
+            load: load.clone(),
+        });
         stay_awake();
     }
 }

@@ -18,8 +18,9 @@ use crate::tidy::Untidy;
 /// operations go straight to `fs`, so they answer while a script runs.
 pub struct SessionResource {
     pub id: u64,
-    /// The interpreter thread this session's scripts run on.
-    pub worker: usize,
+    /// The interpreter thread this session's scripts run on; it moves when
+    /// that thread is hogged (see `runtime.rs`).
+    pub worker: AtomicUsize,
     pub bash: Mutex<Bash>,
     pub fs: Arc<dyn FileSystem>,
     /// How this session's builtins and virtual_fs backends reach Elixir.
@@ -58,7 +59,7 @@ impl SessionResource {
         LIVE.fetch_add(1, Ordering::Relaxed);
         Ok(Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            worker,
+            worker: AtomicUsize::new(worker),
             bash: Mutex::new(bash),
             fs,
             callbacks,
@@ -94,4 +95,12 @@ fn session_id(session: ResourceArc<SessionResource>) -> u64 {
 #[rustler::nif]
 fn live_sessions() -> usize {
     LIVE.load(Ordering::Relaxed)
+}
+
+/// `{threads, hogged}`: the interpreter threads started, and how many are
+/// inside work that has not yielded for a while.
+#[rustler::nif]
+fn interpreter_stats() -> (usize, usize) {
+    let stats = interpreters().stats();
+    (stats.threads, stats.hogged)
 }

@@ -12,6 +12,7 @@ use rustler::{Binary, Encoder, Env, LocalPid, NifMap, ResourceArc, Term};
 
 use crate::error;
 use crate::exec::{bytes, spawn_job, ExecHandle};
+use crate::runtime::interpreters;
 use crate::session::SessionResource;
 use crate::snapshot_bound;
 
@@ -110,7 +111,7 @@ where
     T: Send + 'static,
     W: FnOnce(&mut Bash) -> bashkit::Result<T> + Send + 'static,
 {
-    let worker = session.worker;
+    let worker = interpreters().place(&session.worker);
     let job = |handle: ResourceArc<ExecHandle>| async move {
         let mut bash = session.bash.lock().await;
         handle.started();

@@ -21,6 +21,7 @@
 //! marked and tidied before its next script.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use bashkit::{Bash, ExecResult};
 
@@ -39,8 +40,7 @@ impl<'a> Tidy<'a> {
     /// Tidies up after an earlier dropped script, then arms for this one.
     pub async fn before(untidy: &'a Untidy, bash: &mut Bash) -> Tidy<'a> {
         if untidy.0.swap(false, Ordering::AcqRel) {
-            drain(bash).await;
-            kill_jobs(bash).await;
+            after_error(bash).await;
         }
         Tidy {
             untidy,
@@ -53,13 +53,19 @@ impl<'a> Tidy<'a> {
         self.armed = false;
         match outcome {
             Ok(result) if result.exit_code == 0 => {}
+            // bashkit waited for every job before it answered.
             Ok(_failed) => drain(bash).await,
-            Err(_) => {
-                drain(bash).await;
-                kill_jobs(bash).await;
-            }
+            Err(_) => after_error(bash).await,
         }
     }
+}
+
+/// Jobs may be left, and a pending error would abort the script that kills
+/// them (its first command reports the error instead): kill, drain, kill.
+async fn after_error(bash: &mut Bash) {
+    kill_jobs(bash).await;
+    drain(bash).await;
+    kill_jobs(bash).await;
 }
 
 impl Drop for Tidy<'_> {
@@ -70,12 +76,18 @@ impl Drop for Tidy<'_> {
     }
 }
 
+/// How long a tidy-up script may take. Every `exec` waits for the jobs in
+/// the table before it returns, so one that could not kill them would
+/// otherwise wait out a whole `:timeout_ms`.
+const TIDY_TIMEOUT: Duration = Duration::from_millis(100);
+
 /// Lets a pending expansion error fire on a command of ours.
 async fn drain(bash: &mut Bash) {
-    let _ = bash.exec(":").await;
+    let _ = tokio::time::timeout(TIDY_TIMEOUT, bash.exec(":")).await;
 }
 
 /// Background jobs left behind by a script that did not finish.
 async fn kill_jobs(bash: &mut Bash) {
-    let _ = bash.exec("kill -9 $(jobs -p) 2>/dev/null; :").await;
+    let kill = bash.exec("kill -9 $(jobs -p) 2>/dev/null; :");
+    let _ = tokio::time::timeout(TIDY_TIMEOUT, kill).await;
 }
