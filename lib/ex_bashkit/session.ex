@@ -97,7 +97,17 @@ defmodule ExBashkit.Session do
     * `:max_total_loop_iterations` — iterations across all loops, against
       nested-loop multiplication (default 1,000,000).
     * `:max_function_depth` — function recursion depth (default 100).
-    * `:max_input_bytes` — size of the script itself (default 10,000,000).
+    * `:max_input_bytes` — size of the script itself (default 1,000,000;
+      bashkit's own default is 10 MB, but its parser can take hundreds of
+      times a hostile script's size in memory, and files belong in
+      `write_file/3`, not in scripts).
+    * `:max_ast_depth`, `:max_parser_operations` — bashkit's parser limits
+      (defaults 100 and 100,000).
+    * `:parser_timeout_ms` — how long parsing may take (default 5,000). A
+      parse past it answers with an error naming the key; the parse itself
+      may go on in the background until it ends.
+    * `:max_background_jobs` — concurrent `&` jobs (default 64); past it
+      `&` fails.
     * `:timeout_ms` — wall-clock time (default 30,000; at least 1). A
       running script holds no BEAM scheduler, so a long timeout costs an
       interpreter thread, not a scheduler.
@@ -363,6 +373,19 @@ defmodule ExBashkit.Session do
   hostile nesting cannot overflow a scheduler's stack. If the calling process
   dies, its script is cancelled.
 
+  The caller waits at most the session's `:timeout_ms` plus 0.5 s from the
+  call, including any time queued behind the session's other scripts.
+  bashkit stops a script at its deadline by itself, except inside work that
+  never yields (a pathological `[[ … ]]` or parse); then the caller gets
+  `{:error, message}` all the same, saying whether the script was running,
+  waiting for the session, or not yet started, and the runaway goes on
+  until it ends, keeping the session busy meanwhile. Other sessions move
+  off a thread held by a runaway.
+
+  After a script that failed, timed out or was dropped, the session tidies
+  itself before the next script: background jobs it left are killed, and a
+  pending expansion error cannot fail the next script.
+
   Most scripts answer within microseconds, so the caller stays runnable for
   about 30 µs (yielding to every other process) before it blocks in
   `receive`: waking a sleeping scheduler costs more than that once the VM
@@ -399,6 +422,10 @@ defmodule ExBashkit.Session do
           | :max_file_count
           | :max_memory_bytes
           | :max_snapshot_bytes
+          | :max_ast_depth
+          | :max_parser_operations
+          | :parser_timeout_ms
+          | :max_background_jobs
 
   @typedoc "Access mode of a host directory mount."
   @type mount_mode :: :read_only | :read_write

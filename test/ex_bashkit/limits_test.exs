@@ -14,7 +14,9 @@ defmodule ExBashkit.LimitsTest do
     {:max_function_depth, 5, "f() { f; }; f", "maximum function depth"},
     {:max_input_bytes, 20, "echo 12345678901234567890", "input too large"},
     {:timeout_ms, 100, "sleep 5", "execution timeout"},
-    {:max_memory_bytes, 10_000, "x=ab; while true; do x=$x$x; done", "variable byte limit"}
+    {:max_memory_bytes, 10_000, "x=ab; while true; do x=$x$x; done", "variable byte limit"},
+    {:parser_timeout_ms, 1, "[[ " <> Enum.join(List.duplicate("a", 5_000), " && ") <> " ]]",
+     "parser timeout"}
   ]
 
   describe "each limit" do
@@ -62,6 +64,22 @@ defmodule ExBashkit.LimitsTest do
         assert {:error, _} = Session.exec(session, "echo 1; echo 2; echo 3; echo 4")
         assert {:ok, %Result{stdout: "1\n"}} = Session.exec(session, "echo 1")
       end
+    end
+
+    test "scripts over 1 MB are refused by default" do
+      assert {:error, message} = Session.exec(Session.new(), String.duplicate("#", 1_000_001))
+
+      assert message =~
+               "input too large (1000001 bytes, max 1000000 bytes) (limit :max_input_bytes)"
+
+      assert {:ok, _} = Session.exec(Session.new(), String.duplicate("#", 1_000_000))
+    end
+
+    test "max_background_jobs bounds concurrent & jobs" do
+      session = Session.new(limits: [max_background_jobs: 2])
+
+      assert %Result{stderr: stderr} = run(session, "sleep 0.05 & sleep 0.05 & sleep 0.05 & wait")
+      assert stderr =~ "max 2 background jobs"
     end
 
     test "a map works as well as a keyword list" do

@@ -33,7 +33,11 @@ defmodule ExBashkit.Session.Options do
     :max_file_bytes,
     :max_file_count,
     :max_memory_bytes,
-    :max_snapshot_bytes
+    :max_snapshot_bytes,
+    :max_ast_depth,
+    :max_parser_operations,
+    :parser_timeout_ms,
+    :max_background_jobs
   ]
 
   # Counts travel to Rust as u64; anything larger means "unlimited" anyway.
@@ -258,13 +262,14 @@ defmodule ExBashkit.Session.Options do
     raise ArgumentError, ":limits must be a keyword list or map, got: #{inspect(other)}"
   end
 
-  defp limit_value!(:timeout_ms, value) when is_integer(value) and value >= 1,
-    do: min(value, @max_u64)
-
-  defp limit_value!(:timeout_ms, value) do
-    raise ArgumentError,
-          ":limits key :timeout_ms must be a positive integer (milliseconds), " <>
-            "got: #{inspect(value)}"
+  defp limit_value!(key, value) when key in [:timeout_ms, :parser_timeout_ms] do
+    if is_integer(value) and value >= 1 do
+      min(value, @max_u64)
+    else
+      raise ArgumentError,
+            ":limits key #{inspect(key)} must be a positive integer (milliseconds), " <>
+              "got: #{inspect(value)}"
+    end
   end
 
   defp limit_value!(_key, value) when is_integer(value) and value >= 0, do: min(value, @max_u64)

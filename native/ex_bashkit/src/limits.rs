@@ -23,7 +23,17 @@ pub struct Limits {
     pub max_file_count: Option<u64>,
     pub max_memory_bytes: Option<u64>,
     pub max_snapshot_bytes: Option<u64>,
+    pub max_ast_depth: Option<u64>,
+    pub max_parser_operations: Option<u64>,
+    pub parser_timeout_ms: Option<u64>,
+    pub max_background_jobs: Option<u64>,
 }
+
+/// Our default script size. bashkit allows 10 MB; its parser can take
+/// hundreds of times a script's size in memory and seconds of CPU on a
+/// hostile one, and no agent needs a script that large (files go through
+/// `write_file/3`).
+const DEFAULT_MAX_INPUT_BYTES: usize = 1_000_000;
 
 /// Room in a snapshot for what is neither file content nor variables:
 /// directory entries, metadata, the container's own framing.
@@ -50,7 +60,17 @@ impl Limits {
             self.max_total_loop_iterations,
         );
         set(&mut limits.max_function_depth, self.max_function_depth);
+        limits.max_input_bytes = DEFAULT_MAX_INPUT_BYTES;
         set(&mut limits.max_input_bytes, self.max_input_bytes);
+        set(&mut limits.max_ast_depth, self.max_ast_depth);
+        set(
+            &mut limits.max_parser_operations,
+            self.max_parser_operations,
+        );
+        set(&mut limits.max_background_jobs, self.max_background_jobs);
+        if let Some(ms) = self.parser_timeout_ms {
+            limits.parser_timeout = Duration::from_millis(ms);
+        }
         set(&mut limits.max_stdout_bytes, self.max_stdout_bytes);
         set(&mut limits.max_stderr_bytes, self.max_stderr_bytes);
         if let Some(ms) = self.timeout_ms {
