@@ -102,7 +102,10 @@ defmodule ExBashkit.Session do
       times a hostile script's size in memory, and files belong in
       `write_file/3`, not in scripts).
     * `:max_ast_depth`, `:max_parser_operations` — bashkit's parser limits
-      (defaults 100 and 100,000).
+      (defaults 100 and 100,000). Before parsing, a script that nests `(` or
+      `{` (outside quotes and comments) deeper than twice `:max_ast_depth`
+      is refused: such nesting made bashkit's parser and matchers run for
+      minutes or take hundreds of MB.
     * `:parser_timeout_ms` — how long parsing may take (default 5,000). A
       parse past it answers with an error naming the key; the parse itself
       may go on in the background until it ends.

@@ -15,8 +15,8 @@ defmodule ExBashkit.LimitsTest do
     {:max_input_bytes, 20, "echo 12345678901234567890", "input too large"},
     {:timeout_ms, 100, "sleep 5", "execution timeout"},
     {:max_memory_bytes, 10_000, "x=ab; while true; do x=$x$x; done", "variable byte limit"},
-    {:parser_timeout_ms, 1, "[[ " <> Enum.join(List.duplicate("a", 5_000), " && ") <> " ]]",
-     "parser timeout"}
+    # 100 KB: parsed on a blocking thread, for tens of milliseconds.
+    {:parser_timeout_ms, 1, "a=(" <> Enum.join(1..20_000, " ") <> ")", "parser timeout"}
   ]
 
   describe "each limit" do
@@ -80,6 +80,34 @@ defmodule ExBashkit.LimitsTest do
 
       assert %Result{stderr: stderr} = run(session, "sleep 0.05 & sleep 0.05 & sleep 0.05 & wait")
       assert stderr =~ "max 2 background jobs"
+    end
+
+    # Each of these took bashkit seconds to minutes, or hundreds of MB,
+    # without yielding; the test's timeout is far shorter.
+    @tag timeout: 5_000
+    test "deep nesting is refused before parsing" do
+      session = Session.new()
+
+      for open <- ["+(", "$((", "{", "$(", "("] do
+        script = "shopt -s extglob; [[ x == " <> String.duplicate(open, 100_000) <> " ]]"
+        assert {:error, message} = Session.exec(session, script)
+        assert message =~ "nests ( or { more than 200 levels deep (limit :max_ast_depth"
+      end
+
+      assert {:error, _} = ExBashkit.exec(String.duplicate("{", 500_000))
+      assert %Result{stdout: "ok\n"} = run(session, "echo ok")
+    end
+
+    test "the nesting bound follows :max_ast_depth" do
+      nested = fn depth ->
+        String.duplicate("( ", depth) <> "echo in" <> String.duplicate(" )", depth)
+      end
+
+      session = Session.new(limits: [max_ast_depth: 10])
+
+      assert {:error, message} = Session.exec(session, nested.(21))
+      assert message =~ "more than 20 levels deep"
+      assert %Result{stdout: "in\n"} = run(Session.new(), nested.(20))
     end
 
     test "a map works as well as a keyword list" do

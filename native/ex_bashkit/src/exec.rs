@@ -17,6 +17,7 @@ use rustler::{Binary, Encoder, Env, LocalPid, Monitor, NewBinary, Resource, Reso
 use tokio::sync::oneshot;
 
 use crate::error;
+use crate::nesting;
 use crate::options::SessionOptions;
 use crate::reply::ReplyTo;
 use crate::runtime::interpreters;
@@ -215,6 +216,7 @@ fn session_exec<'a>(
         pid,
         tag,
         |handle| async move {
+            nesting::check(&script, session.max_nesting)?;
             let mut bash = session.bash.lock().await;
             handle.started();
             let _serving = session.callbacks.serve(callback_server);
@@ -245,6 +247,7 @@ fn exec_once<'a>(
         tag,
         |handle| async move {
             handle.started();
+            nesting::check(&script, options.limits.nesting_depth())?;
             let mut bash = options.build(&Default::default()).await?;
             run_script(&mut bash, &script).await
         },

@@ -9,6 +9,7 @@ mod exec;
 mod fs;
 mod limits;
 mod mounts;
+mod nesting;
 mod network;
 mod options;
 mod panics;

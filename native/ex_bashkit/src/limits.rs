@@ -108,6 +108,15 @@ impl Limits {
         })
     }
 
+    /// How deep a script may nest `(` and `{` before it is parsed: twice
+    /// the parser's AST depth limit.
+    pub fn nesting_depth(&self) -> usize {
+        let ast = self
+            .max_ast_depth
+            .map_or(ExecutionLimits::default().max_ast_depth, count);
+        ast.saturating_mul(2)
+    }
+
     /// `None` keeps bashkit's per-instance memory defaults.
     pub fn memory(&self) -> Option<MemoryLimits> {
         let bytes = count(self.max_memory_bytes?);

@@ -32,6 +32,8 @@ pub struct SessionResource {
     pub max_snapshot_bytes: u64,
     /// Set when a script was dropped before it could be tidied after.
     pub untidy: Untidy,
+    /// How deep a script may nest before it is parsed (`nesting.rs`).
+    pub max_nesting: usize,
 }
 
 #[rustler::resource_impl]
@@ -70,6 +72,7 @@ impl SessionResource {
                 .collect(),
             max_snapshot_bytes: options.limits.snapshot_bytes(),
             untidy: Untidy::default(),
+            max_nesting: options.limits.nesting_depth(),
         })
     }
 }
