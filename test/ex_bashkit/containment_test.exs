@@ -104,6 +104,24 @@ defmodule ExBashkit.ContainmentTest do
     end
   end
 
+  describe "memory" do
+    alias ExBashkit.Test.Memory
+
+    @tag timeout: 60_000
+    test "what a large parse allocated is returned once it is over" do
+      before = Memory.rss_kb()
+      # 940 KB, under the 1 MB cap, parsed on the blocking pool: about
+      # 165 MB at its peak here.
+      script = "a=(" <> Enum.join(1..150_000, " ") <> "); echo ${#a[@]}"
+      session = Session.new(limits: [max_memory_bytes: 100_000_000])
+      assert %Result{exit_code: 0} = run(session, script)
+      assert %Result{stdout: "0\n"} = run(session, "unset a; echo ${#a[@]}")
+
+      # Kept at about +160 MB before blocking threads retired and returned it.
+      assert wait_until(fn -> Memory.rss_kb() - before < 90_000 end, 500)
+    end
+  end
+
   describe "the session stays usable" do
     @tag timeout: 10_000
     test "background jobs left running by a timed-out script are killed" do

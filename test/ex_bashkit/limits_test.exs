@@ -15,8 +15,9 @@ defmodule ExBashkit.LimitsTest do
     {:max_input_bytes, 20, "echo 12345678901234567890", "input too large"},
     {:timeout_ms, 100, "sleep 5", "execution timeout"},
     {:max_memory_bytes, 10_000, "x=ab; while true; do x=$x$x; done", "variable byte limit"},
-    # 100 KB: parsed on a blocking thread, for tens of milliseconds.
-    {:parser_timeout_ms, 1, "a=(" <> Enum.join(1..20_000, " ") <> ")", "parser timeout"}
+    # 940 KB: parsed on a blocking thread for about 400 ms, so the 1 ms
+    # timeout wins even when the interpreter thread is slow to look.
+    {:parser_timeout_ms, 1, "a=(" <> Enum.join(1..150_000, " ") <> ")", "parser timeout"}
   ]
 
   describe "each limit" do

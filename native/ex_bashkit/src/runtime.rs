@@ -58,6 +58,9 @@ const SPIN_WINDOW: Duration = Duration::from_micros(200);
 /// Per-thread bound on tokio's blocking pool (bashkit parses big scripts there).
 const MAX_BLOCKING_THREADS: usize = 8;
 
+/// How long an idle blocking-pool thread lives (tokio's default is 10 s).
+const BLOCKING_KEEP_ALIVE: Duration = Duration::from_millis(500);
+
 /// A thread inside one poll for longer than this is hogged: no new work
 /// goes to it. Ordinary polls take microseconds.
 pub const HOG_THRESHOLD: Duration = Duration::from_millis(10);
@@ -329,6 +332,15 @@ fn start_worker(index: usize) -> Worker {
     let runtime = Builder::new_current_thread()
         .enable_all()
         .on_thread_start(mark_interpreter_thread)
+        // bashkit parses scripts over 16 KB on the blocking pool, and a
+        // hostile parse allocates hundreds of times the script's size.
+        // mimalloc keeps what a thread allocated in that thread's heap even
+        // after it is freed elsewhere, and an idle thread never returns it:
+        // 150 MB stayed resident after one 1 MB script. So blocking threads
+        // retire soon, returning their memory as they go.
+        .thread_keep_alive(BLOCKING_KEEP_ALIVE)
+        // SAFETY: mi_collect has no preconditions.
+        .on_thread_stop(|| unsafe { libmimalloc_sys::mi_collect(true) })
         .max_blocking_threads(MAX_BLOCKING_THREADS)
         .thread_stack_size(INTERPRETER_STACK_BYTES)
         .thread_name(format!("ex_bashkit_{index}_blocking"))
