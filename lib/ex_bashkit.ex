@@ -51,6 +51,6 @@ defmodule ExBashkit do
 
     options
     |> Native.exec_once(script, self(), tag)
-    |> Execution.await(tag, options.limits.timeout_ms || Options.default_timeout_ms())
+    |> Execution.await(tag, Options.timeout_ms(options))
   end
 end

@@ -472,7 +472,7 @@ defmodule ExBashkit.Session do
           %__MODULE__{
             resource: resource,
             callbacks: callbacks,
-            timeout_ms: native.limits.timeout_ms || Options.default_timeout_ms()
+            timeout_ms: Options.timeout_ms(native)
           }
 
         {:error, message} ->

@@ -152,6 +152,15 @@ defmodule ExBashkit.ContainmentTest do
       assert %Result{exit_code: 1, stderr: stderr} = run(session, ~S|set -u;$P"${}"|)
       assert stderr =~ "bad substitution"
       assert %Result{stdout: "alive\n", stderr: ""} = run(session, "echo alive")
+
+      # With stderr sent away, the failed script prints nothing at all.
+      for script <- [
+            ~S|f() { set -u;$P"${}"; }; f 2>/dev/null|,
+            ~S|exec 2>/dev/null; set -u;$P"${}"|
+          ] do
+        assert %Result{stderr: ""} = run(session, script)
+        assert %Result{stdout: "alive\n", stderr: ""} = run(session, "echo alive")
+      end
     end
   end
 end

@@ -286,6 +286,12 @@ defmodule ExBashkit.Session.Options do
   @spec default_timeout_ms() :: pos_integer()
   def default_timeout_ms, do: @default_timeout_ms
 
+  @doc false
+  # The wall-clock limit validated options run under.
+  @spec timeout_ms(map()) :: pos_integer()
+  def timeout_ms(%{limits: %{timeout_ms: ms}}) when is_integer(ms), do: ms
+  def timeout_ms(_native), do: @default_timeout_ms
+
   # The session's :timeout_ms under `config :ex_bashkit, :max_timeout_ms`:
   # asking for more raises; the default is lowered to the ceiling.
   defp timeout!(requested) do

@@ -100,9 +100,9 @@ fn report(info: &PanicHookInfo<'_>) {
 }
 
 /// Names the process that logs interpreter panics (`ExBashkit.PanicReporter`).
+/// The hook itself is installed when the library loads.
 #[rustler::nif]
 fn set_panic_reporter(pid: LocalPid) -> rustler::Atom {
-    install();
     *lock(&REPORTER) = Some(Reporter {
         pid: Some(pid),
         window_start: Instant::now(),
