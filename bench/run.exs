@@ -277,11 +277,11 @@ defmodule Bench do
         Task.async(fn -> Session.exec(Session.new(limits: [timeout_ms: 120_000]), hog) end)
       end
 
-    wait_for(fn -> elem(ExBashkit.Native.interpreter_stats(), 1) >= 4 end)
+    wait_for(fn -> ExBashkit.stats().hogged >= 4 end)
     loud = probe_latencies(300)
     Enum.each(hogs, &Task.shutdown(&1, :brutal_kill))
     # The hogs end on their own; nothing after this row may share the cores.
-    wait_for(fn -> elem(ExBashkit.Native.interpreter_stats(), 1) == 0 end)
+    wait_for(fn -> ExBashkit.stats().hogged == 0 end)
 
     row(
       "`exec(\"echo\")` on a fresh session while 4 CPU hogs run, p99 (p50)",

@@ -53,4 +53,35 @@ defmodule ExBashkit do
     |> Native.exec_once(script, self(), tag)
     |> Execution.await(tag, Options.timeout_ms(options))
   end
+
+  @typedoc """
+  What `stats/0` reports:
+
+    * `:threads` — interpreter threads started, `:hogged` — how many are
+      inside work that has not yielded for over 10 ms;
+    * `:live_bytes` — memory the interpreters hold now (sessions, their
+      files and variables, running scripts), `:budget_bytes` — the
+      VM-wide budget it is held to;
+    * `:frozen_scripts`, `:frozen_bytes` — scripts frozen over a memory
+      limit inside work that cannot be interrupted, and what they hold
+      (see "Memory" in `ExBashkit.Session`).
+  """
+  @type stats :: %{
+          threads: pos_integer(),
+          hogged: non_neg_integer(),
+          live_bytes: integer(),
+          budget_bytes: pos_integer(),
+          frozen_scripts: non_neg_integer(),
+          frozen_bytes: integer()
+        }
+
+  @doc """
+  What the interpreters of this VM are doing and the memory they hold.
+
+      iex> stats = ExBashkit.stats()
+      iex> stats.live_bytes < stats.budget_bytes
+      true
+  """
+  @spec stats() :: stats()
+  def stats, do: Native.stats()
 end

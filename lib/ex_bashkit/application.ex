@@ -4,9 +4,24 @@ defmodule ExBashkit.Application do
 
   @impl true
   def start(_type, _args) do
+    ExBashkit.Native.set_memory_budget(memory_budget!())
+
     Supervisor.start_link([ExBashkit.PanicReporter, ExBashkit.Peer.Pool],
       strategy: :one_for_one,
       name: ExBashkit.Supervisor
     )
+  end
+
+  # `config :ex_bashkit, :memory_budget_bytes`; nil keeps the default.
+  defp memory_budget! do
+    case Application.get_env(:ex_bashkit, :memory_budget_bytes) do
+      bytes when is_nil(bytes) or (is_integer(bytes) and bytes > 0) ->
+        bytes
+
+      other ->
+        raise ArgumentError,
+              "config :ex_bashkit, :memory_budget_bytes must be a positive integer or nil, " <>
+                "got: #{inspect(other)}"
+    end
   end
 end

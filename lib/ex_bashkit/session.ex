@@ -117,6 +117,13 @@ defmodule ExBashkit.Session do
     * `:max_stdout_bytes`, `:max_stderr_bytes` — output kept per script
       (default 1,048,576 each). Past the cap output is dropped, the script
       goes on, and the result has `truncated: true`.
+    * `:max_script_memory_bytes` — what a script may allocate, net of what
+      it frees (default 268,435,456: 256 MiB). Everything the interpreter
+      allocates while the script runs counts: its variables and output,
+      its background jobs, jq, awk, Python. Past it the script is stopped at
+      its next command and `exec/2` returns an error naming the key. Work
+      that never reaches a next command (a jq filter that keeps building)
+      is frozen at twice the cap: see "Memory" below.
 
   Per session:
 
@@ -290,6 +297,46 @@ defmodule ExBashkit.Session do
   (the mount's `arg` first, `use ExBashkit.VirtualFs` for defaults), so
   backends written for it work unchanged.
 
+  ## Memory
+
+  Every byte the interpreters allocate is counted. Two limits apply:
+
+    * per script, `:max_script_memory_bytes` (above);
+    * VM-wide, `config :ex_bashkit, memory_budget_bytes: n`: all
+      interpreters together, their sessions' files and variables included
+      (default: a quarter of the machine's physical memory; read when the
+      application starts). A script that allocates while the total is over
+      the budget is stopped with an error naming it.
+
+  A stopped script ends at its next command, and the session stays usable.
+  Some bashkit work never reaches a next command: a jq filter, a parse,
+  a `[[ ]]` evaluation. An allocator can neither fail an allocation (Rust
+  would abort the VM) nor unwind, so a stopped script that goes on
+  allocating until it holds twice what it held when it was stopped (twice
+  its cap; at least 32 MiB more) is *frozen*: its interpreter thread sleeps
+  for good inside the allocation that went too far. Its caller gets the
+  error at once, the memory stays bounded, and the price is that thread,
+  the memory the script held, and the session, which answers every later
+  call with an error (start a new one). Other sessions whose scripts were
+  waiting on that thread (inside a `sleep`, a callback) at that moment are
+  stuck with it and time out. `ExBashkit.stats/0` counts frozen scripts
+  and the bytes they hold.
+
+  So what the VM's interpreters hold stays under the budget plus, for each
+  script running when it is reached, once more what that script held (32
+  MiB at least); and what the allocator keeps cached for reuse comes on
+  top. Not charged to a script, but counted in the total: bashkit's parse
+  of a script over 16 KB (bounded by `:max_input_bytes` and the parser
+  limits instead) and the file API.
+
+      iex> session = ExBashkit.Session.new(limits: [max_script_memory_bytes: 2_000_000])
+      iex> {:error, message} = ExBashkit.Session.exec(session, "x=a; while true; do x=$x$x; done")
+      iex> message
+      "memory limit exceeded: the script allocated more than 2000000 bytes (limit :max_script_memory_bytes)"
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "echo still here")
+      iex> result.stdout
+      "still here\\n"
+
   ## Operator ceilings
 
   Two application settings bound every session, whatever the code that
@@ -429,6 +476,7 @@ defmodule ExBashkit.Session do
           | :max_parser_operations
           | :parser_timeout_ms
           | :max_background_jobs
+          | :max_script_memory_bytes
 
   @typedoc "Access mode of a host directory mount."
   @type mount_mode :: :read_only | :read_write

@@ -82,7 +82,7 @@ defmodule ExBashkit.ContainmentTest do
     # The hogs run for longer than the test may take, together.
     @tag timeout: 8_000
     test "new sessions keep answering while every interpreter thread is hogged", ctx do
-      {threads, _} = ExBashkit.Native.interpreter_stats()
+      %{threads: threads} = ExBashkit.stats()
 
       hogs =
         for _ <- 1..threads do
@@ -90,14 +90,14 @@ defmodule ExBashkit.ContainmentTest do
           Task.async(fn -> Session.exec(session, @hog) end)
         end
 
-      assert wait_until(fn -> elem(ExBashkit.Native.interpreter_stats(), 1) >= threads end, 500)
+      assert wait_until(fn -> ExBashkit.stats().hogged >= threads end, 500)
 
       # Each would wait seconds for a hog if it were given a hogged thread.
       for _ <- 1..20 do
         assert %Result{stdout: "hi\n"} = run(Session.new(), "echo hi")
       end
 
-      {grown, _} = ExBashkit.Native.interpreter_stats()
+      %{threads: grown} = ExBashkit.stats()
       assert grown > threads
       # Their callers go; the hogs finish on their own.
       Enum.each(hogs, &Task.shutdown(&1, :brutal_kill))
@@ -119,6 +119,88 @@ defmodule ExBashkit.ContainmentTest do
 
       # Kept at about +160 MB before blocking threads retired and returned it.
       assert wait_until(fn -> Memory.rss_kb() - before < 90_000 end, 500)
+    end
+  end
+
+  describe "a script's memory" do
+    alias ExBashkit.Test.Memory
+
+    @mib 1_048_576
+
+    @tag timeout: 20_000
+    test "past :max_script_memory_bytes the script is stopped and the session goes on" do
+      session =
+        Session.new(limits: [max_script_memory_bytes: 64 * @mib, max_memory_bytes: 1_000_000_000])
+
+      {outcome, growth_kb} =
+        Memory.peak_growth_kb(fn -> Session.exec(session, "x=a; while true; do x=$x$x; done") end)
+
+      assert {:error, message} = outcome
+      assert message =~ "more than #{64 * @mib} bytes (limit :max_script_memory_bytes)"
+      # Net of what it freed, the script held at most its cap; the copies
+      # doubling makes and what the allocator keeps cached come on top.
+      assert growth_kb < 3 * 64 * 1024, "grew #{growth_kb} KB"
+      assert %Result{stdout: "ok\n"} = run(session, "echo ok")
+    end
+
+    @tag timeout: 20_000
+    test "what background jobs allocate is charged to the script that started them" do
+      # 300 jobs of ~590 KB output each: bashkit gathers their output
+      # whatever the output caps.
+      session =
+        Session.new(limits: [max_script_memory_bytes: 32 * @mib, max_background_jobs: 1000])
+
+      script = "for i in $(seq 300); do seq 100000 & done; wait"
+
+      {outcome, growth_kb} = Memory.peak_growth_kb(fn -> Session.exec(session, script) end)
+
+      assert {:error, message} = outcome
+      assert message =~ "limit :max_script_memory_bytes"
+      assert growth_kb < 3 * 32 * 1024, "grew #{growth_kb} KB"
+      assert %Result{stdout: ""} = run(session, "jobs")
+      assert %Result{stdout: "ok\n"} = run(session, "echo ok")
+    end
+
+    # jq builds its whole result without reaching a next command, so it
+    # cannot see a cancellation: it is frozen.
+    @tag timeout: 20_000
+    test "work that cannot be interrupted is frozen: its caller is answered at once" do
+      session = Session.new(limits: [max_script_memory_bytes: 32 * @mib])
+      before = ExBashkit.stats()
+      jq = "jq -n 'reduce range(100000) as $i (null; [.])' > /dev/null"
+
+      {outcome, growth_kb} = Memory.peak_growth_kb(fn -> Session.exec(session, jq) end)
+
+      assert {:error, message} = outcome
+      assert message =~ "more than #{32 * @mib} bytes (limit :max_script_memory_bytes)"
+      assert message =~ "frozen"
+      assert growth_kb < 4 * 32 * 1024, "grew #{growth_kb} KB"
+
+      stats = ExBashkit.stats()
+      assert stats.frozen_scripts == before.frozen_scripts + 1
+      held = stats.frozen_bytes - before.frozen_bytes
+      assert held > 32 * @mib and held <= 64 * @mib
+
+      # The session refuses work at once instead of queueing it forever.
+      assert {:error, refused} = Session.exec(session, "echo hi")
+      assert refused =~ "can run no more scripts"
+      assert {:error, refused} = Session.snapshot(session)
+      assert refused =~ "can run no more scripts"
+      # Everyone else goes on.
+      assert %Result{stdout: "hi\n"} = run(Session.new(), "echo hi")
+    end
+
+    @tag timeout: 20_000
+    test "over the VM-wide budget a growing script is stopped, naming the setting" do
+      on_exit(fn -> ExBashkit.Native.set_memory_budget(nil) end)
+      ExBashkit.Native.set_memory_budget(ExBashkit.stats().live_bytes + 48 * @mib)
+      session = Session.new(limits: [max_memory_bytes: 1_000_000_000])
+
+      assert {:error, message} = Session.exec(session, "x=a; while true; do x=$x$x; done")
+      assert message =~ "(config :ex_bashkit, :memory_budget_bytes)"
+
+      ExBashkit.Native.set_memory_budget(nil)
+      assert %Result{stdout: "ok\n"} = run(session, "echo ok")
     end
   end
 

@@ -10,4 +10,25 @@ defmodule ExBashkit.Test.Memory do
     |> hd()
     |> String.to_integer()
   end
+
+  @doc """
+  Runs `fun`, sampling the resident set every few milliseconds meanwhile;
+  returns its result and the peak growth in KiB.
+  """
+  @spec peak_growth_kb((() -> result)) :: {result, integer()} when result: term()
+  def peak_growth_kb(fun) do
+    before = rss_kb()
+    sampler = Task.async(fn -> sample(before) end)
+    result = fun.()
+    send(sampler.pid, :stop)
+    {result, max(Task.await(sampler), rss_kb()) - before}
+  end
+
+  defp sample(peak) do
+    receive do
+      :stop -> peak
+    after
+      2 -> sample(max(peak, rss_kb()))
+    end
+  end
 end

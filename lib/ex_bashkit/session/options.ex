@@ -37,7 +37,8 @@ defmodule ExBashkit.Session.Options do
     :max_ast_depth,
     :max_parser_operations,
     :parser_timeout_ms,
-    :max_background_jobs
+    :max_background_jobs,
+    :max_script_memory_bytes
   ]
 
   # Counts travel to Rust as u64; anything larger means "unlimited" anyway.

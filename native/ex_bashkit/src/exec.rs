@@ -9,7 +9,8 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bashkit::{Bash, ExecResult};
 use futures_util::FutureExt;
@@ -17,6 +18,7 @@ use rustler::{Binary, Encoder, Env, LocalPid, Monitor, NewBinary, Resource, Reso
 use tokio::sync::oneshot;
 
 use crate::error;
+use crate::memory::{Account, Metered};
 use crate::nesting;
 use crate::options::SessionOptions;
 use crate::reply::ReplyTo;
@@ -33,6 +35,8 @@ pub struct ExecHandle {
     /// Held while the reply is sent, so abandoning and answering exclude
     /// each other.
     progress: Mutex<Progress>,
+    /// Taken by whoever answers: the job, or the watchdog for a frozen one.
+    reply: Mutex<Option<ReplyTo>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -63,14 +67,36 @@ impl Resource for ExecHandle {
 }
 
 impl ExecHandle {
-    fn new() -> (Self, oneshot::Receiver<()>) {
+    fn new(reply: ReplyTo) -> (Self, oneshot::Receiver<()>) {
         let (tx, rx) = oneshot::channel();
         let handle = Self {
             cancel: Mutex::new(Some(tx)),
             monitor: Mutex::new(None),
             progress: Mutex::new(Progress::Sent),
+            reply: Mutex::new(Some(reply)),
         };
         (handle, rx)
+    }
+
+    /// Sends `{tag, payload}` unless the job has answered already or its
+    /// caller stopped waiting. Must run on a non-BEAM thread.
+    fn answer<F>(&self, payload: F)
+    where
+        F: for<'b> FnOnce(Env<'b>) -> Term<'b>,
+    {
+        let mut progress = lock(&self.progress);
+        if matches!(*progress, Progress::Abandoned | Progress::Answered) {
+            return;
+        }
+        *progress = Progress::Answered;
+        if let Some(reply) = lock(&self.reply).take() {
+            reply.send(payload);
+        }
+    }
+
+    /// Answers `{tag, {:error, message}}`.
+    pub fn fail(&self, message: String) {
+        self.answer(|env| (crate::atoms::error(), message).encode(env));
     }
 
     fn cancel(&self) {
@@ -136,14 +162,13 @@ where
     F: Future<Output = Outcome<T>> + Send + 'static,
     T: Send + 'static,
 {
-    let (handle, cancelled) = ExecHandle::new();
+    let (handle, cancelled) = ExecHandle::new(ReplyTo::new(pid, tag));
     let handle = ResourceArc::new(handle);
     let job = start(handle.clone());
     match handle.monitor(Some(env), &pid) {
         Some(monitor) => *lock(&handle.monitor) = Some(monitor),
         None => handle.cancel(), // the caller is already gone
     }
-    let reply = ReplyTo::new(pid, tag);
     let running = handle.clone();
     interpreters().spawn(worker, async move {
         running.advance(Progress::Sent, Progress::Queued);
@@ -158,14 +183,10 @@ where
         if let Some(monitor) = lock(&running.monitor).take() {
             running.demonitor(None, &monitor);
         }
-        let mut progress = lock(&running.progress);
-        if *progress != Progress::Abandoned {
-            *progress = Progress::Answered;
-            reply.send(|env| match outcome {
-                Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
-                Err(message) => (crate::atoms::error(), message).encode(env),
-            });
-        }
+        running.answer(|env| match outcome {
+            Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
+            Err(message) => (crate::atoms::error(), message).encode(env),
+        });
     });
     handle
 }
@@ -194,8 +215,28 @@ fn script_text(script: Binary) -> Result<String, String> {
     })
 }
 
-async fn run_script(bash: &mut Bash, script: &str) -> Outcome<ExecResult> {
-    bash.exec(script).await.map_err(|e| error::message(&e))
+/// Runs `script` with its allocations charged to a fresh [`Account`]
+/// capped at `max_memory`; a script stopped over a memory limit answers
+/// with an error naming it. `frozen` is set if the script has to be frozen,
+/// and then `handle` is answered by the watchdog.
+async fn run_script(
+    bash: &mut Bash,
+    script: &str,
+    max_memory: usize,
+    frozen: &Arc<AtomicBool>,
+    handle: &ResourceArc<ExecHandle>,
+) -> Outcome<ExecResult> {
+    let cancel = bash.cancellation_token();
+    cancel.store(false, Ordering::Release);
+    let account = Account::new(max_memory, cancel.clone(), frozen.clone());
+    let answer = handle.clone();
+    account.on_freeze(move |message| answer.fail(message));
+    let outcome = Metered::new(&account, bash.exec(script)).await;
+    cancel.store(false, Ordering::Release);
+    match account.verdict() {
+        Some(message) => Err(message),
+        None => outcome.map_err(|e| error::message(&e)),
+    }
 }
 
 /// Runs `script` on the session, after any script already queued on it.
@@ -210,6 +251,7 @@ fn session_exec<'a>(
     callback_server: Option<LocalPid>,
 ) -> Result<ResourceArc<ExecHandle>, String> {
     let script = script_text(script)?;
+    session.usable()?;
     Ok(spawn_job(
         env,
         interpreters().place(&session.worker),
@@ -218,10 +260,12 @@ fn session_exec<'a>(
         |handle| async move {
             nesting::check(&script, session.max_nesting)?;
             let mut bash = session.bash.lock().await;
+            session.usable()?;
             handle.started();
             let _serving = session.callbacks.serve(callback_server);
             let tidy = Tidy::before(&session.untidy, &mut bash).await;
-            let outcome = run_script(&mut bash, &script).await;
+            let (memory, frozen) = (session.max_script_memory, &session.frozen);
+            let outcome = run_script(&mut bash, &script, memory, frozen, &handle).await;
             tidy.after(&mut bash, &outcome).await;
             outcome
         },
@@ -249,7 +293,9 @@ fn exec_once<'a>(
             handle.started();
             nesting::check(&script, options.limits.nesting_depth())?;
             let mut bash = options.build(&Default::default()).await?;
-            run_script(&mut bash, &script).await
+            let memory = options.limits.script_memory();
+            let frozen = Arc::new(AtomicBool::new(false));
+            run_script(&mut bash, &script, memory, &frozen, &handle).await
         },
         encode_result,
     ))

@@ -8,6 +8,7 @@ mod error;
 mod exec;
 mod fs;
 mod limits;
+mod memory;
 mod mounts;
 mod nesting;
 mod network;
@@ -18,6 +19,7 @@ pub mod runtime;
 mod session;
 mod snapshot;
 mod snapshot_bound;
+mod stats;
 mod sync;
 mod tidy;
 mod virtual_fs;
@@ -25,15 +27,18 @@ mod virtual_fs;
 /// Inside the VM, glibc's malloc handed large buffers back to the kernel and
 /// faulted them in again: a 10 MB snapshot took 2× as long as in a plain
 /// Rust program, with ~50× the page faults. Our own allocator keeps this
-/// library's memory behaviour the same wherever it is loaded.
+/// library's memory behaviour the same wherever it is loaded; every
+/// allocation is counted, to bound what scripts take (`memory.rs`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: memory::Counting<mimalloc::MiMalloc> = memory::Counting(mimalloc::MiMalloc);
 
 rustler::init!("Elixir.ExBashkit.Native", load = load);
 
 /// Interpreter panics are reported through Logger, never printed with
-/// script bytes on the VM's stderr (`panics.rs`).
+/// script bytes on the VM's stderr (`panics.rs`). The memory budget starts
+/// at its default until the application sets it from its config.
 fn load(_env: rustler::Env, _info: rustler::Term) -> bool {
     panics::install();
+    memory::set_budget(None);
     true
 }

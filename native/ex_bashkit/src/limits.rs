@@ -27,6 +27,7 @@ pub struct Limits {
     pub max_parser_operations: Option<u64>,
     pub parser_timeout_ms: Option<u64>,
     pub max_background_jobs: Option<u64>,
+    pub max_script_memory_bytes: Option<u64>,
 }
 
 /// Our default script size. bashkit allows 10 MB; its parser can take
@@ -34,6 +35,10 @@ pub struct Limits {
 /// hostile one, and no agent needs a script that large (files go through
 /// `write_file/3`).
 const DEFAULT_MAX_INPUT_BYTES: usize = 1_000_000;
+
+/// The most one script may allocate, net of what it frees: far above what
+/// ordinary scripts use (a few MB), far below what a runaway takes.
+const DEFAULT_MAX_SCRIPT_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Room in a snapshot for what is neither file content nor variables:
 /// directory entries, metadata, the container's own framing.
@@ -115,6 +120,14 @@ impl Limits {
             .max_ast_depth
             .map_or(ExecutionLimits::default().max_ast_depth, count);
         ast.saturating_mul(2)
+    }
+
+    /// The per-script allocation cap (`memory.rs`).
+    pub fn script_memory(&self) -> usize {
+        count(
+            self.max_script_memory_bytes
+                .unwrap_or(DEFAULT_MAX_SCRIPT_MEMORY_BYTES),
+        )
     }
 
     /// `None` keeps bashkit's per-instance memory defaults.

@@ -224,6 +224,7 @@ pub fn interpreters() -> &'static Interpreters {
             .spawn(|| loop {
                 std::thread::sleep(WATCH_INTERVAL);
                 interpreters().watch();
+                crate::memory::answer_frozen();
             })
             .expect("ex_bashkit: cannot start the interpreter watchdog");
         // More threads than cores so one CPU-bound script delays only the

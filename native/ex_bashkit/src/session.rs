@@ -1,7 +1,7 @@
 //! A persistent interpreter held by Elixir as a resource handle.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bashkit::{normalize_path, Bash, FileSystem};
@@ -34,6 +34,11 @@ pub struct SessionResource {
     pub untidy: Untidy,
     /// How deep a script may nest before it is parsed (`nesting.rs`).
     pub max_nesting: usize,
+    /// The most one script may allocate (`memory.rs`).
+    pub max_script_memory: usize,
+    /// Set when a script was frozen over its memory limit: it holds the
+    /// interpreter for good, so nothing else may queue for it.
+    pub frozen: Arc<AtomicBool>,
 }
 
 #[rustler::resource_impl]
@@ -73,7 +78,22 @@ impl SessionResource {
             max_snapshot_bytes: options.limits.snapshot_bytes(),
             untidy: Untidy::default(),
             max_nesting: options.limits.nesting_depth(),
+            max_script_memory: options.limits.script_memory(),
+            frozen: Arc::new(AtomicBool::new(false)),
         })
+    }
+
+    /// Refuses work for a session whose interpreter a frozen script holds.
+    pub fn usable(&self) -> Result<(), String> {
+        if self.frozen.load(Ordering::Acquire) {
+            return Err(
+                "the session can run no more scripts: a script on it went past its \
+                        memory limit inside work that cannot be interrupted and was frozen \
+                        (start a new session)"
+                    .to_string(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -98,12 +118,4 @@ fn session_id(session: ResourceArc<SessionResource>) -> u64 {
 #[rustler::nif]
 fn live_sessions() -> usize {
     LIVE.load(Ordering::Relaxed)
-}
-
-/// `{threads, hogged}`: the interpreter threads started, and how many are
-/// inside work that has not yielded for a while.
-#[rustler::nif]
-fn interpreter_stats() -> (usize, usize) {
-    let stats = interpreters().stats();
-    (stats.threads, stats.hogged)
 }

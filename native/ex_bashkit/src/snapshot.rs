@@ -31,7 +31,7 @@ fn session_snapshot<'a>(
     key: Option<Binary<'a>>,
     pid: LocalPid,
     tag: Term<'a>,
-) -> ResourceArc<ExecHandle> {
+) -> Result<ResourceArc<ExecHandle>, String> {
     let options = SnapshotOptions {
         exclude_filesystem: options.exclude_filesystem,
         exclude_functions: options.exclude_functions,
@@ -62,7 +62,7 @@ fn session_restore<'a>(
     key: Option<Binary<'a>>,
     pid: LocalPid,
     tag: Term<'a>,
-) -> ResourceArc<ExecHandle> {
+) -> Result<ResourceArc<ExecHandle>, String> {
     let snapshot = snapshot.as_slice().to_vec();
     let key = owned(key);
     let max_bytes = session.max_snapshot_bytes;
@@ -106,16 +106,17 @@ fn queue<'a, T, W>(
     failure: &'static str,
     work: W,
     encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
-) -> ResourceArc<ExecHandle>
+) -> Result<ResourceArc<ExecHandle>, String>
 where
     T: Send + 'static,
     W: FnOnce(&mut Bash) -> bashkit::Result<T> + Send + 'static,
 {
+    session.usable().map_err(|e| format!("{failure}: {e}"))?;
     let worker = interpreters().place(&session.worker);
     let job = |handle: ResourceArc<ExecHandle>| async move {
         let mut bash = session.bash.lock().await;
         handle.started();
         work(&mut bash).map_err(|e| format!("{failure}: {}", error::message(&e)))
     };
-    spawn_job(env, worker, pid, tag, job, encode)
+    Ok(spawn_job(env, worker, pid, tag, job, encode))
 }

@@ -4,3 +4,9 @@
 #[path = "../src/runtime.rs"]
 #[allow(dead_code)]
 mod runtime;
+// The watchdog answers frozen scripts (`memory.rs`).
+#[path = "../src/memory.rs"]
+#[allow(dead_code)]
+mod memory;
+#[path = "../src/sync.rs"]
+mod sync;

@@ -1,0 +1,38 @@
+//! What the interpreters are doing, VM-wide, as `ExBashkit.stats/0`
+//! reports it, and the memory budget it is measured against.
+
+use rustler::NifMap;
+
+use crate::memory;
+use crate::runtime::interpreters;
+
+#[derive(NifMap)]
+pub struct Stats {
+    threads: usize,
+    hogged: usize,
+    live_bytes: i64,
+    budget_bytes: i64,
+    frozen_scripts: u64,
+    frozen_bytes: i64,
+}
+
+#[rustler::nif]
+fn stats() -> Stats {
+    let threads = interpreters().stats();
+    let memory = memory::stats();
+    Stats {
+        threads: threads.threads,
+        hogged: threads.hogged,
+        live_bytes: memory.live_bytes,
+        budget_bytes: memory.budget_bytes,
+        frozen_scripts: memory.frozen_scripts,
+        frozen_bytes: memory.frozen_bytes,
+    }
+}
+
+/// `nil` restores the default budget.
+#[rustler::nif]
+fn set_memory_budget(bytes: Option<u64>) -> rustler::Atom {
+    memory::set_budget(bytes);
+    crate::atoms::ok()
+}
