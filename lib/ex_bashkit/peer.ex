@@ -18,7 +18,8 @@ defmodule ExBashkit.Peer do
   ## Options
 
     * `:timeout` — milliseconds before the run is abandoned (default
-      `60_000`); the result is `{:error, :timeout, %{output: partial}}`.
+      `60_000`), counted from the call: waiting for a VM to boot counts
+      too. The result is `{:error, :timeout, %{output: partial}}`.
     * `:max_output` — bytes of output kept (default `50_000`, or
       `:infinity`). Output is capped in the peer as it is produced, and a
       truncated output ends with a notice.
@@ -84,15 +85,19 @@ defmodule ExBashkit.Peer do
   @spec run(String.t(), [option()]) :: result()
   def run(code, opts \\ []) do
     job = job!(code, opts)
+    deadline = System.monotonic_time(:millisecond) + job.timeout
     ensure_distributed!()
 
-    case Pool.checkout() do
+    case Pool.checkout(job.timeout) do
       {:ok, peer} ->
         try do
-          evaluate(peer, job)
+          evaluate(peer, job, deadline)
         after
           Pool.release(peer)
         end
+
+      {:error, :timeout} ->
+        {:error, :timeout, %{output: ""}}
 
       {:error, _reason} ->
         {:error, :noconnection, %{output: ""}}
@@ -146,11 +151,11 @@ defmodule ExBashkit.Peer do
     end
   end
 
-  defp evaluate({_controller, node}, job) do
+  # `deadline` bounds the whole call, the wait for a peer included.
+  defp evaluate({_controller, node}, job, deadline) do
     ref = make_ref()
     runner = Node.spawn(node, ExBashkit.Peer.Evaluator, :run, [self(), ref, job.peer])
     monitor = Process.monitor(runner)
-    deadline = System.monotonic_time(:millisecond) + job.timeout
     output = %{chunks: [], truncated: false, max: job.max_output}
     collect(ref, monitor, deadline, output)
   end

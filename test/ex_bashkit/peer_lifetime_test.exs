@@ -67,6 +67,44 @@ defmodule ExBashkit.PeerLifetimeTest do
     assert wait_until(fn -> beams() <= before end, 1_000)
   end
 
+  # With the pool off every run boots its VM; with it on, callers beyond
+  # the spares wait for boots in flight.
+  for size <- [0, 2] do
+    test "callers killed while their VM boots leave no VM behind (pool size #{size})",
+         %{before: before} do
+      :ok = Pool.resize(unquote(size))
+
+      for kill_after <- [10, 150, 250] do
+        Task.async_stream(1..4, fn _ -> Peer.run("Process.sleep(:infinity)") end,
+          timeout: kill_after,
+          on_timeout: :kill_task
+        )
+        |> Enum.to_list()
+      end
+
+      :ok = Pool.resize(0)
+      assert wait_until(fn -> beams() <= before end, 1_500)
+    end
+  end
+
+  test "a caller whose group leader is not a standard IO device gets its run",
+       %{before: before} do
+    captured =
+      ExUnit.CaptureIO.capture_io(fn ->
+        send(self(), {:run, Peer.run(~S|IO.puts("hi"); 1 + 1|)})
+      end)
+
+    assert_received {:run, {:ok, %{output: "hi\n", result: 2}}}
+    assert captured == ""
+    assert wait_until(fn -> beams() <= before end)
+  end
+
+  test ":timeout bounds the whole call, the boot of its VM included", %{before: before} do
+    # A boot takes hundreds of milliseconds; the run itself none.
+    assert {:error, :timeout, %{output: ""}} = Peer.run("1 + 1", timeout: 20)
+    assert wait_until(fn -> beams() <= before end, 1_000)
+  end
+
   defp alive?(os_pid), do: File.exists?("/proc/#{os_pid}") and not zombie?(os_pid)
 
   defp zombie?(os_pid) do

@@ -4,14 +4,20 @@ defmodule ExBashkit.Peer.Pool do
   #
   # Booting a VM takes hundreds of milliseconds, so the pool keeps a few
   # spare nodes already booted (`config :ex_bashkit, peer_pool_size: 2`;
-  # 0 turns it off). Each node serves exactly one run: `checkout/0` hands a
-  # spare to the caller (or boots one when none is ready) and the pool boots
-  # a replacement in the background. Spares are only booted once `run/2` has
-  # been used, and never more than the configured number at a time.
+  # 0 turns it off). Each node serves exactly one run. `checkout/1` hands
+  # the caller a spare; when there is none, the caller waits in line for
+  # the next node to finish booting instead of booting its own, so callers
+  # never compete with the pool for the cores. At most as many boots are in
+  # flight as there are callers waiting, or as the pool's size when more.
+  # Spares are only booted once `run/2` has been used.
   #
-  # The pool watches every node it handed out: when the caller dies before
-  # `release/1`, the pool stops the node. A node also halts by itself when
-  # the host VM goes away (see ExBashkit.Peer.Evaluator.boot/1).
+  # Every VM is booted by a process the pool links to and owns from the
+  # moment `:peer.start` is called, so a caller that dies (or gives up)
+  # while its VM boots leaves nothing behind, and the boot does not depend
+  # on the caller's group leader. The pool watches every node it handed
+  # out: when the caller dies before `release/1`, the pool stops the node.
+  # A node also halts by itself when the host VM goes away (see
+  # ExBashkit.Peer.Evaluator.boot/1).
 
   use GenServer
 
@@ -23,19 +29,24 @@ defmodule ExBashkit.Peer.Pool do
   @spec start_link(keyword()) :: GenServer.on_start()
   def start_link(_opts), do: GenServer.start_link(__MODULE__, :ok, name: __MODULE__)
 
-  @doc "A fresh, never used peer for the calling process."
-  @spec checkout() :: {:ok, peer()} | {:error, term()}
-  def checkout do
-    case GenServer.call(__MODULE__, :checkout, @boot_timeout) do
-      {:ok, peer} ->
-        {:ok, peer}
+  @doc """
+  A fresh, never used peer for the calling process, within `timeout`
+  milliseconds (`{:error, :timeout}` after).
+  """
+  @spec checkout(timeout()) :: {:ok, peer()} | {:error, term()}
+  def checkout(timeout) do
+    ref = make_ref()
 
-      :empty ->
-        # Cold path: boot one here, then have the pool watch it like a spare.
-        with {:ok, peer} <- boot() do
-          :ok = GenServer.call(__MODULE__, {:lend, peer})
-          {:ok, peer}
-        end
+    try do
+      GenServer.call(__MODULE__, {:checkout, ref}, timeout)
+    catch
+      :exit, {:timeout, _} ->
+        # The pool may have lent a peer just now: it stops it.
+        GenServer.cast(__MODULE__, {:cancel, ref})
+        {:error, :timeout}
+
+      :exit, {:noproc, _} ->
+        {:error, :no_pool}
     end
   end
 
@@ -60,26 +71,23 @@ defmodule ExBashkit.Peer.Pool do
   def init(:ok) do
     Process.flag(:trap_exit, true)
     size = Application.get_env(:ex_bashkit, :peer_pool_size, 2)
-    {:ok, %{size: size, spares: [], booting: 0, used: false, lent: %{}}}
+
+    {:ok, %{size: size, spares: [], booting: 0, used: false, lent: %{}, waiting: :queue.new()}}
   end
 
   @impl true
-  def handle_call(:checkout, {caller, _}, state) do
+  def handle_call({:checkout, ref}, {caller, _} = from, state) do
     state = %{state | used: true}
 
     case state.spares do
       [peer | spares] ->
-        state = lend(%{state | spares: spares}, peer, caller)
+        state = lend(%{state | spares: spares}, peer, caller, ref)
         {:reply, {:ok, peer}, refill(state)}
 
       [] ->
-        {:reply, :empty, refill(state)}
+        waiter = {from, ref, Process.monitor(caller)}
+        {:noreply, refill(%{state | waiting: :queue.in(waiter, state.waiting)})}
     end
-  end
-
-  def handle_call({:lend, {controller, _} = peer}, {caller, _}, state) do
-    Process.link(controller)
-    {:reply, :ok, lend(state, peer, caller)}
   end
 
   def handle_call(:spares, _from, state),
@@ -94,7 +102,7 @@ defmodule ExBashkit.Peer.Pool do
   @impl true
   def handle_cast({:forget, node}, state) do
     case Map.pop(state.lent, node) do
-      {{_controller, monitor}, lent} ->
+      {{_controller, monitor, _ref}, lent} ->
         Process.demonitor(monitor, [:flush])
         {:noreply, %{state | lent: lent}}
 
@@ -103,38 +111,60 @@ defmodule ExBashkit.Peer.Pool do
     end
   end
 
+  def handle_cast({:cancel, ref}, state) do
+    {:noreply,
+     state |> drop_waiter(fn {_, r, _} -> r == ref end) |> reclaim(fn {_, _, r} -> r == ref end)}
+  end
+
   @impl true
-  def handle_info({:booted, {:ok, {controller, _} = peer}}, state) do
-    state = %{state | booting: state.booting - 1}
+  def handle_info({:booted, booter, {:ok, {controller, _} = peer}}, state) do
     Process.link(controller)
+    send(booter, :adopted)
+    state = %{state | booting: state.booting - 1}
 
-    if length(state.spares) < state.size do
-      {:noreply, %{state | spares: state.spares ++ [peer]}}
-    else
-      stop(peer)
-      {:noreply, state}
-    end
-  end
+    case :queue.out(state.waiting) do
+      {{:value, {{caller, _} = from, ref, monitor}}, waiting} ->
+        Process.demonitor(monitor, [:flush])
+        GenServer.reply(from, {:ok, peer})
+        {:noreply, refill(lend(%{state | waiting: waiting}, peer, caller, ref))}
 
-  def handle_info({:booted, {:error, _reason}}, state) do
-    {:noreply, %{state | booting: state.booting - 1}}
-  end
+      {:empty, _} when length(state.spares) < state.size ->
+        {:noreply, %{state | spares: state.spares ++ [peer]}}
 
-  # A caller died holding a peer: the peer goes with it.
-  def handle_info({:DOWN, monitor, :process, _caller, _reason}, state) do
-    case Enum.find(state.lent, fn {_node, {_, m}} -> m == monitor end) do
-      {node, {controller, _}} ->
-        spawn(fn -> stop({controller, node}) end)
-        {:noreply, %{state | lent: Map.delete(state.lent, node)}}
-
-      nil ->
+      {:empty, _} ->
+        stop(peer)
         {:noreply, state}
     end
   end
 
-  # A spare's controller exited: the node is gone.
-  def handle_info({:EXIT, controller, _reason}, state) do
-    {:noreply, %{state | spares: Enum.reject(state.spares, &(elem(&1, 0) == controller))}}
+  # A boot that failed fails the longest waiting caller, so that callers
+  # never wait forever on boots that cannot succeed.
+  def handle_info({:booted, _booter, {:error, reason}}, state) do
+    state = %{state | booting: state.booting - 1}
+
+    case :queue.out(state.waiting) do
+      {{:value, {from, _ref, monitor}}, waiting} ->
+        Process.demonitor(monitor, [:flush])
+        GenServer.reply(from, {:error, reason})
+        {:noreply, refill(%{state | waiting: waiting})}
+
+      {:empty, _} ->
+        {:noreply, state}
+    end
+  end
+
+  # A caller died: waiting in line, it leaves the line; holding a peer,
+  # the peer goes with it.
+  def handle_info({:DOWN, monitor, :process, _caller, _reason}, state) do
+    {:noreply,
+     state
+     |> drop_waiter(fn {_, _, m} -> m == monitor end)
+     |> reclaim(fn {_, m, _} -> m == monitor end)}
+  end
+
+  # A booter that crashed, or a spare's controller that exited.
+  def handle_info({:EXIT, pid, _reason}, state) do
+    {:noreply, %{state | spares: Enum.reject(state.spares, &(elem(&1, 0) == pid))}}
   end
 
   def handle_info(_message, state), do: {:noreply, state}
@@ -142,26 +172,59 @@ defmodule ExBashkit.Peer.Pool do
   @impl true
   def terminate(_reason, state) do
     Enum.each(state.spares, &stop/1)
-    Enum.each(state.lent, fn {node, {controller, _}} -> stop({controller, node}) end)
+    Enum.each(state.lent, fn {node, {controller, _, _}} -> stop({controller, node}) end)
   end
 
-  defp lend(state, {controller, node}, caller) do
+  defp lend(state, {controller, node}, caller, ref) do
     monitor = Process.monitor(caller)
-    %{state | lent: Map.put(state.lent, node, {controller, monitor})}
+    %{state | lent: Map.put(state.lent, node, {controller, monitor, ref})}
   end
 
+  defp drop_waiter(state, match?) do
+    {dropped, kept} = Enum.split_with(:queue.to_list(state.waiting), match?)
+    Enum.each(dropped, fn {_, _, monitor} -> Process.demonitor(monitor, [:flush]) end)
+    %{state | waiting: :queue.from_list(kept)}
+  end
+
+  # Stops the lent peers whose `{controller, monitor, ref}` matches.
+  defp reclaim(state, match?) do
+    {reclaimed, lent} = Enum.split_with(state.lent, fn {_node, entry} -> match?.(entry) end)
+
+    for {node, {controller, monitor, _ref}} <- reclaimed do
+      Process.demonitor(monitor, [:flush])
+      spawn(fn -> stop({controller, node}) end)
+    end
+
+    %{state | lent: Map.new(lent)}
+  end
+
+  # Boots what the waiting callers and the spares need: at most one boot
+  # per waiting caller, or `size` boots when that is more.
   defp refill(%{used: true} = state) do
-    missing = max(state.size - length(state.spares) - state.booting, 0)
+    waiting = :queue.len(state.waiting)
+    wanted = waiting + max(state.size - length(state.spares), 0)
+    in_flight = min(wanted, max(waiting, state.size))
+    missing = max(in_flight - state.booting, 0)
     pool = self()
 
     for _ <- 1..missing//1 do
-      spawn(fn -> send(pool, {:booted, boot()}) end)
+      spawn_link(fn -> boot_for(pool) end)
     end
 
     %{state | booting: state.booting + missing}
   end
 
   defp refill(state), do: state
+
+  # Runs in a process linked to the pool, which owns the VM from the start:
+  # if the pool goes, so does this process and, linked to it, the VM.
+  defp boot_for(pool) do
+    send(pool, {:booted, self(), boot()})
+
+    receive do
+      :adopted -> :ok
+    end
+  end
 
   @doc false
   @spec boot() :: {:ok, peer()} | {:error, term()}
