@@ -174,7 +174,9 @@ defmodule ExBashkit.ContainmentTest do
       assert {:error, message} = outcome
       assert message =~ "more than #{32 * @mib} bytes (limit :max_script_memory_bytes)"
       assert message =~ "frozen"
-      assert growth_kb < 4 * 32 * 1024, "grew #{growth_kb} KB"
+      # Frozen at twice its cap; jq's doubling reallocations leave the old
+      # buffers in the allocator's cache on top.
+      assert growth_kb < 6 * 32 * 1024, "grew #{growth_kb} KB"
 
       stats = ExBashkit.stats()
       assert stats.frozen_scripts == before.frozen_scripts + 1
