@@ -15,7 +15,7 @@ defmodule Bench do
       exec_rows(rust) ++
         callback_rows(rust) ++
         snapshot_rows(rust) ++
-        peer_rows() ++ [concurrency_row()] ++ memory_rows(rust) ++ [neighbours_row()]
+        [concurrency_row()] ++ memory_rows(rust) ++ [neighbours_row()]
 
     IO.puts("")
     IO.puts("| benchmark | ex_bashkit | baseline | ratio | target |")
@@ -170,81 +170,6 @@ defmodule Bench do
       )
     ]
   end
-
-  # Peer.run("1 + 1"): warm (a spare is ready), cold (pool off), and a
-  # plain :peer.start + eval + :peer.stop, 20 runs each.
-  defp peer_rows do
-    alias ExBashkit.Peer.Pool
-    ExBashkit.Peer.ensure_distributed!()
-    {:ok, _} = ExBashkit.Peer.run("1 + 1")
-    runs = 20
-
-    warm =
-      for _ <- 1..runs do
-        wait_for_spare()
-        timed(fn -> {:ok, %{result: 2}} = ExBashkit.Peer.run("1 + 1") end)
-      end
-
-    :ok = Pool.resize(0)
-
-    cold =
-      for _ <- 1..runs, do: timed(fn -> {:ok, %{result: 2}} = ExBashkit.Peer.run("1 + 1") end)
-
-    :ok = Pool.resize(Application.get_env(:ex_bashkit, :peer_pool_size, 2))
-
-    paths = Enum.flat_map(:code.get_path(), &[~c"-pa", &1])
-
-    plain =
-      for _ <- 1..runs do
-        timed(fn ->
-          {:ok, peer, node} = :peer.start(%{name: :peer.random_name(), args: paths})
-          {2, _} = :erpc.call(node, Code, :eval_string, ["1 + 1"])
-          :peer.stop(peer)
-        end)
-      end
-
-    baseline = "#{ms_stats(plain)} (`:peer.start` + eval + stop)"
-
-    [
-      row(
-        "`Peer.run(\"1 + 1\")` warm (a spare ready), median / p95",
-        ms_stats(warm),
-        baseline,
-        ratio(median(warm), median(plain)),
-        "median ≤ 60 ms"
-      ),
-      row(
-        "`Peer.run(\"1 + 1\")` cold (pool off), median / p95",
-        ms_stats(cold),
-        baseline,
-        ratio(median(cold), median(plain)),
-        "—"
-      )
-    ]
-  end
-
-  defp wait_for_spare do
-    if ExBashkit.Peer.Pool.spares() == [] do
-      Process.sleep(10)
-      wait_for_spare()
-    end
-  end
-
-  defp timed(fun) do
-    started = System.monotonic_time(:microsecond)
-    fun.()
-    System.monotonic_time(:microsecond) - started
-  end
-
-  defp median(samples), do: samples |> Enum.sort() |> Enum.at(div(length(samples), 2))
-
-  defp ms_stats(samples) do
-    sorted = Enum.sort(samples)
-    p95 = Enum.at(sorted, ceil(length(sorted) * 0.95) - 1)
-    "#{ms1(median(sorted))} / #{ms1(p95)}"
-  end
-
-  defp ms1(us), do: "#{Float.round(us / 1000, 1)} ms"
 
   defp rust_words(binary, args) do
     {out, 0} = System.cmd(binary, args)

@@ -183,6 +183,11 @@ show.("a clean slate: Scratch is gone", ExBashkit.Peer.run("Code.ensure_loaded?(
 show.("errors come back as values", ExBashkit.Peer.run("1 / 0") |> elem(1) |> elem(1))
 
 show.(
+  "standard error is captured too, in order",
+  ExBashkit.Peer.run(~S|IO.puts("out"); IO.puts(:stderr, "err"); :done|)
+)
+
+show.(
   "timeouts keep partial output",
   ExBashkit.Peer.run(~S|IO.puts("working"); Process.sleep(:infinity)|, timeout: 300)
 )

@@ -6,7 +6,9 @@ defmodule ExBashkit.Application do
   def start(_type, _args) do
     ExBashkit.Native.set_memory_budget(memory_budget!())
 
-    Supervisor.start_link([ExBashkit.PanicReporter, ExBashkit.Peer.Pool],
+    # ExBashkit.Peer.Pool joins on first use of ExBashkit.Peer.run/2, unless
+    # the user placed one in their own tree.
+    Supervisor.start_link([ExBashkit.PanicReporter],
       strategy: :one_for_one,
       name: ExBashkit.Supervisor
     )

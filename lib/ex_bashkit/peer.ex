@@ -8,6 +8,14 @@ defmodule ExBashkit.Peer do
   the VM. Nothing carries over between calls: a module defined in one run
   does not exist in the next.
 
+  `output` is what the code writes to standard output and standard error,
+  interleaved in the order written, from any process of the run (spawned
+  ones and Tasks included). The capture is a unicode IO device: output is
+  always valid UTF-8 (bytes written with `IO.binwrite/2` are read as
+  Latin-1, like any unicode device does), and writing something that is not
+  valid character data raises in the writer, as with any IO device, while
+  the run goes on. Reading standard input gives `:eof`.
+
       iex> ExBashkit.Peer.run(~S|IO.puts("hello"); 1 + 1|)
       {:ok, %{output: "hello\\n", result: 2}}
 
@@ -21,8 +29,8 @@ defmodule ExBashkit.Peer do
       `60_000`), counted from the call: waiting for a VM to boot counts
       too. The result is `{:error, :timeout, %{output: partial}}`.
     * `:max_output` — bytes of output kept (default `50_000`, or
-      `:infinity`). Output is capped in the peer as it is produced, and a
-      truncated output ends with a notice.
+      `:infinity`). Output is capped in the peer as it is produced, cut
+      between two characters, and a truncated output ends with a notice.
     * `:setup` — code evaluated before the user's code, with its output
       discarded: a string, quoted AST, or a list of either, in order. Its
       bindings, aliases and imports are visible to the code.
@@ -41,9 +49,12 @@ defmodule ExBashkit.Peer do
     * `{:error, :noconnection, %{output: binary}}` — the peer went away,
       for instance through `System.halt/1`.
     * `{:error, {kind, reason, stacktrace}, %{output: binary}}` — an
-      exception, exit or throw, normalized as `catch` gives it (`1 / 0` is
-      `{:error, %ArithmeticError{}, _}`). A process killed or crashing
-      through a link is `{:exit, reason, []}`.
+      exception, exit or throw. Errors are normalized to exceptions with
+      `Exception.normalize/3`, as `rescue` would see them (`1 / 0` is
+      `{:error, %ArithmeticError{}, _}`, where a raw `catch` gives
+      `:badarith`). The stacktrace holds the frames of the user's code
+      only, never the evaluator's. A process killed or crashing through a
+      link is `{:exit, reason, []}`.
 
   `run/2` never raises for anything the code does.
 
@@ -56,8 +67,23 @@ defmodule ExBashkit.Peer do
 
   Booting a VM takes hundreds of milliseconds. After the first call, a
   small pool keeps spare peers booted in the background (never reused: each
-  serves one run), so later calls skip the boot. Set the number with
-  `config :ex_bashkit, peer_pool_size: 2` (0 disables the pool).
+  serves one run), so later calls skip the boot; see `ExBashkit.Peer.Pool`
+  for its size and for placing it in your own supervision tree. Code in a
+  peer may call `run/2` too: the nested run boots a VM of its own, which
+  goes down with its parent.
+
+  ## Distribution
+
+  Peers are Erlang nodes, so the host VM must be distributed. When it is
+  not, the first run starts distribution (see `ensure_distributed!/0`):
+  EPMD and the VM's listener are bound to `127.0.0.1`, and the VM is named
+  `ex_bashkit_…@127.0.0.1`, so no other machine can connect to it or to
+  the peers. To choose otherwise, start distribution yourself before the
+  first run (`--sname`/`--name`, or `Node.start/2`, with the kernel's
+  `inet_dist_use_interface` and `ERL_EPMD_ADDRESS` as you want them):
+  peers then take the host's naming (short or long) and listen where
+  `inet_dist_use_interface` says. An EPMD that is already running is used
+  as it is.
   """
 
   alias ExBashkit.Peer.Pool
@@ -89,11 +115,11 @@ defmodule ExBashkit.Peer do
     ensure_distributed!()
 
     case Pool.checkout(job.timeout) do
-      {:ok, peer} ->
+      {:ok, pool, peer} ->
         try do
           evaluate(peer, job, deadline)
         after
-          Pool.release(peer)
+          Pool.release(pool, peer)
         end
 
       {:error, :timeout} ->
@@ -107,7 +133,12 @@ defmodule ExBashkit.Peer do
   @doc """
   Makes the host VM distributed, which peer nodes need, if it is not yet.
 
-  Starts EPMD when it is not running and gives the VM a unique short name.
+  Starts EPMD when it is not running and gives the VM a unique long name on
+  the loopback address (`ex_bashkit_…@127.0.0.1`). Both EPMD and the VM's
+  distribution listener are bound to `127.0.0.1`, so no other machine can
+  reach them; peers are started the same way. A distribution you start
+  yourself is left as it is; see "Distribution" in the module docs.
+
   `run/2` calls it every time; it is idempotent. Call it at application
   start to choose when the switch happens: turning distribution on changes
   how this VM's pids and references are encoded, so pids serialized before
@@ -124,11 +155,19 @@ defmodule ExBashkit.Peer do
     if Node.alive?(), do: :ok, else: start_distribution()
   end
 
-  defp start_distribution do
-    start_epmd()
-    name = :"ex_bashkit_#{System.pid()}_#{System.unique_integer([:positive])}"
+  @loopback {127, 0, 0, 1}
 
-    case :net_kernel.start([name, :shortnames]) do
+  defp start_distribution do
+    # Read by the distribution's listener when it opens, and by peers.
+    unless Application.get_env(:kernel, :inet_dist_use_interface) do
+      Application.put_env(:kernel, :inet_dist_use_interface, @loopback)
+    end
+
+    start_epmd()
+    host = Application.get_env(:kernel, :inet_dist_use_interface) |> :inet.ntoa()
+    name = :"ex_bashkit_#{System.pid()}_#{System.unique_integer([:positive])}@#{host}"
+
+    case :net_kernel.start([name, :longnames]) do
       {:ok, _} ->
         :ok
 
@@ -138,6 +177,8 @@ defmodule ExBashkit.Peer do
     end
   end
 
+  # An EPMD already running is used as it is; one we start listens on
+  # loopback only, unless ERL_EPMD_ADDRESS says otherwise.
   defp start_epmd do
     found =
       case :os.find_executable(~c"epmd") do
@@ -145,8 +186,10 @@ defmodule ExBashkit.Peer do
         path -> [List.to_string(path)]
       end
 
+    address = if System.get_env("ERL_EPMD_ADDRESS"), do: [], else: ["-address", "127.0.0.1"]
+
     case found do
-      [path | _] -> System.cmd(path, ["-daemon"])
+      [path | _] -> System.cmd(path, ["-daemon" | address])
       [] -> raise "cannot start distribution: epmd not found"
     end
   end

@@ -12,7 +12,8 @@ defmodule ExBashkit.PeerLifetimeTest do
     Peer.ensure_distributed!()
     :ok = Pool.resize(0)
     on_exit(fn -> Pool.resize(Application.get_env(:ex_bashkit, :peer_pool_size, 2)) end)
-    assert wait_until(fn -> Pool.spares() == [] end)
+    # Spares of an earlier test may still be booting.
+    assert wait_until(fn -> match?(%{spares: [], booting: 0, lent: 0}, Pool.info()) end, 5_000)
     %{before: beams()}
   end
 
@@ -104,6 +105,113 @@ defmodule ExBashkit.PeerLifetimeTest do
     assert {:error, :timeout, %{output: ""}} = Peer.run("1 + 1", timeout: 20)
     assert wait_until(fn -> beams() <= before end, 1_000)
   end
+
+  test "a run inside a run leaves no VM behind when the outer run times out",
+       %{before: before} do
+    code = ~S|ExBashkit.Peer.run("Process.sleep(:infinity)")|
+    assert {:error, :timeout, _} = Peer.run(code, timeout: 3_000)
+    assert wait_until(fn -> beams() <= before end, 2_000)
+  end
+
+  test "EPMD, this VM and its peers accept connections on loopback only" do
+    :ok = Pool.resize(2)
+    {:ok, _} = Peer.run("1")
+    assert wait_until(fn -> length(Pool.spares()) == 2 end, 5_000)
+
+    {:ok, nodes} = :erl_epmd.names(~c"127.0.0.1")
+    # This VM and its two spares at least.
+    assert length(nodes) >= 3
+    ports = [4369 | Enum.map(nodes, &elem(&1, 1))]
+
+    for port <- ports do
+      addresses = listening_addresses(port)
+      assert addresses != [], "nothing listens on #{port}"
+
+      assert Enum.all?(addresses, &(&1 in [{127, 0, 0, 1}, {0, 0, 0, 0, 0, 0, 0, 1}])),
+             "port #{port} listens on #{inspect(addresses)}"
+    end
+  end
+
+  describe "placing the pool" do
+    setup do
+      on_exit(fn ->
+        # Back to the default pool, under ExBashkit's supervisor.
+        if Process.whereis(Pool) == nil, do: Peer.run("1")
+      end)
+    end
+
+    test "an application that never calls run/2 starts no pool" do
+      script = """
+      {:ok, _} = Application.ensure_all_started(:ex_bashkit)
+      IO.write(inspect(Process.whereis(ExBashkit.Peer.Pool)))
+      """
+
+      paths = Enum.flat_map(:code.get_path(), &["-pa", List.to_string(&1)])
+      assert {"nil", 0} = System.cmd(System.find_executable("elixir"), paths ++ ["-e", script])
+    end
+
+    test "a pool in the caller's own tree is the one run/2 uses", %{before: before} do
+      :ok = Supervisor.terminate_child(ExBashkit.Supervisor, Pool)
+      :ok = Supervisor.delete_child(ExBashkit.Supervisor, Pool)
+      assert Process.whereis(Pool) == nil
+
+      pool = start_supervised!({Pool, size: 1})
+      assert {:ok, %{result: 2}} = Peer.run("1 + 1")
+      assert Process.whereis(Pool) == pool
+      assert wait_until(fn -> length(Pool.spares()) == 1 end, 5_000)
+
+      # Its spares go with it.
+      :ok = stop_supervised(Pool)
+      assert wait_until(fn -> beams() <= before end, 2_000)
+
+      # Without one, the first run starts the default pool again.
+      assert {:ok, %{result: 3}} = Peer.run("1 + 2")
+
+      assert {Pool, pid, :worker, _} =
+               List.keyfind(Supervisor.which_children(ExBashkit.Supervisor), Pool, 0)
+
+      assert Process.whereis(Pool) == pid
+    end
+
+    test "bad pool options raise ArgumentError" do
+      assert_raise ArgumentError, ~r/:size must be a non-negative integer/, fn ->
+        Pool.start_link(size: -1)
+      end
+
+      assert_raise ArgumentError, ~r/unknown pool option :name/, fn ->
+        Pool.start_link(name: :other)
+      end
+
+      assert_raise ArgumentError, ~r/keyword list/, fn -> Pool.start_link(:big) end
+    end
+  end
+
+  # The local addresses of the TCP sockets listening on `port`.
+  defp listening_addresses(port) do
+    for file <- ["/proc/net/tcp", "/proc/net/tcp6"],
+        {:ok, table} <- [File.read(file)],
+        line <- table |> String.split("\n", trim: true) |> tl(),
+        [_, local, _, "0A" | _] <- [String.split(line)],
+        [ip, ^port] <- [local |> String.split(":") |> decode_endpoint()],
+        do: ip
+  end
+
+  defp decode_endpoint([ip, port]) do
+    # /proc prints each 32-bit word of the address in host (little-endian) order.
+    words = for <<word::binary-size(8) <- ip>>, do: word |> Base.decode16!() |> reverse()
+    bytes = IO.iodata_to_binary(words)
+
+    ip =
+      case bytes do
+        <<a, b, c, d>> -> {a, b, c, d}
+        _ -> List.to_tuple(for <<group::16 <- bytes>>, do: group)
+      end
+
+    [ip, String.to_integer(port, 16)]
+  end
+
+  defp reverse(binary),
+    do: binary |> :binary.bin_to_list() |> Enum.reverse() |> :binary.list_to_bin()
 
   defp alive?(os_pid), do: File.exists?("/proc/#{os_pid}") and not zombie?(os_pid)
 

@@ -13,7 +13,7 @@ defmodule ExBashkit.PeerTest do
                Peer.run(~S|IO.puts("a"); IO.write("b"); %{list: [1, 2]}|)
     end
 
-    test "exceptions, exits and throws are normalized like catch gives them" do
+    test "errors are normalized to exceptions, exits and throws kept as they are" do
       assert {:error, {:error, %ArithmeticError{}, [_ | _]}, %{output: ""}} = Peer.run("1 / 0")
       assert {:error, {:error, %RuntimeError{message: "boom"}, _}, _} = Peer.run(~S|raise "boom"|)
       assert {:error, {:exit, :bye, _}, _} = Peer.run("exit(:bye)")
@@ -146,6 +146,83 @@ defmodule ExBashkit.PeerTest do
     end
   end
 
+  describe "the IO capture behaves like a unicode IO device" do
+    test "chardata it cannot take is the writer's error, and the capture goes on" do
+      code = ~S"""
+      tried = fn write -> try do write.() rescue e -> e end end
+      IO.write("a")
+      no_code_point = tried.(fn -> :io.put_chars([1_114_112]) end)
+      not_chardata = tried.(fn -> :io.put_chars(:foo) end)
+      bad_utf8 = tried.(fn -> IO.write(<<255>>) end)
+      IO.write("b")
+      {no_code_point, not_chardata, bad_utf8}
+      """
+
+      assert {:ok, %{output: "ab", result: result}} = Peer.run(code)
+
+      # As with any IO device, :io turns the device's error into a badarg.
+      assert {%ArgumentError{}, %ArgumentError{}, %ArgumentError{}} = result
+    end
+
+    test "uncaught, the writer's error carries the user's frames only" do
+      for code <- [":io.put_chars(:foo)", "IO.write(<<255>>)"] do
+        assert {:error, {:error, _, stacktrace}, %{output: ""}} = Peer.run(code)
+        assert [{:io, _, _, _} | _] = stacktrace
+        assert internal_frames(stacktrace) == [], inspect(stacktrace)
+      end
+
+      for code <- ["1 / 0", ~S|raise "boom"|, "1 + * 2", "f = fn -> exit(:x) end; f.()"] do
+        assert {:error, {_, _, stacktrace}, _} = Peer.run(code)
+        assert internal_frames(stacktrace) == [], inspect(stacktrace)
+      end
+    end
+
+    test "output is valid UTF-8: Latin-1 bytes are converted, cuts fall between characters" do
+      assert {:ok, %{output: "ÿé"}} = Peer.run(~S|IO.binwrite(<<255, 233>>)|)
+
+      assert {:ok, %{output: output}} = Peer.run(~S|IO.write("é")|, max_output: 1)
+      assert output == "\n... (output truncated at 1 bytes)\n"
+
+      # Every cut of a mix of 1- to 4-byte characters.
+      text = "aé€😀"
+
+      for max <- 0..byte_size(text) do
+        assert {:ok, %{output: output}} = Peer.run("IO.write(#{inspect(text)})", max_output: max)
+        kept = String.replace(output, ~r/\n\.\.\. \(output truncated.*\n\z/, "")
+        assert String.valid?(kept) and String.starts_with?(text, kept), inspect({max, output})
+        assert byte_size(kept) <= max and max - byte_size(kept) < 4
+      end
+    end
+
+    test "standard error is captured with standard output, in the order written" do
+      code = ~S"""
+      IO.puts("out 1")
+      IO.puts(:stderr, "err 1")
+      :io.format(:standard_error, "err ~p~n", [2])
+      Task.async(fn -> IO.write(:standard_error, "err 3\n") end) |> Task.await()
+      IO.puts("out 2")
+      """
+
+      assert {:ok, %{output: "out 1\nerr 1\nerr 2\nerr 3\nout 2\n"}} = Peer.run(code)
+      # Setup's standard error is dropped like its standard output.
+      assert {:ok, %{output: "x"}} = Peer.run(~S|IO.write("x")|, setup: ~S|IO.puts(:stderr, "s")|)
+    end
+
+    test "there is nothing to read" do
+      assert {:ok, %{result: {:eof, :eof}}} = Peer.run(~S|{IO.gets("? "), IO.read(:line)}|)
+    end
+  end
+
+  test "a run inside a run boots its own VM" do
+    code = ~S"""
+    {:ok, %{output: "inner\n", result: 2}} = ExBashkit.Peer.run(~S|IO.puts("inner"); 1 + 1|)
+    ExBashkit.Peer.run("node()")
+    """
+
+    assert {:ok, %{output: "", result: {:ok, %{result: inner_node}}}} = Peer.run(code)
+    assert inner_node not in [node() | Node.list(:hidden)]
+  end
+
   test "10 runs at once" do
     results =
       1..10
@@ -153,5 +230,12 @@ defmodule ExBashkit.PeerTest do
       |> Task.await_many(60_000)
 
     assert Enum.map(results, fn {:ok, %{result: r}} -> r end) == Enum.map(1..10, &(&1 * 10))
+  end
+
+  @internal [ExBashkit.Peer.Evaluator, Code, Module.ParallelChecker, :elixir, :erl_eval]
+  defp internal_frames(stacktrace) do
+    Enum.filter(stacktrace, fn {module, _, _, _} ->
+      module in @internal or String.starts_with?(Atom.to_string(module), "elixir_")
+    end)
   end
 end

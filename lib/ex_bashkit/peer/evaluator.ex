@@ -51,6 +51,7 @@ defmodule ExBashkit.Peer.Evaluator do
 
     device = spawn_link(fn -> capture(host, ref, max_output) end)
     sink = spawn_link(fn -> sink() end)
+    redirect_standard_error(sink)
     runner = self()
 
     {evaluator, monitor} =
@@ -86,16 +87,45 @@ defmodule ExBashkit.Peer.Evaluator do
       end)
 
     Process.group_leader(self(), device)
+    redirect_standard_error(device)
     quoted = Code.string_to_quoted!(code, file: "nofile")
     {value, _, _} = Code.eval_quoted_with_env(quoted, binding, env)
     {:ok, value}
   catch
     kind, reason ->
-      {:error, {kind, Exception.normalize(kind, reason, __STACKTRACE__), __STACKTRACE__}}
+      stacktrace = user_frames(__STACKTRACE__)
+      {:error, {kind, Exception.normalize(kind, reason, stacktrace), stacktrace}}
   end
 
-  # The IO server user code writes to. `left` is the byte budget (or
-  # :infinity, or :spent once the host has been told of the truncation).
+  # This node serves one run, so `:standard_error` can simply be renamed:
+  # whatever the code writes to it lands in the same capture as standard
+  # output, interleaved as written.
+  defp redirect_standard_error(device) do
+    if Process.whereis(:standard_error), do: Process.unregister(:standard_error)
+    Process.register(device, :standard_error)
+  end
+
+  # The frames from the evaluator's entry point down are ours (this module,
+  # Code, the Elixir and Erlang evaluators): the user sees none of them.
+  @entry [__MODULE__, Code, Module.ParallelChecker, :elixir]
+  defp user_frames(stacktrace) do
+    stacktrace
+    |> Enum.take_while(fn frame -> elem(frame, 0) not in @entry end)
+    |> Enum.reverse()
+    |> Enum.drop_while(&evaluator_frame?/1)
+    |> Enum.reverse()
+  end
+
+  defp evaluator_frame?({:erl_eval, _, _, _}), do: true
+
+  defp evaluator_frame?({module, _, _, _}),
+    do: String.starts_with?(Atom.to_string(module), "elixir_")
+
+  # The IO server user code writes to, standard output and standard error
+  # alike. `left` is the byte budget (or :infinity, or :spent once the host
+  # has been told of the truncation). Like a unicode IO device, it turns
+  # what it is given into UTF-8 and refuses what it cannot: the writer gets
+  # the error (and raises), the capture goes on.
   defp capture(host, ref, left) do
     receive do
       {:io_request, from, reply_as, request} ->
@@ -119,15 +149,26 @@ defmodule ExBashkit.Peer.Evaluator do
   end
 
   defp forward(host, ref, chars, left) do
-    send(host, {ref, :output, binary_part(chars, 0, left)})
+    send(host, {ref, :output, binary_part(chars, 0, char_boundary(chars, left))})
     send(host, {ref, :truncated})
     :spent
   end
 
-  defp io({:put_chars, encoding, chars}), do: {:ok, text(chars, encoding)}
+  # The largest cut at or before `at` that does not split a UTF-8 character:
+  # back up over continuation bytes (0b10xxxxxx).
+  defp char_boundary(_chars, 0), do: 0
+
+  defp char_boundary(chars, at) do
+    case :binary.at(chars, at) do
+      byte when Bitwise.band(byte, 0xC0) == 0x80 -> char_boundary(chars, at - 1)
+      _ -> at
+    end
+  end
+
+  defp io({:put_chars, encoding, chars}), do: put_chars(encoding, chars)
 
   defp io({:put_chars, encoding, module, function, args}) do
-    {:ok, text(apply(module, function, args), encoding)}
+    put_chars(encoding, apply(module, function, args))
   rescue
     _ -> {{:error, :put_chars}, ""}
   end
@@ -138,24 +179,38 @@ defmodule ExBashkit.Peer.Evaluator do
     do: io({:put_chars, :latin1, module, function, args})
 
   defp io({:requests, requests}) do
-    Enum.reduce(requests, {:ok, ""}, fn request, {_, acc} ->
-      {reply, chars} = io(request)
-      {reply, acc <> chars}
+    Enum.reduce_while(requests, {:ok, ""}, fn request, {:ok, acc} ->
+      case io(request) do
+        {:ok, chars} -> {:cont, {:ok, acc <> chars}}
+        {error, _} -> {:halt, {error, acc}}
+      end
     end)
   end
 
   defp io({:setopts, _}), do: {:ok, ""}
   defp io(:getopts), do: {[binary: true, encoding: :unicode], ""}
+  # There is no input to read.
+  defp io({request, _, _}) when request in [:get_chars, :get_line], do: {:eof, ""}
+  defp io({request, _, _, _}) when request in [:get_chars, :get_line], do: {:eof, ""}
+  defp io({:get_until, _, _, _, _, _}), do: {:eof, ""}
+  defp io({:get_until, _, _, _, _}), do: {:eof, ""}
   defp io(_other), do: {{:error, :enotsup}, ""}
 
-  defp text(chars, :unicode) do
-    case :unicode.characters_to_binary(chars) do
-      binary when is_binary(binary) -> binary
-      _ -> IO.iodata_to_binary(chars)
+  # `{:error, :no_translation}` for characters that have no UTF-8 form
+  # (the writer raises ErlangError), `{:error, :put_chars}` for what is not
+  # chardata at all (the writer raises ArgumentError).
+  defp put_chars(encoding, chars) when encoding in [:unicode, :utf8, :latin1] do
+    from = if encoding == :latin1, do: :latin1, else: :unicode
+
+    case :unicode.characters_to_binary(chars, from) do
+      binary when is_binary(binary) -> {:ok, binary}
+      _ -> {{:error, :no_translation}, ""}
     end
+  rescue
+    ArgumentError -> {{:error, :put_chars}, ""}
   end
 
-  defp text(chars, :latin1), do: :unicode.characters_to_binary(chars, :latin1)
+  defp put_chars(_encoding, _chars), do: {{:error, :put_chars}, ""}
 
   # Setup's output goes nowhere.
   defp sink do

@@ -1,78 +1,184 @@
 defmodule ExBashkit.Peer.Pool do
-  @moduledoc false
-  # Boots, hands out and stops the peer nodes of ExBashkit.Peer.
-  #
-  # Booting a VM takes hundreds of milliseconds, so the pool keeps a few
-  # spare nodes already booted (`config :ex_bashkit, peer_pool_size: 2`;
-  # 0 turns it off). Each node serves exactly one run. `checkout/1` hands
-  # the caller a spare; when there is none, the caller waits in line for
-  # the next node to finish booting instead of booting its own, so callers
-  # never compete with the pool for the cores. At most as many boots are in
-  # flight as there are callers waiting, or as the pool's size when more.
-  # Spares are only booted once `run/2` has been used.
-  #
-  # Every VM is booted by a process the pool links to and owns from the
-  # moment `:peer.start` is called, so a caller that dies (or gives up)
-  # while its VM boots leaves nothing behind, and the boot does not depend
-  # on the caller's group leader. The pool watches every node it handed
-  # out: when the caller dies before `release/1`, the pool stops the node.
-  # A node also halts by itself when the host VM goes away (see
-  # ExBashkit.Peer.Evaluator.boot/1).
+  @moduledoc """
+  Keeps spare peer VMs booted for `ExBashkit.Peer.run/2`.
+
+  Booting a VM takes a few hundred milliseconds; with a spare ready, a run
+  takes a few. Each spare serves exactly one run and is then stopped, so
+  runs never share a VM.
+
+  ## Placing the pool
+
+  By default `ExBashkit.Peer.run/2` starts the pool itself, under this
+  library's supervisor, the first time it is called, with
+  `config :ex_bashkit, peer_pool_size: 2` spares (`0`: no spares, every
+  run boots its VM). An application that uses no `Peer` has no pool.
+
+  To choose when it starts, and with what size, place it in your own
+  supervision tree, before anything that calls `run/2`:
+
+      children = [
+        {ExBashkit.Peer.Pool, size: 4},
+        MyApp.Agent
+      ]
+
+  The pool registers as `ExBashkit.Peer.Pool`, and `run/2` uses whichever
+  pool runs under that name.
+
+  Spares are booted only once `run/2` has been called. When no spare is
+  ready, callers wait in line for the next VM to finish booting rather
+  than boot their own, and while any caller waits the pool boots one VM
+  per waiting caller and no spares: under load, no boot competes for the
+  cores with one a caller is waiting for.
+
+  Every VM is owned by the pool from the moment it starts booting: a
+  caller that dies or gives up while its VM boots, or while it runs,
+  leaves nothing behind, and a VM halts by itself when the host VM goes
+  away.
+  """
+
+  # Without this library's supervisor (inside a peer node, where a nested
+  # run/2 comes from), a run gets a pool of its own that boots its one VM
+  # and stops when the run is over or its caller is gone.
 
   use GenServer
 
   @boot_timeout 30_000
 
-  @typedoc "A booted peer: its controlling process and its node name."
+  @typedoc false
+  # A booted peer: its controlling process and its node name.
   @type peer :: {pid(), node()}
 
-  @spec start_link(keyword()) :: GenServer.on_start()
-  def start_link(_opts), do: GenServer.start_link(__MODULE__, :ok, name: __MODULE__)
+  @type option :: {:size, non_neg_integer()}
 
   @doc """
-  A fresh, never used peer for the calling process, within `timeout`
-  milliseconds (`{:error, :timeout}` after).
+  Starts the pool, registered as `ExBashkit.Peer.Pool`.
+
+  Options: `:size`, the number of spare VMs kept booted (default
+  `config :ex_bashkit, peer_pool_size`, or `2`).
   """
-  @spec checkout(timeout()) :: {:ok, peer()} | {:error, term()}
-  def checkout(timeout) do
-    ref = make_ref()
+  @spec start_link([option()]) :: GenServer.on_start()
+  def start_link(opts \\ []) do
+    GenServer.start_link(__MODULE__, {:named, size!(opts)}, name: __MODULE__)
+  end
 
-    try do
-      GenServer.call(__MODULE__, {:checkout, ref}, timeout)
-    catch
-      :exit, {:timeout, _} ->
-        # The pool may have lent a peer just now: it stops it.
-        GenServer.cast(__MODULE__, {:cancel, ref})
-        {:error, :timeout}
+  defp size!(opts) do
+    unless Keyword.keyword?(opts) do
+      raise ArgumentError, "pool options must be a keyword list, got: #{inspect(opts)}"
+    end
 
-      :exit, {:noproc, _} ->
-        {:error, :no_pool}
+    case Keyword.split(opts, [:size]) do
+      {_, [{key, _} | _]} ->
+        raise ArgumentError, "unknown pool option #{inspect(key)} (known: [:size])"
+
+      {known, []} ->
+        case Keyword.get(known, :size, Application.get_env(:ex_bashkit, :peer_pool_size, 2)) do
+          size when is_integer(size) and size >= 0 ->
+            size
+
+          other ->
+            raise ArgumentError,
+                  ":size must be a non-negative integer, got: #{inspect(other)}"
+        end
     end
   end
 
-  @doc "Stops a peer after its run; returns once the node is down."
-  @spec release(peer()) :: :ok
-  def release({_controller, node} = peer) do
-    GenServer.cast(__MODULE__, {:forget, node})
+  @doc false
+  # A fresh, never used peer for the calling process, within `timeout`
+  # milliseconds, and the pool to release it to.
+  @spec checkout(timeout()) :: {:ok, pid(), peer()} | {:error, term()}
+  def checkout(timeout) do
+    pool = pool() || ephemeral()
+    ref = make_ref()
+
+    try do
+      GenServer.call(pool, {:checkout, ref}, timeout)
+    catch
+      :exit, {:timeout, _} ->
+        # The pool may have lent a peer just now: it stops it.
+        GenServer.cast(pool, {:cancel, ref})
+        {:error, :timeout}
+
+      :exit, {reason, _} ->
+        {:error, reason}
+    else
+      {:ok, peer} -> {:ok, pool, peer}
+      {:error, _} = error -> error
+    end
+  end
+
+  @doc false
+  # Stops a peer after its run; returns once the node is down.
+  @spec release(pid(), peer()) :: :ok
+  def release(pool, {_controller, node} = peer) do
+    GenServer.cast(pool, {:forget, node})
     stop(peer)
   end
 
   @doc false
   # The node names of the idle spares.
   @spec spares() :: [node()]
-  def spares, do: GenServer.call(__MODULE__, :spares)
+  def spares, do: info().spares
+
+  @doc false
+  # What the pool holds: spares (node names), VMs booting, VMs lent out.
+  @spec info() :: %{spares: [node()], booting: non_neg_integer(), lent: non_neg_integer()}
+  def info, do: GenServer.call(pool!(), :info)
 
   @doc false
   # Changes the number of spares kept; extra spares are stopped.
   @spec resize(non_neg_integer()) :: :ok
-  def resize(size), do: GenServer.call(__MODULE__, {:resize, size}, @boot_timeout)
+  def resize(size), do: GenServer.call(pool!(), {:resize, size}, @boot_timeout)
+
+  # The registered pool; started under our supervisor on first use, unless
+  # the user placed one. nil where this library's application is not running.
+  defp pool do
+    with nil <- Process.whereis(__MODULE__),
+         supervisor when is_pid(supervisor) <- Process.whereis(ExBashkit.Supervisor) do
+      case Supervisor.start_child(supervisor, {__MODULE__, []}) do
+        {:ok, pid} -> pid
+        {:error, {:already_started, pid}} -> pid
+        {:error, :already_present} -> restart(supervisor)
+        {:error, _} -> Process.whereis(__MODULE__)
+      end
+    end
+  end
+
+  defp restart(supervisor) do
+    case Supervisor.restart_child(supervisor, __MODULE__) do
+      {:ok, pid} -> pid
+      {:error, _} -> Process.whereis(__MODULE__)
+    end
+  end
+
+  defp pool! do
+    pool() ||
+      raise "ExBashkit.Peer.Pool is not running (the :ex_bashkit application is not started)"
+  end
+
+  defp ephemeral do
+    {:ok, pid} = GenServer.start(__MODULE__, {:ephemeral, self()})
+    pid
+  end
 
   @impl true
-  def init(:ok) do
+  def init(kind) do
     Process.flag(:trap_exit, true)
-    size = Application.get_env(:ex_bashkit, :peer_pool_size, 2)
 
-    {:ok, %{size: size, spares: [], booting: 0, used: false, lent: %{}, waiting: :queue.new()}}
+    state = %{
+      size: 0,
+      spares: [],
+      booting: 0,
+      used: false,
+      lent: %{},
+      waiting: :queue.new(),
+      # An ephemeral pool's monitor of the caller it was started for.
+      owner: nil
+    }
+
+    case kind do
+      {:named, size} -> {:ok, %{state | size: size}}
+      {:ephemeral, caller} -> {:ok, %{state | owner: Process.monitor(caller)}}
+    end
   end
 
   @impl true
@@ -90,8 +196,10 @@ defmodule ExBashkit.Peer.Pool do
     end
   end
 
-  def handle_call(:spares, _from, state),
-    do: {:reply, Enum.map(state.spares, &elem(&1, 1)), state}
+  def handle_call(:info, _from, state) do
+    spares = Enum.map(state.spares, &elem(&1, 1))
+    {:reply, %{spares: spares, booting: state.booting, lent: map_size(state.lent)}, state}
+  end
 
   def handle_call({:resize, size}, _from, state) do
     {keep, extra} = Enum.split(state.spares, size)
@@ -104,16 +212,18 @@ defmodule ExBashkit.Peer.Pool do
     case Map.pop(state.lent, node) do
       {{_controller, monitor, _ref}, lent} ->
         Process.demonitor(monitor, [:flush])
-        {:noreply, %{state | lent: lent}}
+        continue(%{state | lent: lent})
 
       {nil, _} ->
-        {:noreply, state}
+        continue(state)
     end
   end
 
   def handle_cast({:cancel, ref}, state) do
-    {:noreply,
-     state |> drop_waiter(fn {_, r, _} -> r == ref end) |> reclaim(fn {_, _, r} -> r == ref end)}
+    state
+    |> drop_waiter(fn {_, r, _} -> r == ref end)
+    |> reclaim(fn {_, _, r} -> r == ref end)
+    |> continue()
   end
 
   @impl true
@@ -126,14 +236,14 @@ defmodule ExBashkit.Peer.Pool do
       {{:value, {{caller, _} = from, ref, monitor}}, waiting} ->
         Process.demonitor(monitor, [:flush])
         GenServer.reply(from, {:ok, peer})
-        {:noreply, refill(lend(%{state | waiting: waiting}, peer, caller, ref))}
+        continue(refill(lend(%{state | waiting: waiting}, peer, caller, ref)))
 
       {:empty, _} when length(state.spares) < state.size ->
-        {:noreply, %{state | spares: state.spares ++ [peer]}}
+        continue(%{state | spares: state.spares ++ [peer]})
 
       {:empty, _} ->
-        stop(peer)
-        {:noreply, state}
+        spawn(fn -> stop(peer) end)
+        continue(state)
     end
   end
 
@@ -146,25 +256,30 @@ defmodule ExBashkit.Peer.Pool do
       {{:value, {from, _ref, monitor}}, waiting} ->
         Process.demonitor(monitor, [:flush])
         GenServer.reply(from, {:error, reason})
-        {:noreply, refill(%{state | waiting: waiting})}
+        continue(refill(%{state | waiting: waiting}))
 
       {:empty, _} ->
-        {:noreply, state}
+        continue(state)
     end
+  end
+
+  # The caller an ephemeral pool was started for is gone.
+  def handle_info({:DOWN, monitor, :process, _caller, _reason}, %{owner: monitor} = state) do
+    continue(%{state | owner: :gone})
   end
 
   # A caller died: waiting in line, it leaves the line; holding a peer,
   # the peer goes with it.
   def handle_info({:DOWN, monitor, :process, _caller, _reason}, state) do
-    {:noreply,
-     state
-     |> drop_waiter(fn {_, _, m} -> m == monitor end)
-     |> reclaim(fn {_, m, _} -> m == monitor end)}
+    state
+    |> drop_waiter(fn {_, _, m} -> m == monitor end)
+    |> reclaim(fn {_, m, _} -> m == monitor end)
+    |> continue()
   end
 
   # A booter that crashed, or a spare's controller that exited.
   def handle_info({:EXIT, pid, _reason}, state) do
-    {:noreply, %{state | spares: Enum.reject(state.spares, &(elem(&1, 0) == pid))}}
+    continue(%{state | spares: Enum.reject(state.spares, &(elem(&1, 0) == pid))})
   end
 
   def handle_info(_message, state), do: {:noreply, state}
@@ -174,6 +289,18 @@ defmodule ExBashkit.Peer.Pool do
     Enum.each(state.spares, &stop/1)
     Enum.each(state.lent, fn {node, {controller, _, _}} -> stop({controller, node}) end)
   end
+
+  # An ephemeral pool stops once its run is over (or its caller is gone)
+  # and no VM of its is still booting or lent.
+  defp continue(%{owner: owner} = state) when owner != nil do
+    idle? = state.booting == 0 and state.lent == %{} and :queue.is_empty(state.waiting)
+
+    if idle? and (state.used or owner == :gone),
+      do: {:stop, :normal, state},
+      else: {:noreply, state}
+  end
+
+  defp continue(state), do: {:noreply, state}
 
   defp lend(state, {controller, node}, caller, ref) do
     monitor = Process.monitor(caller)
@@ -198,12 +325,16 @@ defmodule ExBashkit.Peer.Pool do
     %{state | lent: Map.new(lent)}
   end
 
-  # Boots what the waiting callers and the spares need: at most one boot
-  # per waiting caller, or `size` boots when that is more.
+  # Boots what the waiting callers need, one VM each; spares only while no
+  # caller waits, so that under load every boot in flight is one a caller
+  # is waiting for and none competes with it for the cores.
   defp refill(%{used: true} = state) do
-    waiting = :queue.len(state.waiting)
-    wanted = waiting + max(state.size - length(state.spares), 0)
-    in_flight = min(wanted, max(waiting, state.size))
+    in_flight =
+      case :queue.len(state.waiting) do
+        0 -> state.size - length(state.spares)
+        waiting -> waiting
+      end
+
     missing = max(in_flight - state.booting, 0)
     pool = self()
 
@@ -231,12 +362,8 @@ defmodule ExBashkit.Peer.Pool do
   def boot do
     name = :peer.random_name(~c"ex_bashkit_peer")
 
-    options = %{
-      name: name,
-      args: args(),
-      env: env(),
-      wait_boot: @boot_timeout
-    }
+    options =
+      Map.merge(%{name: name, args: args(), env: env(), wait_boot: @boot_timeout}, naming())
 
     with {:ok, controller, node} <- :peer.start(options) do
       try do
@@ -274,7 +401,26 @@ defmodule ExBashkit.Peer.Pool do
     paths =
       for module <- [ExBashkit.Peer.Evaluator, Kernel], do: :filename.dirname(:code.which(module))
 
-    [~c"-hidden", ~c"-connect_all", ~c"false", ~c"-pa" | paths]
+    # Schedulers that spin while idle would take the cores from the VMs
+    # booting beside this one.
+    no_spinning = for flag <- ~w(+sbwt +sbwtdcpu +sbwtdio), arg <- [flag, "none"], do: ~c"#{arg}"
+
+    [~c"-hidden", ~c"-connect_all", ~c"false" | no_spinning ++ listen_on()] ++ [~c"-pa" | paths]
+  end
+
+  # Peers are named like the host (short or long names, same host part) and
+  # listen where the host does: on loopback when ExBashkit started the
+  # distribution (see ExBashkit.Peer.ensure_distributed!/0).
+  defp naming do
+    [_, host] = node() |> Atom.to_string() |> String.split("@", parts: 2)
+    %{host: String.to_charlist(host), longnames: :net_kernel.longnames() == true}
+  end
+
+  defp listen_on do
+    case Application.get_env(:kernel, :inet_dist_use_interface) do
+      nil -> []
+      ip -> [~c"-kernel", ~c"inet_dist_use_interface", String.to_charlist(inspect(ip))]
+    end
   end
 
   # The host's environment stays out of the peer: API keys and the like.
