@@ -23,9 +23,11 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   def clean, do: File.rm(@dest)
 
   defp stale? do
+    # The library's sources only: src/bin/ holds the benchmark binary.
     sources =
       [Path.join(@crate, "Cargo.toml"), Path.join(@crate, "Cargo.lock")] ++
-        Path.wildcard(Path.join(@crate, "src/**/*.rs"))
+        (Path.wildcard(Path.join(@crate, "src/**/*.rs")) --
+           Path.wildcard(Path.join(@crate, "src/bin/**/*.rs")))
 
     Mix.Utils.stale?(sources, [@dest])
   end
@@ -56,8 +58,12 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
       )
 
     if built do
+      # A running VM may have the old library loaded: overwriting its file
+      # in place can crash it, while a rename leaves its inode alone.
       File.mkdir_p!(Path.dirname(@dest))
-      File.cp!(Path.join([target, "release", built]), @dest)
+      partial = "#{@dest}.#{System.unique_integer([:positive])}.partial"
+      File.cp!(Path.join([target, "release", built]), partial)
+      File.rename!(partial, @dest)
       {:ok, []}
     else
       error("cargo succeeded but no library was found under #{target}/release")

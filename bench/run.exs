@@ -27,7 +27,8 @@ defmodule Bench do
     crate = Path.expand("../native/ex_bashkit", __DIR__)
     args = ["build", "--release", "--quiet", "--bin", "bench_exec"]
     {_, 0} = System.cmd("cargo", args, cd: crate, into: IO.stream(:stdio, :line))
-    Path.join(crate, "target/release/bench_exec")
+    target = System.get_env("CARGO_TARGET_DIR") || Path.join(crate, "target")
+    Path.join(target, "release/bench_exec")
   end
 
   defp rust(binary, args) do
