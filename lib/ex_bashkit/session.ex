@@ -384,10 +384,10 @@ defmodule ExBashkit.Session do
       (use f-strings);
     * `sys.stdin` — `AttributeError` (stdin can carry the program, not data).
 
-  An uncaught exception prints a traceback on stderr and exits 1. Python
-  runs under the session's `:timeout_ms` (a runaway loop ends with
-  `TimeoutError`, exit 1), a 64 MB heap and a recursion depth of 200
-  (`RecursionError`).
+  An uncaught exception prints a traceback on stderr and exits 1. A Python
+  program gets four fifths of the session's `:timeout_ms` (a runaway loop
+  ends with `TimeoutError`, exit 1, and the script goes on within its own
+  deadline), a 64 MB heap and a recursion depth of 200 (`RecursionError`).
 
   ## Virtual filesystem
 
