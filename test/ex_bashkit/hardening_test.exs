@@ -375,6 +375,44 @@ defmodule ExBashkit.HardeningTest do
     end
   end
 
+  describe "a VM without room for the interpreter threads" do
+    # Each interpreter thread reserves a 1 GiB stack. Under `ulimit -v` set
+    # 1 GiB above what the VM needs without them, the threads cannot start.
+    test "gets errors naming the cause, not a panic" do
+      probe = ~S"""
+      {:ok, _} = Application.ensure_all_started(:ex_bashkit)
+      [kib] = Regex.run(~r/VmSize:\s+(\d+)/, File.read!("/proc/self/status"), capture: :all_but_first)
+      IO.write(kib)
+      """
+
+      {kib, 0} = elixir(probe)
+      limit = String.to_integer(kib) + 1024 * 1024
+
+      script = ~S"""
+      {:ok, _} = Application.ensure_all_started(:ex_bashkit)
+      IO.inspect(ExBashkit.exec("echo hi"), width: :infinity)
+      IO.inspect(try do ExBashkit.Session.new() rescue e -> e end, width: :infinity)
+      IO.inspect(ExBashkit.exec("echo again"), width: :infinity)
+      IO.inspect(ExBashkit.stats().threads)
+      """
+
+      {output, 0} = elixir(script, "ulimit -v #{limit}; ")
+      assert [exec, new, again, threads] = String.split(output, "\n", trim: true)
+      assert exec =~ ~s|{:error, "cannot start the interpreter threads:|
+      assert exec =~ "ulimit -v"
+      assert new =~ ~s|%ArgumentError{|
+      assert new =~ "cannot start the interpreter threads"
+      assert again == exec
+      assert threads == "0"
+    end
+
+    defp elixir(script, prefix \\ "") do
+      paths = Enum.map_join(:code.get_path(), " ", &"-pa '#{&1}'")
+      elixir = System.find_executable("elixir")
+      System.cmd("bash", ["-c", "#{prefix}exec #{elixir} #{paths} -e \"$0\"", script])
+    end
+  end
+
   describe "panics inside the interpreter" do
     @tomlq_panic ~S"printf 'k = 1 \e[31mX é#\n' | tomlq ."
 

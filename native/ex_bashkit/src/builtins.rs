@@ -6,7 +6,7 @@ use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult};
 use rustler::{Encoder, Term};
 
 use crate::callback::{Channel, Reply};
-use crate::exec::bytes;
+use crate::terms::bytes;
 
 mod atoms {
     rustler::atoms! { builtin }

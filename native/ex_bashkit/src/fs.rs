@@ -13,9 +13,9 @@ use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
 
 use crate::atoms;
 use crate::error;
-use crate::exec::bytes;
 use crate::runtime::interpreters;
 use crate::session::SessionResource;
+use crate::terms::bytes;
 
 type FsResult<T> = Result<T, String>;
 
@@ -39,7 +39,7 @@ fn run<T>(
     op: impl Future<Output = bashkit::Result<T>>,
 ) -> FsResult<T> {
     reachable(session, path)?;
-    interpreters()
+    interpreters()?
         .block_on(session.worker.load(Ordering::Relaxed), op)
         .map_err(|e| error::for_path(path, &e))
 }

@@ -60,6 +60,11 @@ const SPIN_WINDOW: Duration = Duration::from_micros(200);
 /// Per-thread bound on tokio's blocking pool (bashkit parses big scripts there).
 const MAX_BLOCKING_THREADS: usize = 8;
 
+/// Stack size of a blocking-pool thread. Parsing recurses, but only as deep
+/// as the nesting check (`nesting.rs`) lets a script go; evaluation, which
+/// recurses without bound, stays on the interpreter thread.
+const BLOCKING_STACK_BYTES: usize = 64 << 20;
+
 /// How long an idle blocking-pool thread lives (tokio's default is 10 s).
 const BLOCKING_KEEP_ALIVE: Duration = Duration::from_millis(500);
 
@@ -215,44 +220,59 @@ pub struct Interpreters {
 }
 
 /// How many interpreter threads there are, and how many are hogged now.
+#[derive(Default)]
 pub struct Stats {
     pub threads: usize,
     pub hogged: usize,
 }
 
-/// The process-wide pool, started on first use, with its watchdog.
-pub fn interpreters() -> &'static Interpreters {
-    static POOL: OnceLock<Interpreters> = OnceLock::new();
-    POOL.get_or_init(|| {
+/// The process-wide pool, started on first use, with its watchdog. When
+/// the threads cannot be started (a VM under `ulimit -v` has no room for
+/// their stacks), every call that needs them gets the same error.
+pub fn interpreters() -> Result<&'static Interpreters, String> {
+    static POOL: OnceLock<Result<Interpreters, String>> = OnceLock::new();
+    let pool = POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        // More threads than cores so one CPU-bound script delays only the
+        // sessions placed next to it.
+        let pool = Interpreters::start((cores * 2).max(4)).map_err(cannot_start)?;
         std::thread::Builder::new()
             .name("ex_bashkit_watchdog".into())
             .spawn(|| loop {
                 std::thread::sleep(WATCH_INTERVAL);
-                interpreters().watch();
+                if let Ok(pool) = interpreters() {
+                    pool.watch();
+                }
                 crate::memory::answer_frozen();
             })
-            .expect("ex_bashkit: cannot start the interpreter watchdog");
-        // More threads than cores so one CPU-bound script delays only the
-        // sessions placed next to it.
-        Interpreters::start((cores * 2).max(4))
-    })
+            .map_err(cannot_start)?;
+        Ok(pool)
+    });
+    pool.as_ref().map_err(String::clone)
+}
+
+fn cannot_start(error: std::io::Error) -> String {
+    format!(
+        "cannot start the interpreter threads: {error} (each reserves a {} MiB stack \
+         of address space; is the VM's address space limited, as by ulimit -v?)",
+        INTERPRETER_STACK_BYTES >> 20
+    )
 }
 
 impl Interpreters {
-    fn start(count: usize) -> Self {
+    fn start(count: usize) -> std::io::Result<Self> {
         let workers: Box<[OnceLock<Worker>]> = (0..MAX_THREADS.max(count))
             .map(|_| OnceLock::new())
             .collect();
         for (index, slot) in workers.iter().take(count).enumerate() {
-            let _ = slot.set(start_worker(index));
+            let _ = slot.set(start_worker(index)?);
         }
-        Self {
+        Ok(Self {
             workers,
             started: AtomicUsize::new(count),
             growing: Mutex::new(()),
             next: AtomicUsize::new(0),
-        }
+        })
     }
 
     fn worker(&self, index: usize) -> &Worker {
@@ -284,7 +304,8 @@ impl Interpreters {
         moved
     }
 
-    /// Starts one more thread; `None` at [`MAX_THREADS`].
+    /// Starts one more thread; `None` at [`MAX_THREADS`], or when no more
+    /// threads can be started.
     fn grow(&self) -> Option<usize> {
         let _growing = self.growing.lock().unwrap_or_else(|e| e.into_inner());
         let index = self.started.load(Ordering::Acquire);
@@ -293,7 +314,7 @@ impl Interpreters {
             return Some(index - 1);
         }
         let slot = self.workers.get(index)?;
-        let _ = slot.set(start_worker(index));
+        let _ = slot.set(start_worker(index).ok()?);
         self.started.store(index + 1, Ordering::Release);
         Some(index)
     }
@@ -335,7 +356,7 @@ impl Interpreters {
     }
 }
 
-fn start_worker(index: usize) -> Worker {
+fn start_worker(index: usize) -> std::io::Result<Worker> {
     let runtime = Builder::new_current_thread()
         .enable_all()
         // A thread inherits its creator's scheduling policy, and blocking
@@ -354,10 +375,9 @@ fn start_worker(index: usize) -> Worker {
         // SAFETY: mi_collect has no preconditions.
         .on_thread_stop(|| unsafe { libmimalloc_sys::mi_collect(true) })
         .max_blocking_threads(MAX_BLOCKING_THREADS)
-        .thread_stack_size(INTERPRETER_STACK_BYTES)
+        .thread_stack_size(BLOCKING_STACK_BYTES)
         .thread_name(format!("ex_bashkit_{index}_blocking"))
-        .build()
-        .expect("ex_bashkit: cannot build an interpreter runtime");
+        .build()?;
     let handle = runtime.handle().clone();
     let inbox = Arc::new(Inbox::default());
     let load = Arc::new(Load::default());
@@ -369,13 +389,12 @@ fn start_worker(index: usize) -> Worker {
             mark_interpreter_thread();
             thread_load.tid.store(current_tid(), Ordering::Relaxed);
             runtime.block_on(serve(thread_inbox, thread_load))
-        })
-        .expect("ex_bashkit: cannot start an interpreter thread");
-    Worker {
+        })?;
+    Ok(Worker {
         inbox,
         handle,
         load,
-    }
+    })
 }
 
 thread_local! {
@@ -443,7 +462,7 @@ mod tests {
 
     #[test]
     fn jobs_run_on_interpreter_threads_and_report_back() {
-        let pool = Interpreters::start(2);
+        let pool = Interpreters::start(2).unwrap();
         let (tx, rx) = mpsc::channel();
         for worker in 0..2 {
             let tx = tx.clone();
@@ -461,7 +480,7 @@ mod tests {
     fn waiting_jobs_hold_no_thread() {
         // One thread, many sleepers: they can only overlap if a sleeping
         // job yields the thread.
-        let pool = Interpreters::start(1);
+        let pool = Interpreters::start(1).unwrap();
         let (tx, rx) = mpsc::channel();
         let started = Instant::now();
         for _ in 0..100 {
@@ -489,7 +508,7 @@ mod tests {
                 depth(n - 1) + 1
             }
         }
-        let pool = Interpreters::start(1);
+        let pool = Interpreters::start(1).unwrap();
         let (tx, rx) = mpsc::channel();
         pool.spawn(0, async move { tx.send(depth(20_000)).unwrap() });
         assert_eq!(rx.recv().unwrap(), 20_000);

@@ -58,7 +58,7 @@ impl Drop for SessionResource {
 
 impl SessionResource {
     fn build(options: &SessionOptions) -> Result<Self, String> {
-        let pool = interpreters();
+        let pool = interpreters()?;
         let worker = pool.assign();
         let callbacks = Arc::new(Channel::default());
         let bash = pool.block_on(worker, options.build(&callbacks))?;

@@ -11,10 +11,11 @@ use bashkit::{Bash, SnapshotOptions};
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, ResourceArc, Term};
 
 use crate::error;
-use crate::exec::{bytes, spawn_job, ExecHandle};
+use crate::jobs::{spawn_job, JobHandle};
 use crate::runtime::interpreters;
 use crate::session::SessionResource;
 use crate::snapshot_bound;
+use crate::terms::bytes;
 
 #[derive(NifMap)]
 pub struct SnapshotOpts {
@@ -31,7 +32,7 @@ fn session_snapshot<'a>(
     key: Option<Binary<'a>>,
     pid: LocalPid,
     tag: Term<'a>,
-) -> Result<ResourceArc<ExecHandle>, String> {
+) -> Result<ResourceArc<JobHandle>, String> {
     let options = SnapshotOptions {
         exclude_filesystem: options.exclude_filesystem,
         exclude_functions: options.exclude_functions,
@@ -62,7 +63,7 @@ fn session_restore<'a>(
     key: Option<Binary<'a>>,
     pid: LocalPid,
     tag: Term<'a>,
-) -> Result<ResourceArc<ExecHandle>, String> {
+) -> Result<ResourceArc<JobHandle>, String> {
     let snapshot = snapshot.as_slice().to_vec();
     let key = owned(key);
     let max_bytes = session.max_snapshot_bytes;
@@ -106,17 +107,17 @@ fn queue<'a, T, W>(
     failure: &'static str,
     work: W,
     encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
-) -> Result<ResourceArc<ExecHandle>, String>
+) -> Result<ResourceArc<JobHandle>, String>
 where
     T: Send + 'static,
     W: FnOnce(&mut Bash) -> bashkit::Result<T> + Send + 'static,
 {
     session.usable().map_err(|e| format!("{failure}: {e}"))?;
-    let worker = interpreters().place(&session.worker);
-    let job = |handle: ResourceArc<ExecHandle>| async move {
+    let worker = interpreters()?.place(&session.worker);
+    let job = |handle: ResourceArc<JobHandle>| async move {
         let mut bash = session.bash.lock().await;
         handle.started();
         work(&mut bash).map_err(|e| format!("{failure}: {}", error::message(&e)))
     };
-    Ok(spawn_job(env, worker, pid, tag, job, encode))
+    spawn_job(env, worker, pid, tag, job, encode)
 }

@@ -4,7 +4,7 @@
 use rustler::NifMap;
 
 use crate::memory;
-use crate::runtime::interpreters;
+use crate::runtime::{self, interpreters};
 
 #[derive(NifMap)]
 pub struct Stats {
@@ -18,7 +18,7 @@ pub struct Stats {
 
 #[rustler::nif]
 fn stats() -> Stats {
-    let threads = interpreters().stats();
+    let threads = interpreters().map_or(runtime::Stats::default(), |pool| pool.stats());
     let memory = memory::stats();
     Stats {
         threads: threads.threads,

@@ -11,7 +11,7 @@ use bashkit::{async_trait, DirEntry, FileSystem, FileSystemExt, FileType, Metada
 use rustler::{Atom, Encoder, Env, Term};
 
 use crate::callback::{Channel, Failure, Reply};
-use crate::exec::bytes;
+use crate::terms::bytes;
 
 mod atoms {
     rustler::atoms! {
