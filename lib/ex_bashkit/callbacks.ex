@@ -49,22 +49,23 @@ defmodule ExBashkit.Callbacks do
 
   @doc """
   Runs `fun` with a server for `table`'s callbacks; `fun` gets the server's
-  pid. A call on a session this process is already serving a callback for
-  (directly or through other sessions) would wait for itself: it is refused.
+  pid. A call on a session (named by its resource, which compares equal to
+  itself only) this process is already serving a callback for (directly or
+  through other sessions) would wait for itself: it is refused.
   """
-  @spec serve(t(), non_neg_integer(), (pid() -> result)) :: result | {:error, String.t()}
+  @spec serve(t(), reference(), (pid() -> result)) :: result | {:error, String.t()}
         when result: term()
-  def serve(%__MODULE__{} = table, session_id, fun) do
+  def serve(%__MODULE__{} = table, session, fun) do
     chain = serving()
 
-    if session_id in chain do
+    if session in chain do
       {:error,
-       "exec/2 was called on session #{session_id} from inside one of its own builtins or " <>
-         "virtual_fs backends; that session is busy running the script waiting for this " <>
-         "callback, so the call would deadlock"}
+       "exec/2 was called on session #{Native.session_id(session)} from inside one of its " <>
+         "own builtins or virtual_fs backends; that session is busy running the script " <>
+         "waiting for this callback, so the call would deadlock"}
     else
       caller = self()
-      chain = chain ++ [session_id]
+      chain = chain ++ [session]
       stop = make_ref()
       table = %{table | max_reply: max_reply_bytes()}
       {server, monitor} = spawn_monitor(fn -> init(caller, stop, table, chain) end)

@@ -35,10 +35,10 @@ defmodule ExBashkit.Execution do
   end
 
   @doc "The `{:ok, value}` or `{:error, message}` of any queued job."
-  @spec reply({:ok, reference()} | {:error, String.t()} | reference(), reference()) ::
+  @spec reply({:ok, reference()} | {:error, String.t()}, reference()) ::
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
-  def reply(_handle, tag), do: receive_spinning(tag, deadline(), :infinity)
+  def reply({:ok, _handle}, tag), do: receive_spinning(tag, deadline(), :infinity)
 
   defp bounded_reply({:error, _message} = error, _tag, _timeout_ms), do: error
 

@@ -446,10 +446,13 @@ defmodule ExBashkit.Session do
   alias ExBashkit.Session.Options
 
   @enforce_keys [:resource]
-  defstruct [:resource, :callbacks, timeout_ms: 30_000]
+  # `id` is the resource's number, read once: it names the session in
+  # `inspect/1` and in errors without a NIF call.
+  defstruct [:resource, :id, :callbacks, timeout_ms: 30_000]
 
   @opaque t :: %__MODULE__{
             resource: reference(),
+            id: pos_integer(),
             callbacks: Callbacks.t() | nil,
             timeout_ms: pos_integer()
           }
@@ -519,6 +522,7 @@ defmodule ExBashkit.Session do
         {:ok, resource} ->
           %__MODULE__{
             resource: resource,
+            id: Native.session_id(resource),
             callbacks: callbacks,
             timeout_ms: Options.timeout_ms(native)
           }
@@ -562,8 +566,7 @@ defmodule ExBashkit.Session do
         run(session, resource, script, nil)
 
       callbacks ->
-        id = native(resource, fn -> Native.session_id(resource) end)
-        Callbacks.serve(callbacks, id, &run(session, resource, script, &1))
+        Callbacks.serve(callbacks, resource, &run(session, resource, script, &1))
     end
   end
 
@@ -868,8 +871,8 @@ defmodule ExBashkit.Session do
   @doc false
   @spec id(t()) :: pos_integer()
   def id(session) do
-    resource = resource!(session)
-    native(resource, fn -> Native.session_id(resource) end)
+    resource!(session)
+    session.id
   end
 
   defp resource!(%__MODULE__{resource: resource}) when is_reference(resource), do: resource
@@ -937,11 +940,11 @@ defmodule ExBashkit.Session do
   end
 
   defimpl Inspect do
-    def inspect(session, _opts) do
-      "#ExBashkit.Session<#{ExBashkit.Session.id(session)}>"
-    rescue
-      # A hand-built struct: inspecting must not raise.
-      ArgumentError -> "#ExBashkit.Session<invalid>"
-    end
+    # A hand-built struct has no id: inspecting it must not raise.
+    def inspect(%{resource: resource, id: id}, _opts)
+        when is_reference(resource) and is_integer(id),
+        do: "#ExBashkit.Session<#{id}>"
+
+    def inspect(_session, _opts), do: "#ExBashkit.Session<invalid>"
   end
 end

@@ -26,9 +26,19 @@ fn limit_key(limit: &LimitExceeded) -> Option<&'static str> {
         LimitExceeded::ParserTimeout(_) => "parser_timeout_ms",
         LimitExceeded::MaxConcurrentJobs(_) => "max_background_jobs",
         LimitExceeded::Timeout(_) => "timeout_ms",
-        LimitExceeded::Memory(what) if what.contains("byte") => "max_memory_bytes",
+        LimitExceeded::Memory(what) if variable_budget(what) => "max_memory_bytes",
         _ => return None,
     })
+}
+
+/// bashkit reports every memory cap (variables, `pr` output, `dd` padding,
+/// stream copies, ...) as one `Memory(String)` variant, so the variable
+/// budget, the one `:max_memory_bytes` sets, is told apart by the exact
+/// message its check formats.
+fn variable_budget(what: &str) -> bool {
+    what.strip_prefix("variable byte limit (")
+        .and_then(|rest| rest.strip_suffix(") exceeded"))
+        .is_some_and(|limit| limit.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// The message for a failed file operation on `path`. bashkit wraps most of
