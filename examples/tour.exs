@@ -189,5 +189,5 @@ show.(
 
 show.(
   "timeouts keep partial output",
-  ExBashkit.Peer.run(~S|IO.puts("working"); Process.sleep(:infinity)|, timeout: 300)
+  ExBashkit.Peer.run(~S|IO.puts("working"); Process.sleep(:infinity)|, timeout: 2_000)
 )

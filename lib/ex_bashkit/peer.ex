@@ -25,21 +25,7 @@ defmodule ExBashkit.Peer do
 
   ## Options
 
-    * `:timeout` — milliseconds before the run is abandoned (default
-      `60_000`), counted from the call: waiting for a VM to boot counts
-      too. The result is `{:error, :timeout, %{output: partial}}`.
-    * `:max_output` — bytes of output kept (default `50_000`, or
-      `:infinity`). Output is capped in the peer as it is produced, cut
-      between two characters, and a truncated output ends with a notice.
-    * `:setup` — code evaluated before the user's code, with its output
-      discarded: a string, quoted AST, or a list of either, in order. Its
-      bindings, aliases and imports are visible to the code.
-    * `:env` — environment variables for the peer (a map or keyword list).
-      The peer does **not** inherit the host's environment (only `PATH`,
-      `HOME`, `LANG`, `LC_ALL`, `LC_CTYPE` and `TMPDIR`), so secrets such as
-      API keys do not leak into evaluated code.
-    * `:max_heap_size` — a limit in words for every process in the peer; a
-      process that exceeds it is killed and the run fails.
+  #{ExBashkit.Options.docs(ExBashkit.Peer.Job.schema())}
 
   ## Results
 
@@ -86,7 +72,7 @@ defmodule ExBashkit.Peer do
   as it is.
   """
 
-  alias ExBashkit.Peer.Pool
+  alias ExBashkit.Peer.{Job, Pool}
 
   @type result ::
           {:ok, %{output: String.t(), result: term()}}
@@ -262,78 +248,8 @@ defmodule ExBashkit.Peer do
   end
 
   defp job!(code, opts) do
-    opts =
-      ExBashkit.Session.options!(opts,
-        timeout: 60_000,
-        max_output: 50_000,
-        setup: [],
-        env: [],
-        max_heap_size: nil
-      )
-
-    max_output = max_output!(opts[:max_output])
-
-    %{
-      timeout: positive!(opts, :timeout),
-      max_output: max_output,
-      peer: %{
-        code: code,
-        setup: setup!(opts[:setup]),
-        max_output: max_output,
-        env: ExBashkit.Session.Options.env!(opts[:env]),
-        max_heap_size: if(opts[:max_heap_size] != nil, do: positive!(opts, :max_heap_size))
-      }
-    }
-  end
-
-  defp positive!(opts, key) do
-    case opts[key] do
-      value when is_integer(value) and value > 0 ->
-        value
-
-      value ->
-        raise ArgumentError, "#{inspect(key)} must be a positive integer, got: #{inspect(value)}"
-    end
-  end
-
-  defp max_output!(:infinity), do: :infinity
-  defp max_output!(value) when is_integer(value) and value >= 0, do: value
-
-  defp max_output!(value) do
-    raise ArgumentError,
-          ":max_output must be a non-negative integer or :infinity, got: #{inspect(value)}"
-  end
-
-  # Strings are parsed here, so a syntax error in setup is the caller's
-  # ArgumentError rather than a failed run.
-  # A list is several entries; anything else is one.
-  defp setup!(setup) when is_list(setup) do
-    if List.improper?(setup) do
-      raise ArgumentError, ":setup must be a proper list, got: #{inspect(setup)}"
-    end
-
-    Enum.map(setup, &setup_item!/1)
-  end
-
-  defp setup!(setup), do: [setup_item!(setup)]
-
-  defp setup_item!(code) when is_binary(code) do
-    unless String.valid?(code) do
-      raise ArgumentError, ":setup code must be valid UTF-8, got: #{inspect(code)}"
-    end
-
-    case Code.string_to_quoted(code) do
-      {:ok, quoted} -> quoted
-      {:error, _} -> raise ArgumentError, ":setup is not valid Elixir: #{inspect(code)}"
-    end
-  end
-
-  defp setup_item!(quoted) do
-    if Macro.validate(quoted) == :ok do
-      quoted
-    else
-      raise ArgumentError,
-            ":setup entries must be strings or quoted expressions, got: #{inspect(quoted)}"
-    end
+    opts = ExBashkit.Options.validate!(opts, Job.schema(), "ExBashkit.Peer.run/2")
+    job = Map.take(opts, [:setup, :max_output, :env, :max_heap_size])
+    %{timeout: opts.timeout, max_output: opts.max_output, peer: Map.put(job, :code, code)}
   end
 end

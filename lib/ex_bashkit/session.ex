@@ -28,40 +28,7 @@ defmodule ExBashkit.Session do
   `new/1` accepts options that seed the session's initial state and draw its
   security boundary:
 
-    * `:env` — a map or keyword list of environment variables to pre-set.
-      Keys and values are stringified (`env: %{"LANG" => "C"}` or
-      `env: [LANG: "C"]`).
-    * `:cwd` — the starting working directory (default `/`), created if
-      missing.
-    * `:username` — the virtual user reported by `whoami`/`id`
-      (default `"sandbox"`).
-    * `:hostname` — the virtual host reported by `hostname`/`uname -n`
-      (default `"bashkit-sandbox"`).
-    * `:files` — a map (or list) of `path => content` to seed into the
-      virtual filesystem, creating parent directories as needed. Content is
-      any `t:iodata/0`. Equivalent to calling `write_file/3` for each entry.
-    * `:limits` — a keyword list or map of resource limits (see
-      "Resource limits").
-    * `:mounts` — a list of `{vfs_path, host_path, mode}` mapping real host
-      directories into the sandbox, `mode` being `:read_only` or
-      `:read_write` (see "Host mounts").
-    * `:allowed_mount_paths` — host path prefixes that mounts must sit under;
-      setting it replaces the default denylist (see "Host mounts").
-    * `:allow_net` — a list of URL patterns `curl`/`wget`/`http` may reach,
-      or `:all`. Omitted, the network is unreachable (see "Network access").
-    * `:block_private_ips` — refuse requests to private and reserved
-      addresses even when allowlisted (default `true`).
-    * `:builtins` — a map of `name => fun` adding commands whose output an
-      Elixir function computes (see "Custom builtins").
-    * `:builtin_timeout_ms` — how long one builtin or `:virtual_fs` call may
-      run (positive integer, default `30_000`; past 2^32 - 1, about 49 days,
-      there is no per-call timer and only the script's `:timeout_ms` bounds
-      a call).
-    * `:virtual_fs` — a map of `mount_path => backend` mounting filesystems
-      your application serves (see "Virtual filesystem backends" and
-      `ExBashkit.VirtualFs`).
-    * `:python` — `true` (commands `python` and `python3`), `[name: "py"]`
-      or `[names: [...]]` to add a sandboxed Python (see "Python").
+  #{ExBashkit.Session.Options.docs()}
 
   Malformed options raise `ArgumentError` naming the option. So does every
   function of this module given something that is not a session, or
@@ -582,6 +549,31 @@ defmodule ExBashkit.Session do
   defp timeout_ms(%__MODULE__{timeout_ms: ms}) when is_integer(ms) and ms > 0, do: ms
   defp timeout_ms(_session), do: Options.default_timeout_ms()
 
+  @snapshot_options [
+    key: [
+      type: {:custom, &__MODULE__.key!/1},
+      default: nil,
+      doc:
+        "a binary secret. The snapshot is sealed with HMAC-SHA256 under it, for bytes " <>
+          "that cross a trust boundary (a database, the network). Without a key, a " <>
+          "public SHA-256 tag detects accidental corruption only; anyone can forge it."
+    ],
+    exclude_filesystem: [
+      type: :boolean,
+      default: false,
+      doc: "capture the shell state only."
+    ],
+    exclude_functions: [type: :boolean, default: false, doc: "leave shell functions out."]
+  ]
+
+  @restore_options [
+    key: [
+      type: {:custom, &__MODULE__.key!/1},
+      default: nil,
+      doc: "the secret the snapshot was taken with, if any."
+    ]
+  ]
+
   @doc """
   Captures the session's state as a binary you can store and later load
   with `restore/3`, here or in another VM.
@@ -600,13 +592,7 @@ defmodule ExBashkit.Session do
 
   ## Options
 
-    * `:key` — a binary secret. The snapshot is sealed with HMAC-SHA256
-      under it, for bytes that cross a trust boundary (a database, the
-      network). Without a key, a public SHA-256 tag detects accidental
-      corruption only; anyone can forge it.
-    * `:exclude_filesystem` — capture the shell state only (default
-      `false`).
-    * `:exclude_functions` — leave shell functions out (default `false`).
+  #{ExBashkit.Options.docs(@snapshot_options)}
 
   ## Examples
 
@@ -619,16 +605,10 @@ defmodule ExBashkit.Session do
   @spec snapshot(t(), keyword()) :: {:ok, binary()} | {:error, String.t()}
   def snapshot(session, opts \\ []) do
     resource = resource!(session)
-    opts = options!(opts, key: nil, exclude_filesystem: false, exclude_functions: false)
-
-    options = %{
-      exclude_filesystem: boolean!(opts, :exclude_filesystem),
-      exclude_functions: boolean!(opts, :exclude_functions)
-    }
-
+    opts = ExBashkit.Options.validate!(opts, @snapshot_options, "ExBashkit.Session.snapshot/2")
+    options = Map.take(opts, [:exclude_filesystem, :exclude_functions])
     tag = make_ref()
-
-    key = key!(opts[:key])
+    key = opts.key
 
     resource
     |> native(fn -> Native.session_snapshot(resource, options, key, self(), tag) end)
@@ -660,7 +640,7 @@ defmodule ExBashkit.Session do
 
   ## Options
 
-    * `:key` — the secret the snapshot was taken with, if any.
+  #{ExBashkit.Options.docs(@restore_options)}
 
   ## Examples
 
@@ -681,7 +661,7 @@ defmodule ExBashkit.Session do
       raise ArgumentError, "snapshot must be a binary, got: #{inspect(snapshot)}"
     end
 
-    key = key!(options!(opts, key: nil)[:key])
+    key = ExBashkit.Options.validate!(opts, @restore_options, "ExBashkit.Session.restore/3").key
     tag = make_ref()
 
     resource
@@ -693,17 +673,11 @@ defmodule ExBashkit.Session do
     end
   end
 
-  defp boolean!(opts, key) do
-    case opts[key] do
-      value when is_boolean(value) -> value
-      value -> raise ArgumentError, "#{inspect(key)} must be a boolean, got: #{inspect(value)}"
-    end
-  end
+  @doc false
+  def key!(nil), do: nil
+  def key!(key) when is_binary(key) and key != "", do: key
 
-  defp key!(nil), do: nil
-  defp key!(key) when is_binary(key) and key != "", do: key
-
-  defp key!(other) do
+  def key!(other) do
     raise ArgumentError, ":key must be a non-empty binary, got: #{inspect(other)}"
   end
 
@@ -794,7 +768,7 @@ defmodule ExBashkit.Session do
   @spec mkdir(t(), Path.t(), parents: boolean()) :: :ok | {:error, String.t()}
   def mkdir(session, path, opts \\ []) do
     resource = resource!(session)
-    parents = flag!(opts, :parents)
+    parents = flag!(opts, :parents, "ExBashkit.Session.mkdir/3")
 
     with {:ok, path} <- normalize(path),
          do: native(resource, fn -> Native.session_mkdir(resource, path, parents) end)
@@ -821,7 +795,7 @@ defmodule ExBashkit.Session do
   @spec remove(t(), Path.t(), recursive: boolean()) :: :ok | {:error, String.t()}
   def remove(session, path, opts \\ []) do
     resource = resource!(session)
-    recursive = flag!(opts, :recursive)
+    recursive = flag!(opts, :recursive, "ExBashkit.Session.remove/3")
 
     with {:ok, path} <- normalize(path),
          do: native(resource, fn -> Native.session_remove(resource, path, recursive) end)
@@ -896,17 +870,6 @@ defmodule ExBashkit.Session do
               __STACKTRACE__
   end
 
-  @doc false
-  # Keyword options with defaults; anything else is the caller's ArgumentError.
-  @spec options!(term(), keyword()) :: keyword()
-  def options!(opts, defaults) do
-    if is_list(opts) and Keyword.keyword?(opts) do
-      Keyword.validate!(opts, defaults)
-    else
-      raise ArgumentError, "options must be a keyword list, got: #{inspect(opts)}"
-    end
-  end
-
   # Paths are rooted at "/" whatever the session's cwd; bad types are a
   # programmer error, bad bytes an ordinary {:error, _}.
   defp normalize(path) when is_binary(path) do
@@ -929,14 +892,9 @@ defmodule ExBashkit.Session do
       reraise ArgumentError, "content must be iodata, got: #{inspect(content)}", __STACKTRACE__
   end
 
-  defp flag!(opts, key) do
-    case options!(opts, [{key, false}]) do
-      [{^key, value}] when is_boolean(value) ->
-        value
-
-      [{^key, value}] ->
-        raise ArgumentError, "#{inspect(key)} must be a boolean, got: #{inspect(value)}"
-    end
+  defp flag!(opts, key, context) do
+    schema = [{key, [type: :boolean, default: false]}]
+    ExBashkit.Options.validate!(opts, schema, context) |> Map.fetch!(key)
   end
 
   defimpl Inspect do

@@ -178,7 +178,7 @@ defmodule ExBashkit.PeerLifetimeTest do
         Pool.start_link(size: -1)
       end
 
-      assert_raise ArgumentError, ~r/unknown pool option :name/, fn ->
+      assert_raise ArgumentError, ~r/unknown option :name/, fn ->
         Pool.start_link(name: :other)
       end
 

@@ -12,6 +12,10 @@ defmodule ExBashkit.Peer.Evaluator do
   # `:max_output` bytes, and that also delivers the final outcome, so the
   # host sees all output sent before the result, in order.
 
+  @doc "The host's environment variables a peer keeps: what a VM needs to run."
+  @spec kept_env() :: [String.t()]
+  def kept_env, do: ~w(PATH HOME LANG LC_ALL LC_CTYPE TMPDIR)
+
   @doc "Readies a freshly booted node for one `run/3`, with the host's code path."
   @spec boot(pid(), [charlist()]) :: :ok
   def boot(controller, code_path) do
@@ -43,6 +47,10 @@ defmodule ExBashkit.Peer.Evaluator do
   """
   @spec run(pid(), reference(), map()) :: :ok
   def run(host, ref, %{code: code, setup: setup, max_output: max_output} = job) do
+    # The host's environment was left out when this node booted, but a
+    # variable the host set while the boot was starting may have slipped
+    # through: clear again, now, what is not kept.
+    for {name, _} <- System.get_env(), name not in kept_env(), do: System.delete_env(name)
     Enum.each(job.env, fn {name, value} -> System.put_env(name, value) end)
 
     if heap = job.max_heap_size do

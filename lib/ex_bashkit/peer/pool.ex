@@ -50,36 +50,30 @@ defmodule ExBashkit.Peer.Pool do
 
   @type option :: {:size, non_neg_integer()}
 
+  @options [
+    size: [
+      type: {:or, [:non_neg_integer, {:in, [nil]}]},
+      default: nil,
+      doc:
+        "the number of spare VMs kept booted; by default " <>
+          "`config :ex_bashkit, peer_pool_size`, or `2`."
+    ]
+  ]
+
   @doc """
   Starts the pool, registered as `ExBashkit.Peer.Pool`.
 
-  Options: `:size`, the number of spare VMs kept booted (default
-  `config :ex_bashkit, peer_pool_size`, or `2`).
+  ## Options
+
+  #{ExBashkit.Options.docs(@options)}
   """
   @spec start_link([option()]) :: GenServer.on_start()
   def start_link(opts \\ []) do
-    GenServer.start_link(__MODULE__, {:named, size!(opts)}, name: __MODULE__)
-  end
+    %{size: size} =
+      ExBashkit.Options.validate!(opts, @options, "ExBashkit.Peer.Pool.start_link/1")
 
-  defp size!(opts) do
-    unless Keyword.keyword?(opts) do
-      raise ArgumentError, "pool options must be a keyword list, got: #{inspect(opts)}"
-    end
-
-    case Keyword.split(opts, [:size]) do
-      {_, [{key, _} | _]} ->
-        raise ArgumentError, "unknown pool option #{inspect(key)} (known: [:size])"
-
-      {known, []} ->
-        case Keyword.get(known, :size, Application.get_env(:ex_bashkit, :peer_pool_size, 2)) do
-          size when is_integer(size) and size >= 0 ->
-            size
-
-          other ->
-            raise ArgumentError,
-                  ":size must be a non-negative integer, got: #{inspect(other)}"
-        end
-    end
+    size = size || Application.get_env(:ex_bashkit, :peer_pool_size, 2)
+    GenServer.start_link(__MODULE__, {:named, size}, name: __MODULE__)
   end
 
   @doc false
@@ -425,8 +419,8 @@ defmodule ExBashkit.Peer.Pool do
 
   # The host's environment stays out of the peer: API keys and the like.
   # Only what a VM needs to run is kept; run/2's :env adds to it.
-  @kept ~w(PATH HOME LANG LC_ALL LC_CTYPE TMPDIR)
   defp env do
-    for {name, _} <- System.get_env(), name not in @kept, do: {String.to_charlist(name), false}
+    kept = ExBashkit.Peer.Evaluator.kept_env()
+    for {name, _} <- System.get_env(), name not in kept, do: {String.to_charlist(name), false}
   end
 end

@@ -1,24 +1,12 @@
 defmodule ExBashkit.Session.Options do
   @moduledoc false
-  # Validates and normalizes `ExBashkit.Session.new/1` options. Every problem
-  # raises ArgumentError naming the option, before anything native is built.
+  # The options of `ExBashkit.Session.new/1`: their schema (types, defaults
+  # and the docs the Session moduledoc shows), the checks across options,
+  # and the struct the NIF decodes (native/ex_bashkit/src/options.rs).
+  # Every problem raises ArgumentError naming the option, before anything
+  # native is built.
 
-  @supported [
-    :env,
-    :cwd,
-    :username,
-    :hostname,
-    :files,
-    :limits,
-    :mounts,
-    :allowed_mount_paths,
-    :allow_net,
-    :block_private_ips,
-    :builtins,
-    :builtin_timeout_ms,
-    :virtual_fs,
-    :python
-  ]
+  alias ExBashkit.Options
 
   @limit_keys [
     :max_commands,
@@ -44,68 +32,157 @@ defmodule ExBashkit.Session.Options do
   # Counts travel to Rust as u64; anything larger means "unlimited" anyway.
   @max_u64 0xFFFF_FFFF_FFFF_FFFF
 
+  @schema [
+    env: [
+      type: :env,
+      default: [],
+      doc:
+        "a map or keyword list of environment variables to pre-set. Keys and values " <>
+          "are stringified (`env: %{\"LANG\" => \"C\"}` or `env: [LANG: \"C\"]`)."
+    ],
+    cwd: [
+      type: {:custom, &__MODULE__.cwd!/1},
+      default: "/",
+      doc: "the starting working directory, created if missing."
+    ],
+    username: [
+      type: {:custom, &__MODULE__.username!/1},
+      default: "sandbox",
+      doc: "the virtual user reported by `whoami`/`id`."
+    ],
+    hostname: [
+      type: {:custom, &__MODULE__.hostname!/1},
+      default: "bashkit-sandbox",
+      doc: "the virtual host reported by `hostname`/`uname -n`."
+    ],
+    files: [
+      type: {:custom, &__MODULE__.files!/1},
+      default: [],
+      doc:
+        "a map (or list) of `path => content` to seed into the virtual filesystem, " <>
+          "creating parent directories as needed. Content is any `t:iodata/0`. " <>
+          "Equivalent to calling `write_file/3` for each entry."
+    ],
+    limits: [
+      type: {:custom, &__MODULE__.limits!/1},
+      default: [],
+      doc: "a keyword list or map of resource limits (see \"Resource limits\")."
+    ],
+    mounts: [
+      type: {:custom, &__MODULE__.mounts!/1},
+      default: [],
+      doc:
+        "a list of `{vfs_path, host_path, mode}` mapping real host directories into " <>
+          "the sandbox, `mode` being `:read_only` or `:read_write` (see \"Host mounts\")."
+    ],
+    allowed_mount_paths: [
+      type: {:custom, &__MODULE__.allowed_mount_paths!/1},
+      default: nil,
+      doc:
+        "host path prefixes that mounts must sit under; setting it replaces the " <>
+          "default denylist (see \"Host mounts\")."
+    ],
+    allow_net: [
+      type: {:custom, &__MODULE__.allow_net!/1},
+      default: nil,
+      doc:
+        "a list of URL patterns `curl`/`wget`/`http` may reach, or `:all`. Omitted, " <>
+          "the network is unreachable (see \"Network access\")."
+    ],
+    block_private_ips: [
+      type: {:in, [true, false]},
+      default: true,
+      doc: "refuse requests to private and reserved addresses even when allowlisted."
+    ],
+    builtins: [
+      type: {:custom, &__MODULE__.builtins!/1},
+      default: %{},
+      doc:
+        "a map of `name => fun` adding commands whose output an Elixir function " <>
+          "computes (see \"Custom builtins\")."
+    ],
+    builtin_timeout_ms: [
+      type: :pos_integer,
+      default: 30_000,
+      doc:
+        "how long one builtin or `:virtual_fs` call may run, in milliseconds; past " <>
+          "2^32 - 1 (about 49 days) there is no per-call timer and only the script's " <>
+          "`:timeout_ms` bounds a call."
+    ],
+    virtual_fs: [
+      type: {:custom, &__MODULE__.virtual_fs!/1},
+      default: %{},
+      doc:
+        "a map of `mount_path => backend` mounting filesystems your application serves " <>
+          "(see \"Virtual filesystem backends\" and `ExBashkit.VirtualFs`)."
+    ],
+    python: [
+      type: {:custom, &__MODULE__.python!/1},
+      default: false,
+      doc:
+        "`true` (commands `python` and `python3`), `[name: \"py\"]` or " <>
+          "`[names: [...]]` to add a sandboxed Python (see \"Python\")."
+    ]
+  ]
+
+  # What the NIF decodes: every field checked and normalized.
+  @enforce_keys Keyword.keys(@schema) -- [:files, :builtin_timeout_ms]
+  defstruct @enforce_keys
+
+  @type t :: %__MODULE__{}
+
   @doc false
   @spec supported() :: [atom()]
-  def supported, do: @supported
+  def supported, do: Keyword.keys(@schema)
 
   @doc false
   @spec limit_keys() :: [atom()]
   def limit_keys, do: @limit_keys
 
+  @doc false
+  # The options as a Markdown list, for ExBashkit.Session's moduledoc.
+  @spec docs() :: String.t()
+  def docs, do: Options.docs(@schema)
+
   @typedoc """
   What the NIF receives, the files to seed afterwards, and the Elixir side
   of the callbacks (`nil` when there are none).
   """
-  @type t :: %{
-          native: map(),
+  @type validated :: %{
+          native: t(),
           files: [{String.t(), binary()}],
           callbacks: ExBashkit.Callbacks.t() | nil
         }
 
-  @spec validate!(keyword()) :: t()
+  @spec validate!(term()) :: validated()
   def validate!(opts) do
-    unless is_list(opts) and Keyword.keyword?(opts) do
-      raise ArgumentError,
-            "ExBashkit.Session.new/1 expects a keyword list of options, got: #{inspect(opts)}"
-    end
+    opts = Options.validate!(opts, @schema, "ExBashkit.Session.new/1")
 
-    Enum.each(opts, fn {key, _} -> known!(key) end)
-    mounts = mounts!(Keyword.get(opts, :mounts, []))
-    python = python!(Keyword.get(opts, :python, false))
-
-    callbacks =
-      callbacks!(
-        Keyword.get(opts, :builtins, %{}),
-        Keyword.get(opts, :virtual_fs, %{}),
-        Keyword.get(opts, :builtin_timeout_ms, 30_000)
-      )
+    callbacks = %ExBashkit.Callbacks{
+      builtins: opts.builtins,
+      virtual_fs: opts.virtual_fs,
+      timeout: opts.builtin_timeout_ms
+    }
 
     no_overlaps!(
-      Enum.map(mounts, fn {point, _, _} = mount -> {point, "mount #{inspect(mount)}"} end) ++
-        Enum.map(callbacks.virtual_fs, fn {point, _} ->
+      Enum.map(opts.mounts, fn {point, _, _} = mount -> {point, "mount #{inspect(mount)}"} end) ++
+        Enum.map(opts.virtual_fs, fn {point, _} ->
           {point, ":virtual_fs mount #{inspect(point)}"}
         end)
     )
 
-    no_shadowing!(python, Map.keys(callbacks.builtins))
+    no_shadowing!(opts.python, Map.keys(opts.builtins))
+
+    native =
+      struct!(
+        __MODULE__,
+        %{opts | builtins: Map.keys(opts.builtins), virtual_fs: Map.keys(opts.virtual_fs)}
+        |> Map.drop([:files, :builtin_timeout_ms])
+      )
 
     %{
-      native: %{
-        env: env!(Keyword.get(opts, :env, [])),
-        cwd: path!(:cwd, Keyword.get(opts, :cwd, "/")),
-        username: name!(:username, Keyword.get(opts, :username, "sandbox")),
-        hostname: name!(:hostname, Keyword.get(opts, :hostname, "bashkit-sandbox")),
-        limits: limits!(Keyword.get(opts, :limits, [])),
-        mounts: mounts,
-        allowed_mount_paths: allowed_mount_paths!(Keyword.get(opts, :allowed_mount_paths)),
-        allow_net: allow_net!(Keyword.get(opts, :allow_net)),
-        block_private_ips:
-          boolean!(:block_private_ips, Keyword.get(opts, :block_private_ips, true)),
-        builtins: Map.keys(callbacks.builtins),
-        virtual_fs: Map.keys(callbacks.virtual_fs),
-        python: python
-      },
-      files: files!(Keyword.get(opts, :files, [])),
+      native: native,
+      files: opts.files,
       callbacks:
         if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
     }
@@ -114,7 +191,7 @@ defmodule ExBashkit.Session.Options do
   @doc false
   # The options of a fresh interpreter (ExBashkit.exec/1): a default session,
   # under the operator's timeout ceiling as it is configured now.
-  @spec defaults(map()) :: map()
+  @spec defaults(t()) :: t()
   def defaults(native) do
     %{native | limits: Map.put(native.limits, :timeout_ms, timeout!(nil))}
   end
@@ -131,61 +208,15 @@ defmodule ExBashkit.Session.Options do
     Enum.to_list(value)
   end
 
-  defp known!(key) when key in @supported, do: :ok
-
-  defp known!(key) do
-    raise ArgumentError,
-          "unknown option #{inspect(key)} for ExBashkit.Session.new/1, " <>
-            "expected one of: #{inspect(@supported)}"
-  end
+  defp text?(value), do: Options.text?(value)
+  defp scalar(value), do: Options.scalar(value)
 
   @doc false
-  # Also checks ExBashkit.Peer's :env.
-  @spec env!(term()) :: [{String.t(), String.t()}]
-  def env!(env) when collection?(env) do
-    entries!(":env", env)
-    |> Enum.map(fn
-      {key, value} -> {env_key!(key), env_value!(key, value)}
-      other -> raise ArgumentError, ":env entries must be {name, value}, got: #{inspect(other)}"
-    end)
-  end
-
-  def env!(other) do
-    raise ArgumentError, ":env must be a map or keyword list, got: #{inspect(other)}"
-  end
-
-  defp env_key!(key) do
-    name = scalar(key)
-
-    if text?(name) and name != "" and not String.contains?(name, "=") do
-      name
-    else
-      raise ArgumentError,
-            ":env names must be non-empty strings or atoms without \"=\" or NUL, " <>
-              "got: #{inspect(key)}"
-    end
-  end
-
-  defp env_value!(key, value) do
-    text = scalar(value)
-
-    if text?(text) do
-      text
-    else
-      raise ArgumentError,
-            ":env value for #{inspect(key)} must be a string, atom or number " <>
-              "(UTF-8, no NUL), got: #{inspect(value)}"
-    end
-  end
-
-  # UTF-8 with no NUL: what the interpreter can take as a name, value or path.
-  defp text?(value),
-    do: is_binary(value) and String.valid?(value) and not String.contains?(value, <<0>>)
-
-  defp scalar(value) when is_binary(value), do: value
-  defp scalar(value) when is_atom(value) and value not in [nil, true, false], do: to_string(value)
-  defp scalar(value) when is_number(value), do: to_string(value)
-  defp scalar(_), do: nil
+  def cwd!(path), do: path!(:cwd, path)
+  @doc false
+  def username!(name), do: name!(:username, name)
+  @doc false
+  def hostname!(name), do: name!(:hostname, name)
 
   defp path!(option, path) do
     if text?(path) and String.starts_with?(path, "/") do
@@ -205,7 +236,8 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
-  defp files!(files) when collection?(files) do
+  @doc false
+  def files!(files) when collection?(files) do
     entries!(":files", files)
     |> Enum.map(fn
       {path, content} ->
@@ -216,7 +248,7 @@ defmodule ExBashkit.Session.Options do
     end)
   end
 
-  defp files!(other) do
+  def files!(other) do
     raise ArgumentError, ":files must be a map or list of {path, content}, got: #{inspect(other)}"
   end
 
@@ -237,7 +269,8 @@ defmodule ExBashkit.Session.Options do
               __STACKTRACE__
   end
 
-  defp limits!(limits) when collection?(limits) do
+  @doc false
+  def limits!(limits) when collection?(limits) do
     given =
       entries!(":limits", limits)
       |> Enum.map(fn
@@ -259,7 +292,7 @@ defmodule ExBashkit.Session.Options do
     |> Map.put(:timeout_ms, timeout!(given[:timeout_ms]))
   end
 
-  defp limits!(other) do
+  def limits!(other) do
     raise ArgumentError, ":limits must be a keyword list or map, got: #{inspect(other)}"
   end
 
@@ -328,11 +361,12 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
-  defp mounts!(mounts) when is_list(mounts) do
+  @doc false
+  def mounts!(mounts) when is_list(mounts) do
     ":mounts" |> entries!(mounts) |> Enum.map(&mount!/1)
   end
 
-  defp mounts!(other) do
+  def mounts!(other) do
     raise ArgumentError,
           ":mounts must be a list of {vfs_path, host_path, mode}, got: #{inspect(other)}"
   end
@@ -354,14 +388,15 @@ defmodule ExBashkit.Session.Options do
           ":mounts entries must be {vfs_path, host_path, mode}, got: #{inspect(other)}"
   end
 
-  defp allowed_mount_paths!(nil), do: nil
+  @doc false
+  def allowed_mount_paths!(nil), do: nil
 
-  defp allowed_mount_paths!(paths) when is_list(paths) do
+  def allowed_mount_paths!(paths) when is_list(paths) do
     entries!(":allowed_mount_paths", paths)
     |> Enum.map(&host_path!(":allowed_mount_paths entry #{inspect(&1)}", &1))
   end
 
-  defp allowed_mount_paths!(other) do
+  def allowed_mount_paths!(other) do
     raise ArgumentError,
           ":allowed_mount_paths must be a list of host paths, got: #{inspect(other)}"
   end
@@ -376,14 +411,15 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
-  defp allow_net!(nil), do: :none
-  defp allow_net!(:all), do: :all
+  @doc false
+  def allow_net!(nil), do: :none
+  def allow_net!(:all), do: :all
 
-  defp allow_net!(patterns) when is_list(patterns) do
+  def allow_net!(patterns) when is_list(patterns) do
     {:only, ":allow_net" |> entries!(patterns) |> Enum.map(&url_pattern!/1)}
   end
 
-  defp allow_net!(other) do
+  def allow_net!(other) do
     raise ArgumentError,
           ":allow_net must be a list of URL patterns or :all, got: #{inspect(other)}"
   end
@@ -403,26 +439,8 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
-  defp boolean!(_option, value) when is_boolean(value), do: value
-
-  defp boolean!(option, value) do
-    raise ArgumentError, "#{inspect(option)} must be true or false, got: #{inspect(value)}"
-  end
-
-  defp callbacks!(builtins, virtual_fs, timeout) do
-    unless is_integer(timeout) and timeout > 0 do
-      raise ArgumentError,
-            ":builtin_timeout_ms must be a positive integer (milliseconds), got: #{inspect(timeout)}"
-    end
-
-    %ExBashkit.Callbacks{
-      builtins: builtins!(builtins),
-      virtual_fs: virtual_fs!(virtual_fs),
-      timeout: timeout
-    }
-  end
-
-  defp builtins!(builtins) when collection?(builtins) do
+  @doc false
+  def builtins!(builtins) when collection?(builtins) do
     entries!(":builtins", builtins)
     |> Enum.map(fn
       {name, fun} ->
@@ -434,7 +452,7 @@ defmodule ExBashkit.Session.Options do
     |> unique!(":builtins has more than one entry named")
   end
 
-  defp builtins!(other) do
+  def builtins!(other) do
     raise ArgumentError, ":builtins must be a map of name => fun, got: #{inspect(other)}"
   end
 
@@ -491,7 +509,8 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
-  defp virtual_fs!(backends) when collection?(backends) do
+  @doc false
+  def virtual_fs!(backends) when collection?(backends) do
     entries!(":virtual_fs", backends)
     |> Enum.map(fn
       {path, backend} ->
@@ -504,7 +523,7 @@ defmodule ExBashkit.Session.Options do
     |> unique!(":virtual_fs has more than one mount at")
   end
 
-  defp virtual_fs!(other) do
+  def virtual_fs!(other) do
     raise ArgumentError, ":virtual_fs must be a map of path => backend, got: #{inspect(other)}"
   end
 
@@ -573,10 +592,11 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
-  defp python!(false), do: []
-  defp python!(true), do: ["python", "python3"]
+  @doc false
+  def python!(false), do: []
+  def python!(true), do: ["python", "python3"]
 
-  defp python!(opts) when is_list(opts) do
+  def python!(opts) when is_list(opts) do
     names =
       case opts do
         [name: name] -> [name]
@@ -590,7 +610,7 @@ defmodule ExBashkit.Session.Options do
     |> Map.keys()
   end
 
-  defp python!(other), do: python_error!(other)
+  def python!(other), do: python_error!(other)
 
   defp python_error!(value) do
     raise ArgumentError,

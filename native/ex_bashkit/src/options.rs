@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bashkit::{Bash, BashBuilder, Python, PythonLimits, SessionLimits};
-use rustler::NifMap;
+use rustler::NifStruct;
 
 use crate::builtins::ElixirBuiltin;
 use crate::callback::Channel;
@@ -15,9 +15,11 @@ use crate::mounts::{self, Mount};
 use crate::network::AllowNet;
 use crate::virtual_fs::ElixirFs;
 
-/// The decoded `new/1` options. Every field has already been checked and
-/// normalized in Elixir, so decoding failures here are programmer errors.
-#[derive(NifMap)]
+/// The decoded `new/1` options: an `%ExBashkit.Session.Options{}`, whose
+/// every field has already been checked and normalized in Elixir, so
+/// decoding failures here are programmer errors.
+#[derive(NifStruct)]
+#[module = "ExBashkit.Session.Options"]
 pub struct SessionOptions {
     pub env: Vec<(String, String)>,
     pub cwd: String,
