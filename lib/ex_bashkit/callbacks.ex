@@ -3,8 +3,10 @@ defmodule ExBashkit.Callbacks do
   # Serves the `:builtins` and `:virtual_fs` calls of one `exec/2`.
   #
   # For the length of a script, a server process (monitoring the caller)
-  # receives `{:ex_bashkit_call, pending, request}` from the NIF and runs each
-  # call in a fresh process, linked (so it dies with the server) and
+  # receives `{:ex_bashkit_call, pending, target, request}` from the NIF —
+  # `target` is `{:builtin, name}` or `{:fs, mount}`, `request` the very map
+  # the builtin's function or the backend gets (native/ex_bashkit/src/
+  # callback.rs builds both) — and runs each call in a fresh process, linked (so it dies with the server) and
   # monitored (so its end is attributed by an unguessable reference).
   # Whichever comes first — the runner's answer, its end for any reason, or
   # the `:builtin_timeout_ms` timer — answers the call; the NIF keeps the
@@ -127,8 +129,8 @@ defmodule ExBashkit.Callbacks do
 
   defp handle(%{calls: calls, stop: stop, caller: caller} = state, message) do
     case message do
-      {:ex_bashkit_call, pending, request} when is_reference(pending) ->
-        start(state, pending, request)
+      {:ex_bashkit_call, pending, target, request} when is_reference(pending) ->
+        start(state, pending, {target, request})
 
       {:DOWN, ref, :process, _, reason} when is_map_key(calls, ref) ->
         {{_runner, pending, request, timer}, calls} = Map.pop(calls, ref)
@@ -171,9 +173,11 @@ defmodule ExBashkit.Callbacks do
     end
   end
 
-  defp known?(table, {:builtin, name, _, _, _, _}), do: is_map_key(table.builtins, name)
-  defp known?(table, {:fs, mount, _, _, _}), do: is_map_key(table.virtual_fs, mount)
-  defp known?(_table, _request), do: false
+  defp known?(table, {{:builtin, name}, request}) when is_map(request),
+    do: is_map_key(table.builtins, name)
+
+  defp known?(table, {{:fs, mount}, %{op: _, path: _}}), do: is_map_key(table.virtual_fs, mount)
+  defp known?(_table, _call), do: false
 
   defp cancel(nil), do: :ok
   defp cancel(timer), do: Process.cancel_timer(timer)
@@ -207,17 +211,14 @@ defmodule ExBashkit.Callbacks do
     Native.callback_reply(pending, failure(request, table, why))
   end
 
-  defp invoke({:builtin, name, args, stdin, env, cwd}, table) do
-    table.builtins |> Map.fetch!(name) |> apply([%{args: args, stdin: stdin, env: env, cwd: cwd}])
-  end
+  defp invoke({{:builtin, name}, request}, table), do: Map.fetch!(table.builtins, name).(request)
 
-  defp invoke({:fs, mount, op, path, extra}, table) do
-    VirtualFs.dispatch(Map.fetch!(table.virtual_fs, mount), VirtualFs.request(op, path, extra))
-  end
+  defp invoke({{:fs, mount}, request}, table),
+    do: VirtualFs.dispatch(Map.fetch!(table.virtual_fs, mount), request)
 
   # What the NIF decodes; see native/ex_bashkit/src/callback.rs.
 
-  defp reply({status, iodata} = value, {:builtin, name, _, _, _, _} = request, table)
+  defp reply({status, iodata} = value, {{:builtin, name}, _} = request, table)
        when status in [:ok, :error] do
     with {:ok, size} <- iodata_length(iodata),
          :ok <- within(size, name, table) do
@@ -229,11 +230,7 @@ defmodule ExBashkit.Callbacks do
     end
   end
 
-  defp reply(
-         %Result{stdout: out, stderr: err, exit_code: code},
-         {:builtin, name, _, _, _, _},
-         table
-       )
+  defp reply(%Result{stdout: out, stderr: err, exit_code: code}, {{:builtin, name}, _}, table)
        when is_binary(out) and is_binary(err) and code in 0..255 do
     case within(byte_size(out) + byte_size(err), name, table) do
       :ok -> {:output, out, err, code}
@@ -241,10 +238,10 @@ defmodule ExBashkit.Callbacks do
     end
   end
 
-  defp reply(value, {:builtin, _, _, _, _, _} = request, table),
+  defp reply(value, {{:builtin, _}, _} = request, table),
     do: invalid(request, value, table)
 
-  defp reply(value, {:fs, mount, op, _path, _extra} = request, table) do
+  defp reply(value, {{:fs, mount}, %{op: op}} = request, table) do
     case VirtualFs.reply(op, value) do
       {:ok, {:error, reason}} when is_binary(reason) ->
         {:error, truncate(reason, table.max_reply)}
@@ -280,7 +277,7 @@ defmodule ExBashkit.Callbacks do
        "(config :ex_bashkit, :max_reply_bytes)\n"}
   end
 
-  defp invalid({:builtin, name, _, _, _, _}, value, table) do
+  defp invalid({{:builtin, name}, _}, value, table) do
     message =
       "the builtin returned #{short(value)}; " <>
         "expected {:ok, iodata}, {:error, iodata} or %ExBashkit.Result{}"
@@ -288,7 +285,7 @@ defmodule ExBashkit.Callbacks do
     {:output, "", "#{name}: #{truncate(message, table.max_reply)}\n", 1}
   end
 
-  defp invalid({:fs, mount, op, _, _}, value, table) do
+  defp invalid({{:fs, mount}, %{op: op}}, value, table) do
     message =
       "the virtual_fs backend at #{mount} answered #{op} with an invalid value: #{short(value)}"
 
@@ -302,13 +299,13 @@ defmodule ExBashkit.Callbacks do
     _ -> failure_reply("failed", request, why)
   end
 
-  defp failure_reply(text, {:builtin, name, _, _, _, _}, why) do
+  defp failure_reply(text, {{:builtin, name}, _}, why) do
     {:output, "", "#{name}: #{text}\n", if(why == :timeout, do: 124, else: 1)}
   end
 
-  defp failure_reply(_text, {:fs, _, _, _, _}, :timeout), do: {:error, :etimedout}
+  defp failure_reply(_text, {{:fs, _}, _}, :timeout), do: {:error, :etimedout}
 
-  defp failure_reply(text, {:fs, mount, _, _, _}, _why),
+  defp failure_reply(text, {{:fs, mount}, _}, _why),
     do: {:error, "the virtual_fs backend at #{mount} failed: #{text}"}
 
   defp describe(:timeout, table), do: "timed out after #{table.timeout} ms"

@@ -250,16 +250,6 @@ defmodule ExBashkit.VirtualFs do
   def ops, do: @arities
 
   @doc false
-  # The request map for an operation as the NIF sends it.
-  @spec request(atom(), path(), term()) :: request()
-  def request(op, path, extra) do
-    case Map.fetch!(@ops, op) do
-      {2, nil} -> %{op: op, path: path}
-      {3, key} -> %{:op => op, :path => path, key => extra}
-    end
-  end
-
-  @doc false
   @spec dispatch(backend(), request()) :: term()
   def dispatch(fun, request) when is_function(fun, 1), do: fun.(request)
   def dispatch(module, request) when is_atom(module), do: dispatch({module, nil}, request)

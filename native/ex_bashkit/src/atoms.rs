@@ -3,8 +3,4 @@
 rustler::atoms! {
     ok,
     error,
-    file,
-    dir,
-    symlink,
-    fifo,
 }

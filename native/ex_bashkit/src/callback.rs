@@ -8,51 +8,200 @@
 //! NIF. The interpreter thread holds no lock on Elixir while it waits: the
 //! script is a parked task, and the thread keeps serving other sessions.
 
+use std::collections::HashMap;
 use std::sync::Mutex;
 
-use bashkit::FileType;
-use rustler::{Atom, Binary, Encoder, Env, LocalPid, OwnedEnv, Resource, ResourceArc, Term};
+use rustler::{
+    Atom, Binary, Decoder, Encoder, Env, LocalPid, NifResult, NifTaggedEnum, NifUnitEnum, OwnedEnv,
+    Resource, ResourceArc, Term,
+};
 use tokio::sync::oneshot;
 
+use crate::file_kind::FileKind;
 use crate::runtime;
 use crate::sync::lock;
+use crate::terms::bytes;
 
 mod atoms {
-    rustler::atoms! {
-        ex_bashkit_call,
-        output,
-        data,
-        entries,
-        stat,
-        ok,
-        error,
-        file,
-        dir,
-        symlink,
+    rustler::atoms! { ex_bashkit_call, builtin, fs, args, stdin, env, cwd, op, path, data, recursive, to }
+}
+
+/// A call as the user's code receives it. The message is
+/// `{:ex_bashkit_call, pending, target, request}`: `target` says who serves
+/// it (`{:builtin, name}` or `{:fs, mount}`) and `request` is the very map
+/// handed to the builtin's function or the virtual_fs backend.
+pub enum Request<'r> {
+    /// `%{args: [..], stdin: binary, env: %{..}, cwd: path}` for builtin `name`.
+    Builtin {
+        name: &'r str,
+        args: &'r [String],
+        stdin: &'r [u8],
+        env: &'r HashMap<String, String>,
+        cwd: &'r str,
+    },
+    /// `%{op: op, path: path}`, plus `data:`, `recursive:` or `to:` as `op`
+    /// needs, for the backend mounted at `mount`.
+    Fs {
+        mount: &'r str,
+        op: FsOp<'r>,
+        path: &'r str,
+    },
+}
+
+/// A virtual_fs operation and the value that goes with it.
+pub enum FsOp<'r> {
+    Read,
+    List,
+    Stat,
+    Write(&'r [u8]),
+    Append(&'r [u8]),
+    Mkdir { recursive: bool },
+    Remove { recursive: bool },
+    Rename { to: &'r str },
+}
+
+#[derive(NifUnitEnum)]
+enum OpName {
+    Read,
+    List,
+    Stat,
+    Write,
+    Append,
+    Mkdir,
+    Remove,
+    Rename,
+}
+
+impl Request<'_> {
+    fn target<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match self {
+            Request::Builtin { name, .. } => (atoms::builtin(), *name).encode(env),
+            Request::Fs { mount, .. } => (atoms::fs(), *mount).encode(env),
+        }
+    }
+
+    fn map<'a>(&self, env: Env<'a>) -> Term<'a> {
+        let (keys, values): (Vec<Term<'a>>, Vec<Term<'a>>) = match self {
+            Request::Builtin {
+                args,
+                stdin,
+                env: vars,
+                cwd,
+                ..
+            } => {
+                let (names, values): (Vec<Term>, Vec<Term>) = vars
+                    .iter()
+                    .map(|(name, value)| (name.encode(env), value.encode(env)))
+                    .unzip();
+                // Names are unique (they come from a map), so this cannot fail.
+                let vars = Term::map_from_term_arrays(env, &names, &values)
+                    .unwrap_or_else(|_| Term::map_new(env));
+                let keys = [atoms::args(), atoms::stdin(), atoms::env(), atoms::cwd()];
+                (
+                    keys.iter().map(|key| key.encode(env)).collect(),
+                    vec![
+                        args.encode(env),
+                        bytes(env, stdin).encode(env),
+                        vars,
+                        cwd.encode(env),
+                    ],
+                )
+            }
+            Request::Fs { op, path, .. } => {
+                let (name, extra) = match op {
+                    FsOp::Read => (OpName::Read, None),
+                    FsOp::List => (OpName::List, None),
+                    FsOp::Stat => (OpName::Stat, None),
+                    FsOp::Write(data) => (
+                        OpName::Write,
+                        Some((atoms::data(), bytes(env, data).encode(env))),
+                    ),
+                    FsOp::Append(data) => (
+                        OpName::Append,
+                        Some((atoms::data(), bytes(env, data).encode(env))),
+                    ),
+                    FsOp::Mkdir { recursive } => (
+                        OpName::Mkdir,
+                        Some((atoms::recursive(), recursive.encode(env))),
+                    ),
+                    FsOp::Remove { recursive } => (
+                        OpName::Remove,
+                        Some((atoms::recursive(), recursive.encode(env))),
+                    ),
+                    FsOp::Rename { to } => (OpName::Rename, Some((atoms::to(), to.encode(env)))),
+                };
+                let mut keys = vec![atoms::op().encode(env), atoms::path().encode(env)];
+                let mut values = vec![name.encode(env), path.encode(env)];
+                if let Some((key, value)) = extra {
+                    keys.push(key.encode(env));
+                    values.push(value);
+                }
+                (keys, values)
+            }
+        };
+        // The keys are distinct atoms.
+        Term::map_from_term_arrays(env, &keys, &values).unwrap_or_else(|_| Term::map_new(env))
     }
 }
 
-/// A decoded answer from Elixir. `ExBashkit.Callbacks` has already checked
-/// and normalized it; decoding here still rejects anything out of shape.
+/// An answer from Elixir, decoded by shape: `ExBashkit.Callbacks` has already
+/// checked and normalized it, and anything else is refused here.
+#[derive(NifTaggedEnum)]
 pub enum Reply {
-    /// A builtin's result.
-    Output {
-        stdout: Vec<u8>,
-        stderr: Vec<u8>,
-        exit_code: i32,
-    },
-    /// A filesystem operation that returns nothing.
-    Done,
-    Data(Vec<u8>),
-    Entries(Vec<(String, FileType, u64)>),
-    Stat(FileType, u64),
-    /// A filesystem error: a POSIX-style atom (`:enoent`) or a message.
-    Failed(Failure),
+    /// `:ok`: a filesystem operation that returns nothing.
+    Ok,
+    /// `{:output, stdout, stderr, exit_code}`: a builtin's result.
+    Output(Bytes, Bytes, i32),
+    /// `{:data, binary}`: a file's contents.
+    Data(Bytes),
+    /// `{:entries, [{name, kind, size}]}`: a directory listing.
+    Entries(Vec<(String, FileKind, u64)>),
+    /// `{:stat, kind, size}`.
+    Stat(FileKind, u64),
+    /// `{:error, reason}`: a POSIX-style atom (`:enoent`) or a message.
+    Error(Failure),
 }
 
+/// A binary from Elixir, copied out of the term.
+pub struct Bytes(pub Vec<u8>);
+
+impl<'a> Decoder<'a> for Bytes {
+    fn decode(term: Term<'a>) -> NifResult<Self> {
+        Ok(Bytes(term.decode::<Binary>()?.as_slice().to_vec()))
+    }
+}
+
+impl Encoder for Bytes {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        bytes(env, &self.0).encode(env)
+    }
+}
+
+/// Why a filesystem operation failed.
 pub enum Failure {
+    /// A POSIX-style code: `enoent`.
     Code(String),
     Message(String),
+}
+
+impl<'a> Decoder<'a> for Failure {
+    fn decode(term: Term<'a>) -> NifResult<Self> {
+        match term.atom_to_string() {
+            Ok(code) => Ok(Failure::Code(code)),
+            Err(_) => Ok(Failure::Message(term.decode()?)),
+        }
+    }
+}
+
+impl Encoder for Failure {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        match self {
+            Failure::Code(code) => Atom::from_str(env, code)
+                .map(|atom| atom.encode(env))
+                .unwrap_or_else(|_| code.encode(env)),
+            Failure::Message(message) => message.encode(env),
+        }
+    }
 }
 
 /// The sessions's link to the Elixir process serving its callbacks.
@@ -77,11 +226,8 @@ impl Channel {
         Serving(self)
     }
 
-    /// Sends a request built by `request` and waits for the answer.
-    pub async fn call<F>(&self, request: F) -> Result<Reply, String>
-    where
-        F: for<'a> FnOnce(Env<'a>) -> Term<'a>,
-    {
+    /// Sends `request` to the server and waits for the answer.
+    pub async fn call(&self, request: Request<'_>) -> Result<Reply, String> {
         // The file API runs on a dirty scheduler and can reach a virtual
         // mount through a symlink: from there a call would block the
         // scheduler on Elixir, and sending from a BEAM thread panics.
@@ -95,7 +241,8 @@ impl Channel {
             reply: Mutex::new(Some(sender)),
         });
         let sent = OwnedEnv::new().send_and_clear(&server, |env| {
-            (atoms::ex_bashkit_call(), pending, request(env)).encode(env)
+            let call = (atoms::ex_bashkit_call(), pending, request.target(env));
+            (call.0, call.1, call.2, request.map(env)).encode(env)
         });
         if sent.is_err() {
             return Err("the callback server is gone".into());
@@ -129,58 +276,8 @@ fn callback_reply(call: Term, reply: Term) -> bool {
     let Some(sender) = lock(&call.reply).take() else {
         return false;
     };
-    let reply = decode(reply)
-        .unwrap_or_else(|| Reply::Failed(Failure::Message("invalid reply from Elixir".into())));
+    let reply = reply
+        .decode::<Reply>()
+        .unwrap_or_else(|_| Reply::Error(Failure::Message("invalid reply from Elixir".into())));
     sender.send(reply).is_ok()
-}
-
-fn decode(term: Term) -> Option<Reply> {
-    if let Ok(atom) = term.decode::<Atom>() {
-        return (atom == atoms::ok()).then_some(Reply::Done);
-    }
-    let items = rustler::types::tuple::get_tuple(term).ok()?;
-    let tag: Atom = items.first()?.decode().ok()?;
-    match items.as_slice() {
-        [_, stdout, stderr, code] if tag == atoms::output() => Some(Reply::Output {
-            stdout: bytes(*stdout)?,
-            stderr: bytes(*stderr)?,
-            exit_code: code.decode().ok()?,
-        }),
-        [_, data] if tag == atoms::data() => Some(Reply::Data(bytes(*data)?)),
-        [_, list] if tag == atoms::entries() => {
-            let entries: Vec<(String, Atom, u64)> = list.decode().ok()?;
-            let entries = entries
-                .into_iter()
-                .map(|(name, kind, size)| Some((name, file_type(kind)?, size)))
-                .collect::<Option<_>>()?;
-            Some(Reply::Entries(entries))
-        }
-        [_, kind, size] if tag == atoms::stat() => Some(Reply::Stat(
-            file_type(kind.decode().ok()?)?,
-            size.decode().ok()?,
-        )),
-        [_, reason] if tag == atoms::error() => {
-            Some(Reply::Failed(match reason.atom_to_string() {
-                Ok(code) => Failure::Code(code),
-                Err(_) => Failure::Message(reason.decode::<String>().ok()?),
-            }))
-        }
-        _ => None,
-    }
-}
-
-fn bytes(term: Term) -> Option<Vec<u8>> {
-    term.decode::<Binary>().ok().map(|b| b.as_slice().to_vec())
-}
-
-fn file_type(kind: Atom) -> Option<FileType> {
-    if kind == atoms::file() {
-        Some(FileType::File)
-    } else if kind == atoms::dir() {
-        Some(FileType::Directory)
-    } else if kind == atoms::symlink() {
-        Some(FileType::Symlink)
-    } else {
-        None
-    }
 }

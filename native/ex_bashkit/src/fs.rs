@@ -8,11 +8,12 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use bashkit::{normalize_path, FileType, Metadata};
-use rustler::{Atom, Binary, Encoder, Env, ResourceArc, Term};
+use bashkit::{normalize_path, Metadata};
+use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 
 use crate::atoms;
 use crate::error;
+use crate::file_kind::FileKind;
 use crate::runtime::interpreters;
 use crate::session::SessionResource;
 use crate::terms::bytes;
@@ -63,15 +64,6 @@ fn reachable(session: &SessionResource, path: &str) -> FsResult<()> {
     }
 }
 
-fn kind(file_type: FileType) -> Atom {
-    match file_type {
-        FileType::File => atoms::file(),
-        FileType::Directory => atoms::dir(),
-        FileType::Symlink => atoms::symlink(),
-        FileType::Fifo => atoms::fifo(),
-    }
-}
-
 #[rustler::nif(schedule = "DirtyIo")]
 fn session_read_file<'a>(
     env: Env<'a>,
@@ -100,12 +92,12 @@ fn session_write_file(
 fn session_list_dir(
     session: ResourceArc<SessionResource>,
     path: String,
-) -> FsResult<Vec<(String, Atom)>> {
+) -> FsResult<Vec<(String, FileKind)>> {
     let mut entries = run(&session, &path, session.fs.read_dir(Path::new(&path)))?;
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(entries
         .into_iter()
-        .map(|entry| (entry.name, kind(entry.metadata.file_type)))
+        .map(|entry| (entry.name, FileKind::from(entry.metadata.file_type)))
         .collect())
 }
 
@@ -135,9 +127,9 @@ fn session_rename(session: ResourceArc<SessionResource>, from: String, to: Strin
 
 /// `{type, size}` of `path`, following symlinks like `stat(2)`.
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_stat(session: ResourceArc<SessionResource>, path: String) -> FsResult<(Atom, u64)> {
+fn session_stat(session: ResourceArc<SessionResource>, path: String) -> FsResult<(FileKind, u64)> {
     let Metadata {
         file_type, size, ..
     } = run(&session, &path, session.fs.stat(Path::new(&path)))?;
-    Ok((kind(file_type), size))
+    Ok((FileKind::from(file_type), size))
 }

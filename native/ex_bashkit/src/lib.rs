@@ -6,6 +6,7 @@ mod builtins;
 mod callback;
 mod error;
 mod exec;
+mod file_kind;
 mod fs;
 mod jobs;
 mod limits;

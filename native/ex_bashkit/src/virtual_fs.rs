@@ -8,24 +8,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use bashkit::{async_trait, DirEntry, FileSystem, FileSystemExt, FileType, Metadata};
-use rustler::{Atom, Encoder, Env, Term};
 
-use crate::callback::{Channel, Failure, Reply};
-use crate::terms::bytes;
-
-mod atoms {
-    rustler::atoms! {
-        fs,
-        read,
-        write,
-        append,
-        mkdir,
-        remove,
-        list,
-        stat,
-        rename,
-    }
-}
+use crate::callback::{Channel, Failure, FsOp, Reply, Request};
 
 pub struct ElixirFs {
     mount: String,
@@ -37,41 +21,26 @@ impl ElixirFs {
         Self { mount, channel }
     }
 
-    /// Sends `{:fs, mount, op, path, extra}` and waits for the answer.
-    async fn call<X>(&self, op: Atom, path: &Path, extra: X) -> bashkit::Result<Reply>
-    where
-        X: Encoder,
-    {
+    /// Sends `op` on `path` to the backend and waits for the answer.
+    async fn call(&self, op: FsOp<'_>, path: &Path) -> bashkit::Result<Reply> {
         let path = path.to_string_lossy();
-        let request = self
-            .channel
-            .call(|env| (atoms::fs(), self.mount.as_str(), op, path.as_ref(), &extra).encode(env));
-        match request.await {
-            Ok(Reply::Failed(failure)) => Err(error(failure)),
+        let request = Request::Fs {
+            mount: &self.mount,
+            op,
+            path: &path,
+        };
+        match self.channel.call(request).await {
+            Ok(Reply::Error(failure)) => Err(error(failure)),
             Ok(reply) => Ok(reply),
             Err(why) => Err(IoError::other(why).into()),
         }
     }
 
-    async fn call_done<X: Encoder>(&self, op: Atom, path: &Path, extra: X) -> bashkit::Result<()> {
-        match self.call(op, path, extra).await? {
-            Reply::Done => Ok(()),
+    async fn call_done(&self, op: FsOp<'_>, path: &Path) -> bashkit::Result<()> {
+        match self.call(op, path).await? {
+            Reply::Ok => Ok(()),
             _ => Err(invalid_reply()),
         }
-    }
-
-    async fn call_bytes(&self, op: Atom, path: &Path, content: &[u8]) -> bashkit::Result<()> {
-        let content = Content(content);
-        self.call_done(op, path, content).await
-    }
-}
-
-/// File content sent to Elixir as a binary, not a list of bytes.
-struct Content<'c>(&'c [u8]);
-
-impl Encoder for Content<'_> {
-    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
-        bytes(env, self.0).encode(env)
     }
 }
 
@@ -132,40 +101,34 @@ impl FileSystemExt for ElixirFs {}
 #[async_trait]
 impl FileSystem for ElixirFs {
     async fn read_file(&self, path: &Path) -> bashkit::Result<Vec<u8>> {
-        match self
-            .call(atoms::read(), path, rustler::types::atom::nil())
-            .await?
-        {
-            Reply::Data(data) => Ok(data),
+        match self.call(FsOp::Read, path).await? {
+            Reply::Data(data) => Ok(data.0),
             _ => Err(invalid_reply()),
         }
     }
 
     async fn write_file(&self, path: &Path, content: &[u8]) -> bashkit::Result<()> {
-        self.call_bytes(atoms::write(), path, content).await
+        self.call_done(FsOp::Write(content), path).await
     }
 
     async fn append_file(&self, path: &Path, content: &[u8]) -> bashkit::Result<()> {
-        self.call_bytes(atoms::append(), path, content).await
+        self.call_done(FsOp::Append(content), path).await
     }
 
     async fn mkdir(&self, path: &Path, recursive: bool) -> bashkit::Result<()> {
         if is_root(path) && recursive {
             return Ok(());
         }
-        self.call_done(atoms::mkdir(), path, recursive).await
+        self.call_done(FsOp::Mkdir { recursive }, path).await
     }
 
     async fn remove(&self, path: &Path, recursive: bool) -> bashkit::Result<()> {
-        self.call_done(atoms::remove(), path, recursive).await
+        self.call_done(FsOp::Remove { recursive }, path).await
     }
 
     async fn stat(&self, path: &Path) -> bashkit::Result<Metadata> {
-        match self
-            .call(atoms::stat(), path, rustler::types::atom::nil())
-            .await
-        {
-            Ok(Reply::Stat(file_type, size)) => Ok(metadata(file_type, size)),
+        match self.call(FsOp::Stat, path).await {
+            Ok(Reply::Stat(kind, size)) => Ok(metadata(kind.into(), size)),
             Ok(_) => Err(invalid_reply()),
             // The mount point is a directory even for a backend that cannot
             // describe it.
@@ -175,15 +138,12 @@ impl FileSystem for ElixirFs {
     }
 
     async fn read_dir(&self, path: &Path) -> bashkit::Result<Vec<DirEntry>> {
-        match self
-            .call(atoms::list(), path, rustler::types::atom::nil())
-            .await?
-        {
+        match self.call(FsOp::List, path).await? {
             Reply::Entries(entries) => Ok(entries
                 .into_iter()
-                .map(|(name, file_type, size)| DirEntry {
+                .map(|(name, kind, size)| DirEntry {
                     name,
-                    metadata: metadata(file_type, size),
+                    metadata: metadata(kind.into(), size),
                 })
                 .collect()),
             _ => Err(invalid_reply()),
@@ -195,8 +155,8 @@ impl FileSystem for ElixirFs {
     }
 
     async fn rename(&self, from: &Path, to: &Path) -> bashkit::Result<()> {
-        let to = to.to_string_lossy().into_owned();
-        self.call_done(atoms::rename(), from, to).await
+        let to = to.to_string_lossy();
+        self.call_done(FsOp::Rename { to: &to }, from).await
     }
 
     async fn copy(&self, from: &Path, to: &Path) -> bashkit::Result<()> {
