@@ -103,7 +103,7 @@ defmodule ExBashkit.MixProject do
         "Safe bash sandboxes (bashkit) and an Elixir peer-node code runner for AI agents",
       package: [
         files:
-          ~w(lib native/ex_bashkit/src native/ex_bashkit/Cargo.* priv/native/.gitkeep mix.exs README.md)
+          ~w(lib guides native/ex_bashkit/src native/ex_bashkit/Cargo.* priv/native/.gitkeep mix.exs README.md)
       ]
     ]
   end

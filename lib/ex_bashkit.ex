@@ -64,7 +64,7 @@ defmodule ExBashkit do
       VM-wide budget it is held to;
     * `:frozen_scripts`, `:frozen_bytes` — scripts frozen over a memory
       limit inside work that cannot be interrupted, and what they hold
-      (see "Memory" in `ExBashkit.Session`).
+      (see "Memory" in `guides/limits.md`).
   """
   @type stats :: %{
           threads: pos_integer(),

@@ -66,28 +66,28 @@ defmodule ExBashkit.Session.Options do
     limits: [
       type: {:custom, &__MODULE__.limits!/1},
       default: [],
-      doc: "a keyword list or map of resource limits (see \"Resource limits\")."
+      doc: "a keyword list or map of resource limits (see `guides/limits.md`)."
     ],
     mounts: [
       type: {:custom, &__MODULE__.mounts!/1},
       default: [],
       doc:
         "a list of `{vfs_path, host_path, mode}` mapping real host directories into " <>
-          "the sandbox, `mode` being `:read_only` or `:read_write` (see \"Host mounts\")."
+          "the sandbox, `mode` being `:read_only` or `:read_write` (see `guides/host_access.md`)."
     ],
     allowed_mount_paths: [
       type: {:custom, &__MODULE__.allowed_mount_paths!/1},
       default: nil,
       doc:
         "host path prefixes that mounts must sit under; setting it replaces the " <>
-          "default denylist (see \"Host mounts\")."
+          "default denylist (see `guides/host_access.md`)."
     ],
     allow_net: [
       type: {:custom, &__MODULE__.allow_net!/1},
       default: nil,
       doc:
         "a list of URL patterns `curl`/`wget`/`http` may reach, or `:all`. Omitted, " <>
-          "the network is unreachable (see \"Network access\")."
+          "the network is unreachable (see `guides/host_access.md`)."
     ],
     block_private_ips: [
       type: {:in, [true, false]},
@@ -99,7 +99,7 @@ defmodule ExBashkit.Session.Options do
       default: %{},
       doc:
         "a map of `name => fun` adding commands whose output an Elixir function " <>
-          "computes (see \"Custom builtins\")."
+          "computes (see `guides/callbacks.md`)."
     ],
     builtin_timeout_ms: [
       type: :pos_integer,
@@ -114,14 +114,14 @@ defmodule ExBashkit.Session.Options do
       default: %{},
       doc:
         "a map of `mount_path => backend` mounting filesystems your application serves " <>
-          "(see \"Virtual filesystem backends\" and `ExBashkit.VirtualFs`)."
+          "(see `guides/callbacks.md` and `ExBashkit.VirtualFs`)."
     ],
     python: [
       type: {:custom, &__MODULE__.python!/1},
       default: false,
       doc:
         "`true` (commands `python` and `python3`), `[name: \"py\"]` or " <>
-          "`[names: [...]]` to add a sandboxed Python (see \"Python\")."
+          "`[names: [...]]` to add a sandboxed Python (see `guides/python.md`)."
     ]
   ]
 

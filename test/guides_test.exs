@@ -1,0 +1,15 @@
+defmodule ExBashkit.GuidesTest do
+  use ExUnit.Case, async: true
+
+  # Every `iex>` example in guides/*.md runs here, so the guides cannot rot.
+  doctest ExBashkit.Guides.Limits
+  doctest ExBashkit.Guides.HostAccess
+  doctest ExBashkit.Guides.Callbacks
+  doctest ExBashkit.Guides.Python
+  doctest ExBashkit.Guides.HowScriptsRun
+
+  test "every guide is doctested here" do
+    guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
+    assert length(guides) == 5
+  end
+end
