@@ -5,7 +5,10 @@
 # Prints a Markdown table (copied into the README's performance section).
 # Rust baselines come from native/ex_bashkit/src/bin/bench_exec.rs, built here.
 
+Code.require_file("support.exs", __DIR__)
+
 defmodule Bench do
+  import BenchSupport
   alias ExBashkit.Session
 
   def run do
@@ -21,19 +24,6 @@ defmodule Bench do
     IO.puts("| benchmark | ex_bashkit | baseline | ratio | target |")
     IO.puts("|---|---|---|---|---|")
     Enum.each(rows, &IO.puts/1)
-  end
-
-  defp build_rust_baseline do
-    crate = Path.expand("../native/ex_bashkit", __DIR__)
-    args = ["build", "--release", "--quiet", "--bin", "bench_exec"]
-    {_, 0} = System.cmd("cargo", args, cd: crate, into: IO.stream(:stdio, :line))
-    target = System.get_env("CARGO_TARGET_DIR") || Path.join(crate, "target")
-    Path.join(target, "release/bench_exec")
-  end
-
-  defp rust(binary, args) do
-    {out, 0} = System.cmd(binary, args)
-    out |> String.trim() |> String.to_float()
   end
 
   defp exec_rows(rust) do
@@ -320,13 +310,6 @@ defmodule Bench do
       end
 
     Enum.at(Enum.sort(samples), div(n, 2)) / 1000
-  end
-
-  defp rss_kib do
-    [kib] =
-      Regex.run(~r/VmRSS:\s+(\d+)/, File.read!("/proc/self/status"), capture: :all_but_first)
-
-    String.to_integer(kib)
   end
 
   defp row(name, ours, base, ratio, target),

@@ -150,8 +150,12 @@ defmodule ExBashkit.Session do
   def new(opts \\ []) do
     %{native: native, files: files, callbacks: callbacks} = Options.validate!(opts)
 
+    # Host mounts touch the disk: those sessions are built on a dirty scheduler.
     session =
-      case Native.session_new(native) do
+      case if(native.mounts == [],
+             do: Native.session_new(native),
+             else: Native.session_new_dirty(native)
+           ) do
         {:ok, resource} ->
           %__MODULE__{
             resource: resource,

@@ -110,7 +110,7 @@ fn exec_once<'a>(
     tag: Term<'a>,
 ) -> Result<ResourceArc<JobHandle>, String> {
     let script = script_text(script)?;
-    let worker = interpreters()?.assign();
+    let worker = interpreters()?.assign_warm();
     spawn_job(
         env,
         worker,

@@ -217,6 +217,8 @@ pub struct Interpreters {
     started: AtomicUsize,
     growing: Mutex<()>,
     next: AtomicUsize,
+    /// The thread one-shot work went to last: still awake, most likely.
+    warm: AtomicUsize,
 }
 
 /// How many interpreter threads there are, and how many are hogged now.
@@ -272,6 +274,7 @@ impl Interpreters {
             started: AtomicUsize::new(count),
             growing: Mutex::new(()),
             next: AtomicUsize::new(0),
+            warm: AtomicUsize::new(0),
         })
     }
 
@@ -291,6 +294,21 @@ impl Interpreters {
             .map(|offset| (first + offset) % count)
             .find(|&index| self.worker(index).load.available(now))
             .unwrap_or_else(|| self.grow().unwrap_or(first % count))
+    }
+
+    /// A thread for one-shot work (`ExBashkit.exec/1`): the one the last
+    /// one-shot went to, which polls for work a while after each job
+    /// ([`SPIN_WINDOW`]), unless it is hogged. Spreading one-shots round
+    /// robin would find each thread asleep, and waking one costs more than
+    /// a trivial script.
+    pub fn assign_warm(&self) -> usize {
+        let warm = self.warm.load(Ordering::Relaxed);
+        if self.worker(warm).load.available(now()) {
+            return warm;
+        }
+        let moved = self.assign();
+        self.warm.store(moved, Ordering::Relaxed);
+        moved
     }
 
     /// `home` if it is not hogged, else another thread, which becomes home.

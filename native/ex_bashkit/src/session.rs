@@ -97,13 +97,27 @@ impl SessionResource {
     }
 }
 
-/// Builds a session. Dirty: building an interpreter is tens of microseconds
-/// of real work.
-/// Returns `{:ok, session}` or `{:error, message}`, encoded here because the
-/// interpreter inside is not `RefUnwindSafe`, which rustler's return path wants.
-#[rustler::nif(schedule = "DirtyCpu")]
+/// Builds a session without host mounts: tens of microseconds of work, which
+/// a normal scheduler takes faster than a hop to a dirty one (whose waking
+/// doubled the cost). Returns `{:ok, session}` or `{:error, message}`,
+/// encoded here because the interpreter inside is not `RefUnwindSafe`, which
+/// rustler's return path wants.
+#[rustler::nif]
 fn session_new<'a>(env: Env<'a>, options: SessionOptions) -> Term<'a> {
-    SessionResource::build(&options)
+    if !options.mounts.is_empty() {
+        return Err::<(), _>("host mounts need session_new_dirty/1").encode(env);
+    }
+    new_session(env, &options)
+}
+
+/// Builds a session with host mounts, which touch the host's disk.
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_new_dirty<'a>(env: Env<'a>, options: SessionOptions) -> Term<'a> {
+    new_session(env, &options)
+}
+
+fn new_session<'a>(env: Env<'a>, options: &SessionOptions) -> Term<'a> {
+    SessionResource::build(options)
         .map(ResourceArc::new)
         .encode(env)
 }

@@ -11,6 +11,10 @@
 //!                                 session holding `files` × 10,000 bytes,
 //!                                 and the snapshot's size in bytes
 //!   bench_exec python [runs]      median µs of `python3 -c "print(1)"`
+//!   bench_exec new [count]        median µs to build a `Bash`
+//!   bench_exec pipeline runs path median µs of the script at `path` (bench/
+//!                                 pipeline.sh) on the 200-line /data/log.txt
+//!                                 that `pipeline_log` writes
 
 use std::path::Path;
 use std::sync::Arc;
@@ -34,8 +38,17 @@ fn main() {
             println!("{ms:.2} {size}");
         }
         "python" => println!("{:.2}", python_us(count.unwrap_or(200))),
+        "new" => println!("{:.2}", new_median_us(count.unwrap_or(5_000))),
+        "pipeline" => {
+            let path = args.next().expect("pipeline needs the script's path");
+            let script = std::fs::read_to_string(path).expect("readable script");
+            println!("{:.2}", pipeline_median_us(count.unwrap_or(200), &script));
+        }
         other => {
-            eprintln!("unknown mode {other:?}: expected exec, memory, builtin, vfs_read, snapshot or python");
+            eprintln!(
+                "unknown mode {other:?}: expected exec, memory, builtin, vfs_read, snapshot, \
+                 python, new or pipeline"
+            );
             std::process::exit(2);
         }
     }
@@ -45,6 +58,56 @@ fn session() -> Bash {
     Bash::builder()
         .session_limits(SessionLimits::unlimited())
         .build()
+}
+
+fn new_median_us(count: usize) -> f64 {
+    let mut samples: Vec<f64> = (0..count)
+        .map(|_| {
+            let started = Instant::now();
+            drop(std::hint::black_box(session()));
+            started.elapsed().as_secs_f64() * 1e6
+        })
+        .collect();
+    samples.sort_by(|a, b| a.total_cmp(b));
+    samples[samples.len() / 2]
+}
+
+/// The log `bench/run.exs` writes too: line i is
+/// `i user(i mod 7) (i*37 mod 101) status=ok|fail`.
+fn pipeline_log() -> String {
+    (1..=200)
+        .map(|i| {
+            let status = if i % 3 == 0 { "ok" } else { "fail" };
+            format!("{i} user{} {} status={status}\n", i % 7, i * 37 % 101)
+        })
+        .collect()
+}
+
+fn pipeline_median_us(runs: usize, script: &str) -> f64 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut bash = session();
+    let mut samples = Vec::with_capacity(runs);
+    runtime.block_on(async {
+        let fs = bash.fs();
+        fs.mkdir(Path::new("/data"), true).await.expect("mkdir");
+        fs.write_file(Path::new("/data/log.txt"), pipeline_log().as_bytes())
+            .await
+            .expect("write");
+        for _ in 0..runs / 10 {
+            bash.exec(script).await.expect("warm-up");
+        }
+        for _ in 0..runs {
+            let started = Instant::now();
+            let result = bash.exec(script).await.expect("exec");
+            samples.push(started.elapsed().as_secs_f64() * 1e6);
+            assert_eq!(result.exit_code, 0);
+        }
+    });
+    samples.sort_by(|a, b| a.total_cmp(b));
+    samples[samples.len() / 2]
 }
 
 fn exec_median_us(iterations: usize) -> f64 {

@@ -1,0 +1,189 @@
+# The hot path, figure by figure, against bashkit in plain Rust
+# (native/ex_bashkit/src/bin/bench_exec.rs), side by side in one run:
+#
+#   mix run bench/hot_path.exs
+#
+# Each figure is measured in 10 rounds, Rust baseline included; a cell is
+# the median of the round medians and, in brackets, their range. The last
+# row runs once. Prints a Markdown table for the README.
+
+Code.require_file("support.exs", __DIR__)
+
+defmodule HotPathBench do
+  import BenchSupport
+  alias ExBashkit.Session
+
+  @rounds 10
+  @pipeline Path.expand("pipeline.sh", __DIR__)
+
+  def run do
+    rust = build_rust_baseline()
+    log = for i <- 1..200, into: "", do: log_line(i)
+    pipeline = File.read!(@pipeline)
+
+    rounds =
+      for round <- 1..@rounds do
+        IO.puts(:stderr, "round #{round} of #{@rounds}")
+        measure_round(rust, log, pipeline)
+      end
+
+    rows = [
+      {"`Session.new()`", :new, :rust_new, "≤ 15 µs"},
+      {"`Session.exec(s, \"true\")`", :exec, :rust_exec, "≤ 4.5 µs"},
+      {"… its p90", :exec_p90, nil, "≤ 8 µs"},
+      {"20-line pipeline (grep/sed/awk/sort, 200-line file)", :pipeline, :rust_pipeline,
+       "≤ 3.5 ms"},
+      {"builtin round trip, per call", :builtin, :rust_builtin, "≤ 8 µs"},
+      {"… its p90", :builtin_p90, nil, "≤ 12 µs"},
+      {"`cat` of a `:virtual_fs` file, per read", :vfs, :rust_vfs, "≤ 1.3× Rust"},
+      {"`ExBashkit.exec(\"true\")` (fresh interpreter)", :once, :rust_once, "≤ 20 µs"}
+    ]
+
+    IO.puts("")
+    IO.puts("| figure | ex_bashkit | bashkit in Rust | ratio | target |")
+    IO.puts("|---|---|---|---|---|")
+
+    for {name, ours, theirs, target} <- rows do
+      base = if theirs, do: stat(rounds, theirs), else: "—"
+
+      ratio =
+        if theirs,
+          do: "#{Float.round(middle(rounds, ours) / middle(rounds, theirs), 2)}×",
+          else: "—"
+
+      IO.puts("| #{name} | #{stat(rounds, ours)} | #{base} | #{ratio} | #{target} |")
+    end
+
+    IO.puts(sleepers_row(10_000))
+  end
+
+  defp measure_round(rust, log, pipeline) do
+    live = ExBashkit.Native.live_sessions()
+    session = Session.new()
+    {exec, exec_p90} = timed(5_000, fn -> {:ok, _} = Session.exec(session, "true") end)
+    piped = Session.new(files: %{"/data/log.txt" => log})
+    {pipe, _} = timed(100, fn -> {:ok, %{exit_code: 0}} = Session.exec(piped, pipeline) end)
+    {new, _} = timed(2_000, fn -> Session.new() end)
+    # The sessions just built are garbage: free them now, not inside the
+    # next figure's timings.
+    :erlang.garbage_collect()
+    wait_until_freed(live)
+    {once, _} = timed(1_000, fn -> {:ok, _} = ExBashkit.exec("true") end)
+    {builtin, builtin_p90} = builtin_per_call(1_000)
+
+    %{
+      exec: exec,
+      exec_p90: exec_p90,
+      pipeline: pipe,
+      new: new,
+      once: once,
+      builtin: builtin,
+      builtin_p90: builtin_p90,
+      vfs: vfs_per_read(1_000),
+      rust_exec: rust(rust, ["exec", "5000"]),
+      rust_new: rust(rust, ["new", "2000"]),
+      rust_pipeline: rust(rust, ["pipeline", "100", @pipeline]),
+      rust_builtin: rust(rust, ["builtin", "1000"]),
+      rust_vfs: rust(rust, ["vfs_read", "1000"]),
+      rust_once: rust(rust, ["new", "1000"]) + rust(rust, ["exec", "1000"])
+    }
+  end
+
+  # The builtin stamps the time of each call; the gaps between calls are
+  # round trips (plus the `for` loop's own step, which the Rust figure has).
+  defp builtin_per_call(calls) do
+    stamps = :atomics.new(calls + 1, signed: true)
+    next = :atomics.new(1, [])
+
+    stamp = fn _ ->
+      :atomics.put(stamps, :atomics.add_get(next, 1, 1), System.monotonic_time(:nanosecond))
+      {:ok, ""}
+    end
+
+    session = Session.new(builtins: %{"kv_get" => stamp})
+    script = "for i in $(seq #{calls}); do kv_get a; done"
+    {:ok, _} = Session.exec(session, script)
+    :atomics.put(next, 1, 0)
+    {:ok, _} = Session.exec(session, script)
+
+    gaps = for i <- 2..calls, do: :atomics.get(stamps, i) - :atomics.get(stamps, i - 1)
+
+    sorted = Enum.sort(gaps)
+    {percentile(sorted, 0.5) / 1000, percentile(sorted, 0.9) / 1000}
+  end
+
+  defp vfs_per_read(reads) do
+    backend = fn
+      %{op: :read} -> {:ok, "value\n"}
+      %{op: :stat} -> {:ok, %{type: :file, size: 6}}
+      _ -> {:error, :enotsup}
+    end
+
+    session = Session.new(virtual_fs: %{"/api" => backend})
+    script = "for i in $(seq #{reads}); do cat /api/f >/dev/null; done"
+    {:ok, _} = Session.exec(session, script)
+    {us, _} = :timer.tc(fn -> {:ok, _} = Session.exec(session, script) end)
+    us / reads
+  end
+
+  defp sleepers_row(count) do
+    :erlang.garbage_collect()
+    before = rss_kib()
+    sessions = for _ <- 1..count, do: Session.new()
+    after_new = rss_kib()
+
+    {us, _} =
+      :timer.tc(fn ->
+        sessions
+        |> Enum.map(&Task.async(fn -> {:ok, _} = Session.exec(&1, "sleep 1") end))
+        |> Task.await_many(60_000)
+      end)
+
+    per_session = Float.round((after_new - before) / count, 1)
+
+    "| #{count} sessions running `sleep 1` at once (RSS #{per_session} KiB per session) | " <>
+      "#{round(us / 1000)} ms (once) | — | — | ≤ 1.2 s |"
+  end
+
+  defp wait_until_freed(live) do
+    if ExBashkit.Native.live_sessions() > live + 2 do
+      Process.sleep(5)
+      wait_until_freed(live)
+    end
+  end
+
+  defp timed(n, fun) do
+    for _ <- 1..div(n, 10), do: fun.()
+
+    samples =
+      for _ <- 1..n do
+        started = System.monotonic_time(:nanosecond)
+        fun.()
+        System.monotonic_time(:nanosecond) - started
+      end
+
+    sorted = Enum.sort(samples)
+    {percentile(sorted, 0.5) / 1000, percentile(sorted, 0.9) / 1000}
+  end
+
+  defp percentile(sorted, p),
+    do: Enum.at(sorted, min(floor(length(sorted) * p), length(sorted) - 1))
+
+  defp middle(rounds, key),
+    do: rounds |> Enum.map(& &1[key]) |> Enum.sort() |> Enum.at(div(@rounds, 2))
+
+  defp stat(rounds, key) do
+    values = Enum.map(rounds, & &1[key])
+    "#{fmt(middle(rounds, key))} (#{fmt(Enum.min(values))}–#{fmt(Enum.max(values))})"
+  end
+
+  defp fmt(us) when us >= 1000, do: "#{Float.round(us / 1000, 2)} ms"
+  defp fmt(us), do: "#{Float.round(us / 1, 1)} µs"
+
+  defp log_line(i) do
+    status = if rem(i, 3) == 0, do: "ok", else: "fail"
+    "#{i} user#{rem(i, 7)} #{rem(i * 37, 101)} status=#{status}\n"
+  end
+end
+
+HotPathBench.run()

@@ -1,0 +1,28 @@
+# Helpers shared by the benchmark scripts (Code.require_file'd by each).
+
+defmodule BenchSupport do
+  @moduledoc false
+
+  @doc "Builds the Rust baselines (src/bin/bench_exec.rs); returns the binary's path."
+  def build_rust_baseline do
+    crate = Path.expand("../native/ex_bashkit", __DIR__)
+    args = ["build", "--release", "--quiet", "--bin", "bench_exec"]
+    {_, 0} = System.cmd("cargo", args, cd: crate, into: IO.stream(:stdio, :line))
+    target = System.get_env("CARGO_TARGET_DIR") || Path.join(crate, "target")
+    Path.join(target, "release/bench_exec")
+  end
+
+  @doc "Runs a Rust baseline that prints one number."
+  def rust(binary, args) do
+    {out, 0} = System.cmd(binary, args)
+    out |> String.trim() |> String.to_float()
+  end
+
+  @doc "This VM's resident set, in KiB."
+  def rss_kib do
+    [kib] =
+      Regex.run(~r/VmRSS:\s+(\d+)/, File.read!("/proc/self/status"), capture: :all_but_first)
+
+    String.to_integer(kib)
+  end
+end
