@@ -67,7 +67,7 @@ defmodule HotPathBench do
     # The sessions just built are garbage: free them now, not inside the
     # next figure's timings.
     :erlang.garbage_collect()
-    wait_until_freed(live)
+    wait_until_freed(live + 2)
     {once, _} = timed(1_000, fn -> {:ok, _} = ExBashkit.exec("true") end)
     {builtin, builtin_p90} = builtin_per_call(1_000)
 
@@ -145,24 +145,8 @@ defmodule HotPathBench do
       "#{round(us / 1000)} ms (once) | — | — | ≤ 1.2 s |"
   end
 
-  defp wait_until_freed(live) do
-    if ExBashkit.Native.live_sessions() > live + 2 do
-      Process.sleep(5)
-      wait_until_freed(live)
-    end
-  end
-
   defp timed(n, fun) do
-    for _ <- 1..div(n, 10), do: fun.()
-
-    samples =
-      for _ <- 1..n do
-        started = System.monotonic_time(:nanosecond)
-        fun.()
-        System.monotonic_time(:nanosecond) - started
-      end
-
-    sorted = Enum.sort(samples)
+    sorted = sorted_samples_ns(n, fun)
     {percentile(sorted, 0.5) / 1000, percentile(sorted, 0.9) / 1000}
   end
 

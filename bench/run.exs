@@ -290,27 +290,7 @@ defmodule Bench do
     ]
   end
 
-  # Sessions made earlier in this run may still be alive; only the holder's
-  # must go.
-  defp wait_until_freed(baseline) do
-    if ExBashkit.Native.live_sessions() > baseline do
-      Process.sleep(1)
-      wait_until_freed(baseline)
-    end
-  end
-
-  defp median_us(n, fun) do
-    for _ <- 1..div(n, 10), do: fun.()
-
-    samples =
-      for _ <- 1..n do
-        started = System.monotonic_time(:nanosecond)
-        fun.()
-        System.monotonic_time(:nanosecond) - started
-      end
-
-    Enum.at(Enum.sort(samples), div(n, 2)) / 1000
-  end
+  defp median_us(n, fun), do: Enum.at(sorted_samples_ns(n, fun), div(n, 2)) / 1000
 
   defp row(name, ours, base, ratio, target),
     do: "| #{name} | #{ours} | #{base} | #{ratio} | #{target} |"

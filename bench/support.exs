@@ -18,6 +18,28 @@ defmodule BenchSupport do
     out |> String.trim() |> String.to_float()
   end
 
+  @doc "Nanoseconds of each of `n` calls of `fun`, after `n / 10` warm-up calls; sorted."
+  def sorted_samples_ns(n, fun) do
+    for _ <- 1..div(n, 10), do: fun.()
+
+    samples =
+      for _ <- 1..n do
+        started = System.monotonic_time(:nanosecond)
+        fun.()
+        System.monotonic_time(:nanosecond) - started
+      end
+
+    Enum.sort(samples)
+  end
+
+  @doc "Waits until at most `live` sessions are alive (garbage freed)."
+  def wait_until_freed(live) do
+    if ExBashkit.Native.live_sessions() > live do
+      Process.sleep(1)
+      wait_until_freed(live)
+    end
+  end
+
   @doc "This VM's resident set, in KiB."
   def rss_kib do
     [kib] =
