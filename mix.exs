@@ -9,6 +9,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   @root __DIR__
   @crate Path.join(@root, "native/ex_bashkit")
   @dest Path.join(@root, "priv/native/libex_bashkit.so")
+  # The digest of the sources the installed library was built from.
+  @stamp @dest <> ".sources"
 
   @impl Mix.Task.Compiler
   def run(_args) do
@@ -20,16 +22,32 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   end
 
   @impl Mix.Task.Compiler
-  def clean, do: File.rm(@dest)
+  def clean do
+    File.rm(@stamp)
+    File.rm(@dest)
+  end
 
+  # Staleness is decided by the sources' content, not their mtimes: a
+  # checkout of older sources, or an edit in the second of the last build,
+  # must rebuild all the same.
   defp stale? do
-    # The library's sources only: src/bin/ holds the benchmark binary.
+    not File.exists?(@dest) or File.read(@stamp) != {:ok, sources_digest()}
+  end
+
+  # The library's sources only: src/bin/ holds the benchmark binary.
+  defp sources_digest do
     sources =
       [Path.join(@crate, "Cargo.toml"), Path.join(@crate, "Cargo.lock")] ++
         (Path.wildcard(Path.join(@crate, "src/**/*.rs")) --
            Path.wildcard(Path.join(@crate, "src/bin/**/*.rs")))
 
-    Mix.Utils.stale?(sources, [@dest])
+    sources
+    |> Enum.sort()
+    |> Enum.reduce(:crypto.hash_init(:sha256), fn path, hash ->
+      hash |> :crypto.hash_update(path) |> :crypto.hash_update(File.read!(path))
+    end)
+    |> :crypto.hash_final()
+    |> Base.encode16(case: :lower)
   end
 
   defp build do
@@ -64,6 +82,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
       partial = "#{@dest}.#{System.unique_integer([:positive])}.partial"
       File.cp!(Path.join([target, "release", built]), partial)
       File.rename!(partial, @dest)
+      File.write!(@stamp, sources_digest())
       {:ok, []}
     else
       error("cargo succeeded but no library was found under #{target}/release")

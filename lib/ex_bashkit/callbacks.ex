@@ -50,12 +50,17 @@ defmodule ExBashkit.Callbacks do
   @serving {__MODULE__, :serving}
 
   @doc """
-  Runs `fun` with a server for `table`'s callbacks; `fun` gets the server's
-  pid. A call on a session (named by its resource, which compares equal to
-  itself only) this process is already serving a callback for (directly or
-  through other sessions) would wait for itself: it is refused.
+  Runs `fun` with callbacks served for `table`. The script sends its first
+  call to this process (the caller, waiting for the script): `fun` gets a
+  function to hand such calls to, which starts the server on the first
+  one and points the session's later calls at it, so a script that calls
+  nothing costs no process. A call on a session (named by its resource,
+  which compares equal to itself only) this process is already serving a
+  callback for (directly or through other sessions) would wait for itself:
+  it is refused.
   """
-  @spec serve(t(), reference(), (pid() -> result)) :: result | {:error, String.t()}
+  @spec serve(t(), reference(), ((tuple() -> term()) -> result)) ::
+          result | {:error, String.t()}
         when result: term()
   def serve(%__MODULE__{} = table, session, fun) do
     chain = serving()
@@ -66,21 +71,47 @@ defmodule ExBashkit.Callbacks do
          "own builtins or virtual_fs backends; that session is busy running the script " <>
          "waiting for this callback, so the call would deadlock"}
     else
-      caller = self()
+      key = {__MODULE__, make_ref()}
       chain = chain ++ [session]
-      stop = make_ref()
-      table = %{table | max_reply: max_reply_bytes()}
-      {server, monitor} = spawn_monitor(fn -> init(caller, stop, table, chain) end)
+      forward = fn call -> send(server!(key, table, chain, session), call) end
 
       try do
-        fun.(server)
+        fun.(forward)
       after
+        stop(key)
+      end
+    end
+  end
+
+  # The server for the call in progress (under `key` in this process),
+  # started on first use.
+  defp server!(key, table, chain, session) do
+    case Process.get(key) do
+      {server, _monitor, _stop} ->
+        server
+
+      nil ->
+        caller = self()
+        stop = make_ref()
+        table = %{table | max_reply: max_reply_bytes()}
+        {server, monitor} = spawn_monitor(fn -> init(caller, stop, table, chain) end)
+        Native.session_callback_server(session, server)
+        Process.put(key, {server, monitor, stop})
+        server
+    end
+  end
+
+  defp stop(key) do
+    case Process.delete(key) do
+      nil ->
+        :ok
+
+      {server, monitor, stop} ->
         send(server, {:stop, stop})
 
         receive do
           {:DOWN, ^monitor, :process, ^server, _} -> :ok
         end
-      end
     end
   end
 

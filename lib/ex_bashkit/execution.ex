@@ -20,12 +20,17 @@ defmodule ExBashkit.Execution do
 
   @doc """
   The outcome of a script, as a `%Result{}`, within `timeout_ms` plus a
-  margin of the call.
+  margin of the call. `forward`, when given, gets each callback call
+  (`{:ex_bashkit_call, ...}`) the script sends this process meanwhile.
   """
-  @spec await({:ok, reference()} | {:error, String.t()}, reference(), pos_integer()) ::
-          {:ok, Result.t()} | {:error, String.t()}
-  def await(queued, tag, timeout_ms) do
-    case bounded_reply(queued, tag, timeout_ms) do
+  @spec await(
+          {:ok, reference()} | {:error, String.t()},
+          reference(),
+          pos_integer(),
+          (tuple() -> term()) | nil
+        ) :: {:ok, Result.t()} | {:error, String.t()}
+  def await(queued, tag, timeout_ms, forward \\ nil) do
+    case bounded_reply(queued, tag, timeout_ms, forward) do
       {:ok, {stdout, stderr, exit_code, truncated}} ->
         {:ok, %Result{stdout: stdout, stderr: stderr, exit_code: exit_code, truncated: truncated}}
 
@@ -38,20 +43,18 @@ defmodule ExBashkit.Execution do
   @spec reply({:ok, reference()} | {:error, String.t()}, reference()) ::
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
-  def reply({:ok, _handle}, tag), do: receive_spinning(tag, deadline(), :infinity)
+  def reply({:ok, _handle}, tag), do: receive_spinning(tag, deadline(), :infinity, nil)
 
-  defp bounded_reply({:error, _message} = error, _tag, _timeout_ms), do: error
+  defp bounded_reply({:error, _message} = error, _tag, _timeout_ms, _forward), do: error
 
-  defp bounded_reply({:ok, handle}, tag, timeout_ms) do
-    case receive_spinning(tag, deadline(), wait_ms(timeout_ms + @margin_ms)) do
+  defp bounded_reply({:ok, handle}, tag, timeout_ms, forward) do
+    until = System.monotonic_time(:millisecond) + timeout_ms + @margin_ms
+
+    case receive_spinning(tag, deadline(), until, forward) do
       :timeout -> abandon(handle, tag, timeout_ms)
       outcome -> outcome
     end
   end
-
-  # `after` takes at most 32 bits of milliseconds.
-  defp wait_ms(ms) when ms <= 0xFFFF_FFFF, do: ms
-  defp wait_ms(_ms), do: :infinity
 
   defp abandon(handle, tag, timeout_ms) do
     case ExBashkit.Native.exec_abandon(handle) do
@@ -90,23 +93,41 @@ defmodule ExBashkit.Execution do
   def deadline,
     do: System.monotonic_time() + System.convert_time_unit(@spin_us, :microsecond, :native)
 
-  defp receive_spinning(tag, deadline, wait) do
+  # Waits for `{tag, outcome}` until `until` (monotonic milliseconds or
+  # :infinity), spinning until `spin_until` first; hands callback calls to
+  # `forward` meanwhile.
+  defp receive_spinning(tag, spin_until, until, forward) do
+    spinning? = System.monotonic_time() < spin_until
+    wait = if spinning?, do: 0, else: remaining_ms(until)
+
     receive do
-      {^tag, outcome} -> outcome
+      {^tag, outcome} ->
+        outcome
+
+      {:ex_bashkit_call, _, _, _} = call when is_function(forward, 1) ->
+        forward.(call)
+        receive_spinning(tag, deadline(), until, forward)
     after
-      0 ->
-        if System.monotonic_time() < deadline do
-          :erlang.yield()
-          receive_spinning(tag, deadline, wait)
-        else
-          receive do
-            {^tag, outcome} -> outcome
-          after
-            wait -> :timeout
-          end
+      wait ->
+        cond do
+          spinning? ->
+            :erlang.yield()
+            receive_spinning(tag, spin_until, until, forward)
+
+          until != :infinity and System.monotonic_time(:millisecond) >= until ->
+            :timeout
+
+          true ->
+            receive_spinning(tag, spin_until, until, forward)
         end
     end
   end
+
+  # `after` takes at most 32 bits of milliseconds; longer waits go round.
+  defp remaining_ms(:infinity), do: :infinity
+
+  defp remaining_ms(until),
+    do: min(max(until - System.monotonic_time(:millisecond), 0), 0xFFFF_FFFF)
 
   @doc false
   def script!(script) when is_binary(script), do: script

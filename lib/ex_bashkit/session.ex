@@ -207,12 +207,14 @@ defmodule ExBashkit.Session do
     end
   end
 
-  defp run(session, resource, script, callback_server) do
+  # With callbacks, the script sends its first call here, to `forward`.
+  defp run(session, resource, script, forward) do
     tag = make_ref()
+    callbacks_to = if forward, do: self()
 
     resource
-    |> native(fn -> Native.session_exec(resource, script, self(), tag, callback_server) end)
-    |> Execution.await(tag, timeout_ms(session))
+    |> native(fn -> Native.session_exec(resource, script, self(), tag, callbacks_to) end)
+    |> Execution.await(tag, timeout_ms(session), forward)
   end
 
   # A hand-built struct may hold anything here; the deadline must be sane.

@@ -137,6 +137,35 @@ defmodule ExBashkit.BuiltinsTest do
     end
   end
 
+  describe "the callback server" do
+    test "is started only by a script that calls back" do
+      session = Session.new(builtins: %{"hi" => fn _ -> {:ok, "hi\n"} end})
+      test = self()
+      # A process cannot receive its own trace messages: relay them.
+      relay = spawn_link(fn -> relay(test) end)
+      :erlang.trace(self(), true, [:procs, {:tracer, relay}])
+
+      assert {:ok, %Result{stdout: "quiet\n"}} = Session.exec(session, "echo quiet")
+      refute_receive {:trace, _, :spawn, _, _}, 100
+
+      assert {:ok, %Result{stdout: "hi\n"}} = Session.exec(session, "hi")
+      assert_receive {:trace, _, :spawn, _, _}, 1_000
+    after
+      :erlang.trace(self(), false, [:procs])
+    end
+
+    test "calls made at once by background jobs all reach it" do
+      slow = fn %{args: [word]} -> Process.sleep(20) && {:ok, word <> "\n"} end
+      session = Session.new(builtins: %{"slow" => slow})
+      script = "slow a & slow b & slow c & slow d; wait"
+
+      for _ <- 1..5 do
+        assert {:ok, %Result{stdout: out, exit_code: 0}} = Session.exec(session, script)
+        assert out |> String.split() |> Enum.sort() == ~w(a b c d)
+      end
+    end
+  end
+
   describe "reentrancy" do
     test "exec/2 on the same session from its builtin is an immediate error" do
       test = self()
@@ -291,5 +320,13 @@ defmodule ExBashkit.BuiltinsTest do
 
     Agent.update(holder, fn _ -> session end)
     session
+  end
+
+  defp relay(to) do
+    receive do
+      message -> send(to, message)
+    end
+
+    relay(to)
   end
 end

@@ -226,6 +226,16 @@ impl Channel {
         Serving(self)
     }
 
+    /// Points the running script's later calls at `server`, if they still
+    /// go to `from`: a script that ended meanwhile (and one of the session's
+    /// next scripts, served by another caller) is left alone.
+    pub fn redirect(&self, from: LocalPid, server: LocalPid) {
+        let mut current = lock(&self.server);
+        if *current == Some(from) {
+            *current = Some(server);
+        }
+    }
+
     /// Sends `request` to the server and waits for the answer.
     pub async fn call(&self, request: Request<'_>) -> Result<Reply, String> {
         // The file API runs on a dirty scheduler and can reach a virtual

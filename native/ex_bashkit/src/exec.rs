@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bashkit::{Bash, ExecResult};
-use rustler::{Binary, Encoder, Env, LocalPid, ResourceArc, Term};
+use rustler::{Atom, Binary, Encoder, Env, LocalPid, ResourceArc, Term};
 
 use crate::error;
 use crate::jobs::{spawn_job, JobHandle, Outcome, Whereabouts};
@@ -98,6 +98,18 @@ fn session_exec<'a>(
         },
         encode_result,
     )
+}
+
+/// Sends the running script's callback calls to `server` from now on: the
+/// caller, which got the first call, has started it (`ExBashkit.Callbacks`).
+#[rustler::nif]
+fn session_callback_server(
+    env: Env<'_>,
+    session: ResourceArc<SessionResource>,
+    server: LocalPid,
+) -> Atom {
+    session.callbacks.redirect(env.pid(), server);
+    crate::atoms::ok()
 }
 
 /// Runs `script` on a fresh interpreter that is dropped afterwards.
