@@ -2,11 +2,14 @@ defmodule ExBashkit.Callbacks do
   @moduledoc false
   # Serves the `:builtins` and `:virtual_fs` calls of one `exec/2`.
   #
-  # For the length of a script, a server process (monitoring the caller)
-  # receives `{:ex_bashkit_call, pending, target, request}` from the NIF —
-  # `target` is `{:builtin, name}` or `{:fs, mount}`, `request` the very map
-  # the builtin's function or the backend gets (native/ex_bashkit/src/
-  # callback.rs builds both) — and runs each call in a fresh process, linked (so it dies with the server) and
+  # The NIF sends each call as `{:ex_bashkit_call, pending, target, request}`
+  # — `target` is `{:builtin, name}` or `{:fs, mount}`, `request` the very
+  # map the builtin's function or the backend gets (native/ex_bashkit/src/
+  # callback.rs builds both). The first call of a script goes to the caller,
+  # waiting for the script; it starts a server process (monitoring the
+  # caller), hands the call over and points the script's later calls at the
+  # server, so a script that calls nothing costs no process. The server runs
+  # each call in a fresh process, linked (so it dies with the server) and
   # monitored (so its end is attributed by an unguessable reference).
   # Whichever comes first — the runner's answer, its end for any reason, or
   # the `:builtin_timeout_ms` timer — answers the call; the NIF keeps the
