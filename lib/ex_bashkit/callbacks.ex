@@ -150,7 +150,7 @@ defmodule ExBashkit.Callbacks do
       message -> message
     after
       0 ->
-        if System.monotonic_time() < deadline do
+        if Execution.spin?(deadline) do
           :erlang.yield()
           next_message(deadline)
         else
