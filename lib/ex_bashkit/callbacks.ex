@@ -81,7 +81,7 @@ defmodule ExBashkit.Callbacks do
       try do
         fun.(forward)
       after
-        stop(key)
+        stop(key, session)
       end
     end
   end
@@ -104,17 +104,28 @@ defmodule ExBashkit.Callbacks do
     end
   end
 
-  defp stop(key) do
-    case Process.delete(key) do
-      nil ->
-        :ok
+  # A script the caller stopped waiting for may still run and call back:
+  # its calls are cut off first, and any that reached the caller dropped,
+  # so none lingers in the caller's mailbox.
+  defp stop(key, session) do
+    started = Process.delete(key)
+    Native.session_callbacks_done(session, started && elem(started, 0))
+    flush_calls()
 
-      {server, monitor, stop} ->
-        send(server, {:stop, stop})
+    with {server, monitor, stop} <- started do
+      send(server, {:stop, stop})
 
-        receive do
-          {:DOWN, ^monitor, :process, ^server, _} -> :ok
-        end
+      receive do
+        {:DOWN, ^monitor, :process, ^server, _} -> :ok
+      end
+    end
+  end
+
+  defp flush_calls do
+    receive do
+      {:ex_bashkit_call, _, _, _} -> flush_calls()
+    after
+      0 -> :ok
     end
   end
 

@@ -154,6 +154,20 @@ defmodule ExBashkit.BuiltinsTest do
       :erlang.trace(self(), false, [:procs])
     end
 
+    test "leaves nothing in the caller's mailbox, whatever the script's end" do
+      builtins = %{
+        "hi" => fn _ -> {:ok, "hi\n"} end,
+        "hang" => fn _ -> Process.sleep(:infinity) end
+      }
+
+      session = Session.new(builtins: builtins, limits: [timeout_ms: 200])
+
+      for script <- ["hi; hi", "hi; hang", "hang & hi; wait", "for i in 1 2 3; do hi; done"] do
+        Session.exec(session, script)
+        assert {:messages, []} = Process.info(self(), :messages), script
+      end
+    end
+
     test "calls made at once by background jobs all reach it" do
       slow = fn %{args: [word]} -> Process.sleep(20) && {:ok, word <> "\n"} end
       session = Session.new(builtins: %{"slow" => slow})

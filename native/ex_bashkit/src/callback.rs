@@ -236,6 +236,31 @@ impl Channel {
         }
     }
 
+    /// Stops sending the script's calls to its caller `from` (or to the
+    /// server it started): the caller has its answer, or gave up waiting,
+    /// and a call sent later would sit in its mailbox. A script still
+    /// running then gets an error for its calls.
+    pub fn done(&self, from: LocalPid, server: Option<LocalPid>) {
+        let mut current = lock(&self.server);
+        if current.is_some() && (*current == Some(from) || *current == server) {
+            *current = None;
+        }
+    }
+
+    /// Sends the call under the lock: once `done/2` has cleared the target,
+    /// no call is still on its way to it.
+    fn send(&self, request: &Request<'_>, pending: ResourceArc<PendingCall>) -> Result<(), String> {
+        let target = lock(&self.server);
+        let server =
+            (*target).ok_or("callbacks are only served while a script of this session runs")?;
+        OwnedEnv::new()
+            .send_and_clear(&server, |env| {
+                let call = (atoms::ex_bashkit_call(), pending, request.target(env));
+                (call.0, call.1, call.2, request.map(env)).encode(env)
+            })
+            .map_err(|_| "the callback server is gone".to_string())
+    }
+
     /// Sends `request` to the server and waits for the answer.
     pub async fn call(&self, request: Request<'_>) -> Result<Reply, String> {
         // The file API runs on a dirty scheduler and can reach a virtual
@@ -244,19 +269,11 @@ impl Channel {
         if !runtime::on_interpreter_thread() {
             return Err("builtins and virtual_fs backends serve scripts only".into());
         }
-        let server = (*lock(&self.server))
-            .ok_or("callbacks are only served while a script of this session runs")?;
         let (sender, answer) = oneshot::channel();
         let pending = ResourceArc::new(PendingCall {
             reply: Mutex::new(Some(sender)),
         });
-        let sent = OwnedEnv::new().send_and_clear(&server, |env| {
-            let call = (atoms::ex_bashkit_call(), pending, request.target(env));
-            (call.0, call.1, call.2, request.map(env)).encode(env)
-        });
-        if sent.is_err() {
-            return Err("the callback server is gone".into());
-        }
+        self.send(&request, pending)?;
         // The answer usually comes back within microseconds: stay awake.
         runtime::stay_awake();
         // The sender is dropped unanswered only if Elixir dropped the call.

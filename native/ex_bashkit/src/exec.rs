@@ -112,6 +112,17 @@ fn session_callback_server(
     crate::atoms::ok()
 }
 
+/// The caller is done with its script's callbacks (`Channel::done`).
+#[rustler::nif]
+fn session_callbacks_done(
+    env: Env<'_>,
+    session: ResourceArc<SessionResource>,
+    server: Option<LocalPid>,
+) -> Atom {
+    session.callbacks.done(env.pid(), server);
+    crate::atoms::ok()
+}
+
 /// Runs `script` on a fresh interpreter that is dropped afterwards.
 #[rustler::nif]
 fn exec_once<'a>(
