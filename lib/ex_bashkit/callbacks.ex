@@ -109,7 +109,7 @@ defmodule ExBashkit.Callbacks do
   # so none lingers in the caller's mailbox.
   defp stop(key, session) do
     started = Process.delete(key)
-    Native.session_callbacks_done(session, started && elem(started, 0))
+    done(session, started && elem(started, 0))
     flush_calls()
 
     with {server, monitor, stop} <- started do
@@ -119,6 +119,14 @@ defmodule ExBashkit.Callbacks do
         {:DOWN, ^monitor, :process, ^server, _} -> :ok
       end
     end
+  end
+
+  defp done(session, server) do
+    Native.session_callbacks_done(session, server)
+  rescue
+    # A hand-built struct whose resource is no session: its exec already
+    # failed with an ArgumentError that says so, which must not be replaced.
+    ArgumentError -> :ok
   end
 
   defp flush_calls do

@@ -150,9 +150,8 @@ defmodule ExBashkit.Session do
   def new(opts \\ []) do
     %{native: native, files: files, callbacks: callbacks} = Options.validate!(opts)
 
-    # Host mounts touch the disk: those sessions are built on a dirty scheduler.
     session =
-      case if(native.mounts == [],
+      case if(Options.light?(native),
              do: Native.session_new(native),
              else: Native.session_new_dirty(native)
            ) do

@@ -185,4 +185,17 @@ defmodule ExBashkit.BadArgumentsTest do
       assert inspect(%Session{resource: resource}) == "#ExBashkit.Session<invalid>"
     end
   end
+
+  test "a hand-built session with callbacks is refused naming the session" do
+    callbacks = %ExBashkit.Callbacks{builtins: %{"hi" => fn _ -> {:ok, "hi"} end}}
+    session = %Session{resource: make_ref(), callbacks: callbacks}
+
+    assert_raise ArgumentError, ~r/not a session/, fn -> Session.exec(session, "hi") end
+  end
+
+  test "a session with many entries is built all the same" do
+    env = Map.new(1..5_000, &{"V#{&1}", "#{&1}"})
+    session = Session.new(env: env, allow_net: for(i <- 1..100, do: "https://h#{i}.example"))
+    assert {:ok, %ExBashkit.Result{stdout: "5000\n"}} = Session.exec(session, "echo $V5000")
+  end
 end

@@ -97,7 +97,8 @@ impl SessionResource {
     }
 }
 
-/// Builds a session without host mounts: tens of microseconds of work, which
+/// Builds a session without host mounts and with few entries (see
+/// `ExBashkit.Session.Options.light?/1`): tens of microseconds of work, which
 /// a normal scheduler takes faster than a hop to a dirty one (whose waking
 /// doubled the cost). Returns `{:ok, session}` or `{:error, message}`,
 /// encoded here because the interpreter inside is not `RefUnwindSafe`, which
