@@ -26,6 +26,12 @@ defmodule ExBashkit.SessionTest do
       assert run(session, "echo $x ${arr[1]} ${#arr[@]}").stdout == "5 b 3\n"
     end
 
+    test "scripts leave no command history, as in bash -c" do
+      session = Session.new()
+      for _ <- 1..3, do: assert({:ok, _} = Session.exec(session, "echo recorded?"))
+      assert {:ok, %Result{stdout: "0\n"}} = Session.exec(session, "history | wc -l")
+    end
+
     test "sessions are isolated from each other" do
       a = Session.new()
       b = Session.new()
