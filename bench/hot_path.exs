@@ -132,12 +132,7 @@ defmodule HotPathBench do
     sessions = for _ <- 1..count, do: Session.new()
     after_new = rss_kib()
 
-    {us, _} =
-      :timer.tc(fn ->
-        sessions
-        |> Enum.map(&Task.async(fn -> {:ok, _} = Session.exec(&1, "sleep 1") end))
-        |> Task.await_many(60_000)
-      end)
+    us = all_at_once_us(sessions, "sleep 1")
 
     per_session = Float.round((after_new - before) / count, 1)
 

@@ -230,12 +230,7 @@ defmodule Bench do
   defp concurrency_row do
     sessions = for _ <- 1..500, do: Session.new()
 
-    {wall, _} =
-      :timer.tc(fn ->
-        sessions
-        |> Enum.map(&Task.async(fn -> {:ok, _} = Session.exec(&1, "sleep 1") end))
-        |> Task.await_many(60_000)
-      end)
+    wall = all_at_once_us(sessions, "sleep 1")
 
     row(
       "500 sessions running `sleep 1` at once",

@@ -32,6 +32,18 @@ defmodule BenchSupport do
     Enum.sort(samples)
   end
 
+  @doc "Microseconds until every session has run `script`, all at once."
+  def all_at_once_us(sessions, script) do
+    {us, _} =
+      :timer.tc(fn ->
+        sessions
+        |> Enum.map(&Task.async(fn -> {:ok, _} = ExBashkit.Session.exec(&1, script) end))
+        |> Task.await_many(60_000)
+      end)
+
+    us
+  end
+
   @doc "Waits until at most `live` sessions are alive (garbage freed)."
   def wait_until_freed(live) do
     if ExBashkit.Native.live_sessions() > live do

@@ -156,18 +156,28 @@ defmodule ExBashkit.Options do
   defp describe({:in, values}), do: Enum.map_join(values, " or ", &inspect/1)
   defp describe({:or, types}), do: Enum.map_join(types, " or ", &describe/1)
 
+  @doc "A map or a list, not a struct: what an option given as entries may be."
+  defguard collection?(value) when (is_map(value) and not is_struct(value)) or is_list(value)
+
+  @doc "The entries of a collection given as `option`; an improper list raises."
+  @spec entries!(String.t(), map() | list()) :: list()
+  def entries!(option, value) when collection?(value) do
+    if is_list(value) and List.improper?(value) do
+      raise ArgumentError, "#{option} must be a proper list, got: #{inspect(value)}"
+    end
+
+    Enum.to_list(value)
+  end
+
   @doc """
   Environment variables given as a map or keyword list, as `[{name, value}]`
   strings: names non-empty without `=`, names and values UTF-8 without NUL,
   atoms and numbers stringified.
   """
   @spec env!(term()) :: [{String.t(), String.t()}]
-  def env!(env) when (is_map(env) and not is_struct(env)) or is_list(env) do
-    if is_list(env) and List.improper?(env) do
-      raise ArgumentError, ":env must be a proper list, got: #{inspect(env)}"
-    end
-
-    Enum.map(env, fn
+  def env!(env) when collection?(env) do
+    entries!(":env", env)
+    |> Enum.map(fn
       {key, value} -> {env_key!(key), env_value!(key, value)}
       other -> raise ArgumentError, ":env entries must be {name, value}, got: #{inspect(other)}"
     end)

@@ -7,6 +7,7 @@ defmodule ExBashkit.Session.Options do
   # native is built.
 
   alias ExBashkit.Options
+  import ExBashkit.Options, only: [collection?: 1, entries!: 2, text?: 1, scalar: 1]
 
   @limit_keys [
     :max_commands,
@@ -213,21 +214,6 @@ defmodule ExBashkit.Session.Options do
   def defaults(native) do
     %{native | limits: Map.put(native.limits, :timeout_ms, timeout!(nil))}
   end
-
-  # A map or a proper list, not a struct: what Enum may walk as entries.
-  defguardp collection?(value)
-            when (is_map(value) and not is_struct(value)) or is_list(value)
-
-  defp entries!(option, value) when collection?(value) do
-    if is_list(value) and List.improper?(value) do
-      raise ArgumentError, "#{option} must be a proper list, got: #{inspect(value)}"
-    end
-
-    Enum.to_list(value)
-  end
-
-  defp text?(value), do: Options.text?(value)
-  defp scalar(value), do: Options.scalar(value)
 
   @doc false
   def cwd!(path), do: path!(:cwd, path)

@@ -84,18 +84,32 @@ fn pipeline_log() -> String {
 }
 
 fn pipeline_median_us(runs: usize, script: &str) -> f64 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let mut bash = session();
-    let mut samples = Vec::with_capacity(runs);
+    let runtime = runtime();
+    let bash = session();
     runtime.block_on(async {
         let fs = bash.fs();
         fs.mkdir(Path::new("/data"), true).await.expect("mkdir");
         fs.write_file(Path::new("/data/log.txt"), pipeline_log().as_bytes())
             .await
             .expect("write");
+    });
+    exec_median_us_of(&runtime, bash, script, runs)
+}
+
+fn exec_median_us(iterations: usize) -> f64 {
+    exec_median_us_of(&runtime(), session(), "true", iterations)
+}
+
+/// Median µs of `script` on `bash`, each run checked to exit 0, after a
+/// tenth as many warm-up runs.
+fn exec_median_us_of(
+    runtime: &tokio::runtime::Runtime,
+    mut bash: Bash,
+    script: &str,
+    runs: usize,
+) -> f64 {
+    let mut samples = Vec::with_capacity(runs);
+    runtime.block_on(async {
         for _ in 0..runs / 10 {
             bash.exec(script).await.expect("warm-up");
         }
@@ -110,25 +124,11 @@ fn pipeline_median_us(runs: usize, script: &str) -> f64 {
     samples[samples.len() / 2]
 }
 
-fn exec_median_us(iterations: usize) -> f64 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .expect("runtime");
-    let mut bash = session();
-    let mut samples = Vec::with_capacity(iterations);
-    runtime.block_on(async {
-        for _ in 0..iterations / 10 {
-            bash.exec("true").await.expect("warm-up");
-        }
-        for _ in 0..iterations {
-            let started = Instant::now();
-            bash.exec("true").await.expect("exec");
-            samples.push(started.elapsed().as_secs_f64() * 1e6);
-        }
-    });
-    samples.sort_by(|a, b| a.total_cmp(b));
-    samples[samples.len() / 2]
+        .expect("runtime")
 }
 
 fn memory_per_session_kib(sessions: usize) -> f64 {
@@ -173,10 +173,7 @@ fn builtin_call_us(calls: usize) -> f64 {
 fn vfs_read_us(reads: usize) -> f64 {
     let bash = session();
     let mounted = Arc::new(InMemoryFs::new());
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime();
     runtime
         .block_on(mounted.write_file(Path::new("/f"), b"value\n"))
         .expect("write");
@@ -190,10 +187,7 @@ fn vfs_read_us(reads: usize) -> f64 {
 
 /// Median over 7 runs of `script`, divided by the `per` operations it does.
 fn loop_median_us(mut bash: Bash, script: &str, per: usize) -> f64 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime();
     let mut samples: Vec<f64> = runtime.block_on(async {
         bash.exec(script).await.expect("warm-up");
         let mut samples = Vec::new();
@@ -223,10 +217,7 @@ fn noise(seed: u64, len: usize) -> Vec<u8> {
 }
 
 fn snapshot_restore_ms(files: usize) -> (f64, usize) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime();
     let source = session();
     runtime.block_on(async {
         let fs = source.fs();
@@ -254,10 +245,7 @@ fn snapshot_restore_ms(files: usize) -> (f64, usize) {
 }
 
 fn python_us(runs: usize) -> f64 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = runtime();
     let mut bash = Bash::builder()
         .session_limits(SessionLimits::unlimited())
         .python()
