@@ -17,8 +17,8 @@ defmodule ExBashkit do
       "HELLO\\n"
   """
 
-  alias ExBashkit.{Execution, Native, Result}
-  alias ExBashkit.Session.Options
+  alias ExBashkit.{Error, Execution, Native, Result, Session}
+  alias ExBashkit.Session.{ExecOptions, Options}
 
   # A fresh interpreter is configured exactly like a default session.
   @defaults Options.validate!([]).native
@@ -41,17 +41,50 @@ defmodule ExBashkit do
       iex> {:error, message} = ExBashkit.exec("if then fi")
       iex> message =~ "parse error"
       true
+
+  ## Options
+
+  `opts` takes the options of `ExBashkit.Session.new/1` (limits, mounts,
+  network, python, builtins, virtual_fs, files, env, cwd, …) for the fresh
+  interpreter, and those of `ExBashkit.Session.exec/3` for the call
+  (`:timeout_ms`, `:stdin`, `:args`, `:into`, `:stream_to`, `:errors`).
+
+      iex> {:ok, result} =
+      ...>   ExBashkit.exec("upcase < /in.txt",
+      ...>     files: %{"/in.txt" => "shout"},
+      ...>     builtins: %{"upcase" => fn %{stdin: text} -> {:ok, String.upcase(text)} end}
+      ...>   )
+      iex> result.stdout
+      "SHOUT"
+      iex> {:error, %ExBashkit.Error{reason: :parse_error}} = ExBashkit.exec("if then fi", errors: :struct)
   """
-  @spec exec(String.t()) :: {:ok, Result.t()} | {:error, String.t()}
-  def exec(script) do
+  @spec exec(String.t(), keyword()) :: {:ok, Result.t()} | {:error, String.t() | Error.t()}
+  def exec(script, opts \\ [])
+
+  def exec(script, []) do
     tag = make_ref()
 
     script = Execution.script!(script)
     options = Options.defaults(@defaults)
+    call = ExecOptions.validate!([], Options.timeout_ms(options), "ExBashkit.exec/2")
 
     options
     |> Native.exec_once(script, self(), tag)
-    |> Execution.await(tag, Options.timeout_ms(options))
+    |> Execution.await(tag, call)
+    |> Execution.finish(call)
+  end
+
+  def exec(script, opts) do
+    unless is_list(opts) and Keyword.keyword?(opts) do
+      raise ArgumentError,
+            "ExBashkit.exec/2 expects a keyword list of options, got: #{inspect(opts)}"
+    end
+
+    {session_opts, call_opts} = Keyword.split(opts, Options.supported())
+
+    session_opts
+    |> Session.new()
+    |> Session.exec(script, call_opts)
   end
 
   @typedoc """

@@ -63,16 +63,20 @@ defmodule ExBashkit.Callbacks do
   it is refused.
   """
   @spec serve(t(), reference(), ((tuple() -> term()) -> result)) ::
-          result | {:error, String.t()}
+          result | {:error, ExBashkit.Error.t()}
         when result: term()
   def serve(%__MODULE__{} = table, session, fun) do
     chain = serving()
 
     if session in chain do
       {:error,
-       "exec/2 was called on session #{Native.session_id(session)} from inside one of its " <>
-         "own builtins or virtual_fs backends; that session is busy running the script " <>
-         "waiting for this callback, so the call would deadlock"}
+       %ExBashkit.Error{
+         reason: :busy,
+         message:
+           "exec/2 was called on session #{Native.session_id(session)} from inside one of its " <>
+             "own builtins or virtual_fs backends; that session is busy running the script " <>
+             "waiting for this callback, so the call would deadlock"
+       }}
     else
       key = {__MODULE__, make_ref()}
       chain = chain ++ [session]

@@ -12,30 +12,69 @@ defmodule ExBashkit.Execution do
   # the caller gets an error saying whether the script was running or
   # still queued behind another one.
 
-  alias ExBashkit.Result
+  alias ExBashkit.{Error, Result}
+  alias ExBashkit.Session.ExecOptions
 
   # How long past its :timeout_ms a caller waits for a script that has not
   # stopped by itself.
   @margin_ms 500
 
   @doc """
-  The outcome of a script, as a `%Result{}`, within `timeout_ms` plus a
-  margin of the call. `forward`, when given, gets each callback call
-  (`{:ex_bashkit_call, ...}`) the script sends this process meanwhile.
+  The outcome of a script queued for `call` (see
+  `ExBashkit.Session.ExecOptions.validate!/3`), within its `timeout_ms` plus
+  a margin. `forward`, when given, gets each callback call
+  (`{:ex_bashkit_call, ...}`) the script sends this process meanwhile;
+  stdout chunks go into the call's `:into` as they arrive. Errors are
+  `%ExBashkit.Error{}` here; `finish/2` gives the caller what it asked for.
   """
   @spec await(
           {:ok, reference()} | {:error, String.t()},
           reference(),
-          pos_integer(),
+          ExecOptions.call(),
           (tuple() -> term()) | nil
-        ) :: {:ok, Result.t()} | {:error, String.t()}
-  def await(queued, tag, timeout_ms, forward \\ nil) do
-    case bounded_reply(queued, tag, timeout_ms, forward) do
-      {:ok, {stdout, stderr, exit_code, truncated}} ->
-        {:ok, %Result{stdout: stdout, stderr: stderr, exit_code: exit_code, truncated: truncated}}
+        ) :: {:ok, Result.t()} | {:error, Error.t()}
+  def await(queued, tag, call, forward \\ nil)
 
-      {:error, message} ->
-        {:error, message}
+  def await({:error, message}, _tag, _call, _forward), do: {:error, Error.from_job(message)}
+
+  def await({:ok, handle}, tag, call, forward) do
+    until = System.monotonic_time(:millisecond) + call.timeout_ms + @margin_ms
+    sink = sink(call)
+
+    case receive_spinning(tag, deadline(), until, forward, sink) do
+      {:timeout, sink} ->
+        halt(sink)
+        abandon(handle, tag, call.timeout_ms)
+
+      {{:ok, {stdout, stderr, exit_code, truncated}}, sink} ->
+        {:ok,
+         %Result{
+           stdout: collected(sink, stdout),
+           stderr: stderr,
+           exit_code: exit_code,
+           truncated: truncated
+         }}
+
+      {{:error, error}, sink} ->
+        halt(sink)
+        {:error, Error.from_job(error)}
+    end
+  end
+
+  @doc """
+  The outcome as the caller asked for it: the error's message unless it
+  asked for `errors: :struct`. A `:stream_to` listener gets the outcome,
+  errors as structs, in its final message.
+  """
+  @spec finish({:ok, Result.t()} | {:error, Error.t()}, ExecOptions.call()) ::
+          {:ok, Result.t()} | {:error, Error.t() | String.t()}
+  def finish(outcome, call) do
+    with {pid, stream_tag} <- call.stream_to,
+         do: send(pid, {:ex_bashkit, stream_tag, {:exit, outcome}})
+
+    case outcome do
+      {:error, %Error{message: message}} when call.errors == :message -> {:error, message}
+      outcome -> outcome
     end
   end
 
@@ -43,16 +82,36 @@ defmodule ExBashkit.Execution do
   @spec reply({:ok, reference()} | {:error, String.t()}, reference()) ::
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
-  def reply({:ok, _handle}, tag), do: receive_spinning(tag, deadline(), :infinity, nil)
 
-  defp bounded_reply({:error, _message} = error, _tag, _timeout_ms, _forward), do: error
+  def reply({:ok, _handle}, tag) do
+    {outcome, nil} = receive_spinning(tag, deadline(), :infinity, nil, nil)
+    outcome
+  end
 
-  defp bounded_reply({:ok, handle}, tag, timeout_ms, forward) do
-    until = System.monotonic_time(:millisecond) + timeout_ms + @margin_ms
+  # Where stdout chunks go: `{output_tag, acc, collector}` for `:into`.
+  defp sink(%{into: nil}), do: nil
 
-    case receive_spinning(tag, deadline(), until, forward) do
-      :timeout -> abandon(handle, tag, timeout_ms)
-      outcome -> outcome
+  defp sink(%{into: into, output_tag: output_tag}) do
+    {acc, collector} = Collectable.into(into)
+    {output_tag, acc, collector}
+  end
+
+  defp collected(nil, stdout), do: stdout
+  defp collected({_tag, acc, collector}, _stdout), do: collector.(acc, :done)
+
+  defp halt(nil), do: :ok
+
+  defp halt({output_tag, acc, collector}) do
+    collector.(acc, :halt)
+    flush(output_tag)
+  end
+
+  # Chunks a script sent before an answer this caller no longer reads.
+  defp flush(output_tag) do
+    receive do
+      {:ex_bashkit, ^output_tag, _chunk} -> flush(output_tag)
+    after
+      0 -> :ok
     end
   end
 
@@ -60,26 +119,39 @@ defmodule ExBashkit.Execution do
     case ExBashkit.Native.exec_abandon(handle) do
       :answered ->
         receive do
-          {^tag, outcome} -> outcome
+          {^tag, {:ok, _} = ok} -> await_answered(ok)
+          {^tag, {:error, error}} -> {:error, Error.from_job(error)}
         end
 
       :sent ->
-        {:error,
-         "timed out after #{timeout_ms} ms (limit :timeout_ms) before the script started: " <>
-           "the interpreter thread it was given is busy with a script that cannot be interrupted"}
+        busy(
+          "timed out after #{timeout_ms} ms (limit :timeout_ms) before the script started: " <>
+            "the interpreter thread it was given is busy with a script that cannot be interrupted"
+        )
 
       :queued ->
-        {:error,
-         "timed out after #{timeout_ms} ms (limit :timeout_ms) waiting for the session: " <>
-           "an earlier script is still running on it"}
+        busy(
+          "timed out after #{timeout_ms} ms (limit :timeout_ms) waiting for the session: " <>
+            "an earlier script is still running on it"
+        )
 
       :running ->
         {:error,
-         "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
-           "its deadline (it is inside work that cannot be interrupted); it keeps the session " <>
-           "busy until that work ends, and scripts sent to the session meanwhile wait or time out"}
+         %Error{
+           reason: :timeout,
+           limit: :timeout_ms,
+           message:
+             "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
+               "its deadline (it is inside work that cannot be interrupted); it keeps the session " <>
+               "busy until that work ends, and scripts sent to the session meanwhile wait or time out"
+         }}
     end
   end
+
+  defp await_answered({:ok, {stdout, stderr, exit_code, truncated}}),
+    do: {:ok, %Result{stdout: stdout, stderr: stderr, exit_code: exit_code, truncated: truncated}}
+
+  defp busy(message), do: {:error, %Error{reason: :busy, limit: :timeout_ms, message: message}}
 
   # Most scripts answer within microseconds. Waking a scheduler that went to
   # sleep costs more than that once the VM has any port or socket open (the
@@ -107,33 +179,43 @@ defmodule ExBashkit.Execution do
 
   # Waits for `{tag, outcome}` until `until` (monotonic milliseconds or
   # :infinity), spinning until `spin_until` first; hands callback calls to
-  # `forward` meanwhile.
-  defp receive_spinning(tag, spin_until, until, forward) do
+  # `forward` and output chunks to `sink` meanwhile. Returns the outcome (or
+  # :timeout) with the sink.
+  defp receive_spinning(tag, spin_until, until, forward, sink) do
     spinning? = spin?(spin_until)
     wait = if spinning?, do: 0, else: remaining_ms(until)
 
     receive do
       {^tag, outcome} ->
-        outcome
+        {outcome, sink}
 
       {:ex_bashkit_call, _, _, _} = call when is_function(forward, 1) ->
         forward.(call)
-        receive_spinning(tag, deadline(), until, forward)
+        receive_spinning(tag, deadline(), until, forward, sink)
+
+      {:ex_bashkit, output_tag, {stream, chunk}}
+      when is_tuple(sink) and elem(sink, 0) == output_tag ->
+        receive_spinning(tag, spin_until, until, forward, collect(sink, stream, chunk))
     after
       wait ->
         cond do
           spinning? ->
             :erlang.yield()
-            receive_spinning(tag, spin_until, until, forward)
+            receive_spinning(tag, spin_until, until, forward, sink)
 
           until != :infinity and System.monotonic_time(:millisecond) >= until ->
-            :timeout
+            {:timeout, sink}
 
           true ->
-            receive_spinning(tag, spin_until, until, forward)
+            receive_spinning(tag, spin_until, until, forward, sink)
         end
     end
   end
+
+  defp collect({output_tag, acc, collector}, :stdout, chunk),
+    do: {output_tag, collector.(acc, {:cont, chunk}), collector}
+
+  defp collect(sink, :stderr, _chunk), do: sink
 
   # `after` takes at most 32 bits of milliseconds; longer waits go round.
   defp remaining_ms(:infinity), do: :infinity

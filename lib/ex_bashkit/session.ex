@@ -76,7 +76,7 @@ defmodule ExBashkit.Session do
   """
 
   alias ExBashkit.{Callbacks, Execution, Native, Result}
-  alias ExBashkit.Session.Options
+  alias ExBashkit.Session.{ExecOptions, Options}
 
   @enforce_keys [:resource]
   # `id` is the resource's number, read once: it names the session in
@@ -191,29 +191,91 @@ defmodule ExBashkit.Session do
       iex> {:ok, result} = ExBashkit.Session.exec(session, "pwd")
       iex> result.stdout
       "/tmp\\n"
+
+  ## Options
+
+  Options apply to this call only (see `guides/live_control.md`):
+
+  #{ExBashkit.Session.ExecOptions.docs()}
+
+  Input, arguments and a variable for one call:
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, result} =
+      ...>   ExBashkit.Session.exec(session, ~S(read -r line; echo "$1 $GREETING $line"),
+      ...>     stdin: "world\\n", args: ["hello"], env: %{"GREETING" => "dear"}
+      ...>   )
+      iex> result.stdout
+      "hello dear world\\n"
+      iex> {:ok, result} = ExBashkit.Session.exec(session, ~S(echo "[$GREETING]"))
+      iex> result.stdout
+      "[]\\n"
+
+  Output as it is produced, and why a script ended, as data:
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "echo a; echo b", into: [])
+      iex> result.stdout
+      ["a\\n", "b\\n"]
+      iex> {:error, %ExBashkit.Error{reason: :timeout, stdout: "before\\n"}} =
+      ...>   ExBashkit.Session.exec(session, "echo before; sleep 5",
+      ...>     timeout_ms: 100, errors: :struct
+      ...>   )
   """
-  @spec exec(t(), String.t()) :: {:ok, Result.t()} | {:error, String.t()}
-  def exec(session, script) do
+  @spec exec(t(), String.t(), keyword()) ::
+          {:ok, Result.t()} | {:error, String.t() | ExBashkit.Error.t()}
+  def exec(session, script, opts \\ []) do
     resource = resource!(session)
     script = Execution.script!(script)
+    call = ExecOptions.validate!(opts, timeout_ms(session), "ExBashkit.Session.exec/3")
 
-    case session.callbacks do
-      nil ->
-        run(session, resource, script, nil)
+    outcome =
+      case session.callbacks do
+        nil ->
+          run(resource, script, call, nil)
 
-      callbacks ->
-        Callbacks.serve(callbacks, resource, &run(session, resource, script, &1))
-    end
+        callbacks ->
+          Callbacks.serve(callbacks, resource, &run(resource, script, call, &1))
+      end
+
+    Execution.finish(outcome, call)
   end
 
   # With callbacks, the script sends its first call here, to `forward`.
-  defp run(session, resource, script, forward) do
+  defp run(resource, script, call, forward) do
     tag = make_ref()
     callbacks_to = if forward, do: self()
 
     resource
-    |> native(fn -> Native.session_exec(resource, script, self(), tag, callbacks_to) end)
-    |> Execution.await(tag, timeout_ms(session), forward)
+    |> native(fn ->
+      Native.session_exec(resource, script, self(), tag, callbacks_to, call.native)
+    end)
+    |> Execution.await(tag, call, forward)
+  end
+
+  @doc """
+  Stops the script running on `session`, from any process.
+
+  The script stops within milliseconds wherever it is — in a `sleep`, a
+  pending builtin or virtual_fs callback (whose process is killed), a
+  network request or a Python loop — and its caller gets an error whose
+  reason is `:cancelled` (as a message: `"execution cancelled by …"`).
+  Scripts queued behind it still run, and the session stays usable.
+  Returns `:ok`, or `:idle` when no script was running.
+
+      iex> session = ExBashkit.Session.new()
+      iex> task = Task.async(fn -> ExBashkit.Session.exec(session, "sleep 10", errors: :struct) end)
+      iex> Process.sleep(100)
+      iex> ExBashkit.Session.cancel(session)
+      :ok
+      iex> {:error, %ExBashkit.Error{reason: :cancelled}} = Task.await(task)
+      iex> ExBashkit.Session.cancel(session)
+      :idle
+  """
+  @spec cancel(t()) :: :ok | :idle
+  def cancel(session) do
+    resource = resource!(session)
+    if native(resource, fn -> Native.session_cancel(resource) end), do: :ok, else: :idle
   end
 
   # A hand-built struct may hold anything here; the deadline must be sane.

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use rustler::{
-    Atom, Binary, Decoder, Encoder, Env, LocalPid, NifResult, NifTaggedEnum, NifUnitEnum, OwnedEnv,
+    Atom, Decoder, Encoder, Env, LocalPid, NifResult, NifTaggedEnum, NifUnitEnum, OwnedEnv,
     Resource, ResourceArc, Term,
 };
 use tokio::sync::oneshot;
@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 use crate::file_kind::FileKind;
 use crate::runtime;
 use crate::sync::lock;
-use crate::terms::bytes;
+use crate::terms::{bytes, Bytes};
 
 mod atoms {
     rustler::atoms! { ex_bashkit_call, builtin, fs, args, stdin, env, cwd, op, path, data, recursive, to }
@@ -160,21 +160,6 @@ pub enum Reply {
     Stat(FileKind, u64),
     /// `{:error, reason}`: a POSIX-style atom (`:enoent`) or a message.
     Error(Failure),
-}
-
-/// A binary from Elixir, copied out of the term.
-pub struct Bytes(pub Vec<u8>);
-
-impl<'a> Decoder<'a> for Bytes {
-    fn decode(term: Term<'a>) -> NifResult<Self> {
-        Ok(Bytes(term.decode::<Binary>()?.as_slice().to_vec()))
-    }
-}
-
-impl Encoder for Bytes {
-    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
-        bytes(env, &self.0).encode(env)
-    }
 }
 
 /// Why a filesystem operation failed.

@@ -1,7 +1,6 @@
 //! Turning bashkit errors into the messages Elixir callers see.
 
 use bashkit::LimitExceeded;
-
 /// The message for a failed script's `{:error, message}`. A tripped limit
 /// that the `:limits` option controls names its key, so the fix is obvious.
 pub fn message(err: &bashkit::Error) -> String {
@@ -14,7 +13,8 @@ pub fn message(err: &bashkit::Error) -> String {
     }
 }
 
-fn limit_key(limit: &LimitExceeded) -> Option<&'static str> {
+/// The `:limits` key that sets `limit`, if one does.
+pub fn limit_key(limit: &LimitExceeded) -> Option<&'static str> {
     Some(match limit {
         LimitExceeded::MaxCommands(_) => "max_commands",
         LimitExceeded::MaxLoopIterations(_) => "max_loop_iterations",

@@ -6,15 +6,16 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use bashkit::{Bash, ExecResult};
+use bashkit::{Bash, ExecResult, LimitExceeded};
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, ResourceArc, Term};
 
-use crate::error;
+use crate::exec_options::{Call, ExecOptions};
 use crate::jobs::{spawn_job, JobHandle, Outcome, Whereabouts};
 use crate::memory::{Account, Metered};
 use crate::nesting;
 use crate::options::SessionOptions;
 use crate::runtime::interpreters;
+use crate::script_error::ScriptError;
 use crate::session::SessionResource;
 use crate::terms::bytes;
 use crate::tidy::Tidy;
@@ -42,32 +43,46 @@ fn script_text(script: Binary) -> Result<String, String> {
     })
 }
 
-/// Runs `script` with its allocations charged to a fresh [`Account`]
-/// capped at `max_memory`; a script stopped over a memory limit answers
-/// with an error naming it. `frozen` is set if the script has to be frozen,
-/// and then `handle` is answered by the watchdog.
+/// One script's run: its memory cap, the flag set if it is frozen (then
+/// `handle` is answered by the watchdog), and the call's own options.
+struct Run<'r> {
+    max_memory: usize,
+    frozen: &'r Arc<AtomicBool>,
+    handle: &'r ResourceArc<JobHandle>,
+    call: &'r mut Call,
+}
+
+/// Runs `script` with its allocations charged to a fresh [`Account`]; a
+/// script stopped over a memory limit, or past the call's own timeout,
+/// answers with an error naming it.
 async fn run_script(
     bash: &mut Bash,
     script: &str,
-    max_memory: usize,
-    frozen: &Arc<AtomicBool>,
-    handle: &ResourceArc<JobHandle>,
-) -> Outcome<ExecResult> {
+    run: Run<'_>,
+) -> Outcome<ExecResult, ScriptError> {
     let cancel = bash.cancellation_token();
-    cancel.store(false, Ordering::Release);
-    let account = Account::new(max_memory, cancel.clone(), frozen.clone());
-    let answer = handle.clone();
-    account.on_freeze(move |message| answer.fail(message));
-    let outcome = Metered::new(&account, bash.exec(script)).await;
+    let account = Account::new(run.max_memory, cancel.clone(), run.frozen.clone());
+    let answer = run.handle.clone();
+    account.on_freeze(move |message, limit| answer.fail(ScriptError::limit(message, limit)));
+    let options = run.call.bashkit_options();
+    let metered = Metered::new(&account, bash.exec_with_options(script, options));
+    let outcome = match run.call.timeout {
+        Some(timeout) => tokio::time::timeout(timeout, metered)
+            .await
+            .unwrap_or_else(|_| Err(LimitExceeded::Timeout(timeout).into())),
+        None => metered.await,
+    };
+    // A memory stop raised the flag; the session's next script must not see it.
     cancel.store(false, Ordering::Release);
     match account.verdict() {
-        Some(message) => Err(message),
-        None => outcome.map_err(|e| error::message(&e)),
+        Some((message, limit)) => Err(ScriptError::limit(message, limit)),
+        None => outcome.map_err(|e| ScriptError::classify(&e)),
     }
 }
 
 /// Runs `script` on the session, after any script already queued on it.
-/// `callback_server` serves its builtins and virtual_fs calls, if it has any.
+/// `callback_server` serves its builtins and virtual_fs calls, if it has
+/// any; `options` are the call's own (`nil` for none).
 #[rustler::nif]
 fn session_exec<'a>(
     env: Env<'a>,
@@ -76,28 +91,59 @@ fn session_exec<'a>(
     pid: LocalPid,
     tag: Term<'a>,
     callback_server: Option<LocalPid>,
+    options: Option<ExecOptions<'a>>,
 ) -> Result<ResourceArc<JobHandle>, String> {
     let script = script_text(script)?;
     session.usable()?;
+    let mut call = Call::new(options, session.output_caps);
     spawn_job(
         env,
         interpreters()?.place(&session.worker),
         pid,
         tag,
-        |handle| async move {
-            nesting::check(&script, session.max_nesting)?;
-            let mut bash = session.bash.lock().await;
-            session.usable()?;
-            handle.started();
-            let _serving = session.callbacks.serve(callback_server);
-            let tidy = Tidy::before(&session.untidy, &mut bash).await;
-            let (memory, frozen) = (session.max_script_memory, &session.frozen);
-            let outcome = run_script(&mut bash, &script, memory, frozen, &handle).await;
-            tidy.after(&mut bash, &outcome).await;
-            outcome
+        |handle, stop| async move {
+            let work = async {
+                nesting::check(&script, session.max_nesting)
+                    .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+                let mut bash = session.bash.lock().await;
+                session.usable()?;
+                handle.started();
+                let _serving = session.callbacks.serve(callback_server);
+                let tidy = Tidy::before(&session.untidy, &mut bash).await;
+                session.call_scope.settle(&mut bash);
+                let scope = session
+                    .call_scope
+                    .enter(&mut bash, &call.env, call.cwd.as_deref());
+                let outcome = match scope.await {
+                    Ok(()) => {
+                        let _running = session.running.enter(&handle);
+                        let (max_memory, frozen) = (session.max_script_memory, &session.frozen);
+                        let run = Run {
+                            max_memory,
+                            frozen,
+                            handle: &handle,
+                            call: &mut call,
+                        };
+                        run_script(&mut bash, &script, run).await
+                    }
+                    Err(message) => Err(ScriptError::from(message)),
+                };
+                session.call_scope.settle(&mut bash);
+                tidy.after(&mut bash, &outcome).await;
+                outcome
+            };
+            let outcome = stop.guard(work).await;
+            outcome.map_err(|error| error.with_output(call.kept_output()))
         },
         encode_result,
     )
+}
+
+/// Stops the session's running script, from any process: `true` if one was
+/// running (see `cancel.rs`).
+#[rustler::nif]
+fn session_cancel(session: ResourceArc<SessionResource>) -> bool {
+    session.running.cancel()
 }
 
 /// Sends the running script's callback calls to `server` from now on: the
@@ -139,13 +185,20 @@ fn exec_once<'a>(
         worker,
         pid,
         tag,
-        |handle| async move {
-            handle.started();
-            nesting::check(&script, options.limits.nesting_depth())?;
-            let mut bash = options.build(&Default::default()).await?;
-            let memory = options.limits.script_memory();
-            let frozen = Arc::new(AtomicBool::new(false));
-            run_script(&mut bash, &script, memory, &frozen, &handle).await
+        |handle, stop| {
+            stop.guard(async move {
+                handle.started();
+                nesting::check(&script, options.limits.nesting_depth())
+                    .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+                let mut bash = options.build(&Default::default()).await?;
+                let run = Run {
+                    max_memory: options.limits.script_memory(),
+                    frozen: &Arc::new(AtomicBool::new(false)),
+                    handle: &handle,
+                    call: &mut Call::default(),
+                };
+                run_script(&mut bash, &script, run).await
+            })
         },
         encode_result,
     )

@@ -18,10 +18,11 @@ use tokio::sync::oneshot;
 use crate::runtime::interpreters;
 use crate::sync::lock;
 
-/// A running script as seen from Elixir. Firing `cancel` (the caller died
-/// or gave up) makes the script stop at its next await point.
+/// A running script as seen from Elixir. Firing `stop` (the caller died or
+/// gave up, or `ExBashkit.Session.cancel/1`) makes the script stop at its
+/// next await point.
 pub struct JobHandle {
-    cancel: Mutex<Option<oneshot::Sender<()>>>,
+    stop: Mutex<Option<oneshot::Sender<Stop>>>,
     monitor: Mutex<Option<Monitor>>,
     /// Held while the reply is sent, so abandoning and answering exclude
     /// each other.
@@ -49,20 +50,62 @@ impl Resource for JobHandle {
     const IMPLEMENTS_DOWN: bool = true;
 
     fn down<'a>(&'a self, _env: Env<'a>, _pid: LocalPid, _monitor: Monitor) {
-        self.cancel();
+        self.stop(Stop::CallerExited);
+    }
+}
+
+/// Why a job was stopped from outside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Its caller exited.
+    CallerExited,
+    /// Its caller stopped waiting; nobody will read the answer.
+    Abandoned,
+    /// `ExBashkit.Session.cancel/1`.
+    Cancelled,
+}
+
+impl From<Stop> for String {
+    fn from(stop: Stop) -> String {
+        match stop {
+            Stop::CallerExited => "execution cancelled: the caller exited".into(),
+            Stop::Abandoned => "execution cancelled: the caller stopped waiting".into(),
+            Stop::Cancelled => "execution cancelled by ExBashkit.Session.cancel/1".into(),
+        }
+    }
+}
+
+/// The job's end of its [`JobHandle::stop`]: work run under [`guard`]
+/// is dropped, at its next await point, once the job is stopped.
+///
+/// [`guard`]: StopSignal::guard
+pub struct StopSignal(oneshot::Receiver<Stop>);
+
+impl StopSignal {
+    /// Runs `work` to its end, or until the job is stopped: then `work` is
+    /// dropped and the answer is the stop, as an `E`.
+    pub async fn guard<T, E: From<Stop>>(
+        self,
+        work: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, E> {
+        tokio::select! {
+            biased;
+            Ok(stop) = self.0 => Err(E::from(stop)),
+            outcome = work => outcome,
+        }
     }
 }
 
 impl JobHandle {
-    fn new(reply: Recipient) -> (Self, oneshot::Receiver<()>) {
+    fn new(reply: Recipient) -> (Self, StopSignal) {
         let (tx, rx) = oneshot::channel();
         let handle = Self {
-            cancel: Mutex::new(Some(tx)),
+            stop: Mutex::new(Some(tx)),
             monitor: Mutex::new(None),
             progress: Mutex::new(Progress::Sent),
             reply: Mutex::new(Some(reply)),
         };
-        (handle, rx)
+        (handle, StopSignal(rx))
     }
 
     /// Sends `{tag, payload}` unless the job has answered already or its
@@ -81,14 +124,15 @@ impl JobHandle {
         }
     }
 
-    /// Answers `{tag, {:error, message}}`.
-    pub fn fail(&self, message: String) {
-        self.answer(|env| (crate::atoms::error(), message).encode(env));
+    /// Answers `{tag, {:error, error}}`.
+    pub fn fail(&self, error: impl Encoder) {
+        self.answer(|env| (crate::atoms::error(), error).encode(env));
     }
 
-    fn cancel(&self) {
-        if let Some(tx) = lock(&self.cancel).take() {
-            let _ = tx.send(());
+    /// Stops the job (the first stop counts) at its next await point.
+    pub fn stop(&self, stop: Stop) {
+        if let Some(tx) = lock(&self.stop).take() {
+            let _ = tx.send(stop);
         }
     }
 
@@ -116,7 +160,7 @@ impl JobHandle {
         }
         *progress = Progress::Abandoned;
         drop(progress);
-        self.cancel();
+        self.stop(Stop::Abandoned);
         match was {
             Progress::Sent => Whereabouts::Sent,
             Progress::Queued => Whereabouts::Queued,
@@ -136,15 +180,16 @@ pub enum Whereabouts {
     Answered,
 }
 
-/// What a finished job reports back: a value, or an error message.
-pub type Outcome<T> = Result<T, String>;
+/// What a finished job reports back: a value, or an error (a message,
+/// unless the job says more).
+pub type Outcome<T, E = String> = Result<T, E>;
 
 /// Starts the job `start` builds on interpreter thread `worker` for the
 /// process `pid`, which gets `{tag, {:ok, encode(value)}}` or
-/// `{tag, {:error, message}}`. The job gets its handle to say when its own
-/// work starts. It is dropped (cancelled) when the caller dies first or
-/// abandons it.
-pub fn spawn_job<'a, S, F, T>(
+/// `{tag, {:error, error}}`. The job gets its handle, to say when its own
+/// work starts, and its [`StopSignal`], to end when the caller dies first,
+/// abandons it, or cancels it.
+pub fn spawn_job<'a, S, F, T, E>(
     env: Env<'a>,
     worker: usize,
     pid: LocalPid,
@@ -153,35 +198,38 @@ pub fn spawn_job<'a, S, F, T>(
     encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
 ) -> Result<ResourceArc<JobHandle>, String>
 where
-    S: FnOnce(ResourceArc<JobHandle>) -> F,
-    F: Future<Output = Outcome<T>> + Send + 'static,
+    S: FnOnce(ResourceArc<JobHandle>, StopSignal) -> F,
+    F: Future<Output = Outcome<T, E>> + Send + 'static,
     T: Send + 'static,
+    E: Encoder + From<String> + Send + 'static,
 {
     let pool = interpreters()?;
-    let (handle, cancelled) = JobHandle::new(Recipient::new(pid, tag));
+    let (handle, stop) = JobHandle::new(Recipient::new(pid, tag));
     let handle = ResourceArc::new(handle);
-    let job = start(handle.clone());
+    let job = start(handle.clone(), stop);
     match handle.monitor(Some(env), &pid) {
         Some(monitor) => *lock(&handle.monitor) = Some(monitor),
-        None => handle.cancel(), // the caller is already gone
+        None => handle.stop(Stop::CallerExited), // the caller is already gone
     }
     let running = handle.clone();
     pool.spawn(worker, async move {
         running.advance(Progress::Sent, Progress::Queued);
-        let outcome = tokio::select! {
-            biased;
-            _ = cancelled => Err("execution cancelled: the caller exited".to_string()),
-            // A panic in the interpreter must still answer the caller, who
-            // would otherwise wait forever.
-            outcome = AssertUnwindSafe(job).catch_unwind() => outcome
-                .unwrap_or_else(|_| Err("internal error: the interpreter panicked".to_string())),
-        };
+        // A panic in the interpreter must still answer the caller, who
+        // would otherwise wait forever.
+        let outcome = AssertUnwindSafe(job)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                Err(E::from(
+                    "internal error: the interpreter panicked".to_string(),
+                ))
+            });
         if let Some(monitor) = lock(&running.monitor).take() {
             running.demonitor(None, &monitor);
         }
         running.answer(|env| match outcome {
             Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
-            Err(message) => (crate::atoms::error(), message).encode(env),
+            Err(error) => (crate::atoms::error(), error).encode(env),
         });
     });
     Ok(handle)

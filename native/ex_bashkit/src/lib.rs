@@ -3,9 +3,12 @@
 
 mod atoms;
 mod builtins;
+mod call_scope;
 mod callback;
+mod cancel;
 mod error;
 mod exec;
+mod exec_options;
 mod file_kind;
 mod fs;
 mod jobs;
@@ -17,10 +20,12 @@ mod network;
 mod options;
 mod panics;
 pub mod runtime;
+mod script_error;
 mod session;
 mod snapshot;
 mod snapshot_bound;
 mod stats;
+mod streaming;
 mod sync;
 mod terms;
 mod tidy;

@@ -150,7 +150,7 @@ fn freeze_point(used: isize) -> isize {
 }
 
 /// Answers a frozen script's caller with the error message.
-type Answer = Box<dyn FnOnce(String) + Send>;
+type Answer = Box<dyn FnOnce(String, &'static str) + Send>;
 
 /// One script's memory: what it allocated net of what it freed.
 pub struct Account {
@@ -183,7 +183,7 @@ impl Account {
     }
 
     /// What answers the caller if the script is frozen.
-    pub fn on_freeze(&self, answer: impl FnOnce(String) + Send + 'static) {
+    pub fn on_freeze(&self, answer: impl FnOnce(String, &'static str) + Send + 'static) {
         *lock(&self.on_freeze) = Some(Box::new(answer));
     }
 
@@ -209,23 +209,28 @@ impl Account {
         }
     }
 
-    /// The error for a script stopped over a limit, `None` for one that was
-    /// not.
-    pub fn verdict(&self) -> Option<String> {
-        let message = match self.stopped() {
+    /// The error for a script stopped over a limit, with the key that sets
+    /// that limit; `None` for a script that was not stopped.
+    pub fn verdict(&self) -> Option<(String, &'static str)> {
+        Some(match self.stopped() {
             Stop::Running => return None,
-            Stop::Cap => format!(
-                "memory limit exceeded: the script allocated more than {} bytes \
-                 (limit :max_script_memory_bytes)",
-                self.cap
+            Stop::Cap => (
+                format!(
+                    "memory limit exceeded: the script allocated more than {} bytes \
+                     (limit :max_script_memory_bytes)",
+                    self.cap
+                ),
+                "max_script_memory_bytes",
             ),
-            Stop::Budget => format!(
-                "memory limit exceeded: the interpreters of this VM together hold more \
-                 than {} bytes (config :ex_bashkit, :memory_budget_bytes)",
-                budget()
+            Stop::Budget => (
+                format!(
+                    "memory limit exceeded: the interpreters of this VM together hold more \
+                     than {} bytes (config :ex_bashkit, :memory_budget_bytes)",
+                    budget()
+                ),
+                "memory_budget_bytes",
             ),
-        };
-        Some(message)
+        })
     }
 }
 
@@ -315,11 +320,12 @@ pub fn answer_frozen() {
         // never returns), so its account lives for good.
         let account = unsafe { &*pointer };
         let answer = lock(&account.on_freeze).take();
-        if let (Some(answer), Some(message)) = (answer, account.verdict()) {
-            answer(format!(
+        if let (Some(answer), Some((message, limit))) = (answer, account.verdict()) {
+            let message = format!(
                 "{message}; it was inside work that cannot be interrupted and was frozen \
                  where it stood: the session can run no more scripts (start a new one)"
-            ));
+            );
+            answer(message, limit);
         }
     }
 }

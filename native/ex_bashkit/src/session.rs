@@ -8,7 +8,9 @@ use bashkit::{normalize_path, Bash, FileSystem};
 use rustler::{Encoder, Env, Resource, ResourceArc, Term};
 use tokio::sync::Mutex;
 
+use crate::call_scope::CallScope;
 use crate::callback::Channel;
+use crate::cancel::Running;
 use crate::options::SessionOptions;
 use crate::runtime::interpreters;
 use crate::tidy::Untidy;
@@ -39,6 +41,12 @@ pub struct SessionResource {
     /// Set when a script was frozen over its memory limit: it holds the
     /// interpreter for good, so nothing else may queue for it.
     pub frozen: Arc<AtomicBool>,
+    /// The running script, for `cancel/1`.
+    pub running: Running,
+    /// A call's `:env` and `:cwd`, to put back after it.
+    pub call_scope: CallScope,
+    /// `:max_stdout_bytes` and `:max_stderr_bytes`, for streamed output.
+    pub output_caps: (usize, usize),
 }
 
 #[rustler::resource_impl]
@@ -63,6 +71,8 @@ impl SessionResource {
         let callbacks = Arc::new(Channel::default());
         let bash = pool.block_on(worker, options.build(&callbacks))?;
         let fs = bash.fs();
+        let running = Running::new(bash.cancellation_token());
+        let limits = options.limits.execution();
         LIVE.fetch_add(1, Ordering::Relaxed);
         Ok(Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -80,6 +90,9 @@ impl SessionResource {
             max_nesting: options.limits.nesting_depth(),
             max_script_memory: options.limits.script_memory(),
             frozen: Arc::new(AtomicBool::new(false)),
+            running,
+            call_scope: CallScope::default(),
+            output_caps: (limits.max_stdout_bytes, limits.max_stderr_bytes),
         })
     }
 

@@ -11,7 +11,7 @@ use bashkit::{Bash, SnapshotOptions};
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, ResourceArc, Term};
 
 use crate::error;
-use crate::jobs::{spawn_job, JobHandle};
+use crate::jobs::{spawn_job, JobHandle, StopSignal};
 use crate::runtime::interpreters;
 use crate::session::SessionResource;
 use crate::snapshot_bound;
@@ -114,10 +114,12 @@ where
 {
     session.usable().map_err(|e| format!("{failure}: {e}"))?;
     let worker = interpreters()?.place(&session.worker);
-    let job = |handle: ResourceArc<JobHandle>| async move {
-        let mut bash = session.bash.lock().await;
-        handle.started();
-        work(&mut bash).map_err(|e| format!("{failure}: {}", error::message(&e)))
+    let job = |handle: ResourceArc<JobHandle>, stop: StopSignal| {
+        stop.guard(async move {
+            let mut bash = session.bash.lock().await;
+            handle.started();
+            work(&mut bash).map_err(|e| format!("{failure}: {}", error::message(&e)))
+        })
     };
     spawn_job(env, worker, pid, tag, job, encode)
 }

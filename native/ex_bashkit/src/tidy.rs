@@ -49,7 +49,7 @@ impl<'a> Tidy<'a> {
     }
 
     /// Tidies up after this script, given how it ended.
-    pub async fn after(mut self, bash: &mut Bash, outcome: &Result<ExecResult, String>) {
+    pub async fn after<E>(mut self, bash: &mut Bash, outcome: &Result<ExecResult, E>) {
         self.armed = false;
         match outcome {
             Ok(result) if result.exit_code == 0 => {}

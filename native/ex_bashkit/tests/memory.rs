@@ -75,7 +75,8 @@ fn a_script_past_its_cap_is_cancelled_and_told_why() {
     assert_eq!(poll_once(&mut script), Poll::Ready(8));
     assert!(cancel.load(Ordering::Acquire));
     assert!(!frozen.load(Ordering::Acquire));
-    let message = account.verdict().unwrap();
+    let (message, limit) = account.verdict().unwrap();
+    assert_eq!(limit, "max_script_memory_bytes");
     assert!(message.contains("more than 4194304 bytes (limit :max_script_memory_bytes)"));
 }
 
@@ -97,7 +98,7 @@ fn a_script_that_keeps_allocating_past_the_margin_is_frozen_and_answered() {
     std::thread::spawn(move || {
         let (account, _cancel, frozen) = account(MIB);
         frozen_tx.send(frozen).unwrap();
-        account.on_freeze(move |message| answered_tx.send(message).unwrap());
+        account.on_freeze(move |message, _limit| answered_tx.send(message).unwrap());
         let mut script = Metered::new(&account, async {
             // Never awaits: it cannot see its cancellation.
             let mut held = Vec::new();

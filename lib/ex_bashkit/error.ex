@@ -1,0 +1,61 @@
+defmodule ExBashkit.Error do
+  @moduledoc """
+  Why a script ended without a result, as data.
+
+  `ExBashkit.Session.exec/3` and `ExBashkit.exec/2` return
+  `{:error, %ExBashkit.Error{}}` instead of `{:error, message}` when given
+  `errors: :struct`; a streaming listener (`:stream_to`) always gets one in
+  its final message. `exec/2` and `exec/1` keep returning the message, a
+  binary, which is this struct's `:message`.
+
+    * `:reason` — `:timeout` (the script's `:timeout_ms`), `:cancelled`
+      (`ExBashkit.Session.cancel/1`), `:limit` (a sandbox limit: `:limit`
+      names its key), `:parse_error`, `:busy` (the session was still running
+      another script when the call's time was up), or `:error` (anything
+      else: a runtime failure, a bad `:cwd`, a caller that exited).
+    * `:limit` — for `:limit` and `:timeout`, the key of the limit that
+      tripped, as in `guides/limits.md` (`:max_commands`, `:timeout_ms`,
+      …; `:memory_budget_bytes` is the VM-wide config key); else `nil`.
+    * `:message` — the message `exec/2` would have returned.
+    * `:stdout`, `:stderr` — what the script printed before it ended,
+      within the output caps (empty for a script that never started).
+
+  It is an exception, so `raise error` works where failing is the right
+  answer:
+
+      iex> session = ExBashkit.Session.new(limits: [max_loop_iterations: 2])
+      iex> {:error, error} =
+      ...>   ExBashkit.Session.exec(session, "echo started; for i in 1 2 3; do echo $i; done",
+      ...>     errors: :struct
+      ...>   )
+      iex> {error.reason, error.limit, error.stdout}
+      {:limit, :max_loop_iterations, "started\\n1\\n2\\n"}
+  """
+
+  defexception [:reason, :limit, :message, stdout: "", stderr: ""]
+
+  @type reason :: :timeout | :cancelled | :limit | :parse_error | :busy | :error
+
+  @type t :: %__MODULE__{
+          reason: reason(),
+          limit: atom() | nil,
+          message: String.t(),
+          stdout: binary(),
+          stderr: binary()
+        }
+
+  @doc false
+  # From what a script's job answers: `{reason, limit, message, stdout,
+  # stderr}`, or a message for a call refused before it started.
+  @spec from_job({reason(), atom() | nil, String.t(), binary(), binary()} | String.t()) :: t()
+  def from_job({reason, limit, message, stdout, stderr}),
+    do: %__MODULE__{
+      reason: reason,
+      limit: limit,
+      message: message,
+      stdout: stdout,
+      stderr: stderr
+    }
+
+  def from_job(message) when is_binary(message), do: %__MODULE__{reason: :error, message: message}
+end
