@@ -7,9 +7,10 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.Callbacks
   doctest ExBashkit.Guides.Python
   doctest ExBashkit.Guides.HowScriptsRun
+  doctest ExBashkit.Guides.LiveControl
 
   test "every guide is doctested here" do
     guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 5
+    assert length(guides) == 6
   end
 end
