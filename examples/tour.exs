@@ -154,6 +154,33 @@ py = Session.new(python: true, files: %{"/in/prices.json" => ~s({"apple": 3, "pe
 
 show.("python", result)
 
+section.("Live control: streaming output, cancel, and why a script ended")
+
+live = Session.new()
+IO.puts("streaming into IO.stream() — each line prints as the script reaches it:")
+
+{:ok, _} =
+  Session.exec(live, "for i in 1 2 3; do echo \"  line $i\"; sleep 0.3; done", into: IO.stream())
+
+task = Task.async(fn -> Session.exec(live, "echo working; sleep 60", errors: :struct) end)
+Process.sleep(200)
+{micros, :ok} = :timer.tc(fn -> Session.cancel(live) end)
+show.("cancelled a 60 s sleep (cancel/1 took #{micros} µs)", Task.await(task))
+
+show.(
+  "a timeout keeps the output so far, and says why",
+  Session.exec(live, "echo step 1; sleep 60", timeout_ms: 300, errors: :struct)
+)
+
+show.(
+  "per-call stdin, args and env, gone afterwards",
+  {Session.exec(live, ~S|read -r x; echo "$1 $WHO $x"|,
+     stdin: "there\n",
+     args: ["hello"],
+     env: [WHO: "you"]
+   ), Session.exec(live, ~S|echo "[${WHO-}]"|)}
+)
+
 section.("Concurrency: 200 sessions sleeping at once hold no threads")
 
 {micros, _} =

@@ -27,9 +27,8 @@
 //! thread (a `sleep` of another session there) waits until the hog ends; its
 //! caller is still answered at its deadline (see `ExBashkit.Execution`).
 //!
-//! On Linux the watchdog also moves a hogged thread that is burning CPU
-//! (not one merely preempted on a loaded machine: that is told apart by the
-//! thread's CPU clock) to `SCHED_IDLE` until it is no longer hogged: it then runs only on a core that nothing else
+//! On Linux the watchdog also moves a hogged thread to `SCHED_IDLE` until
+//! it is no longer hogged: it then runs only on a core that nothing else
 //! wants, so other sessions, and the BEAM itself, get the cores first (with
 //! 4 hogs on 2 cores, the median `exec` of a new session stays near 0.1 ms
 //! instead of 4 ms). The hog still ends, sooner or later, which matters
@@ -41,7 +40,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -126,12 +125,6 @@ struct Load {
     niced: AtomicBool,
     /// Lowered for good: restoring the priority was refused.
     demoted: AtomicBool,
-    /// The thread's CPU-time clock (see [`cpu_clock`]), or -1 where unknown.
-    cpu_clock: AtomicI64,
-    /// The poll (its `busy_since`) the watchdog last saw running, and the
-    /// thread's CPU time then: only the watchdog touches these.
-    watched_poll: AtomicU64,
-    watched_cpu: AtomicU64,
 }
 
 impl Load {
@@ -145,30 +138,9 @@ impl Load {
         !self.hogged(now) && !self.demoted.load(Ordering::Relaxed)
     }
 
-    /// Whether the current poll is hogged and has also burned
-    /// [`HOG_THRESHOLD`] of CPU time since the watchdog first saw it. A
-    /// thread that is merely waiting for a core (a loaded machine preempts
-    /// for tens of milliseconds) is not burning: lowering its priority then
-    /// would starve it for as long as the machine stays busy, and with it
-    /// the deadline of the script it runs. Called by the watchdog only.
-    fn burning(&self, now: u64) -> bool {
-        let poll = self.busy_since.load(Ordering::Relaxed);
-        let Some(cpu) = thread_cpu_nanos(self.cpu_clock.load(Ordering::Relaxed)) else {
-            return self.hogged(now);
-        };
-        if poll == 0 || self.watched_poll.swap(poll, Ordering::Relaxed) != poll {
-            self.watched_cpu.store(cpu, Ordering::Relaxed);
-            return false;
-        }
-        self.hogged(now)
-            && cpu.saturating_sub(self.watched_cpu.load(Ordering::Relaxed))
-                > HOG_THRESHOLD.as_nanos() as u64
-    }
-
-    /// Lowers the priority of a thread that burns a core in one poll, and
-    /// restores it afterwards.
+    /// Lowers a hogged thread's priority, and restores it afterwards.
     fn adjust_priority(&self, now: u64) {
-        let hogged = self.burning(now);
+        let hogged = self.hogged(now);
         if hogged == self.niced.load(Ordering::Relaxed) || self.demoted.load(Ordering::Relaxed) {
             return;
         }
@@ -194,40 +166,6 @@ fn current_tid() -> u64 {
 #[cfg(not(target_os = "linux"))]
 fn current_tid() -> u64 {
     0
-}
-
-/// The calling thread's CPU-time clock, which any thread may read.
-#[cfg(target_os = "linux")]
-fn cpu_clock() -> i64 {
-    let mut clock: libc::clockid_t = 0;
-    // SAFETY: pthread_self is always valid; the result is written to `clock`.
-    match unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } {
-        0 => i64::from(clock),
-        _ => -1,
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn cpu_clock() -> i64 {
-    -1
-}
-
-/// CPU time a thread has used, read through its [`cpu_clock`].
-#[cfg(target_os = "linux")]
-fn thread_cpu_nanos(clock: i64) -> Option<u64> {
-    let clock = libc::clockid_t::try_from(clock).ok()?;
-    let mut time = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes to `time`; a stale clock fails.
-    (unsafe { libc::clock_gettime(clock, &mut time) } == 0)
-        .then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn thread_cpu_nanos(_clock: i64) -> Option<u64> {
-    None
 }
 
 /// Moves one thread to `SCHED_IDLE` (it runs only on a core nothing else
@@ -460,10 +398,7 @@ fn start_worker(index: usize) -> std::io::Result<Worker> {
         .build()?;
     let handle = runtime.handle().clone();
     let inbox = Arc::new(Inbox::default());
-    let load = Arc::new(Load {
-        cpu_clock: AtomicI64::new(-1),
-        ..Load::default()
-    });
+    let load = Arc::new(Load::default());
     let (thread_inbox, thread_load) = (inbox.clone(), load.clone());
     std::thread::Builder::new()
         .name(format!("ex_bashkit_{index}"))
@@ -471,7 +406,6 @@ fn start_worker(index: usize) -> std::io::Result<Worker> {
         .spawn(move || {
             mark_interpreter_thread();
             thread_load.tid.store(current_tid(), Ordering::Relaxed);
-            thread_load.cpu_clock.store(cpu_clock(), Ordering::Relaxed);
             runtime.block_on(serve(thread_inbox, thread_load))
         })?;
     Ok(Worker {
