@@ -128,7 +128,7 @@ defmodule ExBashkit.MixProject do
   end
 
   def application do
-    [mod: {ExBashkit.Application, []}, extra_applications: [:logger]]
+    [mod: {ExBashkit.Application, []}, extra_applications: [:logger, :crypto]]
   end
 
   defp elixirc_paths(:test), do: ["lib", "test/support"]

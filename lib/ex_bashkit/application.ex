@@ -8,7 +8,14 @@ defmodule ExBashkit.Application do
 
     # ExBashkit.Peer.Pool joins on first use of ExBashkit.Peer.run/2, unless
     # the user placed one in their own tree.
-    Supervisor.start_link([ExBashkit.PanicReporter],
+    children = [
+      ExBashkit.PanicReporter,
+      ExBashkit.Store.Memory,
+      {DynamicSupervisor,
+       name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000}
+    ]
+
+    Supervisor.start_link(children,
       strategy: :one_for_one,
       name: ExBashkit.Supervisor
     )

@@ -21,12 +21,12 @@ defmodule ExBashkit.Callbacks do
   # Every reply crossing into the interpreter is bounded by
   # `config :ex_bashkit, :max_reply_bytes`; error text is truncated to it.
 
-  alias ExBashkit.{Execution, Native, Result, VirtualFs}
+  alias ExBashkit.{Builtin, Execution, Native, Result, VirtualFs}
 
   defstruct builtins: %{}, virtual_fs: %{}, timeout: 30_000, max_reply: nil
 
   @type t :: %__MODULE__{
-          builtins: %{String.t() => (map() -> term())},
+          builtins: %{String.t() => Builtin.t()},
           virtual_fs: %{String.t() => VirtualFs.backend()},
           timeout: pos_integer(),
           max_reply: pos_integer() | nil
@@ -268,7 +268,8 @@ defmodule ExBashkit.Callbacks do
     Native.callback_reply(pending, failure(request, table, why))
   end
 
-  defp invoke({{:builtin, name}, request}, table), do: Map.fetch!(table.builtins, name).(request)
+  defp invoke({{:builtin, name}, request}, table),
+    do: Builtin.invoke(Map.fetch!(table.builtins, name), request)
 
   defp invoke({{:fs, mount}, request}, table),
     do: VirtualFs.dispatch(Map.fetch!(table.virtual_fs, mount), request)

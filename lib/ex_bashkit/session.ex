@@ -131,7 +131,7 @@ defmodule ExBashkit.Session do
           | {:allowed_mount_paths, [Path.t()]}
           | {:allow_net, [String.t()] | :all}
           | {:block_private_ips, boolean()}
-          | {:builtins, %{optional(String.t() | atom()) => (map() -> term())}}
+          | {:builtins, %{optional(String.t() | atom()) => ExBashkit.Builtin.t()}}
           | {:builtin_timeout_ms, pos_integer()}
           | {:virtual_fs, %{optional(Path.t()) => ExBashkit.VirtualFs.backend()}}
           | {:python, boolean() | [name: String.t()] | [names: [String.t()]]}

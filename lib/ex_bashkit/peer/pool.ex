@@ -352,12 +352,18 @@ defmodule ExBashkit.Peer.Pool do
   end
 
   @doc false
-  @spec boot() :: {:ok, peer()} | {:error, term()}
-  def boot do
-    name = :peer.random_name(~c"ex_bashkit_peer")
+  # Boots a VM ready to evaluate code. `extra` may name the node (`:prefix`),
+  # add to its environment (`:env`) and wrap its command (`:exec`, see
+  # ExBashkit.SandboxNode).
+  @spec boot(map()) :: {:ok, peer()} | {:error, term()}
+  def boot(extra \\ %{}) do
+    name = :peer.random_name(Map.get(extra, :prefix, ~c"ex_bashkit_peer"))
+    env = env() ++ Map.get(extra, :env, [])
 
     options =
-      Map.merge(%{name: name, args: args(), env: env(), wait_boot: @boot_timeout}, naming())
+      %{name: name, args: args(), env: env, wait_boot: @boot_timeout}
+      |> Map.merge(naming())
+      |> Map.merge(Map.take(extra, [:exec]))
 
     with {:ok, controller, node} <- :peer.start(options) do
       try do

@@ -99,8 +99,9 @@ defmodule ExBashkit.Session.Options do
       type: {:custom, &__MODULE__.builtins!/1},
       default: %{},
       doc:
-        "a map of `name => fun` adding commands whose output an Elixir function " <>
-          "computes (see `guides/callbacks.md`)."
+        "a map of `name => builtin` adding commands whose output Elixir code computes: " <>
+          "a 1-arity function, a module, `{module, arg}` or `{module, function, args}` " <>
+          "(see `ExBashkit.Builtin` and `guides/callbacks.md`)."
     ],
     builtin_timeout_ms: [
       type: :pos_integer,
@@ -448,7 +449,8 @@ defmodule ExBashkit.Session.Options do
     entries!(":builtins", builtins)
     |> Enum.map(fn
       {name, fun} ->
-        {command_name!(":builtins", name), builtin_fun!(name, fun)}
+        name = command_name!(":builtins", name)
+        {name, ExBashkit.Builtin.validate!(name, fun)}
 
       other ->
         raise ArgumentError, ":builtins entries must be {name, fun}, got: #{inspect(other)}"
@@ -480,13 +482,6 @@ defmodule ExBashkit.Session.Options do
       true ->
         text
     end
-  end
-
-  defp builtin_fun!(_name, fun) when is_function(fun, 1), do: fun
-
-  defp builtin_fun!(name, other) do
-    raise ArgumentError,
-          ":builtins entry #{inspect(name)} must be a 1-arity function, got: #{inspect(other)}"
   end
 
   # Entries are {normalized_key, value}; two that normalize alike would

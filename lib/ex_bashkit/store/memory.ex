@@ -1,0 +1,71 @@
+defmodule ExBashkit.Store.Memory do
+  @moduledoc """
+  A store in an ETS table, on one node.
+
+  Records live in memory, off every process heap, and go with the node
+  that holds them. The table is on the node that asked for the server
+  (`:node` below), not where the server runs: a session on a sandbox node
+  that dies is restored from the host's memory.
+
+  ## Options
+
+    * `:node` — the node whose table holds the records; by default the
+      node that started the server.
+
+      iex> store = {ExBashkit.Store.Memory, []}
+      iex> {:ok, pid} = ExBashkit.Server.start(store: store, persist: :after_exec)
+      iex> {:ok, _} = ExBashkit.Server.exec(pid, "echo kept > /f")
+      iex> ExBashkit.Server.stop(pid)
+      :ok
+  """
+
+  @behaviour ExBashkit.Store
+  use GenServer
+
+  @table __MODULE__
+
+  @doc false
+  def start_link(_opts), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
+
+  @impl GenServer
+  def init(nil) do
+    :ets.new(@table, [:named_table, :public, read_concurrency: true])
+    {:ok, nil}
+  end
+
+  @doc false
+  @spec validate!(keyword()) :: keyword()
+  def validate!(opts) do
+    case Keyword.get(opts, :node, node()) do
+      node when is_atom(node) ->
+        [node: node]
+
+      other ->
+        raise ArgumentError, "ExBashkit.Store.Memory :node must be a node, got: #{inspect(other)}"
+    end
+  end
+
+  @impl ExBashkit.Store
+  def put(opts, id, record), do: on(opts, :insert, [{id, record}])
+
+  @impl ExBashkit.Store
+  def fetch(opts, id) do
+    case on(opts, :lookup, [id]) do
+      [{_, record}] -> {:ok, record}
+      [] -> :error
+    end
+  end
+
+  @impl ExBashkit.Store
+  def delete(opts, id), do: on(opts, :delete, [id])
+
+  defp on(opts, function, args) do
+    result =
+      case Keyword.get(opts, :node, node()) do
+        node when node == node() -> apply(:ets, function, [@table | args])
+        node -> :erpc.call(node, :ets, function, [@table | args], 15_000)
+      end
+
+    if result == true, do: :ok, else: result
+  end
+end
