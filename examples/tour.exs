@@ -194,6 +194,40 @@ section.("Concurrency: 200 sessions sleeping at once hold no threads")
 
 IO.puts("200 × `sleep 1` finished in #{div(micros, 1000)} ms")
 
+section.("One sandbox per conversation: ExBashkit.Server")
+
+alias ExBashkit.Server
+store_dir = Path.join(System.tmp_dir!(), "ex_bashkit_tour_#{System.unique_integer([:positive])}")
+store = {ExBashkit.Store.Disk, dir: store_dir, key: "tour key, sixteen bytes or more"}
+
+{:ok, chat} = Server.get_or_start("tour-chat", store: store, idle_after: 50)
+{:ok, _} = Server.exec(chat, "mkdir -p /work && cd /work && echo 'draft 1' > plan.md")
+Process.sleep(200)
+show.("idle for 50 ms, the server hibernated", Server.info(chat).state)
+show.("its process now holds (bytes)", Process.info(chat, :memory))
+
+show.(
+  "the next call wakes it",
+  Server.exec(chat, "pwd; cat plan.md") |> elem(1) |> Map.get(:stdout)
+)
+
+:ok = Server.stop(chat)
+show.("stopped, its record is on disk", File.ls!(store_dir))
+{:ok, chat} = Server.get_or_start("tour-chat", store: store)
+show.("started again by id, from the store", Server.read_file(chat, "/work/plan.md"))
+:ok = Server.stop(chat, delete: true)
+File.rm_rf!(store_dir)
+
+{:ok, hostile} = Server.get_or_start("tour-hostile", isolation: :node)
+show.("isolation: :node runs it on a sandbox VM", node(hostile))
+
+show.(
+  "…which answers like any server",
+  Server.exec(hostile, "echo hi from $(hostname)") |> elem(1) |> Map.get(:stdout)
+)
+
+:ok = Server.stop(hostile, delete: true)
+
 section.("ExBashkit.Peer: Elixir code in a fresh VM per call")
 
 {micros, result} =

@@ -8,9 +8,10 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.Python
   doctest ExBashkit.Guides.HowScriptsRun
   doctest ExBashkit.Guides.LiveControl
+  doctest ExBashkit.Guides.SandboxPerConversation
 
   test "every guide is doctested here" do
     guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 6
+    assert length(guides) == 7
   end
 end

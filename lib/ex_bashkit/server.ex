@@ -723,7 +723,8 @@ defmodule ExBashkit.Server do
 
   defp keep(state, snapshot) do
     case Store.put(state.store, state.id, encode(state, snapshot)) do
-      :ok -> {:ok, %{state | snapshot: nil, dirty?: false}}
+      # The next wake reads it back from there.
+      :ok -> {:ok, %{state | snapshot: nil, dirty?: false, loaded?: false}}
       {:error, _} -> {:ok, %{state | snapshot: snapshot}}
     end
   end

@@ -73,6 +73,8 @@ defmodule ExBashkit.Session do
     * `guides/python.md` — the sandboxed Python.
     * `guides/how_scripts_run.md` — threads, timeouts, cancellation and
       panics.
+    * `guides/sandbox_per_conversation.md` — sessions as supervised
+      processes (`ExBashkit.Server`): hibernation, stores, nodes.
     * `guides/live_control.md` — per-call options, streaming output,
       `cancel/1`, and `ExBashkit.Error`.
   """

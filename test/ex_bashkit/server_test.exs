@@ -1,6 +1,8 @@
 defmodule ExBashkit.ServerTest do
   use ExBashkit.Case, async: true
 
+  doctest ExBashkit.Server
+
   alias ExBashkit.{Error, Server, Store}
   alias ExBashkit.Test.Capabilities
 
@@ -188,6 +190,16 @@ defmodule ExBashkit.ServerTest do
 
       assert Server.info(pid).state == :awake
       wait_hibernated(pid)
+    end
+
+    test "with a store, the snapshot goes there and the wake reads it back" do
+      id = id()
+      store = {Store.Memory, []}
+      pid = start!(id: id, store: store, idle_after: 20)
+      {:ok, _} = Server.exec(pid, "mkdir /w && cd /w && echo one > f && v=1")
+      wait_hibernated(pid)
+      assert {:ok, _record} = Store.fetch(Store.validate!(store), id)
+      assert {:ok, %{stdout: "/w one 1\n"}} = Server.exec(pid, ~S[echo "$(pwd) $(cat f) $v"])
     end
 
     test "10,000 hibernated servers, each under 4 KB of process memory" do
