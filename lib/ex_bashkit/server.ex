@@ -605,39 +605,37 @@ defmodule ExBashkit.Server do
     %{state | running: Map.put(state.running, runner, {from, writes?}), last_call: now()}
   end
 
-  # Nothing runs: hibernate later, persist now, or serve what waited.
-  defp idle(%{waiting: [{request, from} | rest]} = state) do
-    case handle_call(request, from, %{state | waiting: []}) do
-      {:reply, reply, state} -> reply_and_continue(from, reply, state, rest)
-      {:reply, reply, state, :hibernate} -> reply_and_continue(from, reply, state, rest)
-      {:noreply, state} -> continue_waiting(state, rest)
-      {:stop, reason, reply, state} -> GenServer.reply(from, reply) && {:stop, reason, state}
-    end
+  # Nothing runs: serve what waited (a move, hibernate or stop, and the
+  # calls that came after it), or hibernate later.
+  defp idle(%{waiting: waiting} = state), do: serve_waiting(%{state | waiting: []}, waiting)
+
+  defp serve_waiting(state, []) do
+    if map_size(state.running) == 0 and state.waiting == [],
+      do: {:noreply, arm_idle(state, state.idle_after)},
+      else: {:noreply, state}
   end
 
-  defp idle(state), do: {:noreply, arm_idle(state, state.idle_after)}
-
-  defp reply_and_continue(from, reply, state, rest) do
-    GenServer.reply(from, reply)
-    continue_waiting(state, rest)
-  end
-
-  # Calls that waited behind a move go to the successor, or run here.
-  defp continue_waiting(state, []), do: {:noreply, state}
-
-  defp continue_waiting(%{forward_to: successor} = state, rest) when successor != nil do
-    for {request, from} <- rest, do: send(successor, {:"$gen_call", from, request})
+  # Calls that waited behind a move go to the successor.
+  defp serve_waiting(%{forward_to: successor} = state, waiting) when successor != nil do
+    for {request, from} <- waiting, do: send(successor, {:"$gen_call", from, request})
     {:noreply, state}
   end
 
-  defp continue_waiting(state, rest) do
-    Enum.reduce(rest, {:noreply, state}, fn {request, from}, {:noreply, state} ->
-      case handle_call(request, from, state) do
-        {:reply, reply, state} -> GenServer.reply(from, reply) && {:noreply, state}
-        {:reply, reply, state, :hibernate} -> GenServer.reply(from, reply) && {:noreply, state}
-        {:noreply, state} -> {:noreply, state}
-      end
-    end)
+  defp serve_waiting(state, [{request, from} | rest]) do
+    case handle_call(request, from, state) do
+      {:reply, reply, state} ->
+        GenServer.reply(from, reply) && serve_waiting(state, rest)
+
+      {:reply, reply, state, :hibernate} ->
+        GenServer.reply(from, reply) && serve_waiting(state, rest)
+
+      {:noreply, state} ->
+        serve_waiting(state, rest)
+
+      # Calls behind a stop see the server gone, as calls after it would.
+      {:stop, reason, reply, state} ->
+        GenServer.reply(from, reply) && {:stop, reason, state}
+    end
   end
 
   defp arm_idle(%{idle_after: :infinity} = state, _ms), do: state

@@ -126,6 +126,25 @@ defmodule ExBashkit.ServerTest do
       assert Server.cancel(pid) == :idle
     end
 
+    test "hibernate and stop wait for running calls; calls behind them are served" do
+      pid = start!()
+      slow = Task.async(fn -> Server.exec(pid, "sleep 0.3; echo slow") end)
+      assert wait_until(fn -> Server.info(pid).running == 1 end)
+      hibernate = Task.async(fn -> Server.hibernate(pid) end)
+      Process.sleep(20)
+      behind = Task.async(fn -> Server.exec(pid, "echo behind") end)
+
+      assert {:ok, %{stdout: "slow\n"}} = Task.await(slow)
+      assert :ok = Task.await(hibernate)
+      assert {:ok, %{stdout: "behind\n"}} = Task.await(behind)
+
+      slow = Task.async(fn -> Server.exec(pid, "sleep 0.2; echo last") end)
+      assert wait_until(fn -> Server.info(pid).running == 1 end)
+      assert :ok = Server.stop(pid)
+      assert {:ok, %{stdout: "last\n"}} = Task.await(slow)
+      refute Process.alive?(pid)
+    end
+
     test "builtins given by name: a module, {module, arg}, an MFA, a named capture" do
       pid =
         start!(
