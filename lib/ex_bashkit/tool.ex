@@ -1,0 +1,581 @@
+defmodule ExBashkit.Tool do
+  @moduledoc """
+  Ready-made tools for LLM agents: bash, file tools and Elixir, as plain
+  data any agent library can take.
+
+  A tool has a `:name`, a `:description` written for a model, a JSON
+  schema of its `:parameters` (string keys, as a provider's API wants
+  them), and a `:function` that runs one call from the model's decoded
+  arguments and answers `{:ok, text}` or `{:error, text}`: text the
+  model can read, with the exit code, stdout and stderr cut to a byte
+  budget (head and tail kept, the number of dropped bytes said), bytes
+  that are not UTF-8 shown as `\\xNN`, and failures explained in words
+  the model can act on.
+
+      iex> session = ExBashkit.Session.new()
+      iex> [bash | _] = tools = ExBashkit.Tool.all(session)
+      iex> Enum.map(tools, & &1.name)
+      ["bash", "read_file", "write_file", "edit_file", "list_dir"]
+      iex> ExBashkit.Tool.call(bash, %{"command" => "cd /tmp && echo hi > a.txt && ls"})
+      {:ok, "exit code: 0\\nstdout:\\na.txt\\n"}
+      iex> ExBashkit.Tool.run(tools, "read_file", %{"path" => "a.txt"})
+      {:ok, "     1\\thi\\n"}
+      iex> ExBashkit.Tool.call(bash, %{"command" => "exit 3", "timeout_ms" => "soon"})
+      {:error, ~s(Argument "timeout_ms" must be an integer ≥ 1; got "soon".)}
+
+  The tools take a session (`ExBashkit.Session`) or a session server
+  (`ExBashkit.Server`, a pid or a name, on any node): one per
+  conversation, so the model's files, variables and working directory
+  persist from call to call. Relative paths in the file tools are
+  resolved against the shell's working directory, as `cd` left it.
+
+  ## Adapters
+
+  Agent libraries each want a tool in their own shape. These functions
+  build that shape as plain data, without depending on the library:
+
+    * LangChain — `to_langchain/1` gives the map `LangChain.Function.new!/1`
+      takes:
+
+          tools = Enum.map(ExBashkit.Tool.all(session), fn tool ->
+            tool |> ExBashkit.Tool.to_langchain() |> LangChain.Function.new!()
+          end)
+
+    * ReqLLM — `to_req_llm/1` gives the options of `ReqLLM.tool/1`:
+
+          tools = Enum.map(ExBashkit.Tool.all(session), &ReqLLM.tool(ExBashkit.Tool.to_req_llm(&1)))
+
+    * Jido — `to_jido/1` gives an action's `name`, `description` and
+      NimbleOptions `schema`, plus `run/2` answering `{:ok, %{output: text}}`:
+
+          defmodule MyApp.Actions.Bash do
+            use Jido.Action,
+              name: "bash",
+              description: "Runs a bash script in the conversation's sandbox.",
+              schema: [command: [type: :string, required: true], timeout_ms: [type: :pos_integer]]
+
+            @impl true
+            def run(params, %{session: session}) do
+              ExBashkit.Tool.to_jido(ExBashkit.Tool.bash(session)).run.(params, %{})
+            end
+          end
+
+    * OpenAI and Anthropic APIs — `to_openai/2` and `to_anthropic/1` give
+      the entries of a request's `"tools"` list; `run/3` answers the
+      model's tool call by name:
+
+          body = %{"model" => model, "messages" => messages,
+                   "tools" => Enum.map(tools, &ExBashkit.Tool.to_openai/1)}
+          # for each tool call in the answer:
+          {_, text} = ExBashkit.Tool.run(tools, call["function"]["name"],
+                                         JSON.decode!(call["function"]["arguments"]))
+
+  `examples/agent.exs` runs a whole agent loop with these tools.
+  """
+
+  alias ExBashkit.{Options, Sandbox}
+  alias ExBashkit.Tool.{Arguments, Files, Runs}
+
+  @enforce_keys [:name, :description, :parameters, :function]
+  defstruct [:name, :description, :parameters, :function]
+
+  @typedoc "What a tool call answers: text for the model, marked as success or failure."
+  @type answer :: {:ok, String.t()} | {:error, String.t()}
+
+  @type t :: %__MODULE__{
+          name: String.t(),
+          description: String.t(),
+          parameters: map(),
+          function: (%{String.t() => term()} -> answer())
+        }
+
+  @common [
+    name: [type: {:custom, &__MODULE__.name!/1}, doc: "the tool's name (default: its kind)."],
+    description: [
+      type: {:custom, &__MODULE__.text!/1},
+      doc: "replaces the description the model reads."
+    ],
+    max_output_bytes: [
+      type: :pos_integer,
+      default: 16_384,
+      doc: "the byte budget of each stream (or file excerpt) the model gets back."
+    ]
+  ]
+
+  @run_schema @common ++
+                [
+                  timeout_ms: [
+                    type: {:or, [:pos_integer, {:in, [nil]}]},
+                    default: nil,
+                    doc:
+                      "the time limit of a call when the model gives none (default: the " <>
+                        "session's; the elixir tool: `ExBashkit.Peer.run/2`'s)."
+                  ]
+                ]
+
+  @elixir_schema @run_schema ++
+                   [
+                     peer: [
+                       type: {:custom, &__MODULE__.peer!/1},
+                       default: [],
+                       doc:
+                         "options for `ExBashkit.Peer.run/2` (`:setup`, `:env`, `:max_heap_size`)."
+                     ]
+                   ]
+
+  @doc """
+  The bash tool: runs a command in `target` (a session or a server).
+
+  Its arguments: `command` (required) and `timeout_ms`, which is clamped
+  to the session's own `:timeout_ms`.
+
+  ## Options
+
+  #{Options.docs(@run_schema)}
+  """
+  @spec bash(Sandbox.t(), keyword()) :: t()
+  def bash(target, opts \\ []) do
+    config = Options.validate!(opts, @run_schema, "ExBashkit.Tool.bash/2")
+    target = Sandbox.validate!(target, :target)
+
+    new(
+      config,
+      "bash",
+      """
+      Runs a bash script in a sandboxed, persistent shell and returns its exit code, \
+      stdout and stderr. Files, environment variables, functions and the working \
+      directory persist between calls. The sandbox is a virtual machine with its own \
+      filesystem, common Unix tools (grep, sed, awk, jq, find, sort, curl where allowed...) \
+      and no access to the host. Long outputs are cut in the middle.\
+      """,
+      %{
+        "command" => string("The bash script to run; may span several lines."),
+        "timeout_ms" => integer("Time limit for this call in milliseconds (optional).")
+      },
+      ["command"],
+      &Runs.bash(target, &1, config)
+    )
+  end
+
+  @doc """
+  The read_file tool: a file's lines, numbered, optionally a range of them.
+
+  Its arguments: `path` (required), `offset` (first line, from 1) and
+  `limit` (how many lines; 2000 when not given).
+
+  ## Options
+
+  #{Options.docs(@common)}
+  """
+  @spec read_file(Sandbox.t(), keyword()) :: t()
+  def read_file(target, opts \\ []) do
+    config = Options.validate!(opts, @common, "ExBashkit.Tool.read_file/2")
+    target = Sandbox.validate!(target, :target)
+
+    new(
+      config,
+      "read_file",
+      """
+      Reads a text file from the sandbox and returns its lines numbered like `cat -n`. \
+      For a large file, read it in parts with offset and limit.\
+      """,
+      %{
+        "path" =>
+          string("Path of the file; relative paths start at the shell's working directory."),
+        "offset" => integer("The first line to return, counting from 1.", 1),
+        "limit" => integer("How many lines to return (default 2000).", 1)
+      },
+      ["path"],
+      &Files.read(target, &1, config.max_output_bytes)
+    )
+  end
+
+  @doc """
+  The write_file tool: creates or overwrites a file, with its parent
+  directories.
+
+  Its arguments: `path` and `content`, both required.
+
+  ## Options
+
+  #{Options.docs(@common)}
+  """
+  @spec write_file(Sandbox.t(), keyword()) :: t()
+  def write_file(target, opts \\ []) do
+    config = Options.validate!(opts, @common, "ExBashkit.Tool.write_file/2")
+    target = Sandbox.validate!(target, :target)
+
+    new(
+      config,
+      "write_file",
+      """
+      Writes a file in the sandbox, replacing it if it exists and creating missing \
+      parent directories. To change part of an existing file, prefer edit_file.\
+      """,
+      %{
+        "path" =>
+          string("Path of the file; relative paths start at the shell's working directory."),
+        "content" => string("The file's whole new content.")
+      },
+      ["path", "content"],
+      &Files.write(target, &1)
+    )
+  end
+
+  @doc """
+  The edit_file tool: replaces an exact piece of text in a file.
+
+  Its arguments: `path`, `old_string` and `new_string` (required), and
+  `replace_all`. Without `replace_all`, `old_string` must occur exactly
+  once.
+
+  ## Options
+
+  #{Options.docs(@common)}
+  """
+  @spec edit_file(Sandbox.t(), keyword()) :: t()
+  def edit_file(target, opts \\ []) do
+    config = Options.validate!(opts, @common, "ExBashkit.Tool.edit_file/2")
+    target = Sandbox.validate!(target, :target)
+
+    new(
+      config,
+      "edit_file",
+      """
+      Edits a file in the sandbox by replacing an exact piece of its text. old_string \
+      must match the file exactly, whitespace included, and occur once unless \
+      replace_all is true. Read the file first.\
+      """,
+      %{
+        "path" =>
+          string("Path of the file; relative paths start at the shell's working directory."),
+        "old_string" => string("The exact text to replace."),
+        "new_string" => string("The text to put in its place."),
+        "replace_all" => boolean("Replace every occurrence instead of exactly one.")
+      },
+      ["path", "old_string", "new_string"],
+      &Files.edit(target, &1)
+    )
+  end
+
+  @doc """
+  The list_dir tool: a directory's entries, directories marked with `/`
+  and symbolic links with `@`.
+
+  Its argument: `path` (the working directory when not given).
+
+  ## Options
+
+  #{Options.docs(@common)}
+  """
+  @spec list_dir(Sandbox.t(), keyword()) :: t()
+  def list_dir(target, opts \\ []) do
+    config = Options.validate!(opts, @common, "ExBashkit.Tool.list_dir/2")
+    target = Sandbox.validate!(target, :target)
+
+    new(
+      config,
+      "list_dir",
+      """
+      Lists a directory in the sandbox: one entry per line, directories end with / \
+      and symbolic links with @.\
+      """,
+      %{
+        "path" => string("The directory; the shell's working directory when not given.")
+      },
+      [],
+      &Files.list(target, &1, config.max_output_bytes)
+    )
+  end
+
+  @doc """
+  The elixir tool: evaluates Elixir code on a fresh peer node with
+  `ExBashkit.Peer.run/2`, answering what it printed and its value.
+
+  Its arguments: `code` (required) and `timeout_ms`.
+
+  ## Options
+
+  #{Options.docs(@elixir_schema)}
+  """
+  @spec elixir(keyword()) :: t()
+  def elixir(opts \\ []) do
+    config = Options.validate!(opts, @elixir_schema, "ExBashkit.Tool.elixir/1")
+
+    new(
+      config,
+      "elixir",
+      """
+      Evaluates Elixir code on a fresh, isolated Erlang node and returns what it \
+      printed and the value of its last expression. Nothing persists between calls.\
+      """,
+      %{
+        "code" => string("The Elixir code to evaluate."),
+        "timeout_ms" => integer("Time limit for this call in milliseconds (optional).")
+      },
+      ["code"],
+      &Runs.elixir(&1, config)
+    )
+  end
+
+  @doc """
+  The bash tool and the file tools, all on `target`, with the same
+  options.
+
+      iex> ExBashkit.Session.new() |> ExBashkit.Tool.all(max_output_bytes: 4096) |> length()
+      5
+  """
+  @spec all(Sandbox.t(), keyword()) :: [t()]
+  def all(target, opts \\ []) do
+    if Keyword.has_key?(opts, :name) or Keyword.has_key?(opts, :description) do
+      raise ArgumentError,
+            "ExBashkit.Tool.all/2 builds five tools, so it takes no :name or :description; " <>
+              "build the tool to rename with its own function"
+    end
+
+    bash = bash(target, opts)
+    file_opts = Keyword.delete(opts, :timeout_ms)
+
+    [
+      bash
+      | Enum.map(
+          [:read_file, :write_file, :edit_file, :list_dir],
+          &apply(__MODULE__, &1, [target, file_opts])
+        )
+    ]
+  end
+
+  @doc """
+  Runs one call of `tool` with the model's decoded arguments (string or
+  atom keys). Arguments that do not match the tool's schema come back as
+  `{:error, text}` saying what is wrong, and so does an exception raised
+  inside the tool.
+
+      iex> tool = ExBashkit.Tool.bash(ExBashkit.Session.new())
+      iex> ExBashkit.Tool.call(tool, %{command: "echo out; echo err >&2; exit 4"})
+      {:ok, "exit code: 4\\nstdout:\\nout\\nstderr:\\nerr\\n"}
+      iex> ExBashkit.Tool.call(tool, %{})
+      {:error, ~s(Missing required argument "command".)}
+  """
+  @spec call(t(), map()) :: answer()
+  def call(%__MODULE__{} = tool, args) do
+    with {:ok, args} <- Arguments.validate(tool.parameters, args) do
+      try do
+        tool.function.(args)
+      rescue
+        exception -> {:error, "The #{tool.name} tool failed: #{Exception.message(exception)}"}
+      end
+    end
+  end
+
+  @doc """
+  Runs the call of the tool named `name` among `tools`, as a model asked
+  for it; an unknown name is `{:error, text}` listing the tools there are.
+
+      iex> tools = ExBashkit.Tool.all(ExBashkit.Session.new())
+      iex> ExBashkit.Tool.run(tools, "python", %{})
+      {:error, ~s(There is no tool "python". The tools are: bash, read_file, write_file, edit_file, list_dir.)}
+  """
+  @spec run([t()], String.t(), map()) :: answer()
+  def run(tools, name, args) do
+    case Enum.find(tools, &(&1.name == name)) do
+      nil ->
+        {:error,
+         "There is no tool #{inspect(name)}. The tools are: #{Enum.map_join(tools, ", ", & &1.name)}."}
+
+      tool ->
+        call(tool, args)
+    end
+  end
+
+  @doc """
+  The map `LangChain.Function.new!/1` takes: `:name`, `:description`,
+  `:parameters_schema` and a 2-arity `:function` (arguments, context).
+
+      iex> tool = ExBashkit.Tool.bash(ExBashkit.Session.new())
+      iex> function = ExBashkit.Tool.to_langchain(tool)
+      iex> {function.name, function.parameters_schema["required"]}
+      {"bash", ["command"]}
+      iex> function.function.(%{"command" => "echo hi"}, %{})
+      {:ok, "exit code: 0\\nstdout:\\nhi\\n"}
+  """
+  @spec to_langchain(t()) :: %{
+          name: String.t(),
+          description: String.t(),
+          parameters_schema: map(),
+          function: (map(), term() -> answer())
+        }
+  def to_langchain(%__MODULE__{} = tool) do
+    %{
+      name: tool.name,
+      description: tool.description,
+      parameters_schema: tool.parameters,
+      function: fn args, _context -> call(tool, args) end
+    }
+  end
+
+  @doc """
+  The options `ReqLLM.tool/1` takes: `:name`, `:description`,
+  `:parameter_schema` (the JSON schema) and a 1-arity `:callback`.
+
+      iex> tool = ExBashkit.Tool.list_dir(ExBashkit.Session.new())
+      iex> opts = ExBashkit.Tool.to_req_llm(tool)
+      iex> Keyword.keys(opts)
+      [:name, :description, :parameter_schema, :callback]
+      iex> opts[:callback].(%{"path" => "/tmp"})
+      {:ok, "/tmp is empty."}
+  """
+  @spec to_req_llm(t()) :: keyword()
+  def to_req_llm(%__MODULE__{} = tool) do
+    [
+      name: tool.name,
+      description: tool.description,
+      parameter_schema: tool.parameters,
+      callback: &call(tool, &1)
+    ]
+  end
+
+  @doc """
+  Jido action data: `:name`, `:description`, a NimbleOptions `:schema`
+  (what `use Jido.Action` takes) and `:run`, a 2-arity function (params,
+  context) answering `{:ok, %{output: text}}` or `{:error, text}`.
+
+      iex> action = ExBashkit.Tool.to_jido(ExBashkit.Tool.bash(ExBashkit.Session.new()))
+      iex> action.schema
+      [
+        command: [type: :string, required: true, doc: "The bash script to run; may span several lines."],
+        timeout_ms: [type: :pos_integer, doc: "Time limit for this call in milliseconds (optional)."]
+      ]
+      iex> action.run.(%{command: "echo hi"}, %{})
+      {:ok, %{output: "exit code: 0\\nstdout:\\nhi\\n"}}
+  """
+  @spec to_jido(t()) :: %{
+          name: String.t(),
+          description: String.t(),
+          schema: keyword(),
+          run: (map(), map() -> {:ok, %{output: String.t()}} | {:error, String.t()})
+        }
+  def to_jido(%__MODULE__{} = tool) do
+    required = tool.parameters["required"]
+
+    schema =
+      for {key, spec} <- Enum.sort_by(tool.parameters["properties"], &elem(&1, 0)) do
+        type = nimble_type(spec)
+
+        {String.to_atom(key),
+         [type: type] ++
+           if(key in required, do: [required: true], else: []) ++ [doc: spec["description"]]}
+      end
+
+    %{
+      name: tool.name,
+      description: tool.description,
+      schema: schema,
+      run: fn params, _context ->
+        with {:ok, text} <- call(tool, params), do: {:ok, %{output: text}}
+      end
+    }
+  end
+
+  defp nimble_type(%{"type" => "integer", "minimum" => 1}), do: :pos_integer
+  defp nimble_type(%{"type" => "integer"}), do: :integer
+  defp nimble_type(%{"type" => "string"}), do: :string
+  defp nimble_type(%{"type" => "boolean"}), do: :boolean
+
+  @doc """
+  An entry of OpenAI's `"tools"` list. `api: :chat` (the default) gives
+  the Chat Completions shape, `api: :responses` the Responses API's.
+
+      iex> tool = ExBashkit.Tool.bash(ExBashkit.Session.new())
+      iex> %{"type" => "function", "function" => %{"name" => "bash", "parameters" => %{"type" => "object"}}} =
+      ...>   ExBashkit.Tool.to_openai(tool)
+      iex> %{"type" => "function", "name" => "bash", "parameters" => _} =
+      ...>   ExBashkit.Tool.to_openai(tool, api: :responses)
+  """
+  @spec to_openai(t(), api: :chat | :responses) :: map()
+  def to_openai(%__MODULE__{} = tool, opts \\ []) do
+    %{api: api} =
+      Options.validate!(
+        opts,
+        [api: [type: {:in, [:chat, :responses]}, default: :chat]],
+        "ExBashkit.Tool.to_openai/2"
+      )
+
+    function = %{
+      "name" => tool.name,
+      "description" => tool.description,
+      "parameters" => tool.parameters
+    }
+
+    case api do
+      :chat -> %{"type" => "function", "function" => function}
+      :responses -> Map.put(function, "type", "function")
+    end
+  end
+
+  @doc """
+  An entry of Anthropic's Messages API `"tools"` list.
+
+      iex> tool = ExBashkit.Tool.bash(ExBashkit.Session.new())
+      iex> ExBashkit.Tool.to_anthropic(tool) |> Map.keys()
+      ["description", "input_schema", "name"]
+  """
+  @spec to_anthropic(t()) :: map()
+  def to_anthropic(%__MODULE__{} = tool),
+    do: %{
+      "name" => tool.name,
+      "description" => tool.description,
+      "input_schema" => tool.parameters
+    }
+
+  defp new(config, default_name, description, properties, required, function) do
+    %__MODULE__{
+      name: config.name || default_name,
+      description: config.description || description,
+      parameters: %{
+        "type" => "object",
+        "properties" => properties,
+        "required" => required,
+        "additionalProperties" => false
+      },
+      function: function
+    }
+  end
+
+  defp string(description), do: %{"type" => "string", "description" => description}
+  defp boolean(description), do: %{"type" => "boolean", "description" => description}
+
+  defp integer(description, minimum \\ 1),
+    do: %{"type" => "integer", "minimum" => minimum, "description" => description}
+
+  @doc false
+  def name!(nil), do: nil
+
+  def name!(name) do
+    if is_binary(name) and Regex.match?(~r/^[a-zA-Z0-9_-]{1,64}$/, name) do
+      name
+    else
+      raise ArgumentError,
+            ":name must be 1 to 64 letters, digits, _ or - (what providers accept), got: #{inspect(name)}"
+    end
+  end
+
+  @doc false
+  def text!(nil), do: nil
+  def text!(text) when is_binary(text) and text != "", do: text
+
+  def text!(other),
+    do: raise(ArgumentError, ":description must be a non-empty string, got: #{inspect(other)}")
+
+  @doc false
+  def peer!(opts) do
+    if Keyword.keyword?(opts) and not Keyword.has_key?(opts, :timeout) and
+         not Keyword.has_key?(opts, :max_output) do
+      opts
+    else
+      raise ArgumentError,
+            ":peer must be a keyword list of ExBashkit.Peer.run/2 options other than " <>
+              ":timeout and :max_output (set by :timeout_ms and :max_output_bytes), got: #{inspect(opts)}"
+    end
+  end
+end

@@ -1,0 +1,135 @@
+defmodule ExBashkit.Tool.Output do
+  @moduledoc """
+  Output shaped for a model: cut to a byte budget, keeping its head and
+  its tail, and made safe to put in a prompt.
+
+  A model that runs `make` wants the first error and the last lines;
+  the middle of a long log is what can go. `truncate/2` keeps both ends
+  and says how many bytes it dropped; `printable/1` shows bytes that are
+  not UTF-8 as `\\xNN` instead of sending invalid text to a provider's
+  JSON API.
+
+      iex> ExBashkit.Tool.Output.truncate("0123456789", 6)
+      "012\\n[... 4 bytes dropped ...]\\n789"
+      iex> ExBashkit.Tool.Output.printable(<<"ok ", 0xFF, 0xFE>>)
+      "ok \\\\xFF\\\\xFE"
+  """
+
+  @doc """
+  `text` when it fits in `budget` bytes; otherwise its first and last
+  bytes, `budget` of them in all (half each, less where a cut would split
+  a UTF-8 character), joined by a notice of how many bytes were dropped.
+
+      iex> ExBashkit.Tool.Output.truncate("short", 5)
+      "short"
+      iex> ExBashkit.Tool.Output.truncate("héllo wörld", 4)
+      "h\\n[... 10 bytes dropped ...]\\nld"
+  """
+  @spec truncate(binary(), non_neg_integer()) :: binary()
+  def truncate(text, budget) when byte_size(text) <= budget, do: text
+
+  def truncate(text, budget) do
+    head = text |> binary_part(0, div(budget, 2)) |> whole_characters_before()
+    tail_size = budget - div(budget, 2)
+    tail = text |> binary_part(byte_size(text) - tail_size, tail_size) |> whole_characters_after()
+    dropped = byte_size(text) - byte_size(head) - byte_size(tail)
+
+    IO.iodata_to_binary([
+      head,
+      "\n[... #{dropped} byte#{if dropped == 1, do: "", else: "s"} dropped ...]\n",
+      tail
+    ])
+  end
+
+  # A cut inside a multi-byte character: the head ends before it, the
+  # tail starts after it. Only text that is UTF-8 there is adjusted.
+  defp whole_characters_before(head) do
+    binary_part(head, 0, byte_size(head) - incomplete_suffix(head, 1))
+  end
+
+  # Looks back from the end, at most 3 bytes, for the lead byte of the
+  # last character; the bytes from it on are cut if it needs more.
+  defp incomplete_suffix(head, n) when n > byte_size(head) or n > 3, do: 0
+
+  defp incomplete_suffix(head, n) do
+    case :binary.at(head, byte_size(head) - n) do
+      byte when byte in 0x80..0xBF -> incomplete_suffix(head, n + 1)
+      byte when byte in 0xC0..0xDF and n < 2 -> n
+      byte when byte in 0xE0..0xEF and n < 3 -> n
+      byte when byte in 0xF0..0xF7 and n < 4 -> n
+      _complete -> 0
+    end
+  end
+
+  defp whole_characters_after(<<byte, rest::binary>> = tail) when byte in 0x80..0xBF do
+    if String.valid?(tail), do: tail, else: whole_characters_after(rest)
+  end
+
+  defp whole_characters_after(tail), do: tail
+
+  @doc """
+  `bytes` as valid UTF-8: each byte that is not part of a valid character
+  becomes the four characters `\\xNN`.
+
+      iex> ExBashkit.Tool.Output.printable("plain text")
+      "plain text"
+  """
+  @spec printable(binary()) :: String.t()
+  def printable(bytes) do
+    if String.valid?(bytes), do: bytes, else: bytes |> escape_invalid([]) |> IO.iodata_to_binary()
+  end
+
+  defp escape_invalid(bytes, acc) do
+    case :unicode.characters_to_binary(bytes) do
+      valid when is_binary(valid) ->
+        Enum.reverse(acc, [valid])
+
+      {_, valid, <<byte, rest::binary>>} ->
+        hex = byte |> Integer.to_string(16) |> String.pad_leading(2, "0")
+        escape_invalid(rest, ["\\x" <> hex, valid | acc])
+    end
+  end
+
+  @doc """
+  A stream's bytes for a model: cut to `budget` (`truncate/2`), then made
+  printable (`printable/1`).
+  """
+  @spec for_model(binary(), non_neg_integer()) :: String.t()
+  def for_model(bytes, budget), do: bytes |> truncate(budget) |> printable()
+
+  @doc """
+  A script's outcome as a model reads it: the exit code, then stdout and
+  stderr (each cut to `budget` bytes), skipping an empty stream.
+
+      iex> result = %ExBashkit.Result{stdout: "hi\\n", stderr: "", exit_code: 0}
+      iex> ExBashkit.Tool.Output.streams(result, 1000)
+      "exit code: 0\\nstdout:\\nhi\\n"
+  """
+  @spec streams(ExBashkit.Result.t(), non_neg_integer()) :: String.t()
+  def streams(%ExBashkit.Result{} = result, budget) do
+    IO.iodata_to_binary([
+      "exit code: #{result.exit_code}\n",
+      output_sections(result, budget),
+      if(result.truncated,
+        do: "[the sandbox's output cap was reached: it dropped the rest of the output]\n",
+        else: []
+      )
+    ])
+  end
+
+  @doc false
+  # stdout and stderr sections, or a line saying there was none.
+  @spec output_sections(%{stdout: binary(), stderr: binary()}, non_neg_integer()) :: iodata()
+  def output_sections(%{stdout: "", stderr: ""}, _budget), do: "(no output)\n"
+
+  def output_sections(%{stdout: stdout, stderr: stderr}, budget) do
+    [section("stdout", stdout, budget), section("stderr", stderr, budget)]
+  end
+
+  defp section(_name, "", _budget), do: []
+
+  defp section(name, bytes, budget) do
+    text = for_model(bytes, budget)
+    [name, ":\n", text, if(String.ends_with?(text, "\n"), do: [], else: "\n")]
+  end
+end
