@@ -2,6 +2,7 @@
 # Every check CI runs: formatting, warnings, the Elixir suite (with doctests),
 # and the Rust crate's fmt, clippy and tests.
 cd "$(dirname "$0")/.."
+export EX_BASHKIT_NEED_TMUX=1
 source scripts/toolchain.sh
 export MIX_ENV=test
 

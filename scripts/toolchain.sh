@@ -5,12 +5,21 @@ set -euo pipefail
 export LANG=C.UTF-8 LC_ALL=C.UTF-8
 export PATH="$HOME/.cargo/bin:$PATH"
 
+# tmux drives the interactive shell's tests through a real terminal.
+missing=""
 if ! command -v mix >/dev/null 2>&1 || ! command -v erlc >/dev/null 2>&1; then
-  echo "==> installing Elixir/OTP from Debian (elixir erlang-dev erlang-nox)"
+  missing="elixir erlang-dev erlang-nox"
+fi
+if [ "${EX_BASHKIT_NEED_TMUX:-0}" = 1 ] && ! command -v tmux >/dev/null 2>&1; then
+  missing="$missing tmux"
+fi
+if [ -n "$missing" ]; then
+  echo "==> installing from Debian:$missing" | tr -s ' '
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq elixir erlang-dev erlang-nox >/dev/null
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then

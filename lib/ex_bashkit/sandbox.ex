@@ -51,6 +51,13 @@ defmodule ExBashkit.Sandbox do
   def snapshot(%Session{} = session), do: Session.snapshot(session)
   def snapshot(server), do: Server.snapshot(server)
 
+  @spec restore(t(), binary()) :: :ok | {:error, String.t()}
+  def restore(%Session{} = session, snapshot) do
+    with {:ok, _same} <- Session.restore(session, snapshot), do: :ok
+  end
+
+  def restore(server, snapshot), do: Server.restore(server, snapshot)
+
   @doc """
   The shell's working directory, to resolve relative paths against: what
   `pwd` prints, or `/` when that cannot be learned.

@@ -593,7 +593,7 @@ defmodule ExBashkit.Server do
       spawn_link(fn ->
         reply =
           try do
-            apply(Session, operation, [session | args])
+            apply(Session, operation, [session | listen_here(operation, args)])
           catch
             kind, reason -> {:raise, kind, reason, __STACKTRACE__}
           end
@@ -603,6 +603,48 @@ defmodule ExBashkit.Server do
 
     writes? = operation in @writes
     %{state | running: Map.put(state.running, runner, {from, writes?}), last_call: now()}
+  end
+
+  # A `:stream_to` listener on another node: the session streams to a
+  # local relay (sessions send to local pids only), which forwards in order.
+  defp listen_here(:exec, [script, opts]) do
+    case Keyword.keyword?(opts) && Keyword.get(opts, :stream_to) do
+      {pid, tag} when is_pid(pid) and node(pid) != node() ->
+        [script, Keyword.put(opts, :stream_to, {relay(pid), tag})]
+
+      pid when is_pid(pid) and node(pid) != node() ->
+        [script, Keyword.put(opts, :stream_to, relay(pid))]
+
+      _local_or_none ->
+        [script, opts]
+    end
+  end
+
+  defp listen_here(_operation, args), do: args
+
+  defp relay(listener) do
+    runner = self()
+    spawn(fn -> forward(listener, Process.monitor(runner)) end)
+  end
+
+  # Until the outcome is forwarded, or the runner is gone and nothing is
+  # left to forward.
+  defp forward(listener, runner) do
+    receive do
+      {:ex_bashkit, _tag, {:exit, _outcome}} = last ->
+        send(listener, last)
+
+      {:ex_bashkit, _tag, _chunk} = message ->
+        send(listener, message)
+        forward(listener, runner)
+
+      {:DOWN, ^runner, :process, _, _} ->
+        receive do
+          {:ex_bashkit, _tag, _} = message -> send(listener, message) && forward(listener, runner)
+        after
+          0 -> :ok
+        end
+    end
   end
 
   # Nothing runs: serve what waited (a move, hibernate or stop, and the
