@@ -252,3 +252,44 @@ show.(
   "timeouts keep partial output",
   ExBashkit.Peer.run(~S|IO.puts("working"); Process.sleep(:infinity)|, timeout: 2_000)
 )
+
+section.("Tools for LLM agents: ExBashkit.Tool")
+
+session = Session.new(files: %{"/repo/notes.md" => "# Notes\nTODO: ship it\n"})
+tools = ExBashkit.Tool.all(session, max_output_bytes: 120)
+IO.puts("tools: #{Enum.map_join(tools, ", ", & &1.name)} (+ ExBashkit.Tool.elixir/1)")
+show.("the bash tool's JSON schema", hd(tools).parameters)
+
+for {name, args} <- [
+      {"list_dir", %{"path" => "/repo"}},
+      {"bash", %{"command" => "cd /repo && grep -n TODO notes.md; seq 1 100000 | tail -c 400"}},
+      {"edit_file", %{"path" => "notes.md", "old_string" => "TODO", "new_string" => "DONE"}},
+      {"read_file", %{"path" => "notes.md", "offset" => 2}},
+      {"bash", %{"command" => "echo working; sleep 5", "timeout_ms" => 200}},
+      {"bash", %{"cmd" => "ls"}}
+    ] do
+  {status, text} = ExBashkit.Tool.run(tools, name, args)
+  IO.puts("#{name} #{inspect(args)} → #{status}:\n" <> String.replace(text, ~r/^/m, "    "))
+end
+
+show.("as an OpenAI tools entry", ExBashkit.Tool.to_openai(hd(tools)) |> Map.keys())
+IO.puts("a whole agent loop with a scripted model: mix run examples/agent.exs")
+
+section.("An interactive shell on a sandbox")
+
+IO.puts("""
+In a terminal:  mix ex_bashkit.shell --cwd /work --limit timeout_ms=10000 --snapshot /tmp/work.snapshot
+In IEx:         ExBashkit.Shell.start(server: "conversation-42")   # attach to a running server
+Here, fed lines from an IO device as IEx would give them (its prompts are not echoed):
+""")
+
+{:ok, io} = StringIO.open("cd /repo\nfor f in *.md; do\n  wc -l \"$f\"\ndone\nexit\n")
+
+fn ->
+  Process.group_leader(self(), io) && ExBashkit.Shell.start(attach: session, input: :lines)
+end
+|> Task.async()
+|> Task.await()
+
+{_, transcript} = StringIO.contents(io)
+IO.puts(String.replace(transcript, ~r/^/m, "    "))

@@ -9,9 +9,10 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.HowScriptsRun
   doctest ExBashkit.Guides.LiveControl
   doctest ExBashkit.Guides.SandboxPerConversation
+  doctest ExBashkit.Guides.AgentTools
 
   test "every guide is doctested here" do
     guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 7
+    assert length(guides) == 8
   end
 end
