@@ -112,6 +112,30 @@ defmodule ExBashkit.ShellTest do
       {:ok, output} = shell("hostname; echo from-host > /note\n", attach: {:global, {Server, id}})
       assert output =~ "bashkit-sandbox\n"
       assert :erpc.call(node, Server, :read_file, [server, "/note"]) == {:ok, "from-host\n"}
+
+      # What the shell relies on: a server streams to a listener on another node.
+      assert {:ok, %{stdout: "a\nb\n"}} =
+               Server.exec(server, "echo a; echo b", stream_to: {self(), :t})
+
+      assert_receive {:ex_bashkit, :t, {:stdout, "a\n"}}
+      assert_receive {:ex_bashkit, :t, {:stdout, "b\n"}}
+      assert_receive {:ex_bashkit, :t, {:exit, {:ok, %{exit_code: 0}}}}
+    end
+
+    @tag timeout: 120_000
+    test "an isolated session runs on a sandbox node and is stopped on leaving" do
+      before = DynamicSupervisor.which_children(ExBashkit.Server.Supervisor)
+      {:ok, output} = shell("echo isolated; echo $((1 + 1))\n", isolated: true)
+      assert output =~ "isolated\n2\n"
+      # The shell started its server elsewhere and stopped it when it left.
+      assert [_ | _] = ExBashkit.SandboxNode.nodes()
+
+      assert Enum.all?(ExBashkit.SandboxNode.nodes(), fn node ->
+               :erpc.call(node, DynamicSupervisor, :which_children, [ExBashkit.Server.Supervisor]) ==
+                 []
+             end)
+
+      assert DynamicSupervisor.which_children(ExBashkit.Server.Supervisor) -- before == []
     end
   end
 
