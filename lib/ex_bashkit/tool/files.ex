@@ -44,11 +44,17 @@ defmodule ExBashkit.Tool.Files do
   defp range_note(path, first, last, total),
     do: "[#{path}: lines #{first}-#{last} of #{total}; pass offset and limit to read others]\n"
 
-  defp number_line({line, number}),
-    do: [String.pad_leading(Integer.to_string(number), 6), "\t", line, "\n"]
+  defp number_line({line, number}) do
+    digits = Integer.to_string(number)
+    [:binary.copy(" ", max(6 - byte_size(digits), 0)), digits, "\t", line, "\n"]
+  end
 
   defp split_lines(""), do: []
-  defp split_lines(content), do: content |> String.trim_trailing("\n") |> String.split("\n")
+
+  defp split_lines(content) do
+    lines = :binary.split(content, "\n", [:global])
+    if String.ends_with?(content, "\n"), do: Enum.drop(lines, -1), else: lines
+  end
 
   def write(target, %{"path" => path, "content" => content}) do
     path = Sandbox.absolute(target, path)

@@ -76,19 +76,31 @@ defmodule ExBashkit.Tool.Output do
   """
   @spec printable(binary()) :: String.t()
   def printable(bytes) do
-    if String.valid?(bytes), do: bytes, else: bytes |> escape_invalid([]) |> IO.iodata_to_binary()
+    if String.valid?(bytes),
+      do: bytes,
+      else: bytes |> escape_invalid(bytes, 0, 0, []) |> IO.iodata_to_binary()
   end
 
-  defp escape_invalid(bytes, acc) do
-    case :unicode.characters_to_binary(bytes) do
-      valid when is_binary(valid) ->
-        Enum.reverse(acc, [valid])
+  @escaped List.to_tuple(for byte <- 0..255, do: "\\x" <> Base.encode16(<<byte>>))
 
-      {_, valid, <<byte, rest::binary>>} ->
-        hex = byte |> Integer.to_string(16) |> String.pad_leading(2, "0")
-        escape_invalid(rest, ["\\x" <> hex, valid | acc])
-    end
+  # One pass (matching the rest, so the VM keeps a match context): runs
+  # of valid characters are copied as slices of `whole`, each invalid byte
+  # becomes `\xNN`.
+  defp escape_invalid(<<char::utf8, rest::binary>>, whole, from, length, acc),
+    do: escape_invalid(rest, whole, from, length + utf8_size(char), acc)
+
+  defp escape_invalid(<<byte, rest::binary>>, whole, from, length, acc) do
+    acc = [acc, binary_part(whole, from, length) | elem(@escaped, byte)]
+    escape_invalid(rest, whole, from + length + 1, 0, acc)
   end
+
+  defp escape_invalid(<<>>, whole, from, length, acc),
+    do: [acc | binary_part(whole, from, length)]
+
+  defp utf8_size(char) when char < 0x80, do: 1
+  defp utf8_size(char) when char < 0x800, do: 2
+  defp utf8_size(char) when char < 0x10000, do: 3
+  defp utf8_size(_char), do: 4
 
   @doc """
   A stream's bytes for a model: cut to `budget` (`truncate/2`), then made
