@@ -10,6 +10,9 @@ defmodule ExBashkit.SandboxNodeTest do
   setup do
     previous = Application.get_env(:ex_bashkit, :sandbox_nodes)
     Application.put_env(:ex_bashkit, :sandbox_nodes, max_memory_bytes: 256 * @mib, nice: 7)
+    # Sandbox nodes other tests booted have the default limits: start over,
+    # so the next node boots under these.
+    Supervisor.terminate_child(ExBashkit.Supervisor, SandboxNode)
 
     on_exit(fn ->
       if previous,
