@@ -59,7 +59,7 @@ defmodule ExBashkit.Shell do
         input = open_input(config.input)
 
         try do
-          loop(%{target: target, input: input, status: 0, pending: []})
+          loop(%{target: target, input: input, status: 0})
         after
           close_input(input)
         end
@@ -189,25 +189,32 @@ defmodule ExBashkit.Shell do
     shell = self()
     tag = make_ref()
 
-    runner =
-      spawn_link(fn ->
-        outcome = Sandbox.exec(state.target, script, stream_to: {shell, tag}, errors: :struct)
-        send(shell, {tag, :returned, outcome})
-      end)
+    # Linked, so that it goes if the shell does; it never fails itself, so
+    # the shell always gets to give the terminal back.
+    spawn_link(fn ->
+      outcome =
+        try do
+          Sandbox.exec(state.target, script, stream_to: {shell, tag}, errors: :struct)
+        catch
+          kind, reason -> {:error, Exception.format_banner(kind, reason)}
+        end
+
+      send(shell, {tag, :returned, outcome})
+    end)
 
     state = listen(state)
-    finish(await(state, tag, runner, false), script)
+    finish(await(state, tag, false), script)
   end
 
-  defp await(state, tag, runner, returned?) do
+  defp await(state, tag, returned?) do
     receive do
       {:ex_bashkit, ^tag, {:stdout, chunk}} ->
         IO.write(Output.printable(chunk))
-        await(state, tag, runner, returned?)
+        await(state, tag, returned?)
 
       {:ex_bashkit, ^tag, {:stderr, chunk}} ->
         IO.write(errors(state), Output.printable(chunk))
-        await(state, tag, runner, returned?)
+        await(state, tag, returned?)
 
       {:ex_bashkit, ^tag, {:exit, outcome}} ->
         unless returned?, do: receive(do: ({^tag, :returned, _} -> :ok))
@@ -217,7 +224,7 @@ defmodule ExBashkit.Shell do
         {{:error, %Error{reason: :error, message: message}}, state}
 
       {^tag, :returned, _outcome} ->
-        await(state, tag, runner, true)
+        await(state, tag, true)
 
       {^tag, :cancel} ->
         # A script that has not started yet cannot be cancelled: try again
@@ -225,17 +232,17 @@ defmodule ExBashkit.Shell do
         if Sandbox.cancel(state.target) == :idle,
           do: Process.send_after(self(), {tag, :cancel}, 20)
 
-        await(state, tag, runner, returned?)
+        await(state, tag, returned?)
 
       input ->
         case interrupt?(state, input) do
           {true, state} ->
             IO.write("^C\n")
             send(self(), {tag, :cancel})
-            await(state, tag, runner, returned?)
+            await(state, tag, returned?)
 
           {false, state} ->
-            await(state, tag, runner, returned?)
+            await(state, tag, returned?)
         end
     end
   end

@@ -94,6 +94,15 @@ defmodule ExBashkit.ShellTest do
   end
 
   describe "attached to servers" do
+    test "a server that is gone is reported, and the shell goes on" do
+      {:ok, server} = Server.start()
+      :ok = Server.stop(server)
+      {:ok, output} = shell("echo hi\necho again\n", attach: server)
+      assert output =~ "(unavailable)$ "
+      assert output =~ "ex_bashkit: session server"
+      refute output =~ "hi\n"
+    end
+
     test "a local server by id" do
       id = {:shell_test, make_ref()}
       {:ok, server} = Server.get_or_start(id)
