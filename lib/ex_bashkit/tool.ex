@@ -129,6 +129,10 @@ defmodule ExBashkit.Tool do
   Its arguments: `command` (required) and `timeout_ms`, which is clamped
   to the session's own `:timeout_ms`.
 
+      iex> bash = ExBashkit.Tool.bash(ExBashkit.Session.new(), timeout_ms: 5_000)
+      iex> ExBashkit.Tool.call(bash, %{"command" => "echo $((2 ** 10))"})
+      {:ok, "exit code: 0\\nstdout:\\n1024\\n"}
+
   ## Options
 
   #{Options.docs(@run_schema)}
@@ -163,6 +167,10 @@ defmodule ExBashkit.Tool do
   Its arguments: `path` (required), `offset` (first line, from 1) and
   `limit` (how many lines; 2000 when not given).
 
+      iex> session = ExBashkit.Session.new(files: %{"/abc.txt" => "a\\nb\\nc\\n"})
+      iex> ExBashkit.Tool.call(ExBashkit.Tool.read_file(session), %{"path" => "/abc.txt", "offset" => 3})
+      {:ok, "[/abc.txt: lines 3-3 of 3; pass offset and limit to read others]\\n     3\\tc\\n"}
+
   ## Options
 
   #{Options.docs(@common)}
@@ -196,6 +204,10 @@ defmodule ExBashkit.Tool do
 
   Its arguments: `path` and `content`, both required.
 
+      iex> session = ExBashkit.Session.new()
+      iex> ExBashkit.Tool.call(ExBashkit.Tool.write_file(session), %{"path" => "/new/dir/f.txt", "content" => "hi"})
+      {:ok, "Wrote 2 bytes to /new/dir/f.txt."}
+
   ## Options
 
   #{Options.docs(@common)}
@@ -228,6 +240,13 @@ defmodule ExBashkit.Tool do
   Its arguments: `path`, `old_string` and `new_string` (required), and
   `replace_all`. Without `replace_all`, `old_string` must occur exactly
   once.
+
+      iex> session = ExBashkit.Session.new(files: %{"/f.txt" => "a = 1\\nb = 1\\n"})
+      iex> edit = ExBashkit.Tool.edit_file(session)
+      iex> ExBashkit.Tool.call(edit, %{"path" => "/f.txt", "old_string" => "= 1", "new_string" => "= 2"})
+      {:error, "old_string occurs 2 times in /f.txt. Include more of the surrounding text to make it unique, or set replace_all to true to replace every one."}
+      iex> ExBashkit.Tool.call(edit, %{"path" => "/f.txt", "old_string" => "b = 1", "new_string" => "b = 2"})
+      {:ok, "Replaced 1 occurrence in /f.txt."}
 
   ## Options
 
@@ -264,6 +283,10 @@ defmodule ExBashkit.Tool do
 
   Its argument: `path` (the working directory when not given).
 
+      iex> session = ExBashkit.Session.new(files: %{"/p/a.txt" => "", "/p/sub/b.txt" => ""})
+      iex> ExBashkit.Tool.call(ExBashkit.Tool.list_dir(session), %{"path" => "/p"})
+      {:ok, "/p:\\na.txt\\nsub/\\n"}
+
   ## Options
 
   #{Options.docs(@common)}
@@ -293,6 +316,10 @@ defmodule ExBashkit.Tool do
   `ExBashkit.Peer.run/2`, answering what it printed and its value.
 
   Its arguments: `code` (required) and `timeout_ms`.
+
+      iex> elixir = ExBashkit.Tool.elixir()
+      iex> ExBashkit.Tool.call(elixir, %{"code" => ~S|IO.puts("hi"); Enum.sum(1..4)|})
+      {:ok, "output:\\nhi\\n\\nresult: 10\\n"}
 
   ## Options
 

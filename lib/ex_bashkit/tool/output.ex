@@ -105,6 +105,9 @@ defmodule ExBashkit.Tool.Output do
   @doc """
   A stream's bytes for a model: cut to `budget` (`truncate/2`), then made
   printable (`printable/1`).
+
+      iex> ExBashkit.Tool.Output.for_model(<<"abc", 0xFF, "defgh">>, 6)
+      "abc\\n[... 3 bytes dropped ...]\\nfgh"
   """
   @spec for_model(binary(), non_neg_integer()) :: String.t()
   def for_model(bytes, budget), do: bytes |> truncate(budget) |> printable()
