@@ -126,6 +126,24 @@ defmodule ExBashkit.SandboxNode do
 
   def handle_info(_message, state), do: {:noreply, state}
 
+  # Stopped by the supervisor: the nodes are stopped with it, through their
+  # controllers (which do not expect an exit signal from their owner).
+  @impl true
+  def terminate(_reason, state) do
+    for controller <- Map.keys(state.nodes) do
+      Process.unlink(controller)
+      catch_exit(fn -> :peer.stop(controller) end)
+    end
+
+    :ok
+  end
+
+  defp catch_exit(fun) do
+    fun.()
+  catch
+    :exit, _ -> :ok
+  end
+
   defp boot(config) do
     ExBashkit.Peer.ensure_distributed!()
     erl = System.find_executable("erl") || Path.join(:code.root_dir(), "bin/erl")
