@@ -68,10 +68,9 @@ defmodule ExBashkit do
     options = Options.defaults(@defaults)
     call = ExecOptions.validate!([], Options.timeout_ms(options), "ExBashkit.exec/2")
 
-    options
-    |> Native.exec_once(script, self(), tag)
-    |> Execution.await(tag, call)
-    |> Execution.finish(call)
+    Execution.observe(nil, script, call, fn ->
+      options |> Native.exec_once(script, self(), tag) |> Execution.await(tag, call)
+    end)
   end
 
   def exec(script, opts) do

@@ -21,7 +21,7 @@ defmodule ExBashkit.Callbacks do
   # Every reply crossing into the interpreter is bounded by
   # `config :ex_bashkit, :max_reply_bytes`; error text is truncated to it.
 
-  alias ExBashkit.{Builtin, Execution, Native, Result, VirtualFs}
+  alias ExBashkit.{Builtin, Execution, Native, Result, Telemetry, VirtualFs}
 
   defstruct builtins: %{}, virtual_fs: %{}, timeout: 30_000, max_reply: nil
 
@@ -268,11 +268,28 @@ defmodule ExBashkit.Callbacks do
     Native.callback_reply(pending, failure(request, table, why))
   end
 
-  defp invoke({{:builtin, name}, request}, table),
-    do: Builtin.invoke(Map.fetch!(table.builtins, name), request)
+  defp invoke({{:builtin, name}, request}, table) do
+    observed(%{type: :builtin, name: name, operation: :call}, fn ->
+      Builtin.invoke(Map.fetch!(table.builtins, name), request)
+    end)
+  end
 
-  defp invoke({{:fs, mount}, request}, table),
-    do: VirtualFs.dispatch(Map.fetch!(table.virtual_fs, mount), request)
+  defp invoke({{:fs, mount}, request}, table) do
+    observed(%{type: :virtual_fs, name: mount, operation: request[:op]}, fn ->
+      VirtualFs.dispatch(Map.fetch!(table.virtual_fs, mount), request)
+    end)
+  end
+
+  defp observed(metadata, fun) do
+    Telemetry.span([:ex_bashkit, :callback], metadata, fn ->
+      answer = fun.()
+
+      status =
+        if (is_tuple(answer) and elem(answer, 0) == :ok) or answer == :ok, do: :ok, else: :error
+
+      {answer, %{}, %{status: status}}
+    end)
+  end
 
   # What the NIF decodes; see native/ex_bashkit/src/callback.rs.
 

@@ -12,7 +12,7 @@ defmodule ExBashkit.Execution do
   # the caller gets an error saying whether the script was running or
   # still queued behind another one.
 
-  alias ExBashkit.{Error, Result}
+  alias ExBashkit.{Error, Result, Telemetry}
   alias ExBashkit.Session.ExecOptions
 
   # How long past its :timeout_ms a caller waits for a script that has not
@@ -59,6 +59,26 @@ defmodule ExBashkit.Execution do
         halt(sink)
         {:error, Error.from_job(error)}
     end
+  end
+
+  @doc """
+  Runs `fun` (which queues a script and awaits its outcome) inside the
+  `[:ex_bashkit, :exec]` telemetry span, and gives the caller the outcome
+  as it asked for it (`finish/2`).
+  """
+  @spec observe(ExBashkit.Session.t() | nil, binary(), ExecOptions.call(), (() -> outcome)) ::
+          {:ok, Result.t()} | {:error, Error.t() | String.t()}
+        when outcome: {:ok, Result.t()} | {:error, Error.t()}
+  def observe(session, script, call, fun) do
+    Telemetry.span(
+      [:ex_bashkit, :exec],
+      %{session: session, script_bytes: byte_size(script)},
+      fn ->
+        outcome = fun.()
+        {measurements, metadata} = Telemetry.exec_stop(outcome)
+        {finish(outcome, call), measurements, metadata}
+      end
+    )
   end
 
   @doc """

@@ -73,6 +73,7 @@ defmodule ExBashkit.Peer do
   """
 
   alias ExBashkit.Peer.{Job, Pool}
+  alias ExBashkit.Telemetry
 
   @type result ::
           {:ok, %{output: String.t(), result: term()}}
@@ -97,6 +98,19 @@ defmodule ExBashkit.Peer do
   @spec run(String.t(), [option()]) :: result()
   def run(code, opts \\ []) do
     job = job!(code, opts)
+
+    Telemetry.span([:ex_bashkit, :peer, :run], %{code_bytes: byte_size(code)}, fn ->
+      result = run_job(job)
+      output = result |> elem(tuple_size(result) - 1) |> Map.fetch!(:output)
+      status = if elem(result, 0) == :ok, do: :ok, else: peer_status(elem(result, 1))
+      {result, %{output_bytes: byte_size(output)}, %{status: status}}
+    end)
+  end
+
+  defp peer_status(reason) when reason in [:timeout, :noconnection], do: reason
+  defp peer_status(_raised), do: :error
+
+  defp run_job(job) do
     deadline = System.monotonic_time(:millisecond) + job.timeout
     ensure_distributed!()
 

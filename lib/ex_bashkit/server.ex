@@ -62,7 +62,7 @@ defmodule ExBashkit.Server do
 
   use GenServer
 
-  alias ExBashkit.{Result, Session, Store}
+  alias ExBashkit.{Result, Session, Store, Telemetry}
   alias ExBashkit.Server.Options
 
   @typedoc "A server: its pid, or the name it was registered under."
@@ -140,7 +140,10 @@ defmodule ExBashkit.Server do
     opts = Options.validate!(opts, "ExBashkit.Server.start/1")
 
     with {:ok, target} <- placement(opts) do
-      start_on(target, init_arg(opts, node()))
+      # A server on this node registers here, under whatever name this node
+      # has then: it may not be distributed yet, and `node()` would go stale.
+      registrar = if target == node(), do: :here, else: node()
+      start_on(target, init_arg(opts, registrar))
     end
   end
 
@@ -400,7 +403,7 @@ defmodule ExBashkit.Server do
 
   defp register(nil, _registrar, _takeover), do: :ok
 
-  defp register({:global, name}, registrar, takeover) when registrar not in [nil, node()] do
+  defp register({:global, name}, registrar, takeover) when registrar not in [:here, node()] do
     :erpc.call(registrar, __MODULE__, :register_global, [name, self(), takeover])
   catch
     kind, reason -> {:stop, {:registration_failed, {kind, reason}}}
@@ -696,9 +699,13 @@ defmodule ExBashkit.Server do
   defp wake(%{session: session} = state) when session != nil, do: {:ok, state}
 
   defp wake(state) do
+    started = System.monotonic_time()
+    from = if state.snapshot == nil and state.store != nil, do: :store, else: :memory
+
     with {:ok, state} <- load(state),
          {:ok, session} <- build(state.spec),
          {:ok, session} <- restore_into(session, state) do
+      observe(:wake, started, %{}, %{id: state.id, from: from})
       {:ok, %{state | session: session, snapshot: nil}}
     else
       {:error, message} -> {:error, message, state}
@@ -750,8 +757,17 @@ defmodule ExBashkit.Server do
   defp do_hibernate(%{session: nil} = state), do: {:ok, state}
 
   defp do_hibernate(state) do
+    started = System.monotonic_time()
+
     with {:ok, snapshot} <- take_snapshot(state),
          {:ok, state} <- keep(state, snapshot) do
+      store = with {module, _opts} <- state.store, do: module
+
+      observe(:hibernate, started, %{snapshot_bytes: byte_size(snapshot)}, %{
+        id: state.id,
+        store: store
+      })
+
       {:ok, %{state | session: nil}}
     else
       {:error, message} -> {:error, message, state}
@@ -805,6 +821,17 @@ defmodule ExBashkit.Server do
     ArgumentError -> :error
   end
 
+  # `[:ex_bashkit, :server, event]`, timed from `started`.
+  defp observe(event, started, measurements, metadata) do
+    duration = System.monotonic_time() - started
+
+    Telemetry.execute(
+      [:ex_bashkit, :server, event],
+      Map.put(measurements, :duration, duration),
+      metadata
+    )
+  end
+
   ## Moving
 
   defp do_move(state, target) when target == node(), do: {:ok, self(), state}
@@ -817,10 +844,18 @@ defmodule ExBashkit.Server do
     do: {:error, "a server registered through :via cannot move", state}
 
   defp do_move(state, target) do
+    started = System.monotonic_time()
+
     with {:ok, state} <- wake(state),
          {:ok, snapshot} <- take_snapshot(state),
          {:ok, successor} <- start_successor(state, target),
          :ok <- adopt(successor, snapshot) do
+      observe(:move, started, %{snapshot_bytes: byte_size(snapshot)}, %{
+        id: state.id,
+        from: node(),
+        to: target
+      })
+
       Process.send_after(self(), :retire, @linger_ms)
       {:ok, successor, %{state | session: nil, snapshot: nil, forward_to: successor}}
     else
@@ -838,7 +873,7 @@ defmodule ExBashkit.Server do
       store: state.store,
       persist: state.persist,
       key: state.key,
-      registrar: state.registrar || node(),
+      registrar: if(state.registrar in [nil, :here], do: node(), else: state.registrar),
       takeover: self()
     }
 

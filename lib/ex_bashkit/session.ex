@@ -79,7 +79,7 @@ defmodule ExBashkit.Session do
       `cancel/1`, and `ExBashkit.Error`.
   """
 
-  alias ExBashkit.{Callbacks, Execution, Native, Result}
+  alias ExBashkit.{Callbacks, Execution, Native, Result, Telemetry}
   alias ExBashkit.Session.{ExecOptions, Options}
 
   @enforce_keys [:resource]
@@ -233,16 +233,12 @@ defmodule ExBashkit.Session do
     script = Execution.script!(script)
     call = ExecOptions.validate!(opts, timeout_ms(session), "ExBashkit.Session.exec/3")
 
-    outcome =
+    Execution.observe(session, script, call, fn ->
       case session.callbacks do
-        nil ->
-          run(resource, script, call, nil)
-
-        callbacks ->
-          Callbacks.serve(callbacks, resource, &run(resource, script, call, &1))
+        nil -> run(resource, script, call, nil)
+        callbacks -> Callbacks.serve(callbacks, resource, &run(resource, script, call, &1))
       end
-
-    Execution.finish(outcome, call)
+    end)
   end
 
   # With callbacks, the script sends its first call here, to `forward`.
@@ -347,9 +343,17 @@ defmodule ExBashkit.Session do
     tag = make_ref()
     key = opts.key
 
-    resource
-    |> native(fn -> Native.session_snapshot(resource, options, key, self(), tag) end)
-    |> Execution.reply(tag)
+    Telemetry.span([:ex_bashkit, :snapshot], %{session: session}, fn ->
+      reply =
+        resource
+        |> native(fn -> Native.session_snapshot(resource, options, key, self(), tag) end)
+        |> Execution.reply(tag)
+
+      case reply do
+        {:ok, bytes} -> {reply, %{bytes: byte_size(bytes)}, %{status: :ok}}
+        {:error, _} -> {reply, %{}, %{status: :error}}
+      end
+    end)
   end
 
   @doc """
@@ -401,9 +405,19 @@ defmodule ExBashkit.Session do
     key = ExBashkit.Options.validate!(opts, @restore_options, "ExBashkit.Session.restore/3").key
     tag = make_ref()
 
-    resource
-    |> native(fn -> Native.session_restore(resource, snapshot, key, self(), tag) end)
-    |> Execution.reply(tag)
+    Telemetry.span(
+      [:ex_bashkit, :restore],
+      %{bytes: byte_size(snapshot)},
+      %{session: session},
+      fn ->
+        reply =
+          resource
+          |> native(fn -> Native.session_restore(resource, snapshot, key, self(), tag) end)
+          |> Execution.reply(tag)
+
+        {reply, %{}, %{status: elem(reply, 0)}}
+      end
+    )
     |> case do
       {:ok, :ok} -> {:ok, session}
       {:error, _} = error -> error

@@ -1,0 +1,123 @@
+defmodule ExBashkit.Telemetry do
+  @moduledoc """
+  What happens inside ex_bashkit, as `:telemetry` events.
+
+  ex_bashkit does not depend on `:telemetry`: the events are emitted
+  when the host application has it loaded (as almost every Phoenix or
+  Ecto application does), and cost one BIF call each when it is not.
+  Spans follow `:telemetry.span/3`'s conventions: a `:start` event with
+  `:monotonic_time` and `:system_time`, then a `:stop` event with
+  `:duration` (native time units, `System.convert_time_unit/3` turns them
+  into what you want), or an `:exception` event with `:kind`, `:reason`
+  and `:stacktrace` in its metadata if the work raised.
+
+  | event | measurements | metadata |
+  |---|---|---|
+  | `[:ex_bashkit, :exec, :start]` | `monotonic_time`, `system_time` | `session` (a `Session`, or `nil` for `ExBashkit.exec/1`), `script_bytes` |
+  | `[:ex_bashkit, :exec, :stop]` | `duration`, `stdout_bytes`, `stderr_bytes` | the start's, plus `exit_code` (`nil` on error), `truncated`, `reason` (`nil`, or the `ExBashkit.Error` reason: `:timeout`, `:limit`, …), `limit` |
+  | `[:ex_bashkit, :exec, :exception]` | `duration` | the start's, plus `kind`, `reason`, `stacktrace` |
+  | `[:ex_bashkit, :callback, :start \\| :stop \\| :exception]` | as above | `type` (`:builtin` or `:virtual_fs`), `name` (the builtin's name or the mount), `operation` (`:call`, or the virtual_fs operation: `:read`, `:write`, …); `:stop` adds `status` (`:ok` or `:error`) |
+  | `[:ex_bashkit, :snapshot, :start \\| :stop \\| :exception]` | as above; `:stop` adds `bytes` | `session`; `:stop` adds `status` |
+  | `[:ex_bashkit, :restore, :start \\| :stop \\| :exception]` | as above; `:start` adds `bytes` | `session`; `:stop` adds `status` |
+  | `[:ex_bashkit, :peer, :run, :start \\| :stop \\| :exception]` | as above; `:stop` adds `output_bytes` | `code_bytes`; `:stop` adds `status` (`:ok`, `:error`, `:timeout`, `:noconnection`) |
+  | `[:ex_bashkit, :server, :hibernate]` | `duration`, `snapshot_bytes` | `id`, `store` (a module or `nil`) |
+  | `[:ex_bashkit, :server, :wake]` | `duration` | `id`, `from` (`:memory` or `:store`) |
+  | `[:ex_bashkit, :server, :move]` | `duration`, `snapshot_bytes` | `id`, `from`, `to` (nodes) |
+
+  For example, to log every script that hit a limit:
+
+      :telemetry.attach("sandbox-limits", [:ex_bashkit, :exec, :stop],
+        fn _event, %{duration: duration}, %{reason: :limit, limit: limit}, _config ->
+            Logger.warning("a script hit \#{limit} after \#{System.convert_time_unit(duration, :native, :millisecond)} ms")
+          _event, _measurements, _metadata, _config -> :ok
+        end, nil)
+  """
+
+  @compile {:no_warn_undefined, :telemetry}
+
+  @doc """
+  True when `:telemetry` is loaded, so that events are emitted.
+
+      iex> is_boolean(ExBashkit.Telemetry.enabled?())
+      true
+  """
+  @spec enabled?() :: boolean()
+  def enabled?, do: :erlang.function_exported(:telemetry, :execute, 3)
+
+  @doc false
+  # Runs `fun` inside a span named `event`. `fun` returns `{result,
+  # extra_measurements, extra_metadata}` for the stop event; the result is
+  # returned. Without :telemetry, it is `fun`'s result and nothing more.
+  @spec span([atom()], map(), map(), (() -> {term(), map(), map()})) :: term()
+  def span(event, measurements \\ %{}, metadata, fun) do
+    if enabled?() do
+      start = System.monotonic_time()
+
+      start_measurements =
+        Map.merge(measurements, %{monotonic_time: start, system_time: System.system_time()})
+
+      :telemetry.execute(event ++ [:start], start_measurements, metadata)
+
+      try do
+        fun.()
+      catch
+        kind, reason ->
+          stop = System.monotonic_time()
+
+          :telemetry.execute(
+            event ++ [:exception],
+            %{duration: stop - start, monotonic_time: stop},
+            Map.merge(metadata, %{kind: kind, reason: reason, stacktrace: __STACKTRACE__})
+          )
+
+          :erlang.raise(kind, reason, __STACKTRACE__)
+      else
+        {result, extra_measurements, extra_metadata} ->
+          stop = System.monotonic_time()
+
+          :telemetry.execute(
+            event ++ [:stop],
+            Map.merge(extra_measurements, %{duration: stop - start, monotonic_time: stop}),
+            Map.merge(metadata, extra_metadata)
+          )
+
+          result
+      end
+    else
+      fun |> apply([]) |> elem(0)
+    end
+  end
+
+  @doc false
+  # A single event, when :telemetry is loaded.
+  @spec execute([atom()], map(), map()) :: :ok
+  def execute(event, measurements, metadata) do
+    if enabled?(), do: :telemetry.execute(event, measurements, metadata)
+    :ok
+  end
+
+  @doc false
+  # The stop metadata and measurements of an exec's outcome.
+  @spec exec_stop({:ok, ExBashkit.Result.t()} | {:error, ExBashkit.Error.t()}) :: {map(), map()}
+  def exec_stop({:ok, result}) do
+    {%{
+       stdout_bytes: IO.iodata_length(stdout(result.stdout)),
+       stderr_bytes: byte_size(result.stderr)
+     }, %{exit_code: result.exit_code, truncated: result.truncated, reason: nil, limit: nil}}
+  end
+
+  def exec_stop({:error, error}) do
+    {%{stdout_bytes: byte_size(error.stdout), stderr_bytes: byte_size(error.stderr)},
+     %{exit_code: nil, truncated: false, reason: error.reason, limit: error.limit}}
+  end
+
+  # With `:into`, stdout is what the collectable returned: counted when
+  # it is iodata.
+  defp stdout(stdout) when is_binary(stdout), do: stdout
+
+  defp stdout(collected) do
+    IO.iodata_length(collected) && collected
+  rescue
+    ArgumentError -> []
+  end
+end
