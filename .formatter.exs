@@ -1,3 +1,7 @@
 [
-  inputs: ["{mix,.formatter}.exs", "{config,lib,test,bench,examples}/**/*.{ex,exs}"]
+  inputs: [
+    "{mix,.formatter,checksum-ex_bashkit}.exs",
+    "native/mix/*.exs",
+    "{config,lib,test,bench,examples}/**/*.{ex,exs}"
+  ]
 ]

@@ -86,6 +86,20 @@ defmodule ExBashkit do
     |> Session.exec(script, call_opts)
   end
 
+  @doc """
+  The optional parts this build of the library has: `:python` (the
+  sandboxed Python), `:jq`, `:network` (`curl`/`wget` under `:allow_net`)
+  and `:mounts` (host directories). All of them unless the build was
+  configured with fewer (`config :ex_bashkit, features: [...]`, see the
+  README's "Installing"); a session that asks for a part that is missing
+  raises `ArgumentError` saying how to add it.
+
+      iex> ExBashkit.features()
+      [:python, :jq, :network, :mounts]
+  """
+  @spec features() :: [:python | :jq | :network | :mounts]
+  def features, do: Enum.map(Native.features(), &String.to_existing_atom/1)
+
   @typedoc """
   What `stats/0` reports:
 

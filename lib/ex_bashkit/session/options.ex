@@ -175,6 +175,12 @@ defmodule ExBashkit.Session.Options do
 
     no_shadowing!(opts.python, Map.keys(opts.builtins))
 
+    require_features!(
+      python: opts.python != [],
+      allow_net: opts.allow_net != :none,
+      mounts: opts.mounts != []
+    )
+
     native =
       struct!(
         __MODULE__,
@@ -494,6 +500,34 @@ defmodule ExBashkit.Session.Options do
         Map.put(acc, key, value)
       end
     end)
+  end
+
+  @features %{python: :python, allow_net: :network, mounts: :mounts}
+
+  @doc false
+  # Raises for an option (`{option, asked?}`) whose part was left out of
+  # this build (its Cargo feature). `built` is asked for only when needed:
+  # it is a NIF call.
+  def require_features!(asked, built \\ &ExBashkit.features/0) do
+    case for({option, true} <- asked, do: option) do
+      [] ->
+        :ok
+
+      options ->
+        built = built.()
+
+        with option when option != nil <- Enum.find(options, &(@features[&1] not in built)) do
+          feature = @features[option]
+
+          raise ArgumentError,
+                "#{inspect(option)} needs the #{inspect(feature)} part of ex_bashkit, which this " <>
+                  "build was compiled without: add #{inspect(feature)} to " <>
+                  "`config :ex_bashkit, features: [...]` and rebuild " <>
+                  "(`mix deps.compile ex_bashkit --force`)"
+        end
+
+        :ok
+    end
   end
 
   defp no_shadowing!(python, builtins) do

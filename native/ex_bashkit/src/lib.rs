@@ -9,6 +9,7 @@ mod cancel;
 mod error;
 mod exec;
 mod exec_options;
+mod features;
 mod file_kind;
 mod fs;
 mod jobs;

@@ -7,10 +7,15 @@
 //! naming the mount. Path containment (`..`, symlinks leaving the mount) is
 //! bashkit's `RealFs`, which canonicalizes every access.
 
+// Without the `mounts` feature only the refusing `attach` is compiled in.
+#![cfg_attr(not(feature = "mounts"), allow(dead_code, unused_imports))]
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use bashkit::{Bash, FileSystem, PosixFs, RealFs, RealFsMode};
+use bashkit::Bash;
+#[cfg(feature = "mounts")]
+use bashkit::{FileSystem, PosixFs, RealFs, RealFsMode};
 use rustler::NifUnitEnum;
 
 #[derive(NifUnitEnum, Clone, Copy)]
@@ -24,6 +29,20 @@ pub type Mount = (String, String, MountMode);
 
 /// Checks every mount against the host and the mount policy, then attaches
 /// them all. Nothing is attached unless every mount is acceptable.
+#[cfg(not(feature = "mounts"))]
+pub async fn attach(
+    _bash: &Bash,
+    mounts: &[Mount],
+    _allowed: Option<&[String]>,
+) -> Result<(), String> {
+    // ExBashkit.Session.Options refuses mounts first; this is the backstop.
+    match mounts.is_empty() {
+        true => Ok(()),
+        false => Err("this build of ex_bashkit has no host mounts (the `mounts` feature)".into()),
+    }
+}
+
+#[cfg(feature = "mounts")]
 pub async fn attach(
     bash: &Bash,
     mounts: &[Mount],

@@ -5,7 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bashkit::{Bash, BashBuilder, Python, PythonLimits, SessionLimits};
+use bashkit::{Bash, BashBuilder, SessionLimits};
+#[cfg(feature = "python")]
+use bashkit::{Python, PythonLimits};
 use rustler::NifStruct;
 
 use crate::builtins::ElixirBuiltin;
@@ -44,6 +46,7 @@ impl SessionOptions {
     /// because the filesystem is.
     pub async fn build(&self, channel: &Arc<Channel>) -> Result<Bash, String> {
         let mut builder = self.builder();
+        #[cfg(feature = "python")]
         for name in &self.python {
             let python = Python::with_limits(self.python_limits());
             builder = builder.builtin(name, Box::new(python));
@@ -71,6 +74,7 @@ impl SessionOptions {
     /// Python program ends with its own `TimeoutError` (and the script can
     /// go on) rather than racing the script's deadline, which a loaded
     /// machine decides at random.
+    #[cfg(feature = "python")]
     fn python_limits(&self) -> PythonLimits {
         let limits = PythonLimits::default();
         match self.limits.timeout_ms {
@@ -90,6 +94,7 @@ impl SessionOptions {
         if let Some(memory) = self.limits.memory() {
             builder = builder.memory_limits(memory);
         }
+        #[cfg(feature = "network")]
         if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
             builder = builder.network(allowlist);
         }

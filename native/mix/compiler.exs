@@ -1,0 +1,250 @@
+defmodule Mix.Tasks.Compile.ExBashkitNative do
+  @moduledoc false
+  # Installs the NIF library in priv/native/: a precompiled one downloaded
+  # and checked against the package's checksum file when there is one for
+  # this machine, else one built from the crate with cargo. Loaded by
+  # mix.exs (it must exist before the project compiles); it works the same
+  # when ex_bashkit is a path, git or Hex dependency, since @root is this
+  # package's root either way.
+  #
+  # Settings (config :ex_bashkit, ... in the user's config, or the
+  # environment):
+  #   build_from_source: true  (EX_BASHKIT_BUILD=1)   always use cargo
+  #   features: [:python, :jq, :network, :mounts]     what cargo builds in
+  #   precompiled_url: "https://…"  (EX_BASHKIT_PRECOMPILED_URL)
+  #   target: "x86_64-unknown-linux-gnu"  (EX_BASHKIT_TARGET)
+  use Mix.Task.Compiler
+
+  alias ExBashkit.Precompiled
+
+  @root Path.expand("../..", __DIR__)
+  @crate Path.join(@root, "native/ex_bashkit")
+  @dest Path.join(@root, "priv/native/libex_bashkit.so")
+  @checksums Path.join(@root, "checksum-ex_bashkit.exs")
+  # What the installed library is: the source digest and features it was
+  # built from, or the precompiled artifact's checksum.
+  @stamp @dest <> ".sources"
+  @features [:python, :jq, :network, :mounts]
+  @default_url "https://github.com/ex-bashkit/ex_bashkit/releases/download/v"
+
+  def checksum_file, do: @checksums
+  def installed, do: @dest
+
+  @impl Mix.Task.Compiler
+  def run(_args) do
+    case plan() do
+      {:installed, _stamp} -> {:noop, []}
+      plan -> carry_out(plan)
+    end
+  end
+
+  @impl Mix.Task.Compiler
+  def clean do
+    File.rm(@stamp)
+    File.rm(@dest)
+  end
+
+  # What to do: nothing (the library in place is the one wanted), fetch a
+  # precompiled artifact, or build from source.
+  defp plan do
+    features = features!()
+    version = Mix.Project.config()[:version]
+    artifact = Precompiled.artifact(version, Precompiled.target())
+    checksum = Map.get(Precompiled.checksums(@checksums), artifact)
+
+    wanted =
+      cond do
+        from_source?() ->
+          {:source, features, "explicitly asked for"}
+
+        features != @features ->
+          {:source, features, "features #{inspect(features)} were chosen"}
+
+        checksum == nil ->
+          {:source, features, "no precompiled library for #{Precompiled.target()}"}
+
+        true ->
+          {:precompiled, artifact, checksum, url(version, artifact)}
+      end
+
+    stamp = stamp(wanted)
+
+    if File.exists?(@dest) and File.read(@stamp) == {:ok, stamp},
+      do: {:installed, stamp},
+      else: wanted
+  end
+
+  defp stamp({:precompiled, _artifact, checksum, _url}), do: "precompiled " <> checksum
+  defp stamp({:source, features, _why}), do: "source " <> sources_digest(features)
+
+  defp carry_out({:precompiled, artifact, checksum, url} = wanted) do
+    Mix.shell().info("Downloading the precompiled NIF library #{artifact}")
+
+    with {:ok, bytes} <- Precompiled.download(url),
+         :ok <- verify(bytes, checksum, url),
+         {:ok, library} <- Precompiled.unpack(bytes) do
+      install_bytes(library, stamp(wanted))
+    else
+      {:refused, message} ->
+        error(message)
+
+      {:error, reason} ->
+        if System.find_executable("cargo") do
+          Mix.shell().info(
+            "Could not fetch #{url} (#{reason}); building the NIF library from source with cargo instead"
+          )
+
+          # Marked as the precompiled one, so a later compile does not try
+          # the download again.
+          build(features!(), stamp(wanted))
+        else
+          error(
+            "Could not fetch the precompiled NIF library #{url} (#{reason}), and cargo is not " <>
+              "on PATH to build it instead: fix the URL or the network (config :ex_bashkit, " <>
+              "precompiled_url: …), or install Rust (https://rustup.rs)"
+          )
+        end
+    end
+  end
+
+  defp carry_out({:source, features, why} = wanted) do
+    Mix.shell().info("Building the NIF library from source (#{why})")
+    build(features, stamp(wanted))
+  end
+
+  defp verify(bytes, checksum, url) do
+    case Precompiled.sha256(bytes) do
+      ^checksum ->
+        :ok
+
+      actual ->
+        {:refused,
+         "The NIF library downloaded from #{url} does not match the checksum this package " <>
+           "lists (expected #{checksum}, got #{actual}); it was not installed. A file changed " <>
+           "on the server or on the way: build from source with EX_BASHKIT_BUILD=1 if in doubt"}
+    end
+  end
+
+  defp from_source? do
+    System.get_env("EX_BASHKIT_BUILD") in ["1", "true"] or
+      Application.get_env(:ex_bashkit, :build_from_source, false) == true
+  end
+
+  defp url(version, artifact) do
+    base =
+      System.get_env("EX_BASHKIT_PRECOMPILED_URL") ||
+        Application.get_env(:ex_bashkit, :precompiled_url, @default_url <> version)
+
+    String.trim_trailing(base, "/") <> "/" <> artifact
+  end
+
+  defp features! do
+    case Application.get_env(:ex_bashkit, :features, @features) do
+      features when is_list(features) ->
+        case features -- @features do
+          [] ->
+            Enum.filter(@features, &(&1 in features))
+
+          unknown ->
+            Mix.raise(
+              "config :ex_bashkit, features: unknown #{inspect(unknown)}; known: #{inspect(@features)}"
+            )
+        end
+
+      other ->
+        Mix.raise(
+          "config :ex_bashkit, features: must be a list of #{inspect(@features)}, got: #{inspect(other)}"
+        )
+    end
+  end
+
+  # Staleness is decided by the sources' content, not their mtimes: a
+  # checkout of older sources, or an edit in the second of the last build,
+  # must rebuild all the same.
+  defp sources_digest(features) do
+    sources =
+      [Path.join(@crate, "Cargo.toml"), Path.join(@crate, "Cargo.lock")] ++
+        (Path.wildcard(Path.join(@crate, "src/**/*.rs")) --
+           Path.wildcard(Path.join(@crate, "src/bin/**/*.rs")))
+
+    sources
+    |> Enum.sort()
+    |> Enum.reduce(:crypto.hash_init(:sha256), fn path, hash ->
+      hash |> :crypto.hash_update(path) |> :crypto.hash_update(File.read!(path))
+    end)
+    |> :crypto.hash_update(inspect(features))
+    |> :crypto.hash_final()
+    |> Base.encode16(case: :lower)
+  end
+
+  @doc false
+  # What `mix ex_bashkit.package` ships: the library with every feature,
+  # built from this checkout.
+  def build_from_source, do: build(@features, stamp({:source, @features, "packaging"}))
+
+  # Builds the library with cargo and installs it; `stamp` records what it is.
+  defp build(features, stamp) do
+    cargo = System.find_executable("cargo")
+
+    if cargo == nil do
+      error(
+        "cargo not found on PATH: install Rust (https://rustup.rs) to build ex_bashkit, " <>
+          "or use a precompiled library (see the README's \"Installing\")"
+      )
+    else
+      args =
+        ["build", "--release", "--lib", "--manifest-path", Path.join(@crate, "Cargo.toml")] ++
+          if features == @features,
+            do: [],
+            else: ["--no-default-features", "--features", Enum.join(features, ",")]
+
+      Mix.shell().info("Compiling NIF crate native/ex_bashkit (cargo #{Enum.join(args, " ")})")
+
+      case System.cmd(cargo, args, into: IO.stream(:stdio, :line), stderr_to_stdout: true) do
+        {_, 0} -> install_built(stamp)
+        {_, status} -> error("cargo build failed with exit status #{status}")
+      end
+    end
+  end
+
+  defp install_built(stamp) do
+    target = System.get_env("CARGO_TARGET_DIR") || Path.join(@crate, "target")
+
+    built =
+      Enum.find(
+        ["libex_bashkit.so", "libex_bashkit.dylib"],
+        &File.exists?(Path.join([target, "release", &1]))
+      )
+
+    if built do
+      install_bytes(File.read!(Path.join([target, "release", built])), stamp)
+    else
+      error("cargo succeeded but no library was found under #{target}/release")
+    end
+  end
+
+  # A running VM may have the old library loaded: overwriting its file in
+  # place can crash it, while a rename leaves its inode alone.
+  defp install_bytes(library, stamp) do
+    File.mkdir_p!(Path.dirname(@dest))
+    partial = "#{@dest}.#{System.unique_integer([:positive])}.partial"
+    File.write!(partial, library)
+    File.rename!(partial, @dest)
+    File.write!(@stamp, stamp)
+    {:ok, []}
+  end
+
+  defp error(message) do
+    Mix.shell().error(message)
+
+    diagnostic = %Mix.Task.Compiler.Diagnostic{
+      compiler_name: "ex_bashkit_native",
+      file: Path.join(@crate, "Cargo.toml"),
+      message: message,
+      position: nil,
+      severity: :error
+    }
+
+    {:error, [diagnostic]}
+  end
+end

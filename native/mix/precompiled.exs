@@ -1,0 +1,140 @@
+defmodule ExBashkit.Precompiled do
+  @moduledoc false
+  # Precompiled NIF libraries: what this machine needs, where it comes
+  # from, and whether it is the one the package vouches for. Built from
+  # OTP alone (:httpc, :crypto, :erl_tar): Hex packages such as
+  # rustler_precompiled cannot be assumed.
+  #
+  # An artifact is `libex_bashkit-v<version>-nif-<nif>-<target>.so.tar.gz`
+  # holding `libex_bashkit.so`; its SHA-256 is listed in the checksum file
+  # committed with the package (checksum-ex_bashkit.exs, a map of artifact
+  # name => "sha256:<hex>"), which `mix ex_bashkit.package` writes.
+
+  # The NIF version the crate is built against (rustler's nif_version_2_16
+  # feature); VMs with a later NIF version load it too.
+  @nif_version "2.16"
+  @library "libex_bashkit.so"
+
+  @targets ~w(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl
+              aarch64-unknown-linux-musl x86_64-apple-darwin aarch64-apple-darwin)
+
+  def targets, do: @targets
+  def library, do: @library
+
+  @doc "The Rust target triple of this machine, or the one configured."
+  def target do
+    case System.get_env("EX_BASHKIT_TARGET") || Application.get_env(:ex_bashkit, :target) do
+      nil -> detect_target()
+      target -> target
+    end
+  end
+
+  defp detect_target do
+    architecture = List.to_string(:erlang.system_info(:system_architecture))
+
+    arch =
+      cond do
+        architecture =~ ~r/^(x86_64|amd64)/ -> "x86_64"
+        architecture =~ ~r/^(aarch64|arm64)/ -> "aarch64"
+        true -> hd(String.split(architecture, "-"))
+      end
+
+    os =
+      cond do
+        architecture =~ "darwin" -> "apple-darwin"
+        architecture =~ "musl" or musl?() -> "unknown-linux-musl"
+        architecture =~ "linux" -> "unknown-linux-gnu"
+        true -> architecture |> String.split("-") |> Enum.drop(1) |> Enum.join("-")
+      end
+
+    "#{arch}-#{os}"
+  end
+
+  defp musl?, do: Path.wildcard("/lib/ld-musl-*") != []
+
+  @doc "The artifact's file name for `version` and `target`."
+  def artifact(version, target),
+    do: "libex_bashkit-v#{version}-nif-#{@nif_version}-#{target}.so.tar.gz"
+
+  @doc "The checksum file's entries: artifact name => \"sha256:<hex>\"."
+  def checksums(path) do
+    if File.exists?(path) do
+      {checksums, _} = Code.eval_file(path)
+      checksums
+    else
+      %{}
+    end
+  end
+
+  @header """
+  # SHA-256 of each precompiled NIF library this version may download, by
+  # artifact name; written by `mix ex_bashkit.package` when a release is
+  # built (one run per target).
+  """
+
+  @doc "Adds or replaces entries in the checksum file, sorted."
+  def write_checksums(path, entries) do
+    all = path |> checksums() |> Map.merge(entries) |> Enum.sort()
+
+    map =
+      "%{" <>
+        Enum.map_join(all, ", ", fn {name, sum} -> "#{inspect(name)} => #{inspect(sum)}" end) <>
+        "}"
+
+    File.write!(path, [@header, Code.format_string!(map), "\n"])
+  end
+
+  def sha256(bytes), do: "sha256:" <> Base.encode16(:crypto.hash(:sha256, bytes), case: :lower)
+
+  @doc "Packs the library at `path` into an artifact's bytes."
+  def pack(path) do
+    tmp =
+      Path.join(System.tmp_dir!(), "ex_bashkit_pack_#{System.unique_integer([:positive])}.tar.gz")
+
+    entries = [{String.to_charlist(@library), File.read!(path)}]
+    :ok = :erl_tar.create(String.to_charlist(tmp), entries, [:compressed])
+
+    try do
+      File.read!(tmp)
+    after
+      File.rm(tmp)
+    end
+  end
+
+  @doc "The library inside an artifact's bytes."
+  def unpack(bytes) do
+    case :erl_tar.extract({:binary, bytes}, [:compressed, :memory]) do
+      {:ok, files} ->
+        case List.keyfind(files, String.to_charlist(@library), 0) do
+          {_, library} -> {:ok, library}
+          nil -> {:error, "the archive holds no #{@library}"}
+        end
+
+      {:error, reason} ->
+        {:error, "the archive cannot be read: #{inspect(reason)}"}
+    end
+  end
+
+  @doc "Downloads `url`: `{:ok, bytes}` or `{:error, reason}`."
+  def download(url) do
+    {:ok, _} = Application.ensure_all_started(:inets)
+    {:ok, _} = Application.ensure_all_started(:ssl)
+
+    http_options = [
+      timeout: 120_000,
+      connect_timeout: 10_000,
+      ssl: [
+        verify: :verify_peer,
+        cacerts: :public_key.cacerts_get(),
+        depth: 4,
+        customize_hostname_check: [match_fun: :public_key.pkix_verify_hostname_match_fun(:https)]
+      ]
+    ]
+
+    case :httpc.request(:get, {String.to_charlist(url), []}, http_options, body_format: :binary) do
+      {:ok, {{_, 200, _}, _headers, body}} -> {:ok, body}
+      {:ok, {{_, status, _}, _headers, _body}} -> {:error, "HTTP #{status}"}
+      {:error, reason} -> {:error, inspect(reason)}
+    end
+  end
+end

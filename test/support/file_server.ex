@@ -1,0 +1,51 @@
+defmodule ExBashkit.Test.FileServer do
+  @moduledoc false
+  # Serves the files of a directory over HTTP/1.1 on 127.0.0.1, for the
+  # precompiled-library tests: GET /<name> answers the file or 404. Each
+  # request is reported to the owner as `{:file_server, path}`.
+
+  @spec start(Path.t()) :: {pid(), :inet.port_number()}
+  def start(dir) do
+    owner = self()
+    opts = [:binary, ip: {127, 0, 0, 1}, active: false, packet: :http_bin, reuseaddr: true]
+    {:ok, listen} = :gen_tcp.listen(0, opts)
+    {:ok, port} = :inet.port(listen)
+    pid = spawn_link(fn -> accept(listen, dir, owner) end)
+    :ok = :gen_tcp.controlling_process(listen, pid)
+    {pid, port}
+  end
+
+  defp accept(listen, dir, owner) do
+    with {:ok, socket} <- :gen_tcp.accept(listen) do
+      serve(socket, dir, owner)
+      accept(listen, dir, owner)
+    end
+  end
+
+  defp serve(socket, dir, owner) do
+    with {:ok, {:http_request, :GET, {:abs_path, "/" <> name}, _}} <-
+           :gen_tcp.recv(socket, 0, 5_000),
+         :ok <- skip_headers(socket) do
+      send(owner, {:file_server, name})
+      path = Path.join(dir, Path.basename(name))
+
+      response =
+        case File.read(path) do
+          {:ok, body} -> ["HTTP/1.1 200 OK\r\ncontent-length: #{byte_size(body)}\r\n\r\n", body]
+          {:error, _} -> "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
+        end
+
+      :gen_tcp.send(socket, response)
+    end
+
+    :gen_tcp.close(socket)
+  end
+
+  defp skip_headers(socket) do
+    case :gen_tcp.recv(socket, 0, 5_000) do
+      {:ok, :http_eoh} -> :ok
+      {:ok, {:http_header, _, _, _, _}} -> skip_headers(socket)
+      other -> other
+    end
+  end
+end
