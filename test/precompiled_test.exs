@@ -99,6 +99,17 @@ defmodule ExBashkit.PrecompiledTest do
     assert status != 0
   end
 
+  test "with neither a download nor cargo, the message says what to install", ctx do
+    File.rm!(Path.join([ctx.tmp_dir, "bin", "cargo"]))
+    consumer = consumer(ctx.tmp_dir, "http://127.0.0.1:1")
+
+    {output, status} = mix(consumer, ctx, ["compile"])
+    assert status != 0
+    assert output =~ "Could not fetch the precompiled NIF library http://127.0.0.1:1/#{ctx.name}"
+    assert output =~ "cargo is not on PATH"
+    assert output =~ "install Rust (https://rustup.rs)"
+  end
+
   test "features other than all build from source", ctx do
     consumer = consumer(ctx.tmp_dir, "http://127.0.0.1:1", features: [:jq])
 
@@ -148,16 +159,19 @@ defmodule ExBashkit.PrecompiledTest do
     project
   end
 
-  # Runs mix in `project` with the recording cargo first on PATH and the
-  # real one off it.
+  # Runs mix in `project` with the recording cargo as $CARGO (or a path
+  # with nothing there, once a test removed it) and the real one off PATH.
   defp mix(project, ctx, args) do
     path =
       [Path.join(ctx.tmp_dir, "bin") | System.get_env("PATH") |> String.split(":")]
       |> Enum.reject(&String.ends_with?(&1, ".cargo/bin"))
       |> Enum.join(":")
 
+    cargo = Path.join([ctx.tmp_dir, "bin", "cargo"])
+
     env = [
       {"PATH", path},
+      {"CARGO", if(File.exists?(cargo), do: cargo, else: Path.join(ctx.tmp_dir, "no-cargo"))},
       {"MIX_ENV", "dev"},
       {"EX_BASHKIT_BUILD", nil},
       {"CARGO_TARGET_DIR", nil}

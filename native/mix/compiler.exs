@@ -13,6 +13,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   #   features: [:python, :jq, :network, :mounts]     what cargo builds in
   #   precompiled_url: "https://…"  (EX_BASHKIT_PRECOMPILED_URL)
   #   target: "x86_64-unknown-linux-gnu"  (EX_BASHKIT_TARGET)
+  #   $CARGO: the cargo to run (default: the one on PATH)
   use Mix.Task.Compiler
 
   alias ExBashkit.Precompiled
@@ -89,7 +90,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
         error(message)
 
       {:error, reason} ->
-        if System.find_executable("cargo") do
+        if cargo() do
           Mix.shell().info(
             "Could not fetch #{url} (#{reason}); building the NIF library from source with cargo instead"
           )
@@ -177,6 +178,15 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
     |> Base.encode16(case: :lower)
   end
 
+  # $CARGO names the cargo to run, as cargo itself does for build scripts;
+  # else the one on PATH.
+  defp cargo do
+    case System.get_env("CARGO") do
+      path when path in [nil, ""] -> System.find_executable("cargo")
+      path -> if File.regular?(path), do: path
+    end
+  end
+
   @doc false
   # What `mix ex_bashkit.package` ships: the library with every feature,
   # built from this checkout.
@@ -184,7 +194,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
 
   # Builds the library with cargo and installs it; `stamp` records what it is.
   defp build(features, stamp) do
-    cargo = System.find_executable("cargo")
+    cargo = cargo()
 
     if cargo == nil do
       error(

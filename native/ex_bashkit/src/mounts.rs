@@ -7,10 +7,9 @@
 //! naming the mount. Path containment (`..`, symlinks leaving the mount) is
 //! bashkit's `RealFs`, which canonicalizes every access.
 
-// Without the `mounts` feature only the refusing `attach` is compiled in.
-#![cfg_attr(not(feature = "mounts"), allow(dead_code, unused_imports))]
-
+#[cfg(feature = "mounts")]
 use std::path::PathBuf;
+#[cfg(feature = "mounts")]
 use std::sync::Arc;
 
 use bashkit::Bash;
@@ -78,6 +77,7 @@ pub async fn attach(
 }
 
 /// The canonical host directory for a mount, if the policy lets it in.
+#[cfg(feature = "mounts")]
 async fn host_root(host_path: &str, allowed: Option<&[PathBuf]>) -> Result<PathBuf, String> {
     let root = tokio::fs::canonicalize(host_path)
         .await
@@ -102,6 +102,7 @@ async fn host_root(host_path: &str, allowed: Option<&[PathBuf]>) -> Result<PathB
 
 /// Allowlist entries that exist, canonicalized. An entry that does not exist
 /// cannot cover an existing directory, so dropping it changes nothing.
+#[cfg(feature = "mounts")]
 async fn canonical_prefixes(paths: &[String]) -> Vec<PathBuf> {
     let mut prefixes = Vec::with_capacity(paths.len());
     for path in paths {

@@ -2,6 +2,7 @@
 //! default-deny URL allowlist. Without `:allow_net` no allowlist is
 //! installed at all, and `curl`/`wget`/`http` fail before any I/O.
 
+#[cfg(feature = "network")]
 use bashkit::NetworkAllowlist;
 use rustler::NifTaggedEnum;
 
@@ -14,6 +15,7 @@ pub enum AllowNet {
 }
 
 impl AllowNet {
+    #[cfg(feature = "network")]
     pub fn allowlist(&self, block_private_ips: bool) -> Option<NetworkAllowlist> {
         let allowlist = match self {
             AllowNet::None => return None,

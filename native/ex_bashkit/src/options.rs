@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+#[cfg(feature = "python")]
 use std::time::Duration;
 
 use bashkit::{Bash, BashBuilder, SessionLimits};
