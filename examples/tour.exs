@@ -253,6 +253,18 @@ show.(
   ExBashkit.Peer.run(~S|IO.puts("working"); Process.sleep(:infinity)|, timeout: 2_000)
 )
 
+section.("This build: its parts, and telemetry")
+
+show.(
+  "ExBashkit.features() (config :ex_bashkit, features: [...] builds fewer)",
+  ExBashkit.features()
+)
+
+show.(
+  ":telemetry loaded, so events are emitted (see ExBashkit.Telemetry)",
+  ExBashkit.Telemetry.enabled?()
+)
+
 section.("Tools for LLM agents: ExBashkit.Tool")
 
 session = Session.new(files: %{"/repo/notes.md" => "# Notes\nTODO: ship it\n"})
