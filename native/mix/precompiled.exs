@@ -136,5 +136,8 @@ defmodule ExBashkit.Precompiled do
       {:ok, {{_, status, _}, _headers, _body}} -> {:error, "HTTP #{status}"}
       {:error, reason} -> {:error, inspect(reason)}
     end
+  rescue
+    # No CA certificates on this system, for one: a failed download.
+    exception -> {:error, Exception.message(exception)}
   end
 end

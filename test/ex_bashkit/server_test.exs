@@ -121,7 +121,8 @@ defmodule ExBashkit.ServerTest do
       task = Task.async(fn -> Server.exec(pid, "sleep 30", errors: :struct) end)
       assert wait_until(fn -> Server.info(pid).running == 1 end)
       assert {:ok, "x"} = Server.read_file(pid, "/f")
-      assert Server.cancel(pid) == :ok
+      # The runner is up; its script may still be on its way to the session.
+      assert wait_until(fn -> Server.cancel(pid) == :ok end)
       assert {:error, %Error{reason: :cancelled}} = Task.await(task)
       assert Server.cancel(pid) == :idle
     end
