@@ -281,13 +281,9 @@ defmodule ExBashkit.Callbacks do
   end
 
   defp observed(metadata, fun) do
-    Telemetry.span([:ex_bashkit, :callback], metadata, fn ->
-      answer = fun.()
-
-      status =
-        if (is_tuple(answer) and elem(answer, 0) == :ok) or answer == :ok, do: :ok, else: :error
-
-      {answer, %{}, %{status: status}}
+    Telemetry.span([:ex_bashkit, :callback], metadata, fun, fn answer ->
+      ok? = answer == :ok or (is_tuple(answer) and elem(answer, 0) == :ok)
+      {%{}, %{status: if(ok?, do: :ok, else: :error)}}
     end)
   end
 

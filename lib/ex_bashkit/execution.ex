@@ -70,15 +70,9 @@ defmodule ExBashkit.Execution do
           {:ok, Result.t()} | {:error, Error.t() | String.t()}
         when outcome: {:ok, Result.t()} | {:error, Error.t()}
   def observe(session, script, call, fun) do
-    Telemetry.span(
-      [:ex_bashkit, :exec],
-      %{session: session, script_bytes: byte_size(script)},
-      fn ->
-        outcome = fun.()
-        {measurements, metadata} = Telemetry.exec_stop(outcome)
-        {finish(outcome, call), measurements, metadata}
-      end
-    )
+    metadata = %{session: session, script_bytes: byte_size(script)}
+    outcome = Telemetry.span([:ex_bashkit, :exec], metadata, fun, &Telemetry.exec_stop/1)
+    finish(outcome, call)
   end
 
   @doc """

@@ -99,12 +99,18 @@ defmodule ExBashkit.Peer do
   def run(code, opts \\ []) do
     job = job!(code, opts)
 
-    Telemetry.span([:ex_bashkit, :peer, :run], %{code_bytes: byte_size(code)}, fn ->
-      result = run_job(job)
-      output = result |> elem(tuple_size(result) - 1) |> Map.fetch!(:output)
-      status = if elem(result, 0) == :ok, do: :ok, else: peer_status(elem(result, 1))
-      {result, %{output_bytes: byte_size(output)}, %{status: status}}
-    end)
+    Telemetry.span(
+      [:ex_bashkit, :peer, :run],
+      %{code_bytes: byte_size(code)},
+      fn -> run_job(job) end,
+      &run_stop/1
+    )
+  end
+
+  defp run_stop(result) do
+    output = result |> elem(tuple_size(result) - 1) |> Map.fetch!(:output)
+    status = if elem(result, 0) == :ok, do: :ok, else: peer_status(elem(result, 1))
+    {%{output_bytes: byte_size(output)}, %{status: status}}
   end
 
   defp peer_status(reason) when reason in [:timeout, :noconnection], do: reason

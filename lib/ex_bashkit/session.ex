@@ -343,17 +343,19 @@ defmodule ExBashkit.Session do
     tag = make_ref()
     key = opts.key
 
-    Telemetry.span([:ex_bashkit, :snapshot], %{session: session}, fn ->
-      reply =
+    Telemetry.span(
+      [:ex_bashkit, :snapshot],
+      %{session: session},
+      fn ->
         resource
         |> native(fn -> Native.session_snapshot(resource, options, key, self(), tag) end)
         |> Execution.reply(tag)
-
-      case reply do
-        {:ok, bytes} -> {reply, %{bytes: byte_size(bytes)}, %{status: :ok}}
-        {:error, _} -> {reply, %{}, %{status: :error}}
+      end,
+      fn
+        {:ok, bytes} -> {%{bytes: byte_size(bytes)}, %{status: :ok}}
+        {:error, _} -> {%{}, %{status: :error}}
       end
-    end)
+    )
   end
 
   @doc """
@@ -410,13 +412,11 @@ defmodule ExBashkit.Session do
       %{bytes: byte_size(snapshot)},
       %{session: session},
       fn ->
-        reply =
-          resource
-          |> native(fn -> Native.session_restore(resource, snapshot, key, self(), tag) end)
-          |> Execution.reply(tag)
-
-        {reply, %{}, %{status: elem(reply, 0)}}
-      end
+        resource
+        |> native(fn -> Native.session_restore(resource, snapshot, key, self(), tag) end)
+        |> Execution.reply(tag)
+      end,
+      &{%{}, %{status: elem(&1, 0)}}
     )
     |> case do
       {:ok, :ok} -> {:ok, session}

@@ -30,7 +30,7 @@ defmodule ExBashkit.Shell do
   #{ExBashkit.Options.docs(ExBashkit.Shell.Config.schema())}
   """
 
-  alias ExBashkit.{Error, Sandbox, Server, Session}
+  alias ExBashkit.{AtomicFile, Error, Sandbox, Server, Session}
   alias ExBashkit.Shell.{Config, Continuation, LineEditor, Terminal}
   alias ExBashkit.Tool.Output
 
@@ -109,9 +109,7 @@ defmodule ExBashkit.Shell do
 
   defp save(target, path) do
     with {:ok, snapshot} <- Sandbox.snapshot(target),
-         tmp = path <> ".tmp#{System.unique_integer([:positive])}",
-         :ok <- File.write(tmp, snapshot),
-         :ok <- File.rename(tmp, path) do
+         :ok <- AtomicFile.write(path, snapshot) do
       IO.puts("saved the session to #{path}")
     else
       {:error, reason} ->

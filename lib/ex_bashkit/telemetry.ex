@@ -45,46 +45,46 @@ defmodule ExBashkit.Telemetry do
   def enabled?, do: :erlang.function_exported(:telemetry, :execute, 3)
 
   @doc false
-  # Runs `fun` inside a span named `event`. `fun` returns `{result,
-  # extra_measurements, extra_metadata}` for the stop event; the result is
-  # returned. Without :telemetry, it is `fun`'s result and nothing more.
-  @spec span([atom()], map(), map(), (() -> {term(), map(), map()})) :: term()
-  def span(event, measurements \\ %{}, metadata, fun) do
-    if enabled?() do
-      start = System.monotonic_time()
+  # Runs `fun` inside a span named `event` and returns its result. `stop`
+  # turns the result into the stop event's extra `{measurements,
+  # metadata}`; it is called only when :telemetry is loaded, so without it
+  # the span costs the `enabled?/0` check and nothing else.
+  @spec span([atom()], map(), map(), (() -> result), (result -> {map(), map()})) :: result
+        when result: term()
+  def span(event, measurements \\ %{}, metadata, fun, stop) do
+    if enabled?(), do: observed(event, measurements, metadata, fun, stop), else: fun.()
+  end
 
-      start_measurements =
-        Map.merge(measurements, %{monotonic_time: start, system_time: System.system_time()})
+  defp observed(event, measurements, metadata, fun, stop) do
+    started = System.monotonic_time()
+    start = Map.merge(measurements, %{monotonic_time: started, system_time: System.system_time()})
+    :telemetry.execute(event ++ [:start], start, metadata)
 
-      :telemetry.execute(event ++ [:start], start_measurements, metadata)
+    try do
+      fun.()
+    catch
+      kind, reason ->
+        ended = System.monotonic_time()
 
-      try do
-        fun.()
-      catch
-        kind, reason ->
-          stop = System.monotonic_time()
+        :telemetry.execute(
+          event ++ [:exception],
+          %{duration: ended - started, monotonic_time: ended},
+          Map.merge(metadata, %{kind: kind, reason: reason, stacktrace: __STACKTRACE__})
+        )
 
-          :telemetry.execute(
-            event ++ [:exception],
-            %{duration: stop - start, monotonic_time: stop},
-            Map.merge(metadata, %{kind: kind, reason: reason, stacktrace: __STACKTRACE__})
-          )
-
-          :erlang.raise(kind, reason, __STACKTRACE__)
-      else
-        {result, extra_measurements, extra_metadata} ->
-          stop = System.monotonic_time()
-
-          :telemetry.execute(
-            event ++ [:stop],
-            Map.merge(extra_measurements, %{duration: stop - start, monotonic_time: stop}),
-            Map.merge(metadata, extra_metadata)
-          )
-
-          result
-      end
+        :erlang.raise(kind, reason, __STACKTRACE__)
     else
-      fun |> apply([]) |> elem(0)
+      result ->
+        ended = System.monotonic_time()
+        {extra_measurements, extra_metadata} = stop.(result)
+
+        :telemetry.execute(
+          event ++ [:stop],
+          Map.merge(extra_measurements, %{duration: ended - started, monotonic_time: ended}),
+          Map.merge(metadata, extra_metadata)
+        )
+
+        result
     end
   end
 

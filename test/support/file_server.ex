@@ -4,6 +4,8 @@ defmodule ExBashkit.Test.FileServer do
   # precompiled-library tests: GET /<name> answers the file or 404. Each
   # request is reported to the owner as `{:file_server, path}`.
 
+  alias ExBashkit.Test.HttpServer
+
   @spec start(Path.t()) :: {pid(), :inet.port_number()}
   def start(dir) do
     owner = self()
@@ -25,7 +27,7 @@ defmodule ExBashkit.Test.FileServer do
   defp serve(socket, dir, owner) do
     with {:ok, {:http_request, :GET, {:abs_path, "/" <> name}, _}} <-
            :gen_tcp.recv(socket, 0, 5_000),
-         :ok <- skip_headers(socket) do
+         :ok <- HttpServer.skip_headers(socket) do
       send(owner, {:file_server, name})
       path = Path.join(dir, Path.basename(name))
 
@@ -39,13 +41,5 @@ defmodule ExBashkit.Test.FileServer do
     end
 
     :gen_tcp.close(socket)
-  end
-
-  defp skip_headers(socket) do
-    case :gen_tcp.recv(socket, 0, 5_000) do
-      {:ok, :http_eoh} -> :ok
-      {:ok, {:http_header, _, _, _, _}} -> skip_headers(socket)
-      other -> other
-    end
   end
 end

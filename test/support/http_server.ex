@@ -49,7 +49,9 @@ defmodule ExBashkit.Test.HttpServer do
     :gen_tcp.close(socket)
   end
 
-  defp skip_headers(socket) do
+  @doc false
+  # Reads a request's headers up to the blank line (they are not used).
+  def skip_headers(socket) do
     case :gen_tcp.recv(socket, 0, 5_000) do
       {:ok, :http_eoh} -> :ok
       {:ok, {:http_header, _, _, _, _}} -> skip_headers(socket)

@@ -36,6 +36,8 @@ defmodule ExBashkit.Store.Disk do
 
   @behaviour ExBashkit.Store
 
+  alias ExBashkit.AtomicFile
+
   @magic "EXBKS1"
   @mac_bytes 32
 
@@ -61,27 +63,10 @@ defmodule ExBashkit.Store.Disk do
   @impl true
   def put(opts, id, record) do
     path = path(opts, id)
-    temporary = "#{path}.#{System.unique_integer([:positive])}.tmp"
-    sealed = [@magic, mac(opts, id, record), record]
 
-    with :ok <- File.mkdir_p(Path.dirname(path)),
-         :ok <- write_synced(temporary, sealed),
-         :ok <- File.rename(temporary, path) do
-      :ok
-    else
-      {:error, reason} ->
-        File.rm(temporary)
-        {:error, "cannot write #{path}: #{:file.format_error(reason)}"}
-    end
-  end
-
-  defp write_synced(path, data) do
-    with {:ok, file} <- :file.open(path, [:write, :raw, :binary]) do
-      try do
-        with :ok <- :file.write(file, data), do: :file.sync(file)
-      after
-        :file.close(file)
-      end
+    case AtomicFile.write(path, [@magic, mac(opts, id, record), record]) do
+      :ok -> :ok
+      {:error, reason} -> {:error, "cannot write #{path}: #{:file.format_error(reason)}"}
     end
   end
 
