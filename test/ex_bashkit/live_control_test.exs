@@ -225,7 +225,7 @@ defmodule ExBashkit.LiveControlTest do
       session = Session.new(limits: [max_loop_iterations: 2])
 
       assert {:error, %Error{reason: :timeout, limit: :timeout_ms, stdout: "a\n"}} =
-               Session.exec(session, "echo a; sleep 5", timeout_ms: 100, errors: :struct)
+               Session.exec(session, "echo a; sleep 30", timeout_ms: 1_000, errors: :struct)
 
       assert {:error, %Error{reason: :limit, limit: :max_loop_iterations, stdout: "1\n2\n"}} =
                Session.exec(session, "for i in 1 2 3; do echo $i; done", errors: :struct)
@@ -272,7 +272,7 @@ defmodule ExBashkit.LiveControlTest do
       session = Session.new()
 
       {:error, message} =
-        Session.exec(session, "echo part; sleep 5", timeout_ms: 100, stream_to: {self(), :t})
+        Session.exec(session, "echo part; sleep 30", timeout_ms: 1_000, stream_to: {self(), :t})
 
       assert message =~ "timeout"
       assert_received {:ex_bashkit, :t, {:stdout, "part\n"}}

@@ -92,8 +92,8 @@ defmodule ExBashkit.ToolTest do
     test "a timeout returns the partial output and what to do", %{session: session} do
       assert {:error, text} =
                Tool.call(Tool.bash(session), %{
-                 "command" => "echo started; sleep 5",
-                 "timeout_ms" => 200
+                 "command" => "echo started; sleep 30",
+                 "timeout_ms" => 1_000
                })
 
       assert text =~ "timed out"
