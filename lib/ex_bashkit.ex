@@ -87,18 +87,39 @@ defmodule ExBashkit do
   end
 
   @doc """
-  The optional parts this build of the library has: `:python` (the
-  sandboxed Python), `:jq`, `:network` (`curl`/`wget` under `:allow_net`)
-  and `:mounts` (host directories). All of them unless the build was
+  The optional parts this build of the library has: `:python` (Monty,
+  the sandboxed Python), `:cpython` (CPython 3.14 in a WebAssembly guest),
+  `:jq`, `:network` (`curl`/`wget` under `:allow_net`) and `:mounts`
+  (host directories). All of them unless the build was
   configured with fewer (`config :ex_bashkit, features: [...]`, see the
   README's "Installing"); a session that asks for a part that is missing
   raises `ArgumentError` saying how to add it.
 
       iex> ExBashkit.features()
-      [:python, :jq, :network, :mounts]
+      [:python, :cpython, :jq, :network, :mounts]
   """
-  @spec features() :: [:python | :jq | :network | :mounts]
-  def features, do: Enum.map(Native.features(), &String.to_existing_atom/1)
+  @spec features() :: [:python | :cpython | :jq | :network | :mounts]
+  def features do
+    built = Native.features()
+    # A fixed list, so no atom is made from what the library reports, and
+    # none has to exist already (a fresh VM may never have seen :jq).
+    for feature <- [:python, :cpython, :jq, :network, :mounts],
+        Atom.to_string(feature) in built,
+        do: feature
+  end
+
+  @doc """
+  Loads the CPython guest (`python: :cpython`) now, once per VM, instead
+  of in the first Python call: about 45 ms of work on a dirty scheduler.
+  Call it at boot when the first agent call should not pay it. Answers
+  `:ok` at once when it is already loaded or not built in (see
+  `features/0`), `{:error, message}` when the guest cannot be loaded.
+
+      iex> ExBashkit.warm_up()
+      :ok
+  """
+  @spec warm_up() :: :ok | {:error, String.t()}
+  def warm_up, do: Native.python_warm_up()
 
   @typedoc """
   What `stats/0` reports:

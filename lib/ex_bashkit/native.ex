@@ -18,6 +18,7 @@ defmodule ExBashkit.Native do
   def live_sessions, do: err()
   def stats, do: err()
   def features, do: err()
+  def python_warm_up, do: err()
   def set_memory_budget(_bytes), do: err()
   def session_exec(_session, _script, _pid, _tag, _callback_server, _options), do: err()
   def session_cancel(_session), do: err()

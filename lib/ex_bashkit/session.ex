@@ -70,7 +70,7 @@ defmodule ExBashkit.Session do
       (`:allow_net`).
     * `guides/callbacks.md` — `:builtins` and `:virtual_fs`: Elixir code that
       scripts call.
-    * `guides/python.md` — the sandboxed Python.
+    * `guides/python.md` — the sandboxed Pythons: Monty and CPython side by side.
     * `guides/how_scripts_run.md` — threads, timeouts, cancellation and
       panics.
     * `guides/sandbox_per_conversation.md` — sessions as supervised
@@ -117,6 +117,8 @@ defmodule ExBashkit.Session do
           | :parser_timeout_ms
           | :max_background_jobs
           | :max_script_memory_bytes
+          | :max_python_memory_bytes
+          | :max_python_recursion
 
   @typedoc "Access mode of a host directory mount."
   @type mount_mode :: :read_only | :read_write
@@ -136,7 +138,11 @@ defmodule ExBashkit.Session do
           | {:builtins, %{optional(String.t() | atom()) => ExBashkit.Builtin.t()}}
           | {:builtin_timeout_ms, pos_integer()}
           | {:virtual_fs, %{optional(Path.t()) => ExBashkit.VirtualFs.backend()}}
-          | {:python, boolean() | [name: String.t()] | [names: [String.t()]]}
+          | {:python,
+             boolean()
+             | :monty
+             | :cpython
+             | [runtime: :monty | :cpython, name: String.t(), names: [String.t()]]}
 
   @doc """
   Creates a new persistent session, optionally seeding its initial state.

@@ -27,7 +27,9 @@ defmodule ExBashkit.Session.Options do
     :max_parser_operations,
     :parser_timeout_ms,
     :max_background_jobs,
-    :max_script_memory_bytes
+    :max_script_memory_bytes,
+    :max_python_memory_bytes,
+    :max_python_recursion
   ]
 
   # Counts travel to Rust as u64; anything larger means "unlimited" anyway.
@@ -122,13 +124,15 @@ defmodule ExBashkit.Session.Options do
       type: {:custom, &__MODULE__.python!/1},
       default: false,
       doc:
-        "`true` (commands `python` and `python3`), `[name: \"py\"]` or " <>
-          "`[names: [...]]` to add a sandboxed Python (see `guides/python.md`)."
+        "`true` or `:monty` (Monty, commands `python` and `python3`), `:cpython` " <>
+          "(CPython 3.14 in a WebAssembly guest), or a keyword list of `runtime:` " <>
+          "(`:monty` by default), `name: \"py\"` or `names: [...]` to add a " <>
+          "sandboxed Python (see `guides/python.md`)."
     ]
   ]
 
   # What the NIF decodes: every field checked and normalized.
-  @enforce_keys Keyword.keys(@schema) -- [:files, :builtin_timeout_ms]
+  @enforce_keys [:python_runtime | Keyword.keys(@schema) -- [:files, :builtin_timeout_ms]]
   defstruct @enforce_keys
 
   @type t :: %__MODULE__{}
@@ -173,10 +177,13 @@ defmodule ExBashkit.Session.Options do
         end)
     )
 
-    no_shadowing!(opts.python, Map.keys(opts.builtins))
+    {python_runtime, python} = opts.python
+    no_shadowing!(python, Map.keys(opts.builtins))
+    python_memory!(python_runtime, opts.limits.max_python_memory_bytes)
 
     require_features!(
-      python: opts.python != [],
+      python: python != [] and python_runtime == :monty,
+      cpython: python != [] and python_runtime == :cpython,
       allow_net: opts.allow_net != :none,
       mounts: opts.mounts != []
     )
@@ -184,7 +191,13 @@ defmodule ExBashkit.Session.Options do
     native =
       struct!(
         __MODULE__,
-        %{opts | builtins: Map.keys(opts.builtins), virtual_fs: Map.keys(opts.virtual_fs)}
+        %{
+          opts
+          | builtins: Map.keys(opts.builtins),
+            virtual_fs: Map.keys(opts.virtual_fs),
+            python: python
+        }
+        |> Map.put(:python_runtime, python_runtime)
         |> Map.drop([:files, :builtin_timeout_ms])
       )
 
@@ -502,7 +515,8 @@ defmodule ExBashkit.Session.Options do
     end)
   end
 
-  @features %{python: :python, allow_net: :network, mounts: :mounts}
+  @features %{python: :python, cpython: :cpython, allow_net: :network, mounts: :mounts}
+  @feature_options %{cpython: "python: :cpython"}
 
   @doc false
   # Raises for an option (`{option, asked?}`) whose part was left out of
@@ -519,8 +533,10 @@ defmodule ExBashkit.Session.Options do
         with option when option != nil <- Enum.find(options, &(@features[&1] not in built)) do
           feature = @features[option]
 
+          option = Map.get_lazy(@feature_options, option, fn -> inspect(option) end)
+
           raise ArgumentError,
-                "#{inspect(option)} needs the #{inspect(feature)} part of ex_bashkit, which this " <>
+                "#{option} needs the #{inspect(feature)} part of ex_bashkit, which this " <>
                   "build was compiled without: add #{inspect(feature)} to " <>
                   "`config :ex_bashkit, features: [...]` and rebuild " <>
                   "(`mix deps.compile ex_bashkit --force`)"
@@ -625,29 +641,76 @@ defmodule ExBashkit.Session.Options do
     end
   end
 
+  @python_runtimes [:monty, :cpython]
+  @python_names ["python", "python3"]
+
   @doc false
-  def python!(false), do: []
-  def python!(true), do: ["python", "python3"]
+  # {runtime, command names}; no names for no Python.
+  def python!(false), do: {:monty, []}
+  def python!(true), do: {:monty, @python_names}
+  def python!(runtime) when runtime in @python_runtimes, do: {runtime, @python_names}
 
   def python!(opts) when is_list(opts) do
+    unless Keyword.keyword?(opts), do: python_error!(opts)
+
+    case Keyword.keys(opts) -- [:runtime, :name, :names] do
+      [] ->
+        :ok
+
+      [key | _] ->
+        raise ArgumentError,
+              "unknown :python key #{inspect(key)}, expected :runtime, :name or :names"
+    end
+
+    runtime = Keyword.get(opts, :runtime, :monty)
+
+    unless runtime in @python_runtimes do
+      raise ArgumentError,
+            ":python runtime must be one of #{inspect(@python_runtimes)}, got: #{inspect(runtime)}"
+    end
+
     names =
-      case opts do
-        [name: name] -> [name]
-        [names: names] when is_list(names) and names != [] -> entries!(":python names", names)
-        _ -> python_error!(opts)
+      case {Keyword.fetch(opts, :name), Keyword.fetch(opts, :names)} do
+        {:error, :error} ->
+          @python_names
+
+        {{:ok, name}, :error} ->
+          [name]
+
+        {:error, {:ok, names}} when is_list(names) and names != [] ->
+          entries!(":python names", names)
+
+        _ ->
+          python_error!(opts)
       end
 
-    names
-    |> Enum.map(&{command_name!(":python", &1), true})
-    |> unique!(":python names the command twice:")
-    |> Map.keys()
+    names =
+      names
+      |> Enum.map(&{command_name!(":python", &1), true})
+      |> unique!(":python names the command twice:")
+      |> Map.keys()
+
+    {runtime, names}
   end
 
   def python!(other), do: python_error!(other)
 
   defp python_error!(value) do
     raise ArgumentError,
-          ":python must be true, false, [name: name] or [names: [name, ...]], " <>
-            "got: #{inspect(value)}"
+          ":python must be true, false, :monty, :cpython or a keyword list of :runtime and " <>
+            ":name or :names (a non-empty list), got: #{inspect(value)}"
   end
+
+  # The CPython guest starts from a snapshot of about 40 MB of memory; a
+  # smaller cap would fail every call, and wasmtime's pool honours at most
+  # 1 GiB.
+  @cpython_memory (64 * 1024 * 1024)..(1024 * 1024 * 1024)
+
+  defp python_memory!(:cpython, bytes) when is_integer(bytes) and bytes not in @cpython_memory do
+    raise ArgumentError,
+          ":limits key :max_python_memory_bytes must be between 64 MiB and 1 GiB with " <>
+            "python: :cpython, got: #{bytes}"
+  end
+
+  defp python_memory!(_runtime, _bytes), do: :ok
 end

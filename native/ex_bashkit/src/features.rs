@@ -9,6 +9,9 @@ fn features() -> Vec<&'static str> {
     if cfg!(feature = "python") {
         built.push("python");
     }
+    if cfg!(feature = "cpython") {
+        built.push("cpython");
+    }
     if cfg!(feature = "jq") {
         built.push("jq");
     }

@@ -20,6 +20,7 @@ mod nesting;
 mod network;
 mod options;
 mod panics;
+mod python;
 pub mod runtime;
 mod script_error;
 mod session;

@@ -28,6 +28,9 @@ pub struct Limits {
     pub parser_timeout_ms: Option<u64>,
     pub max_background_jobs: Option<u64>,
     pub max_script_memory_bytes: Option<u64>,
+    /// Memory and recursion of one Python call (`python.rs`).
+    pub max_python_memory_bytes: Option<u64>,
+    pub max_python_recursion: Option<u64>,
 }
 
 /// Our default script size. bashkit allows 10 MB; its parser can take
@@ -45,7 +48,7 @@ const DEFAULT_MAX_SCRIPT_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 const SNAPSHOT_OVERHEAD_BYTES: u64 = 16 * 1024 * 1024;
 
 /// A count too large for this platform means "unlimited".
-fn count(value: u64) -> usize {
+pub fn count(value: u64) -> usize {
     usize::try_from(value).unwrap_or(usize::MAX)
 }
 

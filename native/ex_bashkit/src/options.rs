@@ -3,12 +3,8 @@
 
 use std::path::Path;
 use std::sync::Arc;
-#[cfg(feature = "python")]
-use std::time::Duration;
 
 use bashkit::{Bash, BashBuilder, SessionLimits};
-#[cfg(feature = "python")]
-use bashkit::{Python, PythonLimits};
 use rustler::NifStruct;
 
 use crate::builtins::ElixirBuiltin;
@@ -16,6 +12,7 @@ use crate::callback::Channel;
 use crate::limits::Limits;
 use crate::mounts::{self, Mount};
 use crate::network::AllowNet;
+use crate::python::{self, PythonRuntime};
 use crate::virtual_fs::ElixirFs;
 
 /// The decoded `new/1` options: an `%ExBashkit.Session.Options{}`, whose
@@ -39,6 +36,7 @@ pub struct SessionOptions {
     pub virtual_fs: Vec<String>,
     /// Command names of the sandboxed Python builtin; empty for none.
     pub python: Vec<String>,
+    pub python_runtime: PythonRuntime,
 }
 
 impl SessionOptions {
@@ -46,12 +44,12 @@ impl SessionOptions {
     /// directory in place; callbacks reach Elixir through `channel`. Async
     /// because the filesystem is.
     pub async fn build(&self, channel: &Arc<Channel>) -> Result<Bash, String> {
-        let mut builder = self.builder();
-        #[cfg(feature = "python")]
-        for name in &self.python {
-            let python = Python::with_limits(self.python_limits());
-            builder = builder.builtin(name, Box::new(python));
-        }
+        let mut builder = python::register(
+            self.builder(),
+            self.python_runtime,
+            &self.python,
+            &self.limits,
+        );
         for name in &self.builtins {
             let builtin = ElixirBuiltin::new(name.clone(), channel.clone());
             builder = builder.builtin(name, Box::new(builtin));
@@ -70,20 +68,6 @@ impl SessionOptions {
         Ok(bash)
     }
 
-    /// Python runs under the session's wall-clock limit, not Monty's own
-    /// 30-second default. It gets four fifths of it, so that a runaway
-    /// Python program ends with its own `TimeoutError` (and the script can
-    /// go on) rather than racing the script's deadline, which a loaded
-    /// machine decides at random.
-    #[cfg(feature = "python")]
-    fn python_limits(&self) -> PythonLimits {
-        let limits = PythonLimits::default();
-        match self.limits.timeout_ms {
-            Some(ms) => limits.max_duration(Duration::from_millis(ms * 4 / 5)),
-            None => limits,
-        }
-    }
-
     fn builder(&self) -> BashBuilder {
         // bashkit caps a single instance at 1,000 exec calls and 100,000
         // commands by default; a session lives for a whole agent conversation,
@@ -98,10 +82,6 @@ impl SessionOptions {
         #[cfg(feature = "network")]
         if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
             builder = builder.network(allowlist);
-        }
-        if !self.python.is_empty() {
-            // bashkit's opt-in for running Monty inside this process.
-            builder = builder.env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1");
         }
         for (key, value) in &self.env {
             builder = builder.env(key, value);

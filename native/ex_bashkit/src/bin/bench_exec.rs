@@ -11,6 +11,8 @@
 //!                                 session holding `files` × 10,000 bytes,
 //!                                 and the snapshot's size in bytes
 //!   bench_exec python [runs]      median µs of `python3 -c "print(1)"`
+//!   bench_exec cpython [runs]     the same under CPython (`cpython` feature),
+//!                                 after one warm-up call
 //!   bench_exec new [count]        median µs to build a `Bash`
 //!   bench_exec pipeline runs path median µs of the script at `path` (bench/
 //!                                 pipeline.sh) on the 200-line /data/log.txt
@@ -37,7 +39,8 @@ fn main() {
             let (ms, size) = snapshot_restore_ms(count.unwrap_or(1_000));
             println!("{ms:.2} {size}");
         }
-        "python" => println!("{:.2}", python_us(count.unwrap_or(200))),
+        "python" => println!("{:.2}", python_us(count.unwrap_or(200), monty())),
+        "cpython" => println!("{:.2}", python_us(count.unwrap_or(200), cpython())),
         "new" => println!("{:.2}", new_median_us(count.unwrap_or(5_000))),
         "pipeline" => {
             let path = args.next().expect("pipeline needs the script's path");
@@ -47,7 +50,7 @@ fn main() {
         other => {
             eprintln!(
                 "unknown mode {other:?}: expected exec, memory, builtin, vfs_read, snapshot, \
-                 python, new or pipeline"
+                 python, cpython, new or pipeline"
             );
             std::process::exit(2);
         }
@@ -244,13 +247,23 @@ fn snapshot_restore_ms(files: usize) -> (f64, usize) {
     (samples[samples.len() / 2], size)
 }
 
-fn python_us(runs: usize) -> f64 {
-    let runtime = runtime();
-    let mut bash = Bash::builder()
+fn monty() -> Bash {
+    Bash::builder()
         .session_limits(SessionLimits::unlimited())
         .python()
         .env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1")
-        .build();
+        .build()
+}
+
+fn cpython() -> Bash {
+    Bash::builder()
+        .session_limits(SessionLimits::unlimited())
+        .cpython()
+        .build()
+}
+
+fn python_us(runs: usize, mut bash: Bash) -> f64 {
+    let runtime = runtime();
     let mut samples: Vec<f64> = runtime.block_on(async {
         bash.exec("python3 -c 'print(1)'").await.expect("warm-up");
         let mut samples = Vec::with_capacity(runs);

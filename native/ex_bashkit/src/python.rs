@@ -1,0 +1,116 @@
+//! The `:python` option: which Python serves the session's Python commands
+//! (Monty, bashkit's in-process interpreter, or CPython 3.14 in a
+//! WebAssembly guest) and the session limits it runs under.
+
+#[cfg(any(feature = "python", feature = "cpython"))]
+use std::time::Duration;
+
+use bashkit::BashBuilder;
+use rustler::NifUnitEnum;
+
+#[cfg(any(feature = "python", feature = "cpython"))]
+use crate::limits::count;
+use crate::limits::Limits;
+
+/// `runtime:` of the `:python` option, checked in Elixir against what this
+/// build has (`features.rs`).
+#[derive(NifUnitEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PythonRuntime {
+    Monty,
+    Cpython,
+}
+
+/// Registers `runtime` under each of `names`; nothing for no names.
+pub fn register(
+    builder: BashBuilder,
+    runtime: PythonRuntime,
+    names: &[String],
+    limits: &Limits,
+) -> BashBuilder {
+    if names.is_empty() {
+        return builder;
+    }
+    match runtime {
+        #[cfg(feature = "python")]
+        PythonRuntime::Monty => {
+            // bashkit's opt-in for running Monty inside this process.
+            let mut builder = builder.env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1");
+            for name in names {
+                let monty = bashkit::Python::with_limits(monty_limits(limits));
+                builder = builder.builtin(name, Box::new(monty));
+            }
+            builder
+        }
+        #[cfg(feature = "cpython")]
+        PythonRuntime::Cpython => {
+            let mut builder = builder;
+            for name in names {
+                let cpython = bashkit::CPython::with_limits(cpython_limits(limits));
+                builder = builder.builtin(name, Box::new(cpython));
+            }
+            builder
+        }
+        // Refused in Elixir before a session is built.
+        #[allow(unreachable_patterns)]
+        _ => builder,
+    }
+}
+
+/// Python runs under the session's wall-clock limit, not its runtime's own
+/// 30-second default. It gets four fifths of it, so that a runaway Python
+/// program ends with its own timeout (and the script can go on) rather than
+/// racing the script's deadline, which a loaded machine decides at random.
+#[cfg(any(feature = "python", feature = "cpython"))]
+fn duration(limits: &Limits) -> Option<Duration> {
+    limits
+        .timeout_ms
+        .map(|ms| Duration::from_millis(ms * 4 / 5))
+}
+
+#[cfg(feature = "python")]
+fn monty_limits(limits: &Limits) -> bashkit::PythonLimits {
+    let mut monty = bashkit::PythonLimits::default();
+    if let Some(duration) = duration(limits) {
+        monty = monty.max_duration(duration);
+    }
+    if let Some(bytes) = limits.max_python_memory_bytes {
+        monty = monty.max_memory(count(bytes));
+    }
+    if let Some(depth) = limits.max_python_recursion {
+        monty = monty.max_recursion(count(depth));
+    }
+    monty
+}
+
+/// CPython's output buffer holds at most what the session would keep of
+/// it, instead of its own 16 MB default.
+#[cfg(feature = "cpython")]
+fn cpython_limits(limits: &Limits) -> bashkit::CPythonLimits {
+    let execution = limits.execution();
+    let mut cpython = bashkit::CPythonLimits::default().max_output(
+        execution
+            .max_stdout_bytes
+            .saturating_add(execution.max_stderr_bytes),
+    );
+    if let Some(duration) = duration(limits) {
+        cpython = cpython.max_duration(duration);
+    }
+    if let Some(bytes) = limits.max_python_memory_bytes {
+        cpython = cpython.max_memory(count(bytes));
+    }
+    if let Some(depth) = limits.max_python_recursion {
+        cpython = cpython.max_recursion(count(depth));
+    }
+    cpython
+}
+
+/// Loads the CPython guest now (about 45 ms, once per VM) instead of in the
+/// first `python3` call; `:ok` at once when it is loaded or not built in.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn python_warm_up(env: rustler::Env) -> rustler::Term {
+    use rustler::Encoder;
+    match bashkit::warm_up() {
+        Ok(()) => crate::atoms::ok().encode(env),
+        Err(message) => (crate::atoms::error(), message).encode(env),
+    }
+}
