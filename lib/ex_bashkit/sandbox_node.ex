@@ -33,6 +33,14 @@ defmodule ExBashkit.SandboxNode do
   later (bashkit's parser pool, 64 MiB of stack each) draw on the same
   allowance. The library's `config :ex_bashkit` (memory budget, timeout
   ceiling) applies on the sandbox nodes too.
+
+  CPython (`python: :cpython`) is loaded before the limit is set
+  (`ExBashkit.warm_up/0`): its engine reserves address space for 512
+  guest instances up front (about 540 GB, none of it touched), which no
+  limit set afterwards could hold. The pages a Python call touches come
+  out of that reservation, so the node's limit does not count them: each
+  call is bounded by `:max_python_memory_bytes` instead (see
+  `guides/python.md`), and a node by that times its concurrent calls.
   """
 
   use GenServer
@@ -175,6 +183,7 @@ defmodule ExBashkit.SandboxNode do
   # the node is warm: what it has reserved, plus what it may grow by.
   defp limit_memory(node, bytes) do
     {:ok, _} = :erpc.call(node, ExBashkit, :exec, ["true"])
+    :ok = :erpc.call(node, ExBashkit, :warm_up, [])
     os_pid = :erpc.call(node, System, :pid, [])
     [_, kb] = Regex.run(~r/VmSize:\s+(\d+) kB/, File.read!("/proc/#{os_pid}/status"))
     limit = String.to_integer(kb) * 1024 + bytes

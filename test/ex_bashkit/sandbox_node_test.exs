@@ -56,4 +56,42 @@ defmodule ExBashkit.SandboxNodeTest do
     assert {:ok, %{stdout: "before 1 /tmp\n"}} = Server.exec(pid, "echo $(cat kept) $N $(pwd)")
     Server.stop(pid, delete: true)
   end
+
+  test "CPython runs on a sandbox node under its memory limit, and a memory bomb there is a MemoryError" do
+    id = "cpython-#{System.unique_integer([:positive])}"
+    session = [python: :cpython, limits: [max_python_memory_bytes: 128 * @mib]]
+    {:ok, pid} = Server.get_or_start(id, isolation: :node, session: session)
+    sandbox = node(pid)
+    assert sandbox != node()
+
+    assert {:ok, %{stdout: "3.14\n"}} =
+             Server.exec(pid, ~S|python3 -c "import sys; print('%d.%d' % sys.version_info[:2])"|)
+
+    bomb = ~S|python3 -c "
+chunks = []
+while True: chunks.append(bytearray(1 << 20))"; echo "exit $?"|
+
+    # Several at once: each is held to its own cap, inside the node's.
+    others =
+      for i <- 1..3 do
+        {:ok, other} = Server.get_or_start("#{id}-#{i}", isolation: :node, session: session)
+        other
+      end
+
+    replies =
+      others
+      |> Enum.map(&Task.async(fn -> Server.exec(&1, bomb) end))
+      |> Task.await_many(60_000)
+
+    for reply <- replies do
+      assert {:ok, result} = reply
+      assert result.stderr =~ "MemoryError"
+      assert result.stdout == "exit 1\n"
+    end
+
+    Enum.each(others, &Server.stop(&1, delete: true))
+    assert sandbox in SandboxNode.nodes()
+    assert {:ok, %{stdout: "alive\n"}} = Server.exec(pid, ~S|python3 -c "print('alive')"|)
+    Server.stop(pid, delete: true)
+  end
 end

@@ -251,6 +251,7 @@ defmodule ExBashkit.ShellTest do
 
       assert ShellTask.argv_options(~w(--attach conv-1)) == [server: "conv-1"]
       assert ShellTask.argv_options(~w(--allow-net all)) == [session: [allow_net: :all]]
+      assert ShellTask.argv_options(~w(--cpython)) == [session: [python: :cpython]]
     end
 
     test "bad flags raise naming the flag" do

@@ -20,7 +20,8 @@ defmodule Mix.Tasks.ExBashkit.Shell do
     * `--limit KEY=VALUE` — sets a limit of `guides/limits.md`, e.g.
       `--limit timeout_ms=5000` (repeatable).
     * `--env NAME=VALUE` — sets an environment variable (repeatable).
-    * `--python` — adds the sandboxed `python`/`python3` commands.
+    * `--python` — adds the sandboxed `python`/`python3` commands (Monty);
+      `--cpython` adds them as CPython 3.14 in a WebAssembly guest.
     * `--cwd PATH` — the starting working directory.
     * `--snapshot FILE` — restores the session from FILE if it exists and
       saves it there on leaving.
@@ -39,6 +40,7 @@ defmodule Mix.Tasks.ExBashkit.Shell do
     limit: :keep,
     env: :keep,
     python: :boolean,
+    cpython: :boolean,
     cwd: :string,
     snapshot: :string,
     isolated: :boolean,
@@ -85,6 +87,14 @@ defmodule Mix.Tasks.ExBashkit.Shell do
   @spec argv_options([String.t()]) :: keyword()
   def argv_options(argv), do: argv |> parse!() |> shell_options()
 
+  defp python(opts) do
+    cond do
+      opts[:cpython] -> :cpython
+      opts[:python] -> true
+      true -> nil
+    end
+  end
+
   @doc false
   @spec shell_options(keyword()) :: keyword()
   def shell_options(opts) do
@@ -94,7 +104,7 @@ defmodule Mix.Tasks.ExBashkit.Shell do
         allow_net: allow_net(Keyword.get_values(opts, :allow_net)),
         limits: Enum.map(Keyword.get_values(opts, :limit), &limit!/1),
         env: Enum.map(Keyword.get_values(opts, :env), &pair!(&1, "--env")),
-        python: Keyword.get(opts, :python, false) || nil,
+        python: python(opts),
         cwd: opts[:cwd]
       ]
       |> Enum.reject(fn {_key, value} -> value in [nil, []] end)
