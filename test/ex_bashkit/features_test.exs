@@ -9,7 +9,7 @@ defmodule ExBashkit.FeaturesTest do
   alias ExBashkit.Session.Options
 
   test "the default build has every part" do
-    assert ExBashkit.features() == [:python, :jq, :network, :mounts]
+    assert ExBashkit.features() == [:python, :cpython, :jq, :network, :mounts]
     {:ok, %{stdout: "1\n"}} = ExBashkit.exec(~S(echo '{"a":1}' | jq .a))
   end
 
@@ -27,6 +27,11 @@ defmodule ExBashkit.FeaturesTest do
 
       assert error.message =~ "config :ex_bashkit, features: [...]"
     end
+
+    error =
+      assert_raise ArgumentError, fn -> Options.require_features!([cpython: true], minimal) end
+
+    assert error.message =~ "python: :cpython needs the :cpython part of ex_bashkit"
 
     assert Options.require_features!([python: true, mounts: false], fn -> [:python] end) == :ok
     assert Options.require_features!([python: false], fn -> raise "not asked" end) == :ok
