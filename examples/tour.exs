@@ -152,7 +152,40 @@ py = Session.new(python: true, files: %{"/in/prices.json" => ~s({"apple": 3, "pe
   python3 -c "import socket"
   """)
 
-show.("python", result)
+show.("python (Monty)", result)
+
+section.("Real CPython 3.14 in a WebAssembly guest: python: :cpython")
+
+cpy = Session.new(python: :cpython, limits: [timeout_ms: 2_000])
+{first_us, :ok} = :timer.tc(&ExBashkit.warm_up/0)
+show.("loading the CPython guest, once per VM (ms)", div(first_us, 1000))
+
+{:ok, _} =
+  Session.exec(cpy, ~S"""
+  mkdir -p /logs
+  printf '%s\n' 'GET /api 200 12ms' 'GET /login 500 340ms' 'POST /api 200 8ms' \
+    'GET /api 503 1200ms' > /logs/access.log
+  """)
+
+{:ok, result} =
+  Session.exec(cpy, ~S"""
+  python3 -c '
+  import json, re, sys
+  pattern = re.compile(r"(\w+) (\S+) (\d{3}) (\d+)ms")
+  rows = [pattern.match(line).groups() for line in sys.stdin]
+  slow = [path for _, path, _, ms in rows if int(ms) > 100]
+  errors = sum(1 for _, _, status, _ in rows if status.startswith("5"))
+  print("{} requests, {} errors, {:.0%} slow".format(len(rows), errors, len(slow) / len(rows)))
+  print(json.dumps({"slow": slow}))
+  ' < /logs/access.log
+  """)
+
+show.("python (CPython) reading a file bash wrote", result)
+{elapsed_us, {:ok, result}} = :timer.tc(fn -> Session.exec(cpy, ~S|python3 -c "print(1)"|) end)
+show.("a later python3 call (µs)", {elapsed_us, result.stdout})
+
+{:ok, result} = Session.exec(cpy, ~S|python3 -c "while True: pass"; echo "exit $?"|)
+show.("a busy loop, stopped at four fifths of timeout_ms", result)
 
 section.("Live control: streaming output, cancel, and why a script ended")
 

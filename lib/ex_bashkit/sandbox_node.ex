@@ -36,7 +36,7 @@ defmodule ExBashkit.SandboxNode do
 
   CPython (`python: :cpython`) is loaded before the limit is set
   (`ExBashkit.warm_up/0`): its engine reserves address space for 512
-  guest instances up front (about 540 GB, none of it touched), which no
+  guest instances up front (about 515 GiB, none of it touched), which no
   limit set afterwards could hold. The pages a Python call touches come
   out of that reservation, so the node's limit does not count them: each
   call is bounded by `:max_python_memory_bytes` instead (see

@@ -124,6 +124,12 @@ defmodule ExBashkit.CPythonTest do
       assert result.stdout == "['bash.txt', 'in.bin', 'python.txt', 'sub']\nFROM BASH"
       assert {:ok, <<255, 2, 1, 0>>} = Session.read_file(session, "/data/sub/bytes")
       assert {:ok, "FROM BASH"} = Session.read_file(session, "/data/python.txt")
+
+      # Raw bytes on stdout reach the result as they are.
+      result =
+        run(session, ~S|python3 -c "import sys; sys.stdout.buffer.write(bytes(range(256)))"|)
+
+      assert result.stdout == :binary.list_to_bin(Enum.to_list(0..255))
     end
 
     test "a file the session's limits refuse is an OSError in Python" do
@@ -272,6 +278,8 @@ defmodule ExBashkit.CPythonTest do
             {[python: [runtime: :cpython, flavour: 1]], "unknown :python key :flavour"},
             {[python: [runtime: :cpython, names: []]], ":python must be"},
             {[python: [runtime: :cpython, name: "py", names: ["x"]]], ":python must be"},
+            {[python: [name: "a", name: "b"]], ":python must be"},
+            {[python: []], ":python must be"},
             {[python: :cpython, limits: [max_python_memory_bytes: 1_000_000]],
              ":max_python_memory_bytes must be between 64 MiB and 1 GiB"},
             {[python: :cpython, limits: [max_python_memory_bytes: 2 * 1024 ** 3]],

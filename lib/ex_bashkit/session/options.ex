@@ -650,10 +650,11 @@ defmodule ExBashkit.Session.Options do
   def python!(true), do: {:monty, @python_names}
   def python!(runtime) when runtime in @python_runtimes, do: {runtime, @python_names}
 
-  def python!(opts) when is_list(opts) do
-    unless Keyword.keyword?(opts), do: python_error!(opts)
+  def python!(opts) when is_list(opts) and opts != [] do
+    keys = if Keyword.keyword?(opts), do: Keyword.keys(opts), else: python_error!(opts)
+    if Enum.uniq(keys) != keys, do: python_error!(opts)
 
-    case Keyword.keys(opts) -- [:runtime, :name, :names] do
+    case keys -- [:runtime, :name, :names] do
       [] ->
         :ok
 

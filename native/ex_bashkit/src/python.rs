@@ -104,7 +104,7 @@ fn cpython_limits(limits: &Limits) -> bashkit::CPythonLimits {
     cpython
 }
 
-/// Loads the CPython guest now (about 45 ms, once per VM) instead of in the
+/// Loads the CPython guest now (20-50 ms, once per VM) instead of in the
 /// first `python3` call; `:ok` at once when it is loaded or not built in.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn python_warm_up(env: rustler::Env) -> rustler::Term {
