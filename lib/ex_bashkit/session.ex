@@ -228,8 +228,8 @@ defmodule ExBashkit.Session do
       iex> result.stdout
       ["a\\n", "b\\n"]
       iex> {:error, %ExBashkit.Error{reason: :timeout, stdout: "before\\n"}} =
-      ...>   ExBashkit.Session.exec(session, "echo before; sleep 5",
-      ...>     timeout_ms: 100, errors: :struct
+      ...>   ExBashkit.Session.exec(session, "echo before; sleep 30",
+      ...>     timeout_ms: 1_000, errors: :struct
       ...>   )
   """
   @spec exec(t(), String.t(), keyword()) ::
