@@ -87,14 +87,6 @@ defmodule Mix.Tasks.ExBashkit.Shell do
   @spec argv_options([String.t()]) :: keyword()
   def argv_options(argv), do: argv |> parse!() |> shell_options()
 
-  defp python(opts) do
-    cond do
-      opts[:cpython] -> :cpython
-      opts[:python] -> true
-      true -> nil
-    end
-  end
-
   @doc false
   @spec shell_options(keyword()) :: keyword()
   def shell_options(opts) do
@@ -125,6 +117,14 @@ defmodule Mix.Tasks.ExBashkit.Shell do
       [host, path, "rw"] -> {Path.expand(host), path, :read_write}
       [host, path, "ro"] -> {Path.expand(host), path, :read_only}
       _ -> Mix.raise("--mount takes HOST:PATH or HOST:PATH:rw, got: #{inspect(spec)}")
+    end
+  end
+
+  defp python(opts) do
+    cond do
+      opts[:cpython] -> :cpython
+      opts[:python] -> true
+      true -> nil
     end
   end
 
