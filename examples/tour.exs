@@ -156,7 +156,7 @@ show.("python (Monty)", result)
 
 section.("Real CPython 3.14 in a WebAssembly guest: python: :cpython")
 
-cpy = Session.new(python: :cpython, limits: [timeout_ms: 2_000])
+cpy = Session.new(python: :cpython, limits: [timeout_ms: 3_000])
 {first_us, :ok} = :timer.tc(&ExBashkit.warm_up/0)
 show.("loading the CPython guest, once per VM (ms)", div(first_us, 1000))
 
