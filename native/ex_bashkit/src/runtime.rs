@@ -27,15 +27,20 @@
 //! thread (a `sleep` of another session there) waits until the hog ends; its
 //! caller is still answered at its deadline (see `ExBashkit.Execution`).
 //!
-//! On Linux the watchdog also moves a hogged thread to `SCHED_IDLE` until
-//! it is no longer hogged: it then runs only on a core that nothing else
+//! On Linux the watchdog also moves a hogged thread whose poll burns CPU
+//! (its own CPU clock, not the wall clock, says so) to `SCHED_IDLE` until
+//! that poll ends: it then runs only on a core that nothing else
 //! wants, so other sessions, and the BEAM itself, get the cores first (with
 //! 4 hogs on 2 cores, the median `exec` of a new session stays near 0.1 ms
 //! instead of 4 ms). The hog still ends, sooner or later, which matters
 //! since whatever else was waiting on its thread waits for it. Where
 //! moving it back is not permitted (an unprivileged VM past its
 //! `RLIMIT_NICE`), the thread stays demoted: it finishes what it has, and
-//! gets no new work.
+//! gets no new work. A thread that is hogged only by the wall clock keeps
+//! its priority: one blocked in a call, or a cooperative script (CPython
+//! yields every millisecond of guest work) preempted by other threads on a
+//! busy machine. Lowering those would starve everything else they serve,
+//! timers included, for as long as the machine stays busy.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -71,6 +76,10 @@ const BLOCKING_KEEP_ALIVE: Duration = Duration::from_millis(500);
 /// A thread inside one poll for longer than this is hogged: no new work
 /// goes to it. Ordinary polls take microseconds.
 pub const HOG_THRESHOLD: Duration = Duration::from_millis(10);
+
+/// CPU time a hogged thread's poll must burn, as the watchdog measures it
+/// from when it first sees the poll, before the thread is lowered.
+const BURN_THRESHOLD: Duration = Duration::from_millis(5);
 
 /// The most interpreter threads the pool grows to when all are hogged.
 pub const MAX_THREADS: usize = 64;
@@ -125,6 +134,12 @@ struct Load {
     niced: AtomicBool,
     /// Lowered for good: restoring the priority was refused.
     demoted: AtomicBool,
+    /// The thread's CPU clock, where the platform has one.
+    cpu_clock: OnceLock<CpuClock>,
+    /// The poll the watchdog last saw (its `busy_since`), and the thread's
+    /// CPU time then, in nanoseconds.
+    seen_poll: AtomicU64,
+    cpu_when_seen: AtomicU64,
 }
 
 impl Load {
@@ -138,14 +153,35 @@ impl Load {
         !self.hogged(now) && !self.demoted.load(Ordering::Relaxed)
     }
 
-    /// Lowers a hogged thread's priority, and restores it afterwards.
+    /// Whether the thread is hogged and its poll has burned more than
+    /// [`BURN_THRESHOLD`] of CPU since the watchdog first saw it. Where
+    /// there is no CPU clock, whether it is hogged. Called by the watchdog
+    /// alone, which keeps the first sighting.
+    fn burning(&self, now: u64) -> bool {
+        let since = self.busy_since.load(Ordering::Relaxed);
+        if since == 0 {
+            return false;
+        }
+        let Some(cpu) = self.cpu_clock.get().and_then(CpuClock::nanos) else {
+            return self.hogged(now);
+        };
+        if self.seen_poll.swap(since, Ordering::Relaxed) != since {
+            self.cpu_when_seen.store(cpu, Ordering::Relaxed);
+            return false;
+        }
+        let burned = cpu.saturating_sub(self.cpu_when_seen.load(Ordering::Relaxed));
+        self.hogged(now) && burned > BURN_THRESHOLD.as_nanos() as u64
+    }
+
+    /// Lowers the priority of a thread burning CPU in one poll, and
+    /// restores it afterwards.
     fn adjust_priority(&self, now: u64) {
-        let hogged = self.hogged(now);
-        if hogged == self.niced.load(Ordering::Relaxed) || self.demoted.load(Ordering::Relaxed) {
+        let burning = self.burning(now);
+        if burning == self.niced.load(Ordering::Relaxed) || self.demoted.load(Ordering::Relaxed) {
             return;
         }
         let tid = self.tid.load(Ordering::Relaxed);
-        if hogged {
+        if burning {
             if set_background(tid, true) {
                 self.niced.store(true, Ordering::Relaxed);
             }
@@ -154,6 +190,43 @@ impl Load {
         } else {
             self.demoted.store(true, Ordering::Relaxed);
         }
+    }
+}
+
+/// A thread's CPU-time clock, readable from any thread.
+#[derive(Clone, Copy)]
+struct CpuClock(#[cfg_attr(not(target_os = "linux"), allow(dead_code))] i64);
+
+impl CpuClock {
+    /// The calling thread's clock.
+    #[cfg(target_os = "linux")]
+    fn current() -> Option<Self> {
+        let mut clock: libc::clockid_t = 0;
+        // SAFETY: pthread_self is the calling thread; `clock` is ours.
+        let status = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+        (status == 0).then_some(Self(i64::from(clock)))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn current() -> Option<Self> {
+        None
+    }
+
+    /// CPU time the thread has used.
+    #[cfg(target_os = "linux")]
+    fn nanos(&self) -> Option<u64> {
+        let mut time = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes only `time`; a stale clock fails.
+        let status = unsafe { libc::clock_gettime(self.0 as libc::clockid_t, &mut time) };
+        (status == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn nanos(&self) -> Option<u64> {
+        None
     }
 }
 
@@ -406,6 +479,9 @@ fn start_worker(index: usize) -> std::io::Result<Worker> {
         .spawn(move || {
             mark_interpreter_thread();
             thread_load.tid.store(current_tid(), Ordering::Relaxed);
+            if let Some(clock) = CpuClock::current() {
+                let _ = thread_load.cpu_clock.set(clock);
+            }
             runtime.block_on(serve(thread_inbox, thread_load))
         })?;
     Ok(Worker {
@@ -512,6 +588,32 @@ mod tests {
             rx.recv().unwrap();
         }
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn only_a_poll_that_burns_cpu_is_lowered() {
+        let pool = Interpreters::start(2).unwrap();
+        let hold = Duration::from_millis(400);
+        pool.spawn(0, async move { std::thread::sleep(hold) });
+        pool.spawn(1, async move {
+            let started = Instant::now();
+            while started.elapsed() < hold {
+                std::hint::spin_loop();
+            }
+        });
+        let (blocked, spinning) = (&pool.worker(0).load, &pool.worker(1).load);
+        let (mut blocked_hogged, mut burned) = (false, false);
+        let started = Instant::now();
+        while started.elapsed() < hold / 2 {
+            let now = now();
+            assert!(!blocked.burning(now), "a blocked poll burns no CPU");
+            blocked_hogged |= blocked.hogged(now);
+            burned |= spinning.burning(now);
+            std::thread::sleep(WATCH_INTERVAL);
+        }
+        // No new work goes to either; only the spinning one is lowered.
+        assert!(blocked_hogged);
+        assert!(burned || CpuClock::current().is_none());
     }
 
     #[test]
