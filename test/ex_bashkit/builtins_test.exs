@@ -89,7 +89,8 @@ defmodule ExBashkit.BuiltinsTest do
     setup do
       session =
         Session.new(
-          builtin_timeout_ms: 200,
+          # Room for a loaded machine; only "sleeps" should reach it.
+          builtin_timeout_ms: 1_000,
           builtins: %{
             "raises" => fn _ -> raise ArgumentError, "bad input" end,
             "divides" => fn call -> {:ok, "#{1 / length(call.args)}"} end,
@@ -122,7 +123,7 @@ defmodule ExBashkit.BuiltinsTest do
           {"bad_result", 1, "bad_result: the builtin returned %ExBashkit.Result{"},
           {"kills_itself", 1, "kills_itself: the callback process exited: :killed"},
           {"linked_crash", 1, "linked_crash: the callback process exited: :linked_boom"},
-          {"sleeps", 124, "sleeps: timed out after 200 ms"}
+          {"sleeps", 124, "sleeps: timed out after 1000 ms"}
         ] do
       @name name
       @code code
