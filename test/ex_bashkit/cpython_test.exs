@@ -221,14 +221,11 @@ defmodule ExBashkit.CPythonTest do
       # does not eat into the script's time before Python starts.
       assert ExBashkit.warm_up() == :ok
       session = Session.new(python: :cpython, limits: [timeout_ms: 3_000])
-      started = System.monotonic_time(:millisecond)
       result = run(session, ~S|python3 -c "while True: pass"; echo "exit $?"|)
-      elapsed = System.monotonic_time(:millisecond) - started
 
       assert result.stdout == "exit 124\n"
       # Four fifths of timeout_ms: 0.6 s left for the script to go on.
       assert result.stderr =~ "python3: execution timed out after 2.4s"
-      assert elapsed < 10_000
       assert %Result{stdout: "ok\n"} = run(session, ~S|python3 -c "print('ok')"|)
     end
 

@@ -21,6 +21,10 @@ pub enum PythonRuntime {
 }
 
 /// Registers `runtime` under each of `names`; nothing for no names.
+#[cfg_attr(
+    not(any(feature = "python", feature = "cpython")),
+    allow(unused_variables)
+)]
 pub fn register(
     builder: BashBuilder,
     runtime: PythonRuntime,
@@ -35,18 +39,20 @@ pub fn register(
         PythonRuntime::Monty => {
             // bashkit's opt-in for running Monty inside this process.
             let mut builder = builder.env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1");
+            let monty = monty_limits(limits);
             for name in names {
-                let monty = bashkit::Python::with_limits(monty_limits(limits));
-                builder = builder.builtin(name, Box::new(monty));
+                let python = bashkit::Python::with_limits(monty.clone());
+                builder = builder.builtin(name, Box::new(python));
             }
             builder
         }
         #[cfg(feature = "cpython")]
         PythonRuntime::Cpython => {
             let mut builder = builder;
+            let cpython = cpython_limits(limits);
             for name in names {
-                let cpython = bashkit::CPython::with_limits(cpython_limits(limits));
-                builder = builder.builtin(name, Box::new(cpython));
+                let python = bashkit::CPython::with_limits(cpython.clone());
+                builder = builder.builtin(name, Box::new(python));
             }
             builder
         }
@@ -56,29 +62,29 @@ pub fn register(
     }
 }
 
-/// Python runs under the session's wall-clock limit, not its runtime's own
-/// 30-second default. It gets four fifths of it, so that a runaway Python
-/// program ends with its own timeout (and the script can go on) rather than
-/// racing the script's deadline, which a loaded machine decides at random.
+/// The limits both runtimes share, from the session's, over the runtime's
+/// own defaults. Python gets four fifths of the session's wall clock, not
+/// its runtime's 30-second default, so that a runaway Python program ends
+/// with its own timeout (and the script can go on) rather than racing the
+/// script's deadline, which a loaded machine decides at random.
 #[cfg(any(feature = "python", feature = "cpython"))]
-fn duration(limits: &Limits) -> Option<Duration> {
-    limits
-        .timeout_ms
-        .map(|ms| Duration::from_millis(ms * 4 / 5))
+fn common(limits: &Limits, mut common: bashkit::RuntimeLimits) -> bashkit::RuntimeLimits {
+    if let Some(ms) = limits.timeout_ms {
+        common.max_duration = Duration::from_millis(ms * 4 / 5);
+    }
+    if let Some(bytes) = limits.max_python_memory_bytes {
+        common.max_memory = count(bytes);
+    }
+    if let Some(depth) = limits.max_python_recursion {
+        common.max_call_depth = count(depth);
+    }
+    common
 }
 
 #[cfg(feature = "python")]
 fn monty_limits(limits: &Limits) -> bashkit::PythonLimits {
     let mut monty = bashkit::PythonLimits::default();
-    if let Some(duration) = duration(limits) {
-        monty = monty.max_duration(duration);
-    }
-    if let Some(bytes) = limits.max_python_memory_bytes {
-        monty = monty.max_memory(count(bytes));
-    }
-    if let Some(depth) = limits.max_python_recursion {
-        monty = monty.max_recursion(count(depth));
-    }
+    monty.common = common(limits, monty.common);
     monty
 }
 
@@ -92,15 +98,7 @@ fn cpython_limits(limits: &Limits) -> bashkit::CPythonLimits {
             .max_stdout_bytes
             .saturating_add(execution.max_stderr_bytes),
     );
-    if let Some(duration) = duration(limits) {
-        cpython = cpython.max_duration(duration);
-    }
-    if let Some(bytes) = limits.max_python_memory_bytes {
-        cpython = cpython.max_memory(count(bytes));
-    }
-    if let Some(depth) = limits.max_python_recursion {
-        cpython = cpython.max_recursion(count(depth));
-    }
+    cpython.common = common(limits, cpython.common);
     cpython
 }
 
