@@ -20,7 +20,7 @@ defmodule ScriptedModel do
          "cd /project && grep ERROR app.log | cut -d' ' -f3 | sort | uniq -c | sort -rn | head -3"
      }},
     {:tool, "bash",
-     %{"command" => "echo 'waiting for the backlog...'; sleep 10", "timeout_ms" => 300}},
+     %{"command" => "echo 'waiting for the backlog...'; sleep 10", "timeout_ms" => 1_000}},
     {:tool, "edit_file",
      %{"path" => "deploy.sh", "old_string" => "RETRIES=1", "new_string" => "RETRIES=5"}},
     {:tool, "bash", %{"command" => "source deploy.sh && echo \"retries now: $RETRIES\""}},

@@ -202,7 +202,7 @@ show.("cancelled a 60 s sleep (cancel/1 took #{micros} µs)", Task.await(task))
 
 show.(
   "a timeout keeps the output so far, and says why",
-  Session.exec(live, "echo step 1; sleep 60", timeout_ms: 300, errors: :struct)
+  Session.exec(live, "echo step 1; sleep 60", timeout_ms: 1_000, errors: :struct)
 )
 
 show.(
@@ -310,7 +310,7 @@ for {name, args} <- [
       {"bash", %{"command" => "cd /repo && grep -n TODO notes.md; seq 1 100000 | tail -c 400"}},
       {"edit_file", %{"path" => "notes.md", "old_string" => "TODO", "new_string" => "DONE"}},
       {"read_file", %{"path" => "notes.md", "offset" => 2}},
-      {"bash", %{"command" => "echo working; sleep 5", "timeout_ms" => 200}},
+      {"bash", %{"command" => "echo working; sleep 5", "timeout_ms" => 1_000}},
       {"bash", %{"cmd" => "ls"}}
     ] do
   {status, text} = ExBashkit.Tool.run(tools, name, args)
