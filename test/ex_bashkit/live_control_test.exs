@@ -198,14 +198,6 @@ defmodule ExBashkit.LiveControlTest do
       assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
     end
 
-    test "stops a Python loop" do
-      session = Session.new(python: true)
-      script = ~S|python3 -c "while True: pass"|
-      outcome = cancel_when(session, script, fn -> Process.sleep(300) end)
-      assert {:error, %Error{reason: :cancelled}} = outcome
-      assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
-    end
-
     test "is callable from any process, and rejects what is not a session" do
       session = Session.new()
       task = Task.async(fn -> Session.exec(session, "sleep 30") end)
