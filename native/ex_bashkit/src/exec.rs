@@ -61,7 +61,11 @@ async fn run_script(
     run: Run<'_>,
 ) -> Outcome<ExecResult, ScriptError> {
     let cancel = bash.cancellation_token();
-    let account = Account::new(run.max_memory, cancel.clone(), run.frozen.clone());
+    let account = Arc::new(Account::new(
+        run.max_memory,
+        cancel.clone(),
+        run.frozen.clone(),
+    ));
     let answer = run.handle.clone();
     account.on_freeze(move |message, limit| answer.fail(ScriptError::limit(message, limit)));
     let options = run.call.bashkit_options();

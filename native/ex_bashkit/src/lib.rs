@@ -15,6 +15,8 @@ mod fs;
 mod jobs;
 mod limits;
 mod memory;
+#[cfg(feature = "python")]
+mod monty_paths;
 mod mounts;
 mod nesting;
 mod network;
@@ -26,6 +28,7 @@ mod script_error;
 mod session;
 mod snapshot;
 mod snapshot_bound;
+mod stack;
 mod stats;
 mod streaming;
 mod sync;

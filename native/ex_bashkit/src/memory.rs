@@ -28,14 +28,15 @@
 //! (the file API, snapshots). Both count towards the VM-wide total.
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::stack;
 use crate::sync::lock;
 
 /// The global allocator: `A`, with every allocation counted.
@@ -82,6 +83,25 @@ static LIVE: AtomicIsize = AtomicIsize::new(0);
 /// The VM-wide budget: unlimited until [`set_budget`] at load.
 static BUDGET: AtomicIsize = AtomicIsize::new(isize::MAX);
 
+/// A thread never goes closer than this to the end of its stack: there an
+/// allocation freezes it instead (an overflow would abort the VM).
+const STACK_GUARD_BYTES: usize = 1 << 20;
+
+/// The stack every script may use without it counting: its thread's own
+/// frames, bashkit's and an ordinary script's (about 64 KB here).
+const STACK_FREE_BYTES: usize = 1 << 20;
+
+/// How deep the stack is at `sp`, past [`STACK_FREE_BYTES`]: 0 on a thread
+/// that is not watched.
+fn stack_depth(meter: &Meter, sp: usize) -> isize {
+    let depth = meter.stack_top.get().saturating_sub(sp);
+    isize::try_from(depth.saturating_sub(STACK_FREE_BYTES)).unwrap_or(isize::MAX)
+}
+
+/// A poll that took its thread's stack deeper than this gives the pages
+/// back when it ends (`release_stack`).
+const STACK_RELEASE_BYTES: usize = 4 << 20;
+
 /// What one thread has counted, and the account it charges.
 struct Meter {
     account: Cell<*const Account>,
@@ -93,6 +113,16 @@ struct Meter {
     check_at: Cell<isize>,
     /// Bytes not yet added to [`LIVE`].
     unflushed: Cell<isize>,
+    /// This thread's stack, on our own threads (`watch_stack`); 0 elsewhere.
+    stack_low: Cell<usize>,
+    stack_top: Cell<usize>,
+    /// Below this stack pointer the thread is frozen ([`at_stack_guard`]);
+    /// 0, never, on a thread that is not watched.
+    stack_guard: Cell<usize>,
+    /// The lowest stack pointer an allocation saw since the last release.
+    stack_deepest: Cell<usize>,
+    /// Bytes this thread freed since [`take_freed`] last asked.
+    freed: Cell<isize>,
 }
 
 thread_local! {
@@ -103,8 +133,40 @@ thread_local! {
             charged: Cell::new(0),
             check_at: Cell::new(isize::MAX),
             unflushed: Cell::new(0),
+            stack_low: Cell::new(0),
+            stack_top: Cell::new(0),
+            stack_guard: Cell::new(0),
+            stack_deepest: Cell::new(usize::MAX),
+            freed: Cell::new(0),
         }
     };
+
+    /// On an interpreter thread: where its scripts' polls say who they are.
+    static OWN_HELPERS: RefCell<Option<Arc<Helped>>> = const { RefCell::new(None) };
+
+    /// On one of its blocking-pool threads: whom to charge.
+    static HELPING: RefCell<Option<Arc<Helped>>> = const { RefCell::new(None) };
+}
+
+/// The script an interpreter thread polled last, for the threads of its
+/// blocking pool to charge. bashkit parses every `eval` and `source` text,
+/// and every script over 16 KB, on that pool: `eval` nested 10,000 deep
+/// held gigabytes of syntax trees there, charged to nobody. A parse runs
+/// while its script waits, and the script that waits is nearly always the
+/// one its thread polled last, so that one is charged.
+#[derive(Default)]
+pub struct Helped(Mutex<Weak<Account>>);
+
+/// Makes the calling interpreter thread's polls name their script in
+/// `helped`.
+pub fn own_helpers(helped: Arc<Helped>) {
+    let _ = OWN_HELPERS.try_with(|own| *own.borrow_mut() = Some(helped));
+}
+
+/// Charges the calling blocking-pool thread's allocations to the script
+/// its interpreter thread names in `helped`.
+pub fn help(helped: Arc<Helped>) {
+    let _ = HELPING.try_with(|helping| *helping.borrow_mut() = Some(helped));
 }
 
 #[inline]
@@ -117,21 +179,128 @@ fn charge(delta: isize) {
         } else {
             meter.unflushed.set(unflushed);
         }
+        let sp = stack::pointer();
+        // Checked on frees too: dropping a deeply nested value recurses.
+        if sp < meter.stack_guard.get() {
+            at_stack_guard(meter, delta.max(0), sp);
+        }
+        if delta < 0 {
+            meter.freed.set(meter.freed.get() - delta);
+            if !meter.account.get().is_null() {
+                meter.charged.set(meter.charged.get() + delta);
+            }
+            return;
+        }
+        if sp < meter.stack_deepest.get() {
+            meter.stack_deepest.set(sp);
+        }
         if !meter.account.get().is_null() {
             let charged = meter.charged.get() + delta;
             meter.charged.set(charged);
-            if charged > meter.check_at.get() {
-                over_cap(meter, delta);
+            // The script's stack counts with its heap, past the first
+            // [`STACK_FREE_BYTES`] that every script uses.
+            let depth = stack_depth(meter, sp);
+            if charged + depth > meter.check_at.get() {
+                over_cap(meter, delta, depth);
             }
         }
     });
 }
 
+/// Watches the calling thread's stack from now on: one of our interpreter
+/// or blocking-pool threads, never a BEAM scheduler.
+pub fn watch_stack() {
+    if let Some((low, top)) = stack::bounds() {
+        let _ = METER.try_with(|meter| {
+            meter.stack_low.set(low);
+            meter.stack_top.set(top);
+            meter.stack_guard.set(low + STACK_GUARD_BYTES);
+        });
+    }
+}
+
+/// Gives back the stack pages a poll took deeper than
+/// [`STACK_RELEASE_BYTES`]; called between polls, the stack shallow again.
+pub fn release_stack() {
+    let _ = METER.try_with(|meter| {
+        let deepest = meter.stack_deepest.replace(usize::MAX);
+        let top = meter.stack_top.get();
+        if top != 0 && deepest < top.saturating_sub(STACK_RELEASE_BYTES) {
+            stack::release_below(deepest);
+        }
+    });
+}
+
+/// An allocation with the stack pointer within [`STACK_GUARD_BYTES`] of the
+/// end of the thread's stack: the thread is frozen there rather than
+/// overflow, whatever it runs.
+#[cold]
+fn at_stack_guard(meter: &Meter, delta: isize, sp: usize) {
+    let account = meter.account.get();
+    if account.is_null() {
+        freeze_thread();
+    }
+    // SAFETY: as in `over_cap`.
+    let account = unsafe { &*account };
+    let depth = stack_depth(meter, sp);
+    account.stop(Stop::Stack);
+    freeze(
+        account,
+        meter.base.get() + meter.charged.get() + depth - delta,
+    );
+}
+
+/// Stops a thread that runs no script (a parse on the blocking pool) for
+/// good, short of the end of its stack. Its caller is answered by the
+/// parser's own timeout. Never allocates.
+fn freeze_thread() -> ! {
+    FROZEN_SCRIPTS.fetch_add(1, Ordering::Relaxed);
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
 fn flush(meter: &Meter, unflushed: isize) {
     let live = LIVE.fetch_add(unflushed, Ordering::Relaxed) + unflushed;
-    if unflushed > 0 && !meter.account.get().is_null() && live > budget() {
+    if meter.account.get().is_null() {
+        charge_helped(unflushed, live);
+    } else if unflushed > 0 && live > budget() {
         over_budget(meter);
     }
+}
+
+/// On a blocking-pool thread, charges `delta` to the script its
+/// interpreter thread polled last (see [`Helped`]): stopped past its cap
+/// or the budget, frozen here past its hard cap.
+fn charge_helped(delta: isize, live: isize) {
+    let account = HELPING
+        .try_with(|helping| {
+            let helping = helping.try_borrow().ok()?;
+            let account = lock(&helping.as_ref()?.0).upgrade();
+            account
+        })
+        .ok()
+        .flatten();
+    // Dropped outside the lock: the last reference frees the account,
+    // which charges this thread again.
+    let Some(account) = account else { return };
+    let used = account.used.fetch_add(delta, Ordering::Relaxed) + delta;
+    if delta > 0 {
+        if used > account.hard_cap() {
+            // The frozen thread keeps `account` alive for good.
+            freeze(&account, used - delta);
+        }
+        if used > account.cap {
+            account.stop(Stop::Cap);
+        } else if live > budget() {
+            account.stop(Stop::Budget);
+        }
+    }
+}
+
+/// Bytes the calling thread freed since the last call.
+pub fn take_freed() -> isize {
+    METER.try_with(|meter| meter.freed.replace(0)).unwrap_or(0)
 }
 
 /// Why a script was stopped.
@@ -141,6 +310,8 @@ enum Stop {
     Running = 0,
     Cap = 1,
     Budget = 2,
+    /// Over its cap with its stack counted.
+    Stack = 3,
 }
 
 /// Where a script stopped while holding `used` bytes is frozen if it goes
@@ -195,6 +366,7 @@ impl Account {
         match self.stop.load(Ordering::Acquire) {
             1 => Stop::Cap,
             2 => Stop::Budget,
+            3 => Stop::Stack,
             _ => Stop::Running,
         }
     }
@@ -222,6 +394,14 @@ impl Account {
                 ),
                 "max_script_memory_bytes",
             ),
+            Stop::Stack => (
+                format!(
+                    "memory limit exceeded: the script's memory, its stack included, passed {} \
+                     bytes: it recursed too deep (limit :max_script_memory_bytes)",
+                    self.cap
+                ),
+                "max_script_memory_bytes",
+            ),
             Stop::Budget => (
                 format!(
                     "memory limit exceeded: the interpreters of this VM together hold more \
@@ -236,14 +416,16 @@ impl Account {
 
 /// `delta` is the allocation being made, which a freeze refuses.
 #[cold]
-fn over_cap(meter: &Meter, delta: isize) {
+fn over_cap(meter: &Meter, delta: isize, depth: isize) {
     // SAFETY: the account outlives every poll it is current for (`Metered`).
     let account = unsafe { &*meter.account.get() };
-    let used = meter.base.get() + meter.charged.get();
+    let heap = meter.base.get() + meter.charged.get();
+    let used = heap + depth;
+    // Named for what took most of it: the stack of a recursion, or the heap.
+    account.stop(if depth > heap { Stop::Stack } else { Stop::Cap });
     if used > account.hard_cap() {
         freeze(account, used - delta);
     }
-    account.stop(Stop::Cap);
     meter
         .check_at
         .set(account.hard_cap().saturating_sub(meter.base.get()));
@@ -330,14 +512,15 @@ pub fn answer_frozen() {
     }
 }
 
-/// A script's future, with its allocations charged to `account`.
+/// A script's future, with its allocations charged to `account`, and the
+/// allocations of its thread's blocking pool while it is the last polled.
 pub struct Metered<'a, T> {
-    account: &'a Account,
+    account: &'a Arc<Account>,
     inner: Pin<Box<dyn Future<Output = T> + Send + 'a>>,
 }
 
 impl<'a, T> Metered<'a, T> {
-    pub fn new(account: &'a Account, inner: impl Future<Output = T> + Send + 'a) -> Self {
+    pub fn new(account: &'a Arc<Account>, inner: impl Future<Output = T> + Send + 'a) -> Self {
         Self {
             account,
             inner: Box::pin(inner),
@@ -370,7 +553,14 @@ impl<T> Future for Metered<'_, T> {
     type Output = T;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let account = self.account;
+        let _ = OWN_HELPERS.try_with(|own| {
+            if let Some(helped) = own.borrow().as_ref() {
+                let previous =
+                    std::mem::replace(&mut *lock(&helped.0), Arc::downgrade(self.account));
+                drop(previous);
+            }
+        });
+        let account: &Account = self.account;
         let used = account.used.load(Ordering::Relaxed);
         let limit = match account.stopped() {
             Stop::Running => account.cap,

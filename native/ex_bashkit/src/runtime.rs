@@ -81,6 +81,10 @@ pub const HOG_THRESHOLD: Duration = Duration::from_millis(10);
 /// from when it first sees the poll, before the thread is lowered.
 const BURN_THRESHOLD: Duration = Duration::from_millis(5);
 
+/// A poll after which its thread has freed this much since the last
+/// collection hands the free pages back to the OS.
+const COLLECT_AFTER_FREED_BYTES: isize = 64 << 20;
+
 /// The most interpreter threads the pool grows to when all are hogged.
 pub const MAX_THREADS: usize = 64;
 
@@ -279,6 +283,14 @@ impl Future for Timed {
         self.load.busy_since.store(now(), Ordering::Relaxed);
         let poll = self.job.as_mut().poll(cx);
         self.load.busy_since.store(0, Ordering::Relaxed);
+        // A script that recursed deep leaves no resident stack behind, and
+        // one that freed much leaves no freed pages resident: mimalloc
+        // keeps them for reuse until it is told to collect.
+        crate::memory::release_stack();
+        if crate::memory::take_freed() > COLLECT_AFTER_FREED_BYTES {
+            // SAFETY: mi_collect has no preconditions.
+            unsafe { libmimalloc_sys::mi_collect(true) };
+        }
         poll
     }
 }
@@ -448,13 +460,17 @@ impl Interpreters {
 }
 
 fn start_worker(index: usize) -> std::io::Result<Worker> {
+    let helped = Arc::new(crate::memory::Helped::default());
+    let helping = helped.clone();
     let runtime = Builder::new_current_thread()
         .enable_all()
         // A thread inherits its creator's scheduling policy, and blocking
         // threads are started by an interpreter thread, maybe a hogged one.
-        .on_thread_start(|| {
+        // What they allocate (parses) is charged to the script that waits.
+        .on_thread_start(move || {
             mark_interpreter_thread();
             set_background(current_tid(), false);
+            crate::memory::help(helping.clone());
         })
         // bashkit parses scripts over 16 KB on the blocking pool, and a
         // hostile parse allocates hundreds of times the script's size.
@@ -471,6 +487,7 @@ fn start_worker(index: usize) -> std::io::Result<Worker> {
         .build()?;
     let handle = runtime.handle().clone();
     let inbox = Arc::new(Inbox::default());
+    let helpers = helped.clone();
     let load = Arc::new(Load::default());
     let (thread_inbox, thread_load) = (inbox.clone(), load.clone());
     std::thread::Builder::new()
@@ -478,6 +495,7 @@ fn start_worker(index: usize) -> std::io::Result<Worker> {
         .stack_size(INTERPRETER_STACK_BYTES)
         .spawn(move || {
             mark_interpreter_thread();
+            crate::memory::own_helpers(helpers);
             thread_load.tid.store(current_tid(), Ordering::Relaxed);
             if let Some(clock) = CpuClock::current() {
                 let _ = thread_load.cpu_clock.set(clock);
@@ -502,6 +520,7 @@ thread_local! {
 
 fn mark_interpreter_thread() {
     INTERPRETER_THREAD.with(|ours| ours.set(true));
+    crate::memory::watch_stack();
 }
 
 /// Whether the calling thread is one of the interpreter threads (or their

@@ -4,6 +4,8 @@
 #[path = "../src/memory.rs"]
 #[allow(dead_code)]
 mod memory;
+#[path = "../src/stack.rs"]
+mod stack;
 #[path = "../src/sync.rs"]
 mod sync;
 
@@ -19,11 +21,11 @@ static ALLOCATOR: memory::Counting<std::alloc::System> = memory::Counting(std::a
 
 const MIB: usize = 1024 * 1024;
 
-fn account(cap: usize) -> (Account, Arc<AtomicBool>, Arc<AtomicBool>) {
+fn account(cap: usize) -> (Arc<Account>, Arc<AtomicBool>, Arc<AtomicBool>) {
     let cancel = Arc::new(AtomicBool::new(false));
     let frozen = Arc::new(AtomicBool::new(false));
     (
-        Account::new(cap, cancel.clone(), frozen.clone()),
+        Arc::new(Account::new(cap, cancel.clone(), frozen.clone())),
         cancel,
         frozen,
     )

@@ -8,5 +8,7 @@ mod runtime;
 #[path = "../src/memory.rs"]
 #[allow(dead_code)]
 mod memory;
+#[path = "../src/stack.rs"]
+mod stack;
 #[path = "../src/sync.rs"]
 mod sync;
