@@ -179,7 +179,14 @@ fn charge(delta: isize) {
         } else {
             meter.unflushed.set(unflushed);
         }
+        // Code on a stack of its own (wasmtime's fibers) is not ours to
+        // watch: there `sp` reads as the top of all (no depth, no guard).
         let sp = stack::pointer();
+        let sp = if meter.stack_low.get() <= sp && sp < meter.stack_top.get() {
+            sp
+        } else {
+            usize::MAX
+        };
         // Checked on frees too: dropping a deeply nested value recurses.
         if sp < meter.stack_guard.get() {
             at_stack_guard(meter, delta.max(0), sp);
