@@ -112,4 +112,38 @@ f(0)
     assert {:error, %Error{reason: :cancelled}} = Task.await(task, 10_000)
     assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
   end
+
+  describe "pathlib mkdir" do
+    # bashkit's Monty bridge misread the in-memory filesystem's "directory
+    # exists"; found by ex_bashkit 0.1.7's suite.
+    test "behaves as Python's on an existing directory" do
+      session = Session.new(python: true)
+
+      script = ~S"""
+      python3 - <<'EOF'
+      from pathlib import Path
+      Path('/d').mkdir()
+      for kw in [{}, {'parents': True}, {'exist_ok': True}, {'parents': True, 'exist_ok': True}]:
+          try:
+              Path('/d').mkdir(**kw)
+              print('ok')
+          except FileExistsError:
+              print('FileExistsError')
+      Path('/a/b/c').mkdir(parents=True)
+      print(Path('/a/b/c').is_dir())
+      try:
+          Path('/x/y').mkdir()
+      except FileNotFoundError:
+          print('FileNotFoundError')
+      EOF
+      mkdir /d; echo "bash $?"; mkdir -p /d && echo "bash -p ok"
+      """
+
+      assert %Result{stdout: stdout} = run(session, script)
+
+      assert stdout ==
+               "FileExistsError\nFileExistsError\nok\nok\nTrue\nFileNotFoundError\n" <>
+                 "bash 1\nbash -p ok\n"
+    end
+  end
 end

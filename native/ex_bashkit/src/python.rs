@@ -11,6 +11,8 @@ use rustler::NifUnitEnum;
 #[cfg(any(feature = "python", feature = "cpython"))]
 use crate::limits::count;
 use crate::limits::Limits;
+#[cfg(feature = "python")]
+use crate::monty_paths::MontyBuiltin;
 
 /// `runtime:` of the `:python` option, checked in Elixir against what this
 /// build has (`features.rs`).
@@ -42,7 +44,7 @@ pub fn register(
             let monty = monty_limits(limits);
             for name in names {
                 let python = bashkit::Python::with_limits(monty.clone());
-                builder = builder.builtin(name, Box::new(python));
+                builder = builder.builtin(name, Box::new(MontyBuiltin(python)));
             }
             builder
         }
@@ -63,15 +65,14 @@ pub fn register(
 }
 
 /// The limits both runtimes share, from the session's, over the runtime's
-/// own defaults. Python gets four fifths of the session's wall clock, not
-/// its runtime's 30-second default, so that a runaway Python program ends
-/// with its own timeout (and the script can go on) rather than racing the
+/// own defaults. Python gets four fifths of the session's wall clock (its
+/// `:timeout_ms`, or bashkit's default when none is given), not its
+/// runtime's 30-second default, so that a runaway Python program ends with
+/// its own timeout (and the script can go on) rather than racing the
 /// script's deadline, which a loaded machine decides at random.
 #[cfg(any(feature = "python", feature = "cpython"))]
 fn common(limits: &Limits, mut common: bashkit::RuntimeLimits) -> bashkit::RuntimeLimits {
-    if let Some(ms) = limits.timeout_ms {
-        common.max_duration = Duration::from_millis(ms * 4 / 5);
-    }
+    common.max_duration = python_deadline(limits);
     if let Some(bytes) = limits.max_python_memory_bytes {
         common.max_memory = count(bytes);
     }
@@ -79,6 +80,12 @@ fn common(limits: &Limits, mut common: bashkit::RuntimeLimits) -> bashkit::Runti
         common.max_call_depth = count(depth);
     }
     common
+}
+
+/// Four fifths of the session's timeout.
+#[cfg(any(feature = "python", feature = "cpython"))]
+pub fn python_deadline(limits: &Limits) -> Duration {
+    limits.execution().timeout * 4 / 5
 }
 
 #[cfg(feature = "python")]
