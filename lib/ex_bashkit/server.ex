@@ -142,7 +142,11 @@ defmodule ExBashkit.Server do
     with {:ok, target} <- placement(opts) do
       # A server on this node registers here, under whatever name this node
       # has then: it may not be distributed yet, and `node()` would go stale.
-      registrar = if target == node(), do: :here, else: node()
+      {registrar, opts} =
+        if target == node(),
+          do: {:here, opts},
+          else: {node(), %{opts | store: Store.pin(opts.store)}}
+
       start_on(target, init_arg(opts, registrar))
     end
   end
@@ -774,14 +778,16 @@ defmodule ExBashkit.Server do
     end
   end
 
-  # Without a store, or when it fails, the snapshot stays here, off-heap.
+  # Without a store the snapshot stays here, off-heap. A store that refuses
+  # the record keeps the session awake: hibernating would leave the only
+  # copy of it somewhere the caller did not ask for.
   defp keep(%{store: nil} = state, snapshot), do: {:ok, %{state | snapshot: snapshot}}
 
   defp keep(state, snapshot) do
     case Store.put(state.store, state.id, encode(state, snapshot)) do
       # The next wake reads it back from there.
       :ok -> {:ok, %{state | snapshot: nil, dirty?: false, loaded?: false}}
-      {:error, _} -> {:ok, %{state | snapshot: snapshot}}
+      {:error, message} -> {:error, "cannot hibernate: #{message}"}
     end
   end
 
@@ -870,7 +876,7 @@ defmodule ExBashkit.Server do
       name: state.name,
       session: state.spec,
       idle_after: state.idle_after,
-      store: state.store,
+      store: Store.pin(state.store),
       persist: state.persist,
       key: state.key,
       registrar: if(state.registrar in [nil, :here], do: node(), else: state.registrar),

@@ -97,6 +97,17 @@ defmodule ExBashkit.Store do
   end
 
   @doc false
+  # The store as a server leaving this node must see it: a store may fix
+  # what "this node" meant in its options (`pin/1`, optional), once the
+  # node has the name it will be reached by.
+  @spec pin(t() | nil) :: t() | nil
+  def pin({module, opts}) do
+    if function_exported?(module, :pin, 1), do: {module, module.pin(opts)}, else: {module, opts}
+  end
+
+  def pin(nil), do: nil
+
+  @doc false
   # The callbacks, with a store's failure (a raise, an exit, an error) as
   # `{:error, message}`.
   @spec put(t(), id(), binary()) :: :ok | {:error, String.t()}

@@ -244,9 +244,23 @@ defmodule ExBashkit.ServerTest do
     test "a store that fails keeps the session awake, nothing lost" do
       pid = start!(store: Capabilities.FailingStore)
       {:ok, _} = Server.exec(pid, "x=kept")
-      assert Server.hibernate(pid) == :ok
-      # The snapshot stayed with the server when the store refused it.
+      assert {:error, message} = Server.hibernate(pid)
+      assert message =~ "cannot hibernate" and message =~ "disk on fire"
+      assert Server.info(pid).state == :awake
       assert {:ok, %{stdout: "kept\n"}} = Server.exec(pid, "echo $x")
+    end
+
+    test "a store that answers an error keeps the session awake, nothing lost" do
+      pid = start!(store: Capabilities.FullStore)
+      {:ok, _} = Server.exec(pid, "x=kept; echo data > /f")
+
+      assert Server.hibernate(pid) ==
+               {:error,
+                "cannot hibernate: " <>
+                  "ExBashkit.Test.Capabilities.FullStore.put failed: disk full"}
+
+      assert Server.info(pid).state == :awake
+      assert {:ok, %{stdout: "kept data\n"}} = Server.exec(pid, "echo $x $(cat /f)")
     end
   end
 

@@ -27,4 +27,16 @@ defmodule ExBashkit.Test.Capabilities do
     @impl true
     def delete(_opts, _id), do: :ok
   end
+
+  defmodule FullStore do
+    @moduledoc false
+    # A store that refuses writes with an error, as a full disk would.
+    @behaviour ExBashkit.Store
+    @impl true
+    def put(_opts, _id, _record), do: {:error, "disk full"}
+    @impl true
+    def fetch(_opts, _id), do: :error
+    @impl true
+    def delete(_opts, _id), do: :ok
+  end
 end

@@ -36,7 +36,13 @@ defmodule ExBashkit.Store.Memory do
   @doc false
   @spec validate!(keyword()) :: keyword()
   def validate!(opts) do
-    case Keyword.get(opts, :node, node()) do
+    # Without :node the table is the one of the node that starts the
+    # server, named only once the server leaves it (`pin/1`): this node
+    # may not be distributed yet, and its name changes when it becomes so.
+    case Keyword.get(opts, :node) do
+      nil ->
+        []
+
       node when is_atom(node) ->
         [node: node]
 
@@ -44,6 +50,12 @@ defmodule ExBashkit.Store.Memory do
         raise ArgumentError, "ExBashkit.Store.Memory :node must be a node, got: #{inspect(other)}"
     end
   end
+
+  @doc false
+  # The options of a server that starts on, or moves to, another node: the
+  # table stays on this one, under the name it has now.
+  @spec pin(keyword()) :: keyword()
+  def pin(opts), do: Keyword.put_new(opts, :node, node())
 
   @impl ExBashkit.Store
   def put(opts, id, record), do: on(opts, :insert, [{id, record}])
