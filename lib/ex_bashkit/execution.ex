@@ -150,14 +150,20 @@ defmodule ExBashkit.Execution do
         )
 
       :running ->
+        # Whatever it printed before is the caller's, as with any timeout.
+        {stdout, stderr} = ExBashkit.Native.exec_output_so_far(handle)
+
         {:error,
          %Error{
            reason: :timeout,
            limit: :timeout_ms,
+           stdout: stdout,
+           stderr: stderr,
            message:
              "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
-               "its deadline (it is inside work that cannot be interrupted); it keeps the session " <>
-               "busy until that work ends, and scripts sent to the session meanwhile wait or time out"
+               "its deadline (it, or a script sharing its interpreter thread, is inside work " <>
+               "that cannot be interrupted); it keeps the session busy until that work ends, " <>
+               "and scripts sent to the session meanwhile wait or time out"
          }}
     end
   end

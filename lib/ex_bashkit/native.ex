@@ -24,6 +24,7 @@ defmodule ExBashkit.Native do
   def session_cancel(_session), do: err()
   def callback_reply(_call, _reply), do: err()
   def exec_abandon(_handle), do: err()
+  def exec_output_so_far(_handle), do: err()
   def session_snapshot(_session, _options, _key, _pid, _tag), do: err()
   def session_restore(_session, _snapshot, _key, _pid, _tag), do: err()
   def exec_once(_options, _script, _pid, _tag), do: err()

@@ -8,6 +8,8 @@ defmodule ExBashkit.ContainmentTest do
   # until every runaway is over.
   use ExBashkit.Case, async: false
 
+  alias ExBashkit.Error
+
   # For the module's exit, which waits for the runaways.
   @moduletag timeout: 120_000
 
@@ -51,6 +53,17 @@ defmodule ExBashkit.ContainmentTest do
       # Or, when another test's runaway holds the thread it was given,
       # "before the script started".
       assert message =~ ~r/did not stop at its deadline|before the script started/
+    end
+
+    @tag timeout: 10_000
+    test "its caller gets what it printed before the deadline", ctx do
+      session = hog_session(ctx, limits: [timeout_ms: 1_000])
+      hog = String.replace_prefix(@hog, "touch /started;", "touch /started; echo part;")
+
+      assert {:error, %Error{reason: :timeout, stdout: "part\n", message: message}} =
+               Session.exec(session, hog, errors: :struct)
+
+      assert message =~ "did not stop at its deadline"
     end
 
     @tag timeout: 3_000

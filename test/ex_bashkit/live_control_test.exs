@@ -36,22 +36,36 @@ defmodule ExBashkit.LiveControlTest do
 
   describe "streaming" do
     test "chunks arrive while the script still runs" do
-      session = Session.new()
       test = self()
+
+      # The script waits in a builtin until the test lets it go: the first
+      # chunk must arrive before that, whatever the machine's load.
+      hold = fn _call ->
+        send(test, {:holding, self()})
+
+        receive do
+          :go -> {:ok, ""}
+        end
+      end
+
+      session = Session.new(builtins: %{"hold" => hold})
 
       task =
         Task.async(fn ->
-          Session.exec(session, "echo first; sleep 0.5; echo second", stream_to: {test, :s})
+          Session.exec(session, "echo first; hold; echo second", stream_to: {test, :s})
         end)
 
-      assert_receive {:ex_bashkit, :s, {:stdout, "first\n"}}, 400
-      # The script is still asleep: its outcome has not come yet.
+      assert_receive {:ex_bashkit, :s, {:stdout, "first\n"}}, 10_000
+      assert_receive {:holding, holder}, 10_000
+      # The script is still running: its outcome has not come yet.
+      refute_received {:ex_bashkit, :s, {:stdout, "second\n"}}
       refute_received {:ex_bashkit, :s, {:exit, _}}
       assert Task.yield(task, 0) == nil
 
-      assert_receive {:ex_bashkit, :s, {:stdout, "second\n"}}, 2_000
+      send(holder, :go)
+      assert {:ok, %Result{stdout: "first\nsecond\n"}} = Task.await(task, 10_000)
+      assert_receive {:ex_bashkit, :s, {:stdout, "second\n"}}
       assert_receive {:ex_bashkit, :s, {:exit, {:ok, %Result{stdout: "first\nsecond\n"}}}}
-      assert {:ok, %Result{stdout: "first\nsecond\n"}} = Task.await(task)
     end
 
     test "stdout and stderr chunks keep their order and exact bytes" do

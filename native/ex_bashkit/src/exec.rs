@@ -26,6 +26,15 @@ fn exec_abandon(handle: ResourceArc<JobHandle>) -> Whereabouts {
     handle.abandon()
 }
 
+/// What an abandoned job's script printed before its caller stopped
+/// waiting: `{stdout, stderr}` (empty unless the call kept its output). A
+/// script that did not stop at its deadline still ran up to some point.
+#[rustler::nif]
+fn exec_output_so_far(env: Env<'_>, handle: ResourceArc<JobHandle>) -> Term<'_> {
+    let (stdout, stderr) = handle.output_so_far();
+    (bytes(env, &stdout), bytes(env, &stderr)).encode(env)
+}
+
 /// `{stdout, stderr, exit_code, truncated}`, as `ExBashkit.Execution` reads it.
 fn encode_result(env: Env<'_>, result: ExecResult) -> Term<'_> {
     let stdout = bytes(env, result.stdout.as_bytes());
@@ -105,39 +114,42 @@ fn session_exec<'a>(
         interpreters()?.place(&session.worker),
         pid,
         tag,
-        |handle, stop| async move {
-            let work = async {
-                nesting::check(&script, session.max_nesting)
-                    .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
-                let mut bash = session.bash.lock().await;
-                session.usable()?;
-                handle.started();
-                let _serving = session.callbacks.serve(callback_server);
-                let tidy = Tidy::before(&session.untidy, &mut bash).await;
-                session.call_scope.settle(&mut bash);
-                let scope = session
-                    .call_scope
-                    .enter(&mut bash, &call.env, call.cwd.as_deref());
-                let outcome = match scope.await {
-                    Ok(()) => {
-                        let _running = session.running.enter(&handle);
-                        let (max_memory, frozen) = (session.max_script_memory, &session.frozen);
-                        let run = Run {
-                            max_memory,
-                            frozen,
-                            handle: &handle,
-                            call: &mut call,
-                        };
-                        run_script(&mut bash, &script, run).await
-                    }
-                    Err(message) => Err(ScriptError::from(message)),
+        |handle, stop| {
+            handle.follow_output(call.output.clone());
+            async move {
+                let work = async {
+                    nesting::check(&script, session.max_nesting)
+                        .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+                    let mut bash = session.bash.lock().await;
+                    session.usable()?;
+                    handle.started();
+                    let _serving = session.callbacks.serve(callback_server);
+                    let tidy = Tidy::before(&session.untidy, &mut bash).await;
+                    session.call_scope.settle(&mut bash);
+                    let scope = session
+                        .call_scope
+                        .enter(&mut bash, &call.env, call.cwd.as_deref());
+                    let outcome = match scope.await {
+                        Ok(()) => {
+                            let _running = session.running.enter(&handle);
+                            let (max_memory, frozen) = (session.max_script_memory, &session.frozen);
+                            let run = Run {
+                                max_memory,
+                                frozen,
+                                handle: &handle,
+                                call: &mut call,
+                            };
+                            run_script(&mut bash, &script, run).await
+                        }
+                        Err(message) => Err(ScriptError::from(message)),
+                    };
+                    session.call_scope.settle(&mut bash);
+                    tidy.after(&mut bash, &outcome).await;
+                    outcome
                 };
-                session.call_scope.settle(&mut bash);
-                tidy.after(&mut bash, &outcome).await;
-                outcome
-            };
-            let outcome = stop.guard(work).await;
-            outcome.map_err(|error| error.with_output(call.kept_output()))
+                let outcome = stop.guard(work).await;
+                outcome.map_err(|error| error.with_output(call.kept_output()))
+            }
         },
         encode_result,
     )

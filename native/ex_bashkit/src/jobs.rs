@@ -8,7 +8,7 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures_util::FutureExt;
 use rustler::env::SavedTerm;
@@ -16,6 +16,7 @@ use rustler::{Encoder, Env, LocalPid, Monitor, OwnedEnv, Resource, ResourceArc, 
 use tokio::sync::oneshot;
 
 use crate::runtime::interpreters;
+use crate::streaming::Output;
 use crate::sync::lock;
 
 /// A running script as seen from Elixir. Firing `stop` (the caller died or
@@ -29,6 +30,9 @@ pub struct JobHandle {
     progress: Mutex<Progress>,
     /// Taken by whoever answers: the job, or the watchdog for a frozen one.
     reply: Mutex<Option<Recipient>>,
+    /// What the script printed so far, kept for its caller's error even if
+    /// the job never answers (it did not stop at its deadline).
+    output: Mutex<Option<Arc<Output>>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -104,6 +108,7 @@ impl JobHandle {
             monitor: Mutex::new(None),
             progress: Mutex::new(Progress::Sent),
             reply: Mutex::new(Some(reply)),
+            output: Mutex::new(None),
         };
         (handle, StopSignal(rx))
     }
@@ -142,6 +147,19 @@ impl JobHandle {
         if *progress == from {
             *progress = to;
         }
+    }
+
+    /// Keeps a handle on the output the job's script keeps, if it keeps any.
+    pub fn follow_output(&self, output: Option<Arc<Output>>) {
+        *lock(&self.output) = output;
+    }
+
+    /// What the script kept of its output so far: `(stdout, stderr)`.
+    pub fn output_so_far(&self) -> (Vec<u8>, Vec<u8>) {
+        lock(&self.output)
+            .as_ref()
+            .map(|output| output.take_kept())
+            .unwrap_or_default()
     }
 
     /// Marks the job's own work as started (it no longer waits in a queue).
