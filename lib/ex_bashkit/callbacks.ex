@@ -350,8 +350,14 @@ defmodule ExBashkit.Callbacks do
 
   defp invalid({{:builtin, name}, _}, value, table) do
     message =
-      "the builtin returned #{short(value)}; " <>
-        "expected {:ok, iodata}, {:error, iodata} or %ExBashkit.Result{}"
+      case value do
+        %Result{exit_code: code} when not (is_integer(code) and code in 0..255) ->
+          "the builtin returned exit code #{short(code)}, outside 0..255"
+
+        _ ->
+          "the builtin returned #{short(value)}; " <>
+            "expected {:ok, iodata}, {:error, iodata} or %ExBashkit.Result{}"
+      end
 
     {:output, "", "#{name}: #{truncate(message, table.max_reply)}\n", 1}
   end
@@ -382,9 +388,10 @@ defmodule ExBashkit.Callbacks do
   defp describe(:timeout, table), do: "timed out after #{table.timeout} ms"
 
   defp describe({:died, :normal}, _),
-    do: "the callback process exited without answering"
+    do: "the callback process stopped: it exited without answering"
 
-  defp describe({:died, reason}, _), do: "the callback process exited: #{short(reason)}"
+  defp describe({:died, reason}, _),
+    do: "the callback process stopped: it exited: #{short(reason)}"
 
   defp describe({:error, reason, stacktrace}, _) do
     exception = Exception.normalize(:error, reason, stacktrace)

@@ -120,9 +120,10 @@ defmodule ExBashkit.BuiltinsTest do
           {"throws", 1, "throws: threw :ball"},
           {"returns_junk", 1, "returns_junk: the builtin returned {:ok, :not_iodata}"},
           {"returns_atom", 1, "returns_atom: the builtin returned :what"},
-          {"bad_result", 1, "bad_result: the builtin returned %ExBashkit.Result{"},
-          {"kills_itself", 1, "kills_itself: the callback process exited: :killed"},
-          {"linked_crash", 1, "linked_crash: the callback process exited: :linked_boom"},
+          {"bad_result", 1, "bad_result: the builtin returned exit code 999, outside 0..255"},
+          {"kills_itself", 1, "kills_itself: the callback process stopped: it exited: :killed"},
+          {"linked_crash", 1,
+           "linked_crash: the callback process stopped: it exited: :linked_boom"},
           {"sleeps", 124, "sleeps: timed out after 1000 ms"}
         ] do
       @name name

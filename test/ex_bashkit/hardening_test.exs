@@ -83,11 +83,11 @@ defmodule ExBashkit.HardeningTest do
     end
 
     test "name errors name the option they come from, and say UTF-8 when it is that" do
-      assert_raise ArgumentError, ~r/^:python names must be non-empty/, fn ->
+      assert_raise ArgumentError, ~r/^:python builtin names must be non-empty/, fn ->
         Session.new(python: [name: "my py"])
       end
 
-      assert_raise ArgumentError, ~r/^:python names must be valid UTF-8/, fn ->
+      assert_raise ArgumentError, ~r/^:python builtin names must be valid UTF-8/, fn ->
         Session.new(python: [names: [<<0xFF>>]])
       end
 
@@ -150,7 +150,7 @@ defmodule ExBashkit.HardeningTest do
         )
 
       assert %Result{stdout: "after 1\n", stderr: stderr} = run(session, "quit; echo after $?")
-      assert stderr =~ "quit: the callback process exited without answering"
+      assert stderr =~ "quit: the callback process stopped: it exited without answering"
     end
 
     @tag timeout: 10_000

@@ -56,7 +56,7 @@ defmodule ExBashkit.ServerTest do
             {[idle_after: 0], ~r/:idle_after/},
             {[persist: :sometimes], ~r/:persist/},
             {[store: :not_a_store], ~r/:store/},
-            {[session: [limits: [nope: 1]]], ~r/:limits key :nope/},
+            {[session: [limits: [nope: 1]]], ~r/unknown limit :nope in :limits/},
             {[name: "x"], ~r/:name/},
             {[node: "x"], ~r/:node/},
             {[isolation: :vm], ~r/:isolation/},

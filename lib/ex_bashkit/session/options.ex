@@ -303,7 +303,7 @@ defmodule ExBashkit.Session.Options do
 
         {key, _} ->
           raise ArgumentError,
-                "unknown :limits key #{inspect(key)}, expected one of: #{inspect(@limit_keys)}"
+                "unknown limit #{inspect(key)} in :limits, expected one of: #{inspect(@limit_keys)}"
 
         other ->
           raise ArgumentError, ":limits entries must be {key, value}, got: #{inspect(other)}"
@@ -687,7 +687,7 @@ defmodule ExBashkit.Session.Options do
 
     names =
       names
-      |> Enum.map(&{command_name!(":python", &1), true})
+      |> Enum.map(&{command_name!(":python builtin", &1), true})
       |> unique!(":python names the command twice:")
       |> Map.keys()
 

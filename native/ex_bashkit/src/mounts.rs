@@ -88,11 +88,11 @@ async fn host_root(host_path: &str, allowed: Option<&[PathBuf]>) -> Result<PathB
     }
     match allowed {
         Some(prefixes) if !prefixes.iter().any(|prefix| root.starts_with(prefix)) => Err(format!(
-            "host path {} is not under any :allowed_mount_paths entry",
+            "host path {} is rejected: it is not under any :allowed_mount_paths entry",
             root.display()
         )),
         None if bashkit::is_sensitive_mount_path(&root) => Err(format!(
-            "host path {} is a sensitive location and is refused by default; \
+            "host path {} is a sensitive location, rejected by default; \
              list a covering prefix in :allowed_mount_paths to mount it",
             root.display()
         )),
