@@ -117,9 +117,30 @@ defmodule ExBashkit.Precompiled do
 
   @doc "Downloads `url`: `{:ok, bytes}` or `{:error, reason}`."
   def download(url) do
-    {:ok, _} = Application.ensure_all_started(:inets)
-    {:ok, _} = Application.ensure_all_started(:ssl)
+    with :ok <- start_otp_app(:inets), :ok <- start_otp_app(:ssl), do: get(url)
+  end
 
+  # Since Elixir 1.15 Mix prunes the code path while compiling: an OTP
+  # application the project does not list (:inets, :ssl) is not loadable
+  # until it is asked for. Where it is not installed at all, say what to
+  # install instead of falling back to cargo silently.
+  defp start_otp_app(app) do
+    if function_exported?(Mix, :ensure_application!, 1), do: Mix.ensure_application!(app)
+
+    case Application.ensure_all_started(app) do
+      {:ok, _} -> :ok
+      {:error, reason} -> {:error, missing_otp_app(app, reason)}
+    end
+  rescue
+    exception -> {:error, missing_otp_app(app, Exception.message(exception))}
+  end
+
+  defp missing_otp_app(app, reason) do
+    "the OTP application #{inspect(app)} cannot be started (#{inspect(reason)}); it downloads " <>
+      "the precompiled library: install it (on Debian: apt-get install erlang-#{app})"
+  end
+
+  defp get(url) do
     http_options = [
       timeout: 120_000,
       connect_timeout: 10_000,
