@@ -19,9 +19,11 @@
 //! the thread it runs on serves nothing else until it ends. So every thread
 //! records when its current poll began; a thread inside one poll for longer
 //! than [`HOG_THRESHOLD`] is taken as hogged. New sessions, and the next
-//! script of a session whose home is hogged, go to a thread that is not, and
-//! when every thread is hogged the pool starts another (up to
-//! [`MAX_THREADS`]). A job sent to a thread just before it became hogged
+//! script of a session whose home is busy with other work, go to a thread
+//! that has none, and when every thread has some the pool starts another
+//! (up to [`MAX_THREADS`]): a script that never yields holds every script
+//! started on its thread, so work shares a thread only when it must. Past
+//! that, work goes to a thread that is not hogged. A job sent to a thread just before it became hogged
 //! has not started yet: a watchdog moves such jobs out of a hogged thread's
 //! inbox every [`WATCH_INTERVAL`]. What had already started on a hogged
 //! thread (a `sleep` of another session there) waits until the hog ends; its
@@ -85,7 +87,8 @@ const BURN_THRESHOLD: Duration = Duration::from_millis(5);
 /// collection hands the free pages back to the OS.
 const COLLECT_AFTER_FREED_BYTES: isize = 64 << 20;
 
-/// The most interpreter threads the pool grows to when all are hogged.
+/// The most interpreter threads the pool grows to, so that new work finds
+/// an idle thread; past it, work shares threads.
 pub const MAX_THREADS: usize = 64;
 
 /// How often the watchdog looks for jobs waiting on a hogged thread.
@@ -122,6 +125,10 @@ impl Inbox {
         std::mem::take(&mut *self.queue())
     }
 
+    fn is_empty(&self) -> bool {
+        self.queue().is_empty()
+    }
+
     fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Job>> {
         self.jobs.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -130,6 +137,8 @@ impl Inbox {
 /// What a thread is doing, for placement decisions made elsewhere.
 #[derive(Default)]
 struct Load {
+    /// Jobs started on the thread and not yet finished (running or waiting).
+    jobs: AtomicUsize,
     /// When its current poll began ([`now`]), or 0 between polls.
     busy_since: AtomicU64,
     /// The OS thread id, for its priority (0 where unknown).
@@ -276,6 +285,13 @@ struct Timed {
     load: Arc<Load>,
 }
 
+/// A job's end, however it ends (finished, or dropped with its runtime).
+impl Drop for Timed {
+    fn drop(&mut self) {
+        self.load.jobs.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl Future for Timed {
     type Output = ();
 
@@ -369,16 +385,38 @@ impl Interpreters {
             .expect("ex_bashkit: interpreter thread index out of range")
     }
 
-    /// Picks a thread for new work: the next one round robin that is not
-    /// hogged, or a new one when all are.
+    /// Picks a thread for new work: the next one round robin that has
+    /// nothing to do; else a new one, up to [`MAX_THREADS`]; else the next
+    /// one that is not hogged.
+    ///
+    /// Idle threads first, because work that shares a thread shares its
+    /// fate: a script that computes for seconds without yielding holds
+    /// every other script started on its thread, a `sleep` whose time is
+    /// up included (measured in this suite: a fork bomb held its thread
+    /// for 9 s, a 3,000-line printf loop for 1.4 s).
     pub fn assign(&self) -> usize {
         let count = self.started.load(Ordering::Acquire);
         let first = self.next.fetch_add(1, Ordering::Relaxed);
         let now = now();
-        (0..count)
-            .map(|offset| (first + offset) % count)
-            .find(|&index| self.worker(index).load.available(now))
-            .unwrap_or_else(|| self.grow().unwrap_or(first % count))
+        let order = (0..count).map(|offset| (first + offset) % count);
+        if let Some(idle) = order.clone().find(|&index| self.idle(index, now)) {
+            return idle;
+        }
+        self.grow()
+            .or_else(|| {
+                order
+                    .clone()
+                    .find(|&index| self.worker(index).load.available(now))
+            })
+            .unwrap_or(first % count)
+    }
+
+    /// Whether thread `index` takes new work and has none.
+    fn idle(&self, index: usize, now: u64) -> bool {
+        let worker = self.worker(index);
+        worker.load.available(now)
+            && worker.load.jobs.load(Ordering::Relaxed) == 0
+            && worker.inbox.is_empty()
     }
 
     /// A thread for one-shot work (`ExBashkit.exec/1`): the one the last
@@ -388,7 +426,7 @@ impl Interpreters {
     /// a trivial script.
     pub fn assign_warm(&self) -> usize {
         let warm = self.warm.load(Ordering::Relaxed);
-        if self.worker(warm).load.available(now()) {
+        if self.idle(warm, now()) {
             return warm;
         }
         let moved = self.assign();
@@ -396,13 +434,18 @@ impl Interpreters {
         moved
     }
 
-    /// `home` if it is not hogged, else another thread, which becomes home.
+    /// `home` if it has nothing else to do; else an idle thread, which
+    /// becomes home; else `home` if it is not hogged; else another thread.
     pub fn place(&self, home: &AtomicUsize) -> usize {
         let current = home.load(Ordering::Relaxed);
-        if self.worker(current).load.available(now()) {
+        let now = now();
+        if self.idle(current, now) {
             return current;
         }
         let moved = self.assign();
+        if moved != current && !self.idle(moved, now) && self.worker(current).load.available(now) {
+            return current; // no idle thread anywhere: stay where it is warm
+        }
         home.store(moved, Ordering::Relaxed);
         moved
     }
@@ -413,7 +456,7 @@ impl Interpreters {
         let _growing = self.growing.lock().unwrap_or_else(|e| e.into_inner());
         let index = self.started.load(Ordering::Acquire);
         // Another caller may have grown the pool while this one waited.
-        if index > 0 && self.worker(index - 1).load.available(now()) {
+        if index > 0 && self.idle(index - 1, now()) {
             return Some(index - 1);
         }
         let slot = self.workers.get(index)?;
@@ -560,6 +603,7 @@ async fn serve(inbox: Arc<Inbox>, load: Arc<Load>) {
                 continue;
             }
         };
+        load.jobs.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(Timed {
             job,
             load: load.clone(),
