@@ -10,7 +10,14 @@ defmodule ExBashkit.CPythonMemoryTest do
   @cap 128 * 1024 * 1024
 
   test "memory bombs end in MemoryError, with the VM's RSS bounded by the guest cap" do
-    session = Session.new(python: :cpython, limits: [max_python_memory_bytes: @cap])
+    # The dict bomb fills the cap slowly, past the default deadline on a
+    # loaded machine: this test is about memory, so time is no limit here.
+    session =
+      Session.new(
+        python: :cpython,
+        limits: [max_python_memory_bytes: @cap, timeout_ms: 300_000]
+      )
+
     assert ExBashkit.warm_up() == :ok
     assert %Result{stdout: "warm\n"} = run(session, ~S|python3 -c "print('warm')"|)
 

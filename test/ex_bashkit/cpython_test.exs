@@ -74,10 +74,10 @@ defmodule ExBashkit.CPythonTest do
       assert %Result{exit_code: 3} = run(session, ~S|python3 -c "import sys; sys.exit(3)"|)
 
       assert %Result{stdout: "from stdin\n"} =
-               run(session, ~S|echo "print('from stdin')" \| python3|)
+               run(session, ~S{echo "print('from stdin')" | python3})
 
       assert %Result{stdout: "[1,2]\n"} =
-               run(session, ~S|echo '[1,2]' \| python3 -m json.tool --compact|)
+               run(session, ~S{echo '[1,2]' | python3 -m json.tool --compact})
 
       assert %Result{stdout: "4 /work\n"} =
                run(

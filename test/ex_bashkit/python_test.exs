@@ -17,7 +17,7 @@ defmodule ExBashkit.PythonTest do
     :ok = Session.write_file(session, "/work/sum.py", "import sys\nprint(sum([1, 2, 3]))\n")
     assert %Result{stdout: "6\n"} = run(session, "python /work/sum.py")
 
-    assert %Result{stdout: "piped\n"} = run(session, ~S|echo "print('piped')" \| python3|)
+    assert %Result{stdout: "piped\n"} = run(session, ~S{echo "print('piped')" | python3})
   end
 
   test "python shares the session filesystem both ways", %{session: session} do
@@ -40,7 +40,7 @@ defmodule ExBashkit.PythonTest do
     assert %Result{stdout: "10\n"} =
              run(session, ~S|export N=4; python3 -c "import os; print(int(os.getenv('N')) + 6)"|)
 
-    assert %Result{stdout: "3\n"} = run(session, ~S|python3 -c "print('a\nb\nc')" \| wc -l|)
+    assert %Result{stdout: "3\n"} = run(session, ~S{python3 -c "print('a\nb\nc')" | wc -l})
   end
 
   test "an exception exits non-zero with a traceback on stderr", %{session: session} do
