@@ -21,3 +21,7 @@ echo "==> cargo clippy -- -D warnings"
 cargo clippy --release --all-targets -- -D warnings
 echo "==> cargo test"
 cargo test --release
+
+cd ../..
+echo "==> the Elixir suite on Debian 13's Elixir/OTP"
+bash scripts/test_trixie.sh

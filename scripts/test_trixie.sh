@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The Elixir suite again on Debian 13's Elixir 1.18 / OTP 27 (what most
+# users run; scripts/test.sh runs it on Debian 12's 1.14 / 25), in a
+# debootstrap chroot kept between runs. The chroot sees this checkout, the
+# Rust toolchain and the NIF library scripts/test.sh built at the same
+# paths, so nothing is rebuilt; its own _build is _build_trixie.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$PWD"
+root="${EX_BASHKIT_TRIXIE_ROOT:-/var/cache/ex_bashkit-trixie}"
+# gcc: cargo links a build script if anything in the shared target/ must
+# be built again (it should not).
+packages="elixir erlang-dev erlang-nox erlang-inets tmux procps gcc libc6-dev ca-certificates"
+
+if [ ! -x "$root/usr/bin/elixir" ]; then
+  echo "==> Debian 13 (trixie) chroot in $root"
+  if ! command -v debootstrap >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  fi
+  rm -rf "$root"
+  debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian >/dev/null
+  chroot "$root" apt-get update -qq
+  # shellcheck disable=SC2086
+  DEBIAN_FRONTEND=noninteractive chroot "$root" \
+    apt-get install -y -qq --no-install-recommends $packages >/dev/null
+fi
+cp /etc/hosts /etc/resolv.conf "$root/etc/" 2>/dev/null || true
+
+mounted=()
+cleanup() {
+  for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+    umount -R -l "${mounted[i]}" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+bind() {
+  mkdir -p "$root$1"
+  mount --rbind "$1" "$root$1"
+  mounted+=("$root$1")
+}
+mount -t proc proc "$root/proc"
+mounted+=("$root/proc")
+bind /dev
+bind "$repo"
+bind "$HOME/.cargo"
+bind "$HOME/.rustup"
+
+echo "==> on $(chroot "$root" elixir --short-version 2>/dev/null || echo '?') / OTP $(chroot "$root" erl -noshell -eval 'io:put_chars(erlang:system_info(otp_release)), halt().')"
+chroot "$root" /usr/bin/env -i \
+  HOME="$HOME" PATH="$HOME/.cargo/bin:/usr/local/bin:/usr/bin:/bin" \
+  LANG=C.UTF-8 LC_ALL=C.UTF-8 MIX_ENV=test MIX_BUILD_ROOT="$repo/_build_trixie" \
+  EX_BASHKIT_NEED_TMUX=1 CI="${CI:-}" \
+  bash -c "cd '$repo' && echo '==> mix compile --warnings-as-errors (Elixir 1.18)' &&
+           mix compile --warnings-as-errors && echo '==> mix test (Elixir 1.18)' && mix test"
