@@ -10,9 +10,10 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.LiveControl
   doctest ExBashkit.Guides.SandboxPerConversation
   doctest ExBashkit.Guides.AgentTools
+  doctest ExBashkit.Guides.ComingFrom017
 
   test "every guide is doctested here" do
     guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 8
+    assert length(guides) == 9
   end
 end
