@@ -33,6 +33,15 @@ defmodule ContainmentBench do
       "for i in $(seq 300); do seq 100000 & done; wait"
     )
 
+    row("30,000 × `time ` (150 KB)", [], String.duplicate("time ", 30_000) <> "true")
+    row("`eval` nested 10,000 deep (50 KB)", [], String.duplicate("eval ", 10_000) <> "echo hi")
+
+    row(
+      ~S|`e='eval "$e"'; eval "$e"`, timeout_ms: 10000|,
+      [timeout_ms: 10_000],
+      ~S|e='eval "$e"'; eval "$e"|
+    )
+
     row("`[[ a && … ]]` (500 KB), timeout_ms: 5000", [timeout_ms: 5_000], conjunction(100_000))
     four_hogs()
   end

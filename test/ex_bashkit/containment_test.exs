@@ -102,12 +102,13 @@ defmodule ExBashkit.ContainmentTest do
       waiting = Task.async(fn -> Session.exec(sleeper, "ready; sleep 0.3; echo awake") end)
       assert_receive :asleep_next, 5_000
 
-      # Seconds each, and longer together on two cores; one per thread, so
-      # round robin would put one beside the sleeper.
+      # Seconds each, and longer together on two cores. In a VM that just
+      # started (4 threads) round robin put one of these beside the sleeper;
+      # a pool grown by earlier tests may have more threads than runaways.
       hog = "[[ " <> Enum.join(List.duplicate("a", 25_000), " && ") <> " ]]"
 
       hogs =
-        for _ <- 1..ExBashkit.stats().threads do
+        for _ <- 1..4 do
           session = Session.new(limits: [timeout_ms: 120_000])
           Task.async(fn -> Session.exec(session, hog) end)
         end
@@ -281,9 +282,10 @@ defmodule ExBashkit.ContainmentTest do
           |> Task.await_many(40_000)
         end)
 
+      # Its stack and the syntax trees of its parses count; the message
+      # names whichever took more (tests/memory.rs checks the stack alone).
       for outcome <- outcomes do
         assert {:error, message} = outcome
-        assert message =~ "its stack included"
         assert message =~ "(limit :max_script_memory_bytes)"
       end
 

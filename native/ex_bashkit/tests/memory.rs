@@ -142,3 +142,43 @@ fn live_bytes_follow_allocations() {
     assert!(during - before > 48 * MIB as i64, "{before} {during}");
     assert!(during - after > 48 * MIB as i64, "{during} {after}");
 }
+
+/// Recursion `depth` deep, with frames of 16 KiB that allocate a little
+/// at each level (as an interpreter's do).
+#[inline(never)]
+fn recurse(depth: usize) -> usize {
+    let frame = std::hint::black_box([1u8; 16 * 1024]);
+    let small = std::hint::black_box(vec![1u8; 16]);
+    if depth == 0 {
+        usize::from(frame[0])
+    } else {
+        recurse(depth - 1) + small.len() - 15
+    }
+}
+
+#[test]
+fn a_deep_recursion_is_charged_to_the_cap_with_the_stack() {
+    std::thread::Builder::new()
+        .stack_size(256 * MIB)
+        .spawn(|| {
+            memory::watch_stack();
+            // 2,000 frames of 16 KiB: 32 MiB of stack, almost no heap.
+            let (deep, cancel, _) = account(8 * MIB);
+            let mut script = Metered::new(&deep, async { recurse(2_000) });
+            assert_eq!(poll_once(&mut script), Poll::Ready(2_001));
+            let (message, limit) = deep.verdict().expect("stopped over its cap");
+            assert!(message.contains("its stack included"), "{message}");
+            assert_eq!(limit, "max_script_memory_bytes");
+            assert!(cancel.load(Ordering::Acquire));
+
+            // A shallow script on the same thread is not charged its stack.
+            let (shallow, cancel, _) = account(8 * MIB);
+            let mut script = Metered::new(&shallow, async { recurse(10) });
+            assert_eq!(poll_once(&mut script), Poll::Ready(11));
+            assert_eq!(shallow.verdict(), None);
+            assert!(!cancel.load(Ordering::Acquire));
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
