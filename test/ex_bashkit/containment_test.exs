@@ -92,33 +92,6 @@ defmodule ExBashkit.ContainmentTest do
   end
 
   describe "a runaway stalls nobody else" do
-    # A script that never yields holds every script started on its thread;
-    # new work goes to idle threads first, so it does not land beside one.
-    @tag timeout: 150_000
-    test "runaways started after a sleeping script do not hold it" do
-      test = self()
-      ready = fn _ -> send(test, :asleep_next) && {:ok, ""} end
-      sleeper = Session.new(builtins: %{"ready" => ready})
-      waiting = Task.async(fn -> Session.exec(sleeper, "ready; sleep 0.3; echo awake") end)
-      assert_receive :asleep_next, 5_000
-
-      # Seconds each, and longer together on two cores. In a VM that just
-      # started (4 threads) round robin put one of these beside the sleeper;
-      # a pool grown by earlier tests may have more threads than runaways.
-      hog = "[[ " <> Enum.join(List.duplicate("a", 25_000), " && ") <> " ]]"
-
-      hogs =
-        for _ <- 1..4 do
-          session = Session.new(limits: [timeout_ms: 120_000])
-          Task.async(fn -> Session.exec(session, hog) end)
-        end
-
-      # Ten times its sleep.
-      assert {:ok, %Result{stdout: "awake\n"}} = Task.await(waiting, 3_000)
-      # The runaways end by themselves; later tests get the threads back.
-      for task <- hogs, do: assert({:ok, _} = Task.await(task, 120_000))
-    end
-
     # The hogs run for longer than the test may take, together.
     @tag timeout: 8_000
     test "new sessions keep answering while every interpreter thread is hogged", ctx do

@@ -21,9 +21,10 @@
 //! than [`HOG_THRESHOLD`] is taken as hogged. New sessions, and the next
 //! script of a session whose home is busy with other work, go to a thread
 //! that has none, and when every thread has some the pool starts another
-//! (up to [`MAX_THREADS`]): a script that never yields holds every script
+//! (up to four per core): a script that never yields holds every script
 //! started on its thread, so work shares a thread only when it must. Past
-//! that, work goes to a thread that is not hogged. A job sent to a thread just before it became hogged
+//! that, work goes to a thread that is not hogged, and when every thread
+//! is hogged the pool starts another (up to [`MAX_THREADS`]). A job sent to a thread just before it became hogged
 //! has not started yet: a watchdog moves such jobs out of a hogged thread's
 //! inbox every [`WATCH_INTERVAL`]. What had already started on a hogged
 //! thread (a `sleep` of another session there) waits until the hog ends; its
@@ -87,9 +88,19 @@ const BURN_THRESHOLD: Duration = Duration::from_millis(5);
 /// collection hands the free pages back to the OS.
 const COLLECT_AFTER_FREED_BYTES: isize = 64 << 20;
 
-/// The most interpreter threads the pool grows to, so that new work finds
-/// an idle thread; past it, work shares threads.
+/// The most interpreter threads the pool grows to when all are hogged.
 pub const MAX_THREADS: usize = 64;
+
+/// How many threads the pool grows to so that new work finds an idle one:
+/// four per core, at least 8. Past it, work shares threads (a burst of
+/// waiting scripts must not leave dozens of threads behind).
+fn spread_threads() -> usize {
+    static SPREAD: OnceLock<usize> = OnceLock::new();
+    *SPREAD.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        (cores * 4).clamp(8, MAX_THREADS)
+    })
+}
 
 /// How often the watchdog looks for jobs waiting on a hogged thread.
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(5);
@@ -386,8 +397,9 @@ impl Interpreters {
     }
 
     /// Picks a thread for new work: the next one round robin that has
-    /// nothing to do; else a new one, up to [`MAX_THREADS`]; else the next
-    /// one that is not hogged.
+    /// nothing to do; else a new one, up to [`spread_threads`]; else the
+    /// next one that is not hogged, or a new one when all are (up to
+    /// [`MAX_THREADS`]).
     ///
     /// Idle threads first, because work that shares a thread shares its
     /// fate: a script that computes for seconds without yielding holds
@@ -402,13 +414,15 @@ impl Interpreters {
         if let Some(idle) = order.clone().find(|&index| self.idle(index, now)) {
             return idle;
         }
-        self.grow()
-            .or_else(|| {
-                order
-                    .clone()
-                    .find(|&index| self.worker(index).load.available(now))
-            })
-            .unwrap_or(first % count)
+        if count < spread_threads() {
+            if let Some(grown) = self.grow() {
+                return grown;
+            }
+        }
+        order
+            .clone()
+            .find(|&index| self.worker(index).load.available(now))
+            .unwrap_or_else(|| self.grow().unwrap_or(first % count))
     }
 
     /// Whether thread `index` takes new work and has none.
