@@ -18,12 +18,27 @@ defmodule ExBashkit.ContainmentTest do
   # interpreter thread busy for several seconds here.
   @hog "touch /started; [[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"
 
+  # The module's own budget bounds the wait for its runaways at the end:
+  # a dozen of them, each seconds of CPU at idle priority on two cores.
+  @moduletag timeout: 300_000
+
   setup_all do
     {:ok, runaways} = Agent.start(fn -> [] end)
 
+    # Runaways end by themselves: wait for them, so that the modules after
+    # this one get their threads back, within ExUnit's 60 s for an on_exit
+    # (a dozen runaways take seconds of CPU each at idle priority).
     on_exit(fn ->
+      until = System.monotonic_time(:millisecond) + 50_000
+      over? = fn -> System.monotonic_time(:millisecond) > until end
+
       for session <- Agent.get(runaways, & &1) do
-        wait_until(fn -> match?({:ok, _}, Session.exec(session, "true")) end, 1_000)
+        wait_until(
+          fn ->
+            over?.() or match?({:ok, _}, Session.exec(session, "true", timeout_ms: 1_000))
+          end,
+          100_000
+        )
       end
 
       Agent.stop(runaways)
