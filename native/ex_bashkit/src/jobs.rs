@@ -245,6 +245,7 @@ where
         if let Some(monitor) = lock(&running.monitor).take() {
             running.demonitor(None, &monitor);
         }
+        crate::runtime::job_done();
         running.answer(|env| match outcome {
             Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
             Err(error) => (crate::atoms::error(), error).encode(env),

@@ -24,8 +24,9 @@
 //! (up to four per core): a script that never yields holds every script
 //! started on its thread, so work shares a thread only when it must. Past
 //! that, work goes to a thread that is not hogged, and when every thread
-//! is hogged the pool starts another (up to [`MAX_THREADS`]). A job sent to a thread just before it became hogged
-//! has not started yet: a watchdog moves such jobs out of a hogged thread's
+//! is hogged the pool starts another (up to [`MAX_THREADS`]). A job sent
+//! to a thread just before it became hogged has not started yet: a
+//! watchdog moves such jobs out of a hogged thread's
 //! inbox every [`WATCH_INTERVAL`]. What had already started on a hogged
 //! thread (a `sleep` of another session there) waits until the hog ends; its
 //! caller is still answered at its deadline (see `ExBashkit.Execution`).
@@ -290,16 +291,41 @@ fn now() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
 }
 
-/// A job whose polls are timed on its thread's [`Load`].
+/// A job whose polls are timed on its thread's [`Load`], and which counts
+/// in its `jobs` until it says it is done ([`job_done`]) or ends.
 struct Timed {
     job: Job,
     load: Arc<Load>,
+    counted: bool,
+}
+
+thread_local! {
+    /// While a job is polled: its thread's [`Load`], and whether the job
+    /// said it is done.
+    static POLLING: Cell<(*const Load, bool)> = const { Cell::new((std::ptr::null(), false)) };
+}
+
+/// The job being polled on this thread has answered its caller: it no
+/// longer counts as work there. Called before the answer is sent, so the
+/// caller's next script finds the thread idle and stays on it.
+pub fn job_done() {
+    let _ = POLLING.try_with(|polling| {
+        let (load, done) = polling.get();
+        if !load.is_null() && !done {
+            // SAFETY: set by `Timed::poll` from the `Arc<Load>` it holds,
+            // for the duration of that poll, which is the caller's.
+            unsafe { &*load }.jobs.fetch_sub(1, Ordering::Relaxed);
+            polling.set((load, true));
+        }
+    });
 }
 
 /// A job's end, however it ends (finished, or dropped with its runtime).
 impl Drop for Timed {
     fn drop(&mut self) {
-        self.load.jobs.fetch_sub(1, Ordering::Relaxed);
+        if self.counted {
+            self.load.jobs.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -308,7 +334,10 @@ impl Future for Timed {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         self.load.busy_since.store(now(), Ordering::Relaxed);
+        let previous = POLLING.replace((Arc::as_ptr(&self.load), !self.counted));
         let poll = self.job.as_mut().poll(cx);
+        let (_, done) = POLLING.replace(previous);
+        self.counted &= !done;
         self.load.busy_since.store(0, Ordering::Relaxed);
         // A script that recursed deep leaves no resident stack behind, and
         // one that freed much leaves no freed pages resident: mimalloc
@@ -621,6 +650,7 @@ async fn serve(inbox: Arc<Inbox>, load: Arc<Load>) {
         tokio::spawn(Timed {
             job,
             load: load.clone(),
+            counted: true,
         });
         stay_awake();
     }
