@@ -36,6 +36,8 @@ defmodule ExBashkit.Native do
   def session_rename(_session, _from, _to), do: err()
   def session_stat(_session, _path), do: err()
   def set_panic_reporter(_pid), do: err()
+  def worker_guard(_owner), do: err()
+  def worker_kill(_os_pid), do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

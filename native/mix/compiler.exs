@@ -25,6 +25,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   # What the installed library is: the source digest and features it was
   # built from, or the precompiled artifact's checksum.
   @stamp @dest <> ".sources"
+  # The worker process of `isolation: :process` sessions, built beside it.
+  @worker "ex_bashkit_worker"
   @features [:python, :cpython, :jq, :network, :mounts]
   @default_url "https://github.com/ex-bashkit/ex_bashkit/releases/download/v"
 
@@ -166,7 +168,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
     sources =
       [Path.join(@crate, "Cargo.toml"), Path.join(@crate, "Cargo.lock")] ++
         (Path.wildcard(Path.join(@crate, "src/**/*.rs")) --
-           Path.wildcard(Path.join(@crate, "src/bin/**/*.rs")))
+           Path.wildcard(Path.join(@crate, "src/bin/bench_*.rs")))
 
     sources
     |> Enum.sort()
@@ -203,7 +205,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
       )
     else
       args =
-        ["build", "--release", "--lib", "--manifest-path", Path.join(@crate, "Cargo.toml")] ++
+        ["build", "--release", "--lib", "--bin", @worker] ++
+          ["--manifest-path", Path.join(@crate, "Cargo.toml")] ++
           if features == @features,
             do: [],
             else: ["--no-default-features", "--features", Enum.join(features, ",")]
@@ -227,6 +230,9 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
       )
 
     if built do
+      # The worker of `isolation: :process` goes first: the stamp, written
+      # with the library, says both are in place.
+      install_file(Path.join([target, "release", @worker]), worker_dest(), 0o755)
       install_bytes(File.read!(Path.join([target, "release", built])), stamp)
     else
       error("cargo succeeded but no library was found under #{target}/release")
@@ -236,13 +242,28 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   # A running VM may have the old library loaded: overwriting its file in
   # place can crash it, while a rename leaves its inode alone.
   defp install_bytes(library, stamp) do
-    File.mkdir_p!(Path.dirname(@dest))
-    partial = "#{@dest}.#{System.unique_integer([:positive])}.partial"
-    File.write!(partial, library)
-    File.rename!(partial, @dest)
+    replace(@dest, &File.write!(&1, library))
     File.write!(@stamp, stamp)
     {:ok, []}
   end
+
+  # Running workers keep the old executable's inode, as the VM keeps the
+  # old library's.
+  defp install_file(source, dest, mode) do
+    replace(dest, fn partial ->
+      File.cp!(source, partial)
+      File.chmod!(partial, mode)
+    end)
+  end
+
+  defp replace(dest, write) do
+    File.mkdir_p!(Path.dirname(dest))
+    partial = "#{dest}.#{System.unique_integer([:positive])}.partial"
+    write.(partial)
+    File.rename!(partial, dest)
+  end
+
+  defp worker_dest, do: Path.join(Path.dirname(@dest), @worker)
 
   defp error(message) do
     Mix.shell().error(message)

@@ -9,7 +9,7 @@
 //! script is a parked task, and the thread keeps serving other sessions.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rustler::{
     Atom, Decoder, Encoder, Env, LocalPid, NifResult, NifTaggedEnum, NifUnitEnum, OwnedEnv,
@@ -193,6 +193,14 @@ impl Encoder for Failure {
 #[derive(Default)]
 pub struct Channel {
     server: Mutex<Option<LocalPid>>,
+    /// A session in a worker process sends its calls to its host instead.
+    remote: Option<Arc<dyn Remote>>,
+}
+
+/// How a worker process's session sends a call to its host
+/// (`worker/calls.rs`); the answer arrives on the receiver.
+pub trait Remote: Send + Sync {
+    fn send(&self, request: &Request<'_>) -> Result<oneshot::Receiver<Reply>, String>;
 }
 
 /// Names the server for the current script; clears it when dropped, so a
@@ -206,6 +214,14 @@ impl Drop for Serving<'_> {
 }
 
 impl Channel {
+    /// A channel whose calls go to `remote`.
+    pub fn remote(remote: Arc<dyn Remote>) -> Self {
+        Self {
+            server: Mutex::default(),
+            remote: Some(remote),
+        }
+    }
+
     pub fn serve(&self, server: Option<LocalPid>) -> Serving<'_> {
         *lock(&self.server) = server;
         Serving(self)
@@ -254,11 +270,17 @@ impl Channel {
         if !runtime::on_interpreter_thread() {
             return Err("builtins and virtual_fs backends serve scripts only".into());
         }
-        let (sender, answer) = oneshot::channel();
-        let pending = ResourceArc::new(PendingCall {
-            reply: Mutex::new(Some(sender)),
-        });
-        self.send(&request, pending)?;
+        let answer = match &self.remote {
+            Some(remote) => remote.send(&request)?,
+            None => {
+                let (sender, answer) = oneshot::channel();
+                let pending = ResourceArc::new(PendingCall {
+                    reply: Mutex::new(Some(sender)),
+                });
+                self.send(&request, pending)?;
+                answer
+            }
+        };
         // The answer usually comes back within microseconds: stay awake.
         runtime::stay_awake();
         // The sender is dropped unanswered only if Elixir dropped the call.

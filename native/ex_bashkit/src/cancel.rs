@@ -9,14 +9,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rustler::ResourceArc;
-
-use crate::jobs::{JobHandle, Stop};
+use crate::jobs::{Job, Stop};
 use crate::sync::lock;
 
 /// A session's running script, if any, and its interpreter's flag.
 pub struct Running {
-    current: Mutex<Option<ResourceArc<JobHandle>>>,
+    current: Mutex<Option<Arc<dyn Job>>>,
     flag: Arc<AtomicBool>,
 }
 
@@ -34,10 +32,10 @@ impl Running {
     /// Marks `job` as the running script, with the flag down. The flag is
     /// only set or cleared under the lock, so a cancel meant for one script
     /// can never land on the next.
-    pub fn enter(&self, job: &ResourceArc<JobHandle>) -> Registration<'_> {
+    pub fn enter(&self, job: Arc<dyn Job>) -> Registration<'_> {
         let mut current = lock(&self.current);
         self.flag.store(false, Ordering::Release);
-        *current = Some(job.clone());
+        *current = Some(job);
         Registration(self)
     }
 

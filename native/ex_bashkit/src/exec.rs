@@ -10,7 +10,7 @@ use bashkit::{Bash, ExecResult, LimitExceeded};
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, ResourceArc, Term};
 
 use crate::exec_options::{Call, ExecOptions};
-use crate::jobs::{spawn_job, JobHandle, Outcome, Whereabouts};
+use crate::jobs::{spawn_job, Job, JobHandle, Outcome, StopSignal, Whereabouts};
 use crate::memory::{Account, Metered};
 use crate::nesting;
 use crate::options::SessionOptions;
@@ -43,8 +43,8 @@ fn encode_result(env: Env<'_>, result: ExecResult) -> Term<'_> {
     (stdout, stderr, result.exit_code, truncated).encode(env)
 }
 
-fn script_text(script: Binary) -> Result<String, String> {
-    String::from_utf8(script.as_slice().to_vec()).map_err(|e| {
+pub(crate) fn script_text(script: &[u8]) -> Result<String, String> {
+    String::from_utf8(script.to_vec()).map_err(|e| {
         format!(
             "script is not valid UTF-8 (invalid byte at offset {})",
             e.utf8_error().valid_up_to()
@@ -53,11 +53,11 @@ fn script_text(script: Binary) -> Result<String, String> {
 }
 
 /// One script's run: its memory cap, the flag set if it is frozen (then
-/// `handle` is answered by the watchdog), and the call's own options.
+/// `job` is answered at once), and the call's own options.
 struct Run<'r> {
     max_memory: usize,
     frozen: &'r Arc<AtomicBool>,
-    handle: &'r ResourceArc<JobHandle>,
+    job: Arc<dyn Job>,
     call: &'r mut Call,
 }
 
@@ -75,7 +75,7 @@ async fn run_script(
         cancel.clone(),
         run.frozen.clone(),
     ));
-    let answer = run.handle.clone();
+    let answer = run.job;
     account.on_freeze(move |message, limit| answer.fail(ScriptError::limit(message, limit)));
     let options = run.call.bashkit_options();
     let metered = Metered::new(&account, bash.exec_with_options(script, options));
@@ -93,6 +93,52 @@ async fn run_script(
     }
 }
 
+/// Runs `script` on `session` once the scripts queued before it are done,
+/// for `job` (in the VM or in a worker process). `callback_server` serves
+/// its builtins and virtual_fs calls in the VM; a worker's session reaches
+/// its host instead.
+pub(crate) async fn run_on_session(
+    session: &SessionResource,
+    script: &str,
+    mut call: Call,
+    job: Arc<dyn Job>,
+    callback_server: Option<LocalPid>,
+    stop: StopSignal,
+) -> Outcome<ExecResult, ScriptError> {
+    job.follow_output(call.output.clone());
+    let work = async {
+        nesting::check(script, session.max_nesting)
+            .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+        let mut bash = session.bash.lock().await;
+        session.usable()?;
+        job.started();
+        let _serving = session.callbacks.serve(callback_server);
+        let tidy = Tidy::before(&session.untidy, &mut bash).await;
+        session.call_scope.settle(&mut bash);
+        let scope = session
+            .call_scope
+            .enter(&mut bash, &call.env, call.cwd.as_deref());
+        let outcome = match scope.await {
+            Ok(()) => {
+                let _running = session.running.enter(job.clone());
+                let run = Run {
+                    max_memory: session.max_script_memory,
+                    frozen: &session.frozen,
+                    job: job.clone(),
+                    call: &mut call,
+                };
+                run_script(&mut bash, script, run).await
+            }
+            Err(message) => Err(ScriptError::from(message)),
+        };
+        session.call_scope.settle(&mut bash);
+        tidy.after(&mut bash, &outcome).await;
+        outcome
+    };
+    let outcome = stop.guard(work).await;
+    outcome.map_err(|error| error.with_output(call.kept_output()))
+}
+
 /// Runs `script` on the session, after any script already queued on it.
 /// `callback_server` serves its builtins and virtual_fs calls, if it has
 /// any; `options` are the call's own (`nil` for none).
@@ -106,50 +152,17 @@ fn session_exec<'a>(
     callback_server: Option<LocalPid>,
     options: Option<ExecOptions<'a>>,
 ) -> Result<ResourceArc<JobHandle>, String> {
-    let script = script_text(script)?;
+    let script = script_text(script.as_slice())?;
     session.usable()?;
-    let mut call = Call::new(options, session.output_caps);
+    let call = Call::new(options, session.output_caps);
     spawn_job(
         env,
         interpreters()?.place(&session.worker),
         pid,
         tag,
         |handle, stop| {
-            handle.follow_output(call.output.clone());
-            async move {
-                let work = async {
-                    nesting::check(&script, session.max_nesting)
-                        .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
-                    let mut bash = session.bash.lock().await;
-                    session.usable()?;
-                    handle.started();
-                    let _serving = session.callbacks.serve(callback_server);
-                    let tidy = Tidy::before(&session.untidy, &mut bash).await;
-                    session.call_scope.settle(&mut bash);
-                    let scope = session
-                        .call_scope
-                        .enter(&mut bash, &call.env, call.cwd.as_deref());
-                    let outcome = match scope.await {
-                        Ok(()) => {
-                            let _running = session.running.enter(&handle);
-                            let (max_memory, frozen) = (session.max_script_memory, &session.frozen);
-                            let run = Run {
-                                max_memory,
-                                frozen,
-                                handle: &handle,
-                                call: &mut call,
-                            };
-                            run_script(&mut bash, &script, run).await
-                        }
-                        Err(message) => Err(ScriptError::from(message)),
-                    };
-                    session.call_scope.settle(&mut bash);
-                    tidy.after(&mut bash, &outcome).await;
-                    outcome
-                };
-                let outcome = stop.guard(work).await;
-                outcome.map_err(|error| error.with_output(call.kept_output()))
-            }
+            let job: Arc<dyn Job> = Arc::new(handle);
+            async move { run_on_session(&session, &script, call, job, callback_server, stop).await }
         },
         encode_result,
     )
@@ -194,7 +207,7 @@ fn exec_once<'a>(
     pid: LocalPid,
     tag: Term<'a>,
 ) -> Result<ResourceArc<JobHandle>, String> {
-    let script = script_text(script)?;
+    let script = script_text(script.as_slice())?;
     let worker = interpreters()?.assign_warm();
     spawn_job(
         env,
@@ -206,11 +219,11 @@ fn exec_once<'a>(
                 handle.started();
                 nesting::check(&script, options.limits.nesting_depth())
                     .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
-                let mut bash = options.build(&Default::default()).await?;
+                let mut bash = options.build(&Arc::default()).await?;
                 let run = Run {
                     max_memory: options.limits.script_memory(),
                     frozen: &Arc::new(AtomicBool::new(false)),
-                    handle: &handle,
+                    job: Arc::new(handle),
                     call: &mut Call::default(),
                 };
                 run_script(&mut bash, &script, run).await

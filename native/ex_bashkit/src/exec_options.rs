@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use rustler::{LocalPid, NifStruct, Term};
 
-use crate::streaming::Output;
+use crate::streaming::{Listen, Listener, Output};
 use crate::terms::Bytes;
 
 #[derive(NifStruct)]
@@ -30,8 +30,8 @@ pub struct Call {
     pub env: Vec<(String, String)>,
     pub cwd: Option<String>,
     pub output: Option<Arc<Output>>,
-    stdin: Option<Vec<u8>>,
-    args: Option<Vec<String>>,
+    pub stdin: Option<Vec<u8>>,
+    pub args: Option<Vec<String>>,
 }
 
 impl Call {
@@ -46,8 +46,14 @@ impl Call {
             timeout: options.timeout_ms.map(Duration::from_millis),
             env: options.env,
             cwd: options.cwd,
-            output: streamed
-                .then(|| Arc::new(Output::new(options.stream_to, options.keep_output, caps))),
+            output: streamed.then(|| {
+                let listeners = options
+                    .stream_to
+                    .into_iter()
+                    .map(|(pid, tag)| Box::new(Listener::new(pid, tag)) as Box<dyn Listen>)
+                    .collect();
+                Arc::new(Output::new(listeners, options.keep_output, caps))
+            }),
             stdin: options.stdin.map(|Bytes(bytes)| bytes),
             args: options.args,
         }

@@ -18,7 +18,7 @@ use crate::runtime::interpreters;
 use crate::session::SessionResource;
 use crate::terms::bytes;
 
-type FsResult<T> = Result<T, String>;
+pub(crate) type FsResult<T> = Result<T, String>;
 
 /// The reply of an operation with no value: `:ok` or `{:error, message}`.
 pub struct Done(FsResult<()>);
@@ -43,6 +43,48 @@ fn run<T>(
     interpreters()?
         .block_on(session.worker.load(Ordering::Relaxed), op)
         .map_err(|e| error::for_path(path, &e))
+}
+
+/// The file API on one session, shared by the NIFs below and by worker
+/// processes (`worker.rs`).
+pub(crate) fn read_file(session: &SessionResource, path: &str) -> FsResult<Vec<u8>> {
+    run(session, path, session.fs.read_file(Path::new(path)))
+}
+
+pub(crate) fn write_file(session: &SessionResource, path: &str, content: &[u8]) -> FsResult<()> {
+    let target = Path::new(path);
+    let parent = target.parent().unwrap_or(Path::new("/"));
+    run(session, path, session.fs.mkdir(parent, true))
+        .and_then(|()| run(session, path, session.fs.write_file(target, content)))
+}
+
+pub(crate) fn list_dir(session: &SessionResource, path: &str) -> FsResult<Vec<(String, FileKind)>> {
+    let mut entries = run(session, path, session.fs.read_dir(Path::new(path)))?;
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(entries
+        .into_iter()
+        .map(|entry| (entry.name, FileKind::from(entry.metadata.file_type)))
+        .collect())
+}
+
+pub(crate) fn mkdir(session: &SessionResource, path: &str, parents: bool) -> FsResult<()> {
+    run(session, path, session.fs.mkdir(Path::new(path), parents))
+}
+
+pub(crate) fn remove(session: &SessionResource, path: &str, recursive: bool) -> FsResult<()> {
+    run(session, path, session.fs.remove(Path::new(path), recursive))
+}
+
+pub(crate) fn rename(session: &SessionResource, from: &str, to: &str) -> FsResult<()> {
+    let op = session.fs.rename(Path::new(from), Path::new(to));
+    reachable(session, to).and_then(|()| run(session, from, op))
+}
+
+pub(crate) fn stat(session: &SessionResource, path: &str) -> FsResult<(FileKind, u64)> {
+    let Metadata {
+        file_type, size, ..
+    } = run(session, path, session.fs.stat(Path::new(path)))?;
+    Ok((FileKind::from(file_type), size))
 }
 
 /// Paths under a `:virtual_fs` mount belong to its backend, which serves
@@ -70,8 +112,7 @@ fn session_read_file<'a>(
     session: ResourceArc<SessionResource>,
     path: String,
 ) -> FsResult<Binary<'a>> {
-    let content = run(&session, &path, session.fs.read_file(Path::new(&path)))?;
-    Ok(bytes(env, &content))
+    Ok(bytes(env, &read_file(&session, &path)?))
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
@@ -80,12 +121,7 @@ fn session_write_file(
     path: String,
     content: Binary,
 ) -> Done {
-    let target = Path::new(&path);
-    let parent = target.parent().unwrap_or(Path::new("/"));
-    Done(
-        run(&session, &path, session.fs.mkdir(parent, true))
-            .and_then(|()| run(&session, &path, session.fs.write_file(target, &content))),
-    )
+    Done(write_file(&session, &path, &content))
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
@@ -93,43 +129,25 @@ fn session_list_dir(
     session: ResourceArc<SessionResource>,
     path: String,
 ) -> FsResult<Vec<(String, FileKind)>> {
-    let mut entries = run(&session, &path, session.fs.read_dir(Path::new(&path)))?;
-    entries.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(entries
-        .into_iter()
-        .map(|entry| (entry.name, FileKind::from(entry.metadata.file_type)))
-        .collect())
+    list_dir(&session, &path)
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
 fn session_mkdir(session: ResourceArc<SessionResource>, path: String, parents: bool) -> Done {
-    Done(run(
-        &session,
-        &path,
-        session.fs.mkdir(Path::new(&path), parents),
-    ))
+    Done(mkdir(&session, &path, parents))
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
 fn session_remove(session: ResourceArc<SessionResource>, path: String, recursive: bool) -> Done {
-    Done(run(
-        &session,
-        &path,
-        session.fs.remove(Path::new(&path), recursive),
-    ))
+    Done(remove(&session, &path, recursive))
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
 fn session_rename(session: ResourceArc<SessionResource>, from: String, to: String) -> Done {
-    let op = session.fs.rename(Path::new(&from), Path::new(&to));
-    Done(reachable(&session, &to).and_then(|()| run(&session, &from, op)))
+    Done(rename(&session, &from, &to))
 }
 
-/// `{type, size}` of `path`, following symlinks like `stat(2)`.
 #[rustler::nif(schedule = "DirtyIo")]
 fn session_stat(session: ResourceArc<SessionResource>, path: String) -> FsResult<(FileKind, u64)> {
-    let Metadata {
-        file_type, size, ..
-    } = run(&session, &path, session.fs.stat(Path::new(&path)))?;
-    Ok((FileKind::from(file_type), size))
+    stat(&session, &path)
 }

@@ -16,6 +16,7 @@ use rustler::{Encoder, Env, LocalPid, Monitor, OwnedEnv, Resource, ResourceArc, 
 use tokio::sync::oneshot;
 
 use crate::runtime::interpreters;
+use crate::script_error::ScriptError;
 use crate::streaming::Output;
 use crate::sync::lock;
 
@@ -58,6 +59,37 @@ impl Resource for JobHandle {
     }
 }
 
+/// What a session's script needs of whoever waits for it: a [`JobHandle`]
+/// in the VM, or a worker process's job (`worker/job.rs`).
+pub trait Job: Send + Sync {
+    /// The script took the session and is running.
+    fn started(&self);
+    /// Stops the script at its next await point.
+    fn stop(&self, stop: Stop);
+    /// Answers now with `error`, unless answered already (a frozen script).
+    fn fail(&self, error: ScriptError);
+    /// Where the script's output goes, for what it printed so far.
+    fn follow_output(&self, output: Option<Arc<Output>>);
+}
+
+impl Job for ResourceArc<JobHandle> {
+    fn started(&self) {
+        JobHandle::started(self);
+    }
+
+    fn stop(&self, stop: Stop) {
+        JobHandle::stop(self, stop);
+    }
+
+    fn fail(&self, error: ScriptError) {
+        JobHandle::fail(self, error);
+    }
+
+    fn follow_output(&self, output: Option<Arc<Output>>) {
+        JobHandle::follow_output(self, output);
+    }
+}
+
 /// Why a job was stopped from outside.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stop {
@@ -86,6 +118,12 @@ impl From<Stop> for String {
 pub struct StopSignal(oneshot::Receiver<Stop>);
 
 impl StopSignal {
+    /// A signal and the sender that raises it.
+    pub fn new() -> (oneshot::Sender<Stop>, Self) {
+        let (sender, receiver) = oneshot::channel();
+        (sender, Self(receiver))
+    }
+
     /// Runs `work` to its end, or until the job is stopped: then `work` is
     /// dropped and the answer is the stop, as an `E`.
     pub async fn guard<T, E: From<Stop>>(

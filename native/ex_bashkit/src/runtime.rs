@@ -362,6 +362,15 @@ pub struct Interpreters {
     warm: AtomicUsize,
 }
 
+/// Threads the pool starts with, when set before its first use: a worker
+/// process holds one session and needs one (`worker.rs`).
+static FIRST_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets how many threads the pool starts with; no effect once it started.
+pub fn set_threads(count: usize) {
+    FIRST_THREADS.store(count, Ordering::Relaxed);
+}
+
 /// How many interpreter threads there are, and how many are hogged now.
 #[derive(Default)]
 pub struct Stats {
@@ -378,7 +387,11 @@ pub fn interpreters() -> Result<&'static Interpreters, String> {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         // More threads than cores so one CPU-bound script delays only the
         // sessions placed next to it.
-        let pool = Interpreters::start((cores * 2).max(4)).map_err(cannot_start)?;
+        let count = match FIRST_THREADS.load(Ordering::Relaxed) {
+            0 => (cores * 2).max(4),
+            count => count,
+        };
+        let pool = Interpreters::start(count).map_err(cannot_start)?;
         std::thread::Builder::new()
             .name("ex_bashkit_watchdog".into())
             .spawn(|| loop {

@@ -65,10 +65,12 @@ impl Drop for SessionResource {
 }
 
 impl SessionResource {
-    fn build(options: &SessionOptions) -> Result<Self, String> {
+    /// Builds the session's interpreter on a thread of the pool; its
+    /// builtins and virtual_fs backends call out through `callbacks`.
+    pub fn build(options: &SessionOptions, callbacks: Channel) -> Result<Self, String> {
         let pool = interpreters()?;
         let worker = pool.assign();
-        let callbacks = Arc::new(Channel::default());
+        let callbacks = Arc::new(callbacks);
         let bash = pool.block_on(worker, options.build(&callbacks))?;
         let fs = bash.fs();
         let running = Running::new(bash.cancellation_token());
@@ -131,7 +133,7 @@ fn session_new_dirty<'a>(env: Env<'a>, options: SessionOptions) -> Term<'a> {
 }
 
 fn new_session<'a>(env: Env<'a>, options: &SessionOptions) -> Term<'a> {
-    SessionResource::build(options)
+    SessionResource::build(options, Channel::default())
         .map(ResourceArc::new)
         .encode(env)
 }

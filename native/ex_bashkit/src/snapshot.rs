@@ -38,19 +38,8 @@ fn session_snapshot<'a>(
         exclude_functions: options.exclude_functions,
     };
     let key = owned(key);
-    let take = move |bash: &mut Bash| match key {
-        Some(key) => bash.snapshot_to_bytes_keyed_with_options(&key, options),
-        None => bash.snapshot_with_options(options),
-    };
-    queue(
-        env,
-        session,
-        pid,
-        tag,
-        "cannot take a snapshot",
-        take,
-        encode_bytes,
-    )
+    let take = move |bash: &mut Bash| take(bash, options, key.as_deref());
+    queue(env, session, pid, tag, TAKE_FAILED, take, encode_bytes)
 }
 
 /// Replies `{:ok, :ok}` or `{:error, message}`; `key` must match the
@@ -67,22 +56,38 @@ fn session_restore<'a>(
     let snapshot = snapshot.as_slice().to_vec();
     let key = owned(key);
     let max_bytes = session.max_snapshot_bytes;
-    let restore = move |bash: &mut Bash| {
-        snapshot_bound::check(&snapshot, max_bytes).map_err(bashkit::Error::CommandFailure)?;
-        match key {
-            Some(key) => bash.restore_snapshot_keyed(&snapshot, &key),
-            None => bash.restore_snapshot(&snapshot),
-        }
-    };
-    queue(
-        env,
-        session,
-        pid,
-        tag,
-        "cannot restore the snapshot",
-        restore,
-        encode_ok,
-    )
+    let restore = move |bash: &mut Bash| restore(bash, &snapshot, key.as_deref(), max_bytes);
+    queue(env, session, pid, tag, RESTORE_FAILED, restore, encode_ok)
+}
+
+pub(crate) const TAKE_FAILED: &str = "cannot take a snapshot";
+pub(crate) const RESTORE_FAILED: &str = "cannot restore the snapshot";
+
+/// Takes a snapshot of `bash`, sealed under `key` if there is one.
+pub(crate) fn take(
+    bash: &mut Bash,
+    options: SnapshotOptions,
+    key: Option<&[u8]>,
+) -> bashkit::Result<Vec<u8>> {
+    match key {
+        Some(key) => bash.snapshot_to_bytes_keyed_with_options(key, options),
+        None => bash.snapshot_with_options(options),
+    }
+}
+
+/// Restores `snapshot` into `bash` if it decodes within `max_bytes` (and
+/// opens under `key`); otherwise `bash` is left as it was.
+pub(crate) fn restore(
+    bash: &mut Bash,
+    snapshot: &[u8],
+    key: Option<&[u8]>,
+    max_bytes: u64,
+) -> bashkit::Result<()> {
+    snapshot_bound::check(snapshot, max_bytes).map_err(bashkit::Error::CommandFailure)?;
+    match key {
+        Some(key) => bash.restore_snapshot_keyed(snapshot, key),
+        None => bash.restore_snapshot(snapshot),
+    }
 }
 
 fn encode_bytes(env: Env<'_>, snapshot: Vec<u8>) -> Term<'_> {

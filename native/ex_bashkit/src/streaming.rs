@@ -19,7 +19,14 @@ mod atoms {
 }
 
 /// A process that follows the output, and the tag its messages carry.
-struct Listener {
+/// Where a stream of a script's output goes as it is produced.
+pub trait Listen: Send {
+    /// `chunk` of stdout (`stdout`) or stderr.
+    fn send(&self, stdout: bool, chunk: &[u8]);
+}
+
+/// A process in this VM, sent `{:ex_bashkit, tag, {stream, chunk}}`.
+pub struct Listener {
     pid: LocalPid,
     /// Holds `tag`; never cleared, so the tag can be copied into each message.
     tag_env: OwnedEnv,
@@ -27,7 +34,19 @@ struct Listener {
 }
 
 impl Listener {
-    fn send(&self, stream: rustler::Atom, chunk: &[u8]) {
+    pub fn new(pid: LocalPid, tag: Term<'_>) -> Self {
+        let tag_env = OwnedEnv::new();
+        let tag = tag_env.save(tag);
+        Listener { pid, tag_env, tag }
+    }
+}
+
+impl Listen for Listener {
+    fn send(&self, stdout: bool, chunk: &[u8]) {
+        let stream = match stdout {
+            true => atoms::stdout(),
+            false => atoms::stderr(),
+        };
         // A listener that is gone is not an error: the script goes on.
         let _ = OwnedEnv::new().send_and_clear(&self.pid, |env| {
             let tag = self
@@ -64,22 +83,14 @@ pub struct Output {
 }
 
 struct State {
-    listeners: Vec<Listener>,
+    listeners: Vec<Box<dyn Listen>>,
     streams: [Stream; 2],
 }
 
 impl Output {
-    /// Sends to `listeners` (pid and tag) and, if `keep`, keeps what passed,
-    /// within `caps` (stdout, stderr) bytes.
-    pub fn new(listeners: Vec<(LocalPid, Term<'_>)>, keep: bool, caps: (usize, usize)) -> Self {
-        let listeners = listeners
-            .into_iter()
-            .map(|(pid, tag)| {
-                let tag_env = OwnedEnv::new();
-                let tag = tag_env.save(tag);
-                Listener { pid, tag_env, tag }
-            })
-            .collect();
+    /// Sends to `listeners` and, if `keep`, keeps what passed, within `caps`
+    /// (stdout, stderr) bytes.
+    pub fn new(listeners: Vec<Box<dyn Listen>>, keep: bool, caps: (usize, usize)) -> Self {
         let stream = |cap| Stream {
             cap,
             ..Stream::default()
@@ -96,17 +107,14 @@ impl Output {
     fn emit(&self, stdout: &[u8], stderr: &[u8]) {
         let mut state = lock(&self.state);
         let State { listeners, streams } = &mut *state;
-        for (index, (chunk, name)) in [(stdout, atoms::stdout()), (stderr, atoms::stderr())]
-            .into_iter()
-            .enumerate()
-        {
+        for (index, chunk) in [stdout, stderr].into_iter().enumerate() {
             let stream = &mut streams[index];
             let admitted = stream.admit(chunk);
             if admitted.is_empty() {
                 continue;
             }
             for listener in listeners.iter() {
-                listener.send(name, admitted);
+                listener.send(index == 0, admitted);
             }
             if self.keep {
                 stream.kept.extend_from_slice(admitted);

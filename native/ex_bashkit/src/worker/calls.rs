@@ -1,0 +1,53 @@
+//! Builtin and virtual_fs calls from a worker's session to the VM, where
+//! the session's `ExBashkit.Worker` hands them to the caller's callback
+//! server as in-VM sessions do, and sends the answer back.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::oneshot;
+
+use super::codec::{atom, integer, tuple};
+use super::frame::Outbox;
+use crate::callback::{Remote, Reply, Request};
+use crate::sync::lock;
+
+pub struct HostCalls {
+    outbox: Arc<Outbox>,
+    next: AtomicU64,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
+}
+
+impl HostCalls {
+    pub fn new(outbox: Arc<Outbox>) -> Self {
+        Self {
+            outbox,
+            next: AtomicU64::new(1),
+            pending: Mutex::default(),
+        }
+    }
+
+    /// Delivers the answer to call `id`; a late or unknown one is dropped.
+    pub fn answer(&self, id: u64, reply: Reply) {
+        if let Some(sender) = lock(&self.pending).remove(&id) {
+            let _ = sender.send(reply);
+        }
+    }
+}
+
+impl Remote for HostCalls {
+    fn send(&self, request: &Request<'_>) -> Result<oneshot::Receiver<Reply>, String> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (sender, answer) = oneshot::channel();
+        lock(&self.pending).insert(id, sender);
+        let (target, request) = super::codec::request(request);
+        self.outbox.send(&tuple(vec![
+            atom("call"),
+            integer(id as i64),
+            target,
+            request,
+        ]));
+        Ok(answer)
+    }
+}

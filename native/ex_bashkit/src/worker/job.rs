@@ -1,0 +1,102 @@
+//! One script, snapshot or restore of a worker's session, answered to the
+//! VM as `{:done, id, outcome, usable}` frames.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use eetf::Term;
+use tokio::sync::oneshot;
+
+use super::codec::{atom, binary, boolean, integer, script_error, tuple};
+use super::frame::Outbox;
+use crate::jobs::{Job, Stop, StopSignal};
+use crate::script_error::ScriptError;
+use crate::streaming::{Listen, Output};
+use crate::sync::lock;
+
+pub struct WorkerJob {
+    id: u64,
+    outbox: Arc<Outbox>,
+    stop: Mutex<Option<oneshot::Sender<Stop>>>,
+    answered: AtomicBool,
+    /// The session's flag: once a script is frozen the VM must end this
+    /// process, and every answer says whether that happened.
+    frozen: Arc<AtomicBool>,
+}
+
+impl WorkerJob {
+    pub fn new(id: u64, outbox: Arc<Outbox>, frozen: Arc<AtomicBool>) -> (Arc<Self>, StopSignal) {
+        let (stop, signal) = StopSignal::new();
+        let job = Self {
+            id,
+            outbox,
+            stop: Mutex::new(Some(stop)),
+            answered: AtomicBool::new(false),
+            frozen,
+        };
+        (Arc::new(job), signal)
+    }
+
+    /// Sends the outcome, unless the job was answered already.
+    pub fn answer(&self, outcome: Term) {
+        if self.answered.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let usable = !self.frozen.load(Ordering::Acquire);
+        self.outbox.send(&tuple(vec![
+            atom("done"),
+            integer(self.id as i64),
+            outcome,
+            boolean(usable),
+        ]));
+    }
+
+    /// Streams the job's output to the VM, which fans it out to the call's
+    /// listeners and keeps it for an error when the call asked to.
+    pub fn output(&self, caps: (usize, usize)) -> Arc<Output> {
+        let listener = Chunks {
+            id: self.id,
+            outbox: self.outbox.clone(),
+        };
+        Arc::new(Output::new(vec![Box::new(listener)], false, caps))
+    }
+}
+
+impl Job for WorkerJob {
+    fn started(&self) {
+        self.outbox
+            .send(&tuple(vec![atom("started"), integer(self.id as i64)]));
+    }
+
+    fn stop(&self, stop: Stop) {
+        if let Some(sender) = lock(&self.stop).take() {
+            let _ = sender.send(stop);
+        }
+    }
+
+    fn fail(&self, error: ScriptError) {
+        self.answer(tuple(vec![atom("error"), script_error(&error)]));
+    }
+
+    fn follow_output(&self, _output: Option<Arc<Output>>) {
+        // The VM has every chunk already.
+    }
+}
+
+/// `{:chunk, id, :stdout | :stderr, data}` frames.
+struct Chunks {
+    id: u64,
+    outbox: Arc<Outbox>,
+}
+
+impl Listen for Chunks {
+    fn send(&self, stdout: bool, chunk: &[u8]) {
+        let stream = if stdout { "stdout" } else { "stderr" };
+        self.outbox.send(&tuple(vec![
+            atom("chunk"),
+            integer(self.id as i64),
+            atom(stream),
+            binary(chunk),
+        ]));
+    }
+}
