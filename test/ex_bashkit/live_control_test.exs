@@ -24,6 +24,13 @@ defmodule ExBashkit.LiveControlTest do
     port
   end
 
+  # A session whose `ready` builtin tells this test process its script is
+  # running: waiting for that, not for a while, holds on any machine.
+  defp ready_session do
+    test = self()
+    Session.new(builtins: %{"ready" => fn _ -> send(test, :ready) && {:ok, ""} end})
+  end
+
   # Runs `script` in a task, waits for `ready`, cancels, and returns the
   # task's outcome: a script that ignored the cancel would run far past the
   # generous bound of the await (latency is measured in bench/).
@@ -153,24 +160,25 @@ defmodule ExBashkit.LiveControlTest do
 
   describe "cancel" do
     test "stops a script inside sleep; queued scripts still run; the session stays usable" do
-      session = Session.new()
-      task = Task.async(fn -> Session.exec(session, "echo before; sleep 30") end)
-      Process.sleep(100)
+      session = ready_session()
+      task = Task.async(fn -> Session.exec(session, "echo before; ready; sleep 30") end)
+      assert_receive :ready
       queued = Task.async(fn -> Session.exec(session, "echo queued") end)
       Process.sleep(50)
 
       assert Session.cancel(session) == :ok
-      assert {:error, message} = Task.await(task, 2_000)
+      assert {:error, message} = Task.await(task, 10_000)
       assert message =~ "cancelled"
-      assert {:ok, %Result{stdout: "queued\n"}} = Task.await(queued, 2_000)
+      assert {:ok, %Result{stdout: "queued\n"}} = Task.await(queued, 10_000)
       assert Session.cancel(session) == :idle
       assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
     end
 
     test "inside sleep, with the reason and output so far" do
-      session = Session.new()
+      session = ready_session()
 
-      outcome = cancel_when(session, "echo partial; sleep 30", fn -> Process.sleep(150) end)
+      outcome =
+        cancel_when(session, "echo partial; ready; sleep 30", fn -> assert_receive :ready end)
 
       assert {:error, %Error{reason: :cancelled, stdout: "partial\n"}} = outcome
     end
@@ -190,7 +198,7 @@ defmodule ExBashkit.LiveControlTest do
 
       outcome =
         cancel_when(session, "hang", fn ->
-          assert_receive {:runner, runner}, 2_000
+          assert_receive {:runner, runner}
           send(self(), {:runner, runner})
         end)
 
@@ -205,20 +213,19 @@ defmodule ExBashkit.LiveControlTest do
       base = "http://127.0.0.1:#{port}"
       session = Session.new(allow_net: [base], block_private_ips: false)
 
-      outcome =
-        cancel_when(session, "curl -s #{base}/slow", fn -> assert_receive :connected, 2_000 end)
+      outcome = cancel_when(session, "curl -s #{base}/slow", fn -> assert_receive :connected end)
 
       assert {:error, %Error{reason: :cancelled}} = outcome
       assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
     end
 
     test "is callable from any process, and rejects what is not a session" do
-      session = Session.new()
-      task = Task.async(fn -> Session.exec(session, "sleep 30") end)
-      Process.sleep(100)
+      session = ready_session()
+      task = Task.async(fn -> Session.exec(session, "ready; sleep 30") end)
+      assert_receive :ready
       canceller = Task.async(fn -> Session.cancel(session) end)
       assert Task.await(canceller) == :ok
-      assert {:error, _} = Task.await(task, 2_000)
+      assert {:error, _} = Task.await(task, 10_000)
 
       assert_raise ArgumentError, ~r/expected an ExBashkit.Session/, fn ->
         Session.cancel(:nope)
@@ -257,7 +264,7 @@ defmodule ExBashkit.LiveControlTest do
         )
 
       holder = Task.async(fn -> Session.exec(hog, "wait_here") end)
-      assert_receive :holding, 2_000
+      assert_receive :holding
 
       assert {:error, %Error{reason: :busy, limit: :timeout_ms}} =
                Session.exec(hog, "echo late", timeout_ms: 50, errors: :struct)
@@ -313,12 +320,14 @@ defmodule ExBashkit.LiveControlTest do
     end
 
     test "a cancelled call's :env and :cwd are undone before the next script" do
-      session = Session.new()
+      session = ready_session()
 
       task =
-        Task.async(fn -> Session.exec(session, "sleep 30", env: [TEMP: "1"], cwd: "/tmp") end)
+        Task.async(fn ->
+          Session.exec(session, "ready; sleep 30", env: [TEMP: "1"], cwd: "/tmp")
+        end)
 
-      Process.sleep(100)
+      assert_receive :ready
       :ok = Session.cancel(session)
       {:error, _} = Task.await(task)
       {:ok, result} = Session.exec(session, ~S|echo "[${TEMP-unset}] $(pwd)"|)

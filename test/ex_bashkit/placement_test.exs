@@ -22,7 +22,7 @@ defmodule ExBashkit.PlacementTest do
     ready = fn _ -> send(test, :asleep_next) && {:ok, ""} end
     sleeper = Session.new(builtins: %{"ready" => ready})
     waiting = Task.async(fn -> Session.exec(sleeper, "ready; sleep 0.3; echo awake") end)
-    assert_receive :asleep_next, 5_000
+    assert_receive :asleep_next
 
     # Seconds each, and longer together on two cores. In a VM that just
     # started (4 threads) round robin put one of these beside the sleeper;

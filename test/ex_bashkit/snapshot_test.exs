@@ -62,8 +62,10 @@ defmodule ExBashkit.SnapshotTest do
 
     test "a snapshot is taken after the running script, not in its middle" do
       session = Session.new()
-      task = Task.async(fn -> Session.exec(session, "x=before; sleep 0.3; x=after") end)
-      Process.sleep(50)
+      test = self()
+      script = "x=before; echo running; sleep 0.3; x=after"
+      task = Task.async(fn -> Session.exec(session, script, stream_to: {test, :s}) end)
+      assert_receive {:ex_bashkit, :s, {:stdout, "running\n"}}
 
       {:ok, bytes} = Session.snapshot(session)
       assert {:ok, _} = Task.await(task)
