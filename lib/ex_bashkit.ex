@@ -80,10 +80,14 @@ defmodule ExBashkit do
     end
 
     {session_opts, call_opts} = Keyword.split(opts, Options.supported())
+    session = Session.new(session_opts)
 
-    session_opts
-    |> Session.new()
-    |> Session.exec(script, call_opts)
+    try do
+      Session.exec(session, script, call_opts)
+    after
+      # A worker process goes at once, not when the session is collected.
+      with %ExBashkit.Worker{} = worker <- session.resource, do: ExBashkit.Worker.stop(worker)
+    end
   end
 
   @doc """
@@ -131,7 +135,10 @@ defmodule ExBashkit do
       VM-wide budget it is held to;
     * `:frozen_scripts`, `:frozen_bytes` — scripts frozen over a memory
       limit inside work that cannot be interrupted, and what they hold
-      (see "Memory" in `guides/limits.md`).
+      (see "Memory" in `guides/limits.md`);
+    * `:workers` — the worker processes of `isolation: :process` sessions:
+      `:count`, `:rss_bytes` (their resident memory), and `:kills`, how
+      many were ended so far, by reason (see `guides/isolation.md`).
   """
   @type stats :: %{
           threads: pos_integer(),
@@ -139,7 +146,12 @@ defmodule ExBashkit do
           live_bytes: integer(),
           budget_bytes: pos_integer(),
           frozen_scripts: non_neg_integer(),
-          frozen_bytes: integer()
+          frozen_bytes: integer(),
+          workers: %{
+            count: non_neg_integer(),
+            rss_bytes: non_neg_integer(),
+            kills: %{atom() => non_neg_integer()}
+          }
         }
 
   @doc """
@@ -150,5 +162,8 @@ defmodule ExBashkit do
       true
   """
   @spec stats() :: stats()
-  def stats, do: Native.stats()
+  def stats do
+    workers = Map.put(ExBashkit.Worker.stats(), :kills, ExBashkit.Telemetry.worker_kills())
+    Map.put(Native.stats(), :workers, workers)
+  end
 end

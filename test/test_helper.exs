@@ -10,3 +10,10 @@ end
 # seconds to be scheduled. Waits that are the behaviour under test say so
 # with their own bound; latency is measured in bench/.
 ExUnit.start(assert_receive_timeout: 30_000)
+
+# EX_BASHKIT_ISOLATION=process runs the Session contract with every session
+# that does not choose in a worker process (scripts/test.sh does, for the
+# contract's files).
+if isolation = System.get_env("EX_BASHKIT_ISOLATION") do
+  Application.put_env(:ex_bashkit, :isolation, String.to_existing_atom(isolation))
+end

@@ -5,6 +5,7 @@ defmodule ExBashkit.Application do
   @impl true
   def start(_type, _args) do
     ExBashkit.Native.set_memory_budget(memory_budget!())
+    ExBashkit.Telemetry.setup()
 
     # ExBashkit.Peer.Pool joins on first use of ExBashkit.Peer.run/2, unless
     # the user placed one in their own tree.
@@ -12,7 +13,10 @@ defmodule ExBashkit.Application do
       ExBashkit.PanicReporter,
       ExBashkit.Store.Memory,
       {DynamicSupervisor,
-       name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000}
+       name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
+      # `isolation: :process`: spare workers, and the owners of live ones.
+      ExBashkit.Worker.Spares,
+      {DynamicSupervisor, name: ExBashkit.Worker.Supervisor, strategy: :one_for_one}
     ]
 
     Supervisor.start_link(children,

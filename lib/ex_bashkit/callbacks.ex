@@ -21,7 +21,7 @@ defmodule ExBashkit.Callbacks do
   # Every reply crossing into the interpreter is bounded by
   # `config :ex_bashkit, :max_reply_bytes`; error text is truncated to it.
 
-  alias ExBashkit.{Builtin, Execution, Native, Result, Telemetry, VirtualFs}
+  alias ExBashkit.{Builtin, Execution, Interpreter, Result, Telemetry, VirtualFs}
 
   defstruct builtins: %{}, virtual_fs: %{}, timeout: 30_000, max_reply: nil
 
@@ -62,7 +62,7 @@ defmodule ExBashkit.Callbacks do
   callback for (directly or through other sessions) would wait for itself:
   it is refused.
   """
-  @spec serve(t(), reference(), ((tuple() -> term()) -> result)) ::
+  @spec serve(t(), Interpreter.t(), ((tuple() -> term()) -> result)) ::
           result | {:error, ExBashkit.Error.t()}
         when result: term()
   def serve(%__MODULE__{} = table, session, fun) do
@@ -73,7 +73,7 @@ defmodule ExBashkit.Callbacks do
        %ExBashkit.Error{
          reason: :busy,
          message:
-           "exec/2 was called on session #{Native.session_id(session)} from inside one of its " <>
+           "exec/2 was called on session #{Interpreter.id(session)} from inside one of its " <>
              "own builtins or virtual_fs backends; that session is busy running the script " <>
              "waiting for this callback, so the call would deadlock"
        }}
@@ -102,7 +102,7 @@ defmodule ExBashkit.Callbacks do
         stop = make_ref()
         table = %{table | max_reply: max_reply_bytes()}
         {server, monitor} = spawn_monitor(fn -> init(caller, stop, table, chain) end)
-        Native.session_callback_server(session, server)
+        Interpreter.callback_server(session, server)
         Process.put(key, {server, monitor, stop})
         server
     end
@@ -126,7 +126,7 @@ defmodule ExBashkit.Callbacks do
   end
 
   defp done(session, server) do
-    Native.session_callbacks_done(session, server)
+    Interpreter.callbacks_done(session, server)
   rescue
     # A hand-built struct whose resource is no session: its exec already
     # failed with an ArgumentError that says so, which must not be replaced.
@@ -186,8 +186,10 @@ defmodule ExBashkit.Callbacks do
 
   defp handle(%{calls: calls, stop: stop, caller: caller} = state, message) do
     case message do
-      {:ex_bashkit_call, pending, target, request} when is_reference(pending) ->
-        start(state, pending, {target, request})
+      {:ex_bashkit_call, pending, target, request} ->
+        if Interpreter.call_of?(pending, List.last(state.chain)),
+          do: start(state, pending, {target, request}),
+          else: state
 
       {:DOWN, ref, :process, _, reason} when is_map_key(calls, ref) ->
         {{_runner, pending, request, timer}, calls} = Map.pop(calls, ref)
@@ -261,11 +263,11 @@ defmodule ExBashkit.Callbacks do
         kind, reason -> failure(request, table, {kind, reason, __STACKTRACE__})
       end
 
-    Native.callback_reply(pending, reply)
+    Interpreter.callback_reply(pending, reply)
   end
 
   defp answer(pending, request, table, why) do
-    Native.callback_reply(pending, failure(request, table, why))
+    Interpreter.callback_reply(pending, failure(request, table, why))
   end
 
   defp invoke({{:builtin, name}, request}, table) do

@@ -28,7 +28,7 @@ defmodule ExBashkit.Execution do
   `%ExBashkit.Error{}` here; `finish/2` gives the caller what it asked for.
   """
   @spec await(
-          {:ok, reference()} | {:error, String.t()},
+          {:ok, ExBashkit.Interpreter.job()} | {:error, String.t()},
           reference(),
           ExecOptions.call(),
           (tuple() -> term()) | nil
@@ -93,7 +93,7 @@ defmodule ExBashkit.Execution do
   end
 
   @doc "The `{:ok, value}` or `{:error, message}` of any queued job."
-  @spec reply({:ok, reference()} | {:error, String.t()}, reference()) ::
+  @spec reply({:ok, ExBashkit.Interpreter.job()} | {:error, String.t()}, reference()) ::
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
 
@@ -130,12 +130,25 @@ defmodule ExBashkit.Execution do
   end
 
   defp abandon(handle, tag, timeout_ms) do
-    case ExBashkit.Native.exec_abandon(handle) do
+    case ExBashkit.Interpreter.abandon(handle) do
       :answered ->
         receive do
           {^tag, {:ok, _} = ok} -> await_answered(ok)
           {^tag, {:error, error}} -> {:error, Error.from_job(error)}
         end
+
+      {:killed, {stdout, stderr}} ->
+        {:error,
+         %Error{
+           reason: :timeout,
+           limit: :timeout_ms,
+           stdout: stdout,
+           stderr: stderr,
+           message:
+             "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
+               "its deadline, so its worker process was killed; the session can run no more " <>
+               "scripts (start a new session)"
+         }}
 
       :sent ->
         busy(
@@ -151,7 +164,7 @@ defmodule ExBashkit.Execution do
 
       :running ->
         # Whatever it printed before is the caller's, as with any timeout.
-        {stdout, stderr} = ExBashkit.Native.exec_output_so_far(handle)
+        {stdout, stderr} = ExBashkit.Interpreter.output_so_far(handle)
 
         {:error,
          %Error{

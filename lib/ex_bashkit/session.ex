@@ -79,7 +79,7 @@ defmodule ExBashkit.Session do
       `cancel/1`, and `ExBashkit.Error`.
   """
 
-  alias ExBashkit.{Callbacks, Execution, Native, Result, Telemetry}
+  alias ExBashkit.{Callbacks, Execution, Interpreter, Native, Result, Telemetry}
   alias ExBashkit.Session.{ExecOptions, Options}
 
   @enforce_keys [:resource]
@@ -158,17 +158,15 @@ defmodule ExBashkit.Session do
   """
   @spec new([option()]) :: t()
   def new(opts \\ []) do
-    %{native: native, files: files, callbacks: callbacks} = Options.validate!(opts)
+    %{native: native, isolation: isolation, files: files, callbacks: callbacks} =
+      Options.validate!(opts)
 
     session =
-      case if(Options.light?(native),
-             do: Native.session_new(native),
-             else: Native.session_new_dirty(native)
-           ) do
+      case build(native, isolation) do
         {:ok, resource} ->
           %__MODULE__{
             resource: resource,
-            id: Native.session_id(resource),
+            id: Interpreter.id(resource),
             callbacks: callbacks,
             timeout_ms: Options.timeout_ms(native)
           }
@@ -184,6 +182,14 @@ defmodule ExBashkit.Session do
     end)
 
     session
+  end
+
+  defp build(native, :process), do: ExBashkit.Worker.start(native)
+
+  defp build(native, :none) do
+    if Options.light?(native),
+      do: Native.session_new(native),
+      else: Native.session_new_dirty(native)
   end
 
   @doc """
@@ -254,7 +260,7 @@ defmodule ExBashkit.Session do
 
     resource
     |> native(fn ->
-      Native.session_exec(resource, script, self(), tag, callbacks_to, call.native)
+      Interpreter.exec(resource, script, self(), tag, callbacks_to, call.native)
     end)
     |> Execution.await(tag, call, forward)
   end
@@ -281,7 +287,7 @@ defmodule ExBashkit.Session do
   @spec cancel(t()) :: :ok | :idle
   def cancel(session) do
     resource = resource!(session)
-    if native(resource, fn -> Native.session_cancel(resource) end), do: :ok, else: :idle
+    if native(resource, fn -> Interpreter.cancel(resource) end), do: :ok, else: :idle
   end
 
   # A hand-built struct may hold anything here; the deadline must be sane.
@@ -354,7 +360,7 @@ defmodule ExBashkit.Session do
       %{session: session},
       fn ->
         resource
-        |> native(fn -> Native.session_snapshot(resource, options, key, self(), tag) end)
+        |> native(fn -> Interpreter.snapshot(resource, options, key, self(), tag) end)
         |> Execution.reply(tag)
       end,
       fn
@@ -419,7 +425,7 @@ defmodule ExBashkit.Session do
       %{session: session},
       fn ->
         resource
-        |> native(fn -> Native.session_restore(resource, snapshot, key, self(), tag) end)
+        |> native(fn -> Interpreter.restore(resource, snapshot, key, self(), tag) end)
         |> Execution.reply(tag)
       end,
       &{%{}, %{status: elem(&1, 0)}}
@@ -456,7 +462,7 @@ defmodule ExBashkit.Session do
     resource = resource!(session)
 
     with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Native.session_read_file(resource, path) end)
+         do: native(resource, fn -> Interpreter.file(resource, :read_file, [path]) end)
   end
 
   @doc """
@@ -479,7 +485,7 @@ defmodule ExBashkit.Session do
     content = iodata!(content)
 
     with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Native.session_write_file(resource, path, content) end)
+         do: native(resource, fn -> Interpreter.file(resource, :write_file, [path, content]) end)
   end
 
   @doc """
@@ -499,7 +505,7 @@ defmodule ExBashkit.Session do
     resource = resource!(session)
 
     with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Native.session_list_dir(resource, path) end)
+         do: native(resource, fn -> Interpreter.file(resource, :list_dir, [path]) end)
   end
 
   @doc """
@@ -528,7 +534,7 @@ defmodule ExBashkit.Session do
     parents = flag!(opts, :parents, "ExBashkit.Session.mkdir/3")
 
     with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Native.session_mkdir(resource, path, parents) end)
+         do: native(resource, fn -> Interpreter.file(resource, :mkdir, [path, parents]) end)
   end
 
   @doc """
@@ -555,7 +561,7 @@ defmodule ExBashkit.Session do
     recursive = flag!(opts, :recursive, "ExBashkit.Session.remove/3")
 
     with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Native.session_remove(resource, path, recursive) end)
+         do: native(resource, fn -> Interpreter.file(resource, :remove, [path, recursive]) end)
   end
 
   @doc """
@@ -575,7 +581,7 @@ defmodule ExBashkit.Session do
 
     with {:ok, from} <- normalize(from),
          {:ok, to} <- normalize(to),
-         do: native(resource, fn -> Native.session_rename(resource, from, to) end)
+         do: native(resource, fn -> Interpreter.file(resource, :rename, [from, to]) end)
   end
 
   @doc """
@@ -595,8 +601,32 @@ defmodule ExBashkit.Session do
     resource = resource!(session)
 
     with {:ok, path} <- normalize(path),
-         {:ok, {type, size}} <- native(resource, fn -> Native.session_stat(resource, path) end),
+         {:ok, {type, size}} <-
+           native(resource, fn -> Interpreter.file(resource, :stat, [path]) end),
          do: {:ok, %{type: type, size: size}}
+  end
+
+  @doc """
+  Where `session`'s interpreter lives: `:isolation` is `:none` (in this VM)
+  or `:process` (a worker process, see `guides/isolation.md`), and
+  `:os_pid` the worker's OS pid — `nil` in the VM, and once a worker was
+  killed.
+
+      iex> ExBashkit.Session.info(ExBashkit.Session.new(isolation: :none))
+      %{isolation: :none, os_pid: nil}
+      iex> info = ExBashkit.Session.info(ExBashkit.Session.new(isolation: :process))
+      iex> {info.isolation, is_integer(info.os_pid)}
+      {:process, true}
+  """
+  @spec info(t()) :: %{isolation: :none | :process, os_pid: pos_integer() | nil}
+  def info(session) do
+    case resource!(session) do
+      %ExBashkit.Worker{} = worker ->
+        %{isolation: :process, os_pid: ExBashkit.Worker.info(worker).os_pid}
+
+      _resource ->
+        %{isolation: :none, os_pid: nil}
+    end
   end
 
   @doc false
@@ -607,6 +637,7 @@ defmodule ExBashkit.Session do
   end
 
   defp resource!(%__MODULE__{resource: resource}) when is_reference(resource), do: resource
+  defp resource!(%__MODULE__{resource: %ExBashkit.Worker{} = worker}), do: worker
 
   defp resource!(other) do
     # structs: false, since inspecting a bad session would come back here.
@@ -659,6 +690,10 @@ defmodule ExBashkit.Session do
     def inspect(%{resource: resource, id: id}, _opts)
         when is_reference(resource) and is_integer(id),
         do: "#ExBashkit.Session<#{id}>"
+
+    def inspect(%{resource: %ExBashkit.Worker{os_pid: os_pid}, id: id}, _opts)
+        when is_integer(id),
+        do: "#ExBashkit.Session<#{id} in process #{os_pid}>"
 
     def inspect(_session, _opts), do: "#ExBashkit.Session<invalid>"
   end

@@ -23,6 +23,7 @@ defmodule ExBashkit.Telemetry do
   | `[:ex_bashkit, :server, :hibernate]` | `duration`, `snapshot_bytes` | `id`, `store` (a module or `nil`) |
   | `[:ex_bashkit, :server, :wake]` | `duration` | `id`, `from` (`:memory` or `:store`) |
   | `[:ex_bashkit, :server, :move]` | `duration`, `snapshot_bytes` | `id`, `from`, `to` (nodes) |
+  | `[:ex_bashkit, :worker, :kill]` | `count` (1) | `reason` (`:timeout`, `:frozen`, `:orphaned`, `:unresponsive`, `:dropped`, `:exited`, `:start`), `os_pid` — an `isolation: :process` worker ended (see `guides/isolation.md`) |
 
   For example, to log every script that hit a limit:
 
@@ -120,4 +121,36 @@ defmodule ExBashkit.Telemetry do
   rescue
     ArgumentError -> []
   end
+
+  @kill_reasons [:timeout, :frozen, :orphaned, :unresponsive, :dropped, :exited, :start]
+
+  @doc false
+  # A worker of an `isolation: :process` session ended: counted for
+  # `ExBashkit.stats/0`, and an event.
+  @spec worker_killed(atom(), pos_integer()) :: :ok
+  def worker_killed(reason, os_pid) do
+    :counters.add(kill_counters(), Enum.find_index(@kill_reasons, &(&1 == reason)) + 1, 1)
+    execute([:ex_bashkit, :worker, :kill], %{count: 1}, %{reason: reason, os_pid: os_pid})
+  end
+
+  @doc false
+  # Worker ends so far, by reason.
+  @spec worker_kills() :: %{atom() => non_neg_integer()}
+  def worker_kills do
+    counters = kill_counters()
+
+    @kill_reasons
+    |> Enum.with_index(1)
+    |> Map.new(fn {r, i} -> {r, :counters.get(counters, i)} end)
+  end
+
+  @doc false
+  # Called once, as the application starts.
+  @spec setup() :: :ok
+  def setup do
+    counters = :counters.new(length(@kill_reasons), [:write_concurrency])
+    :persistent_term.put({__MODULE__, :kills}, counters)
+  end
+
+  defp kill_counters, do: :persistent_term.get({__MODULE__, :kills})
 end

@@ -23,7 +23,8 @@ defmodule ExBashkit.TelemetryTest do
     [:ex_bashkit, :peer, :run, :stop],
     [:ex_bashkit, :server, :hibernate],
     [:ex_bashkit, :server, :wake],
-    [:ex_bashkit, :server, :move]
+    [:ex_bashkit, :server, :move],
+    [:ex_bashkit, :worker, :kill]
   ]
 
   setup do
@@ -38,6 +39,16 @@ defmodule ExBashkit.TelemetryTest do
     on_exit(fn -> :telemetry.detach(id) end)
     assert ExBashkit.Telemetry.enabled?()
     :ok
+  end
+
+  test "worker kill: an event with the reason and the worker's pid" do
+    session = Session.new(isolation: :process, limits: [timeout_ms: 300])
+    os_pid = Session.info(session).os_pid
+    hog = "[[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"
+    assert {:error, _} = Session.exec(session, hog)
+
+    assert_receive {:event, [:ex_bashkit, :worker, :kill], %{count: 1},
+                    %{reason: :timeout, os_pid: ^os_pid}}
   end
 
   test "exec: a span with the outcome, for sessions and one-off scripts" do

@@ -20,9 +20,12 @@ defmodule ExBashkit.Case do
     result
   end
 
-  @doc "Polls `check` every 10 ms, for at most 2 s."
+  @doc """
+  Polls `check` every 10 ms, by default for at most 30 s: it answers as soon
+  as `check` holds, and a loaded machine may take seconds to get there.
+  """
   @spec wait_until((() -> boolean()), non_neg_integer()) :: boolean()
-  def wait_until(check, attempts \\ 200) do
+  def wait_until(check, attempts \\ 3_000) do
     cond do
       check.() -> true
       attempts == 0 -> false

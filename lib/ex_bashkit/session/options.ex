@@ -128,11 +128,23 @@ defmodule ExBashkit.Session.Options do
           "(CPython 3.14 in a WebAssembly guest), or a keyword list of `runtime:` " <>
           "(`:monty` by default), `name: \"py\"` or `names: [...]` to add a " <>
           "sandboxed Python (see `guides/python.md`)."
+    ],
+    isolation: [
+      type: {:in, [:none, :process]},
+      default: :none,
+      doc:
+        "where the interpreter runs: `:none` in this VM, `:process` in a worker OS " <>
+          "process of its own, which is killed when a script outlives its deadline or " <>
+          "its memory limit, taking everything the script held with it (see " <>
+          "`guides/isolation.md`). `config :ex_bashkit, isolation: :process` changes " <>
+          "the default."
     ]
   ]
 
   # What the NIF decodes: every field checked and normalized.
-  @enforce_keys [:python_runtime | Keyword.keys(@schema) -- [:files, :builtin_timeout_ms]]
+  @enforce_keys [
+    :python_runtime | Keyword.keys(@schema) -- [:files, :builtin_timeout_ms, :isolation]
+  ]
   defstruct @enforce_keys
 
   @type t :: %__MODULE__{}
@@ -156,13 +168,14 @@ defmodule ExBashkit.Session.Options do
   """
   @type validated :: %{
           native: t(),
+          isolation: :none | :process,
           files: [{String.t(), binary()}],
           callbacks: ExBashkit.Callbacks.t() | nil
         }
 
   @spec validate!(term()) :: validated()
   def validate!(opts) do
-    opts = Options.validate!(opts, @schema, "ExBashkit.Session.new/1")
+    opts = Options.validate!(default_isolation(opts), @schema, "ExBashkit.Session.new/1")
 
     callbacks = %ExBashkit.Callbacks{
       builtins: opts.builtins,
@@ -198,16 +211,31 @@ defmodule ExBashkit.Session.Options do
             python: python
         }
         |> Map.put(:python_runtime, python_runtime)
-        |> Map.drop([:files, :builtin_timeout_ms])
+        |> Map.drop([:files, :builtin_timeout_ms, :isolation])
       )
 
     %{
       native: native,
+      isolation: opts.isolation,
       files: opts.files,
       callbacks:
         if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
     }
   end
+
+  # `config :ex_bashkit, isolation: :process` isolates every session that
+  # does not say otherwise.
+  defp default_isolation(opts) when is_list(opts) do
+    case Application.get_env(:ex_bashkit, :isolation) do
+      nil ->
+        opts
+
+      isolation ->
+        if Keyword.keyword?(opts), do: Keyword.put_new(opts, :isolation, isolation), else: opts
+    end
+  end
+
+  defp default_isolation(opts), do: opts
 
   @doc false
   # Whether a session with these options builds in tens of microseconds, on

@@ -71,6 +71,7 @@ pub fn main() {
     std::panic::set_hook(Box::new(|_| {}));
     crate::memory::set_budget(None);
     runtime::set_threads(1);
+    warm_up();
     let outbox = Arc::new(Outbox::stdout());
     let mut worker = Worker {
         calls: Arc::new(HostCalls::new(outbox.clone())),
@@ -86,6 +87,16 @@ pub fn main() {
             Ok(Some(term)) => worker.handle(&term),
             Ok(None) | Err(_) => exit_now(),
         }
+    }
+}
+
+/// A spare worker waits for its session: start the interpreter thread and
+/// build (and drop) one interpreter now, so that `{:new, options}` costs
+/// what building a session costs in the VM, not a process's first steps.
+fn warm_up() {
+    if let Ok(pool) = interpreters() {
+        let worker = pool.assign();
+        let _ = pool.block_on(worker, async { bashkit::Bash::builder().build() });
     }
 }
 

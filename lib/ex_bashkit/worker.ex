@@ -1,0 +1,542 @@
+defmodule ExBashkit.Worker do
+  @moduledoc false
+  # One `isolation: :process` session: the OS process that holds its
+  # interpreter (native/ex_bashkit/src/worker.rs, started as a Port) and this
+  # process, its owner. The owner speaks the worker's frames, fans a
+  # script's output out to its listeners, hands builtin and virtual_fs calls
+  # to the caller's callback server as the NIF does, and kills the worker
+  # (SIGKILL) when a script outlives its deadline, is frozen over its memory
+  # cap, its caller dies mid-script, or the session is dropped: whatever the
+  # script held goes back to the kernel with the process.
+  #
+  # `ExBashkit.Interpreter` gives the rest of the library the same calls for
+  # a worker as for an in-VM session resource.
+
+  use GenServer, restart: :temporary
+
+  alias ExBashkit.{Native, Telemetry}
+  alias ExBashkit.Worker.Spares
+
+  defstruct [:pid, :guard, :os_pid, :id]
+
+  @typedoc "A worker session, as `%ExBashkit.Session{resource: ...}` holds it."
+  @type t :: %__MODULE__{
+          pid: pid(),
+          guard: reference(),
+          os_pid: pos_integer(),
+          id: pos_integer()
+        }
+
+  # How long a worker may take to build its session (host mounts, CPython).
+  @start_deadline_ms 30_000
+  # How long a file operation, cancel or info may take before the worker is
+  # taken for stuck: they never wait for a script.
+  @request_deadline_ms 30_000
+  # A script whose caller died stops at its next await point; one that does
+  # not by then is inside work that never yields.
+  @orphan_grace_ms 1_000
+
+  @doc false
+  def child_spec(native), do: %{super(native) | id: __MODULE__}
+
+  @doc """
+  Starts a worker holding a session built from `native` (an
+  `%ExBashkit.Session.Options{}`), under `ExBashkit.Worker.Supervisor`.
+  """
+  @spec start(struct()) :: {:ok, t()} | {:error, String.t()}
+  def start(native) do
+    with {:ok, executable} <- executable(),
+         {:ok, pid} <-
+           DynamicSupervisor.start_child(
+             ExBashkit.Worker.Supervisor,
+             {__MODULE__, {executable, native}}
+           ),
+         {:ok, os_pid} <- call(pid, :ready, :infinity) do
+      id = System.unique_integer([:positive, :monotonic])
+      {:ok, %__MODULE__{pid: pid, guard: Native.worker_guard(pid), os_pid: os_pid, id: id}}
+    else
+      {:error, message} when is_binary(message) -> {:error, message}
+      {:error, reason} -> {:error, "cannot start the worker process: #{inspect(reason)}"}
+    end
+  end
+
+  @doc """
+  The worker executable: the one built beside the NIF library, or
+  `config :ex_bashkit, :worker_executable`.
+  """
+  @spec executable() :: {:ok, String.t()} | {:error, String.t()}
+  def executable do
+    path =
+      Application.get_env(:ex_bashkit, :worker_executable) ||
+        Path.join(:code.priv_dir(:ex_bashkit), "native/ex_bashkit_worker")
+
+    if File.regular?(path),
+      do: {:ok, path},
+      else:
+        {:error,
+         "isolation: :process needs the worker executable #{path}, which this installation " <>
+           "lacks (it is built with the NIF library from source; see the README's \"Installing\")"}
+  end
+
+  @doc false
+  def start_link({executable, native}), do: GenServer.start_link(__MODULE__, {executable, native})
+
+  # ---- calls, as ExBashkit.Interpreter makes them ----------------------------
+
+  @doc false
+  def exec(%__MODULE__{pid: pid}, script, caller, tag, callbacks_to, call),
+    do: call(pid, {:exec, script, caller, tag, callbacks_to, call})
+
+  @doc false
+  def snapshot(%__MODULE__{pid: pid}, options, key, caller, tag),
+    do:
+      call(
+        pid,
+        {:job, :snapshot, [options.exclude_filesystem, options.exclude_functions, key], caller,
+         tag}
+      )
+
+  @doc false
+  def restore(%__MODULE__{pid: pid}, snapshot, key, caller, tag),
+    do: call(pid, {:job, :restore, [snapshot, key], caller, tag})
+
+  @doc false
+  def file(%__MODULE__{pid: pid}, op, args), do: call(pid, {:fs, op, args})
+
+  @doc false
+  def cancel(%__MODULE__{pid: pid}) do
+    case call(pid, :cancel) do
+      {:ok, cancelled} -> cancelled
+      {:error, _} -> false
+    end
+  end
+
+  @doc false
+  def abandon({__MODULE__, pid, id}) do
+    case call(pid, {:abandon, id}) do
+      {:error, _} -> :answered
+      whereabouts -> whereabouts
+    end
+  end
+
+  @doc false
+  def callback_server(%__MODULE__{pid: pid}, server),
+    do: call(pid, {:callback_server, self(), server})
+
+  @doc false
+  def callbacks_done(%__MODULE__{pid: pid}, server),
+    do: call(pid, {:callbacks_done, self(), server})
+
+  @doc false
+  def callback_reply({__MODULE__, pid, id}, reply) do
+    send(pid, {:callback_reply, id, reply})
+    true
+  end
+
+  @doc "Ends the worker now, rather than when its session is garbage collected."
+  @spec stop(t()) :: :ok
+  def stop(%__MODULE__{pid: pid}), do: GenServer.cast(pid, :stop)
+
+  @doc false
+  def info(%__MODULE__{pid: pid}) do
+    case call(pid, :info) do
+      {:error, _} -> %{os_pid: nil, alive: false}
+      info -> info
+    end
+  end
+
+  @doc """
+  The live workers: how many, and the memory they hold (resident bytes, as
+  the kernel counts them; shared pages are counted in each).
+  """
+  @spec stats() :: %{count: non_neg_integer(), rss_bytes: non_neg_integer()}
+  def stats do
+    os_pids =
+      for {_, pid, _, _} <- DynamicSupervisor.which_children(ExBashkit.Worker.Supervisor),
+          is_pid(pid),
+          %{os_pid: os_pid} when is_integer(os_pid) <- [info(%__MODULE__{pid: pid})],
+          do: os_pid
+
+    %{count: length(os_pids), rss_bytes: os_pids |> Enum.map(&resident_bytes/1) |> Enum.sum()}
+  end
+
+  # Linux's /proc (VmRSS, in kB); elsewhere 0.
+  defp resident_bytes(os_pid) do
+    with {:ok, status} <- File.read("/proc/#{os_pid}/status"),
+         [_, kb] <- Regex.run(~r/^VmRSS:\s+(\d+) kB/m, status) do
+      String.to_integer(kb) * 1024
+    else
+      _ -> 0
+    end
+  end
+
+  # An owner that is gone answers as a dead worker does.
+  defp call(pid, request, timeout \\ :infinity) do
+    GenServer.call(pid, request, timeout)
+  catch
+    :exit, _ -> {:error, gone("its owner process is gone")}
+  end
+
+  defp gone(why),
+    do:
+      "the session's worker process is gone (#{why}); it can run nothing more: start a new session"
+
+  # ---- the owner ---------------------------------------------------------------
+
+  @impl true
+  def init({executable, native}) do
+    {port, os_pid} =
+      case Spares.take(executable) do
+        nil ->
+          port = Spares.open(executable)
+          {:os_pid, os_pid} = Port.info(port, :os_pid)
+          {port, os_pid}
+
+        spare ->
+          spare
+      end
+
+    frame(port, {:new, native})
+    timer = Process.send_after(self(), {:deadline, :start}, @start_deadline_ms)
+
+    state = %{
+      port: port,
+      os_pid: os_pid,
+      status: {:starting, [], timer},
+      next: 1,
+      jobs: %{},
+      requests: %{},
+      target: nil
+    }
+
+    {:ok, state}
+  end
+
+  @impl true
+  def handle_call(:ready, from, %{status: {:starting, waiting, timer}} = state),
+    do: {:noreply, %{state | status: {:starting, [from | waiting], timer}}}
+
+  def handle_call(:ready, _from, %{status: :ready} = state),
+    do: {:reply, {:ok, state.os_pid}, state}
+
+  def handle_call(:info, _from, state) do
+    alive = state.status == :ready
+    {:reply, %{os_pid: if(alive, do: state.os_pid), alive: alive}, state}
+  end
+
+  def handle_call(_request, _from, %{status: {:dead, message}} = state),
+    do: {:reply, {:error, message}, state}
+
+  def handle_call({:exec, script, caller, tag, callbacks_to, call}, _from, state) do
+    {id, state} = next_id(state)
+    listeners = if call, do: call.stream_to, else: []
+    keep = call != nil and call.keep_output
+
+    job = %{
+      kind: :exec,
+      caller: caller,
+      tag: tag,
+      monitor: Process.monitor(caller),
+      callbacks_to: callbacks_to,
+      listeners: listeners,
+      keep: keep,
+      out: [],
+      err: [],
+      started: false
+    }
+
+    options =
+      call &&
+        %{
+          timeout_ms: call.timeout_ms,
+          stdin: call.stdin,
+          env: call.env,
+          cwd: call.cwd,
+          args: call.args,
+          stream: listeners != [] or keep
+        }
+
+    frame(state.port, {:exec, id, script, options})
+    {:reply, {:ok, {__MODULE__, self(), id}}, put_in(state.jobs[id], job)}
+  end
+
+  def handle_call({:job, kind, args, caller, tag}, _from, state) do
+    {id, state} = next_id(state)
+
+    job = %{
+      kind: kind,
+      caller: caller,
+      tag: tag,
+      monitor: Process.monitor(caller),
+      started: false
+    }
+
+    frame(state.port, List.to_tuple([kind, id | args]))
+    {:reply, {:ok, {__MODULE__, self(), id}}, put_in(state.jobs[id], job)}
+  end
+
+  def handle_call({:fs, op, args}, from, state) do
+    {id, state} = next_id(state)
+    frame(state.port, {:fs, id, op, args})
+    {:noreply, request(state, id, from)}
+  end
+
+  def handle_call(:cancel, from, state) do
+    {id, state} = next_id(state)
+    frame(state.port, {:cancel, id})
+    {:noreply, request(state, id, from)}
+  end
+
+  def handle_call({:abandon, id}, _from, state) do
+    case state.jobs do
+      %{^id => %{started: true} = job} ->
+        # Past its deadline and still running: only the kernel can stop it.
+        state = kill(state, :timeout, "a script did not stop at its deadline", except: id)
+        {:reply, {:killed, kept(job)}, state}
+
+      %{^id => job} ->
+        frame(state.port, {:abandon, id})
+        Process.demonitor(job.monitor, [:flush])
+        {:reply, :queued, %{state | jobs: Map.delete(state.jobs, id)}}
+
+      %{} ->
+        {:reply, :answered, state}
+    end
+  end
+
+  def handle_call({:callback_server, from, server}, _from, state) do
+    target = if state.target == from, do: server, else: state.target
+    {:reply, :ok, %{state | target: target}}
+  end
+
+  def handle_call({:callbacks_done, from, server}, _from, state) do
+    target = if state.target in [from, server], do: nil, else: state.target
+    {:reply, :ok, %{state | target: target}}
+  end
+
+  @impl true
+  def handle_cast(:stop, state) do
+    state =
+      if alive?(state),
+        do: kill(state, :closed, "the session was closed", telemetry: false),
+        else: state
+
+    {:stop, :normal, state}
+  end
+
+  @impl true
+  def handle_info({port, {:data, data}}, %{port: port} = state),
+    do: {:noreply, handle_frame(:erlang.binary_to_term(data, [:safe]), state)}
+
+  def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
+    Telemetry.worker_killed(:exited, state.os_pid)
+    {:noreply, died(state, :exited, "the worker process exited (status #{status})")}
+  end
+
+  def handle_info({:callback_reply, id, reply}, state) do
+    if alive?(state), do: frame(state.port, {:reply, id, reply})
+    {:noreply, state}
+  end
+
+  def handle_info({:DOWN, monitor, :process, _pid, _reason}, state) do
+    case Enum.find(state.jobs, fn {_id, job} -> job.monitor == monitor end) do
+      {id, job} ->
+        frame(state.port, {:abandon, id})
+        if job.started, do: Process.send_after(self(), {:orphan, id}, @orphan_grace_ms)
+        {:noreply, %{state | jobs: Map.put(state.jobs, id, %{job | caller: nil})}}
+
+      nil ->
+        {:noreply, state}
+    end
+  end
+
+  def handle_info({:orphan, id}, state) do
+    case state.jobs do
+      %{^id => %{caller: nil}} ->
+        {:noreply, kill(state, :orphaned, "a script whose caller exited did not stop")}
+
+      _ ->
+        {:noreply, state}
+    end
+  end
+
+  def handle_info({:deadline, :start}, %{status: {:starting, _, _}} = state),
+    do: {:noreply, kill(state, :start, "the worker did not build its session in time")}
+
+  def handle_info({:deadline, id}, state) do
+    if Map.has_key?(state.requests, id),
+      do: {:noreply, kill(state, :unresponsive, "the worker stopped answering")},
+      else: {:noreply, state}
+  end
+
+  def handle_info(:ex_bashkit_session_dropped, state) do
+    state = if alive?(state), do: kill(state, :dropped, "the session was dropped"), else: state
+    {:stop, :normal, state}
+  end
+
+  def handle_info(_other, state), do: {:noreply, state}
+
+  # ---- frames from the worker ------------------------------------------------
+
+  defp handle_frame({:new, :ok}, %{status: {:starting, waiting, timer}} = state) do
+    Process.cancel_timer(timer)
+    for from <- waiting, do: GenServer.reply(from, {:ok, state.os_pid})
+    %{state | status: :ready}
+  end
+
+  defp handle_frame({:new, {:error, message}}, %{status: {:starting, _, _}} = state),
+    do: kill(state, :start, message, telemetry: false)
+
+  defp handle_frame({:started, id}, state) do
+    case state.jobs do
+      %{^id => job} ->
+        target = if job.kind == :exec, do: job.callbacks_to, else: state.target
+        %{state | jobs: %{state.jobs | id => %{job | started: true}}, target: target}
+
+      %{} ->
+        state
+    end
+  end
+
+  defp handle_frame({:chunk, id, stream, data}, state) do
+    case state.jobs do
+      %{^id => job} ->
+        for {pid, tag} <- job.listeners, do: send(pid, {:ex_bashkit, tag, {stream, data}})
+
+        job =
+          cond do
+            not job.keep -> job
+            stream == :stdout -> %{job | out: [job.out | data]}
+            true -> %{job | err: [job.err | data]}
+          end
+
+        %{state | jobs: %{state.jobs | id => job}}
+
+      %{} ->
+        state
+    end
+  end
+
+  defp handle_frame({:call, id, target, request}, state) do
+    case state.target do
+      nil ->
+        reply = {:error, "callbacks are only served while a script of this session runs"}
+        frame(state.port, {:reply, id, reply})
+
+      server ->
+        send(server, {:ex_bashkit_call, {__MODULE__, self(), id}, target, request})
+    end
+
+    state
+  end
+
+  defp handle_frame({:done, id, outcome, usable}, state) do
+    {job, jobs} = Map.pop(state.jobs, id)
+    state = %{state | jobs: jobs}
+
+    if job do
+      Process.demonitor(job.monitor, [:flush])
+      if job.caller, do: send(job.caller, {job.tag, with_kept(outcome, job)})
+    end
+
+    state = if job && job.kind == :exec, do: %{state | target: nil}, else: state
+
+    if usable,
+      do: state,
+      else:
+        kill(
+          state,
+          :frozen,
+          "a script went past its memory limit inside work that cannot be interrupted"
+        )
+  end
+
+  defp handle_frame({kind, id, result}, state) when kind in [:fs, :cancelled] do
+    case Map.pop(state.requests, id) do
+      {{from, timer}, requests} ->
+        Process.cancel_timer(timer)
+        GenServer.reply(from, if(kind == :cancelled, do: {:ok, result}, else: result))
+        %{state | requests: requests}
+
+      {nil, _} ->
+        state
+    end
+  end
+
+  defp handle_frame(_unknown, state), do: state
+
+  # ---- helpers ---------------------------------------------------------------
+
+  defp frame(port, term), do: Port.command(port, :erlang.term_to_binary(term))
+
+  defp next_id(state), do: {state.next, %{state | next: state.next + 1}}
+
+  defp request(state, id, from) do
+    timer = Process.send_after(self(), {:deadline, id}, @request_deadline_ms)
+    put_in(state.requests[id], {from, timer})
+  end
+
+  defp alive?(state), do: not match?({:dead, _}, state.status)
+
+  defp kept(%{keep: true, out: out, err: err}),
+    do: {IO.iodata_to_binary(out), IO.iodata_to_binary(err)}
+
+  defp kept(_job), do: {"", ""}
+
+  # An error keeps what the script printed when the call asked for it, as
+  # the NIF's kept output does.
+  defp with_kept({:error, {reason, limit, message, "", ""}}, %{keep: true} = job) do
+    {out, err} = kept(job)
+    {:error, {reason, limit, message, out, err}}
+  end
+
+  defp with_kept(outcome, _job), do: outcome
+
+  # Ends the worker and answers everything waiting on it; later calls get
+  # `message`. `except:` names a job whose caller answers itself.
+  defp kill(state, reason, why, opts \\ []) do
+    if alive?(state) do
+      Native.worker_kill(state.os_pid)
+      Port.close(state.port)
+      if Keyword.get(opts, :telemetry, true), do: Telemetry.worker_killed(reason, state.os_pid)
+    end
+
+    died(state, reason, why, Keyword.get(opts, :except))
+  end
+
+  defp died(state, reason, why, except \\ nil) do
+    message = gone(why)
+
+    case state.status do
+      {:starting, waiting, timer} ->
+        Process.cancel_timer(timer)
+
+        for from <- waiting,
+            do: GenServer.reply(from, {:error, "cannot start the session: #{why}"})
+
+      _ ->
+        :ok
+    end
+
+    for {id, job} <- state.jobs, id != except, job.caller != nil do
+      Process.demonitor(job.monitor, [:flush])
+      send(job.caller, {job.tag, {:error, error(job, reason, message)}})
+    end
+
+    for {_id, {from, timer}} <- state.requests do
+      Process.cancel_timer(timer)
+      GenServer.reply(from, {:error, message})
+    end
+
+    %{state | status: {:dead, message}, jobs: %{}, requests: %{}, target: nil}
+  end
+
+  defp error(%{kind: :exec} = job, reason, message) do
+    {out, err} = kept(job)
+
+    {if(reason == :timeout, do: :timeout, else: :error), if(reason == :timeout, do: :timeout_ms),
+     message, out, err}
+  end
+
+  defp error(_job, _reason, message), do: message
+end

@@ -1,0 +1,87 @@
+defmodule ExBashkit.Worker.Spares do
+  @moduledoc false
+  # Worker processes started ahead of need, so a new isolated session costs
+  # building its interpreter (a millisecond or two), not an exec of the
+  # worker and its first steps (~10 ms). A spare is a Port to a worker
+  # that waits for its session's options; taking one hands the Port to the
+  # new session's owner. Nothing is started until the first isolated
+  # session: a VM that never isolates runs no worker.
+  #
+  # `config :ex_bashkit, :worker_spares` sets how many are kept (default 2;
+  # 0 for none).
+
+  use GenServer
+
+  @default_spares 2
+
+  @doc false
+  def start_link(_opts), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
+
+  @doc """
+  A spare connected to the calling process, or `nil` when none is ready
+  (then the caller starts its own). Either way the spares are topped up.
+  """
+  @spec take(String.t()) :: {port(), pos_integer()} | nil
+  def take(executable) do
+    GenServer.call(__MODULE__, {:take, executable})
+  catch
+    # Not running (the application is stopping): start one directly.
+    :exit, _ -> nil
+  end
+
+  @doc "Starts a worker from `executable`, owned by the calling process."
+  @spec open(String.t()) :: port()
+  def open(executable) do
+    Port.open({:spawn_executable, executable}, [
+      :binary,
+      {:packet, 4},
+      :exit_status,
+      :use_stdio,
+      # mimalloc commits its arenas lazily: an idle worker keeps ~2.5 MB
+      # private instead of ~10 MB.
+      env: [{~c"MIMALLOC_ARENA_EAGER_COMMIT", ~c"0"}]
+    ])
+  end
+
+  @impl true
+  def init(nil), do: {:ok, %{spares: [], executable: nil}}
+
+  @impl true
+  def handle_call({:take, executable}, {caller, _}, state) do
+    state = %{state | executable: executable}
+
+    case state.spares do
+      [{port, os_pid} | rest] ->
+        Port.connect(port, caller)
+        Process.unlink(port)
+        {:reply, {port, os_pid}, %{state | spares: rest}, {:continue, :fill}}
+
+      [] ->
+        {:reply, nil, state, {:continue, :fill}}
+    end
+  end
+
+  @impl true
+  def handle_continue(:fill, %{executable: executable} = state) do
+    missing =
+      Application.get_env(:ex_bashkit, :worker_spares, @default_spares) - length(state.spares)
+
+    spares =
+      for _ <- 1..missing//1 do
+        port = open(executable)
+        {:os_pid, os_pid} = Port.info(port, :os_pid)
+        {port, os_pid}
+      end
+
+    {:noreply, %{state | spares: state.spares ++ spares}}
+  end
+
+  @impl true
+  # A spare that died (killed from outside) is replaced.
+  def handle_info({port, {:exit_status, _}}, state) do
+    spares = Enum.reject(state.spares, fn {spare, _} -> spare == port end)
+    {:noreply, %{state | spares: spares}, {:continue, :fill}}
+  end
+
+  def handle_info(_other, state), do: {:noreply, state}
+end
