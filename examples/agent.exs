@@ -33,8 +33,11 @@ defmodule ScriptedModel do
   end
 end
 
+# The model writes the scripts: its session lives in a worker process, which
+# is killed (and only it) if a script outlives its deadline or memory cap.
 session =
   Session.new(
+    isolation: :process,
     limits: [timeout_ms: 5_000],
     files: %{
       "/project/app.log" =>

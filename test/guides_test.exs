@@ -11,9 +11,10 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.SandboxPerConversation
   doctest ExBashkit.Guides.AgentTools
   doctest ExBashkit.Guides.ComingFrom017
+  doctest ExBashkit.Guides.Isolation
 
   test "every guide is doctested here" do
     guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 9
+    assert length(guides) == 10
   end
 end

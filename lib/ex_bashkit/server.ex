@@ -78,7 +78,7 @@ defmodule ExBashkit.Server do
           | {:persist, :on_hibernate | :after_exec | {:every, pos_integer()}}
           | {:key, binary()}
           | {:node, node() | [node()]}
-          | {:isolation, :none | :node}
+          | {:isolation, :none | :node | :process}
 
   # How long a server that moved keeps forwarding calls sent to its pid.
   @linger_ms 5_000
@@ -525,6 +525,7 @@ defmodule ExBashkit.Server do
       when is_map_key(running, runner) do
     {{from, writes?}, running} = Map.pop(running, runner)
     state = %{state | running: running, dirty?: state.dirty? or writes?, last_call: now()}
+    state = if map_size(running) == 0, do: recover(state), else: state
     state = if state.persist == :after_exec, do: persist(state, :exec), else: state
     GenServer.reply(from, reply)
     if map_size(running) == 0, do: idle(state), else: {:noreply, state}
@@ -699,6 +700,18 @@ defmodule ExBashkit.Server do
   defp schedule_persist(_state), do: :ok
 
   ## Waking, hibernating, persisting
+
+  # A session whose worker process was killed (a script past its deadline
+  # or memory cap) can run nothing more. With a store, the next call wakes
+  # it from the last record; without one, it stays and answers errors.
+  defp recover(%{session: %Session{resource: %ExBashkit.Worker{}} = session} = state)
+       when state.store != nil do
+    if Session.info(session).os_pid == nil,
+      do: %{state | session: nil, snapshot: nil, loaded?: false, dirty?: false},
+      else: state
+  end
+
+  defp recover(state), do: state
 
   defp wake(%{session: session} = state) when session != nil, do: {:ok, state}
 

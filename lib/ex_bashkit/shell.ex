@@ -87,7 +87,10 @@ defmodule ExBashkit.Shell do
     end
   end
 
-  defp open(%{session: session}), do: {:ok, Session.new(session), true}
+  # What a person types is as untrusted as what a model writes: a worker
+  # process, unless the session options say otherwise.
+  defp open(%{session: session}),
+    do: {:ok, Session.new(Keyword.put_new(session, :isolation, :process)), true}
 
   defp restore(_target, nil), do: :ok
 

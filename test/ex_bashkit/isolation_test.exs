@@ -218,6 +218,36 @@ defmodule ExBashkit.IsolationTest do
     assert ExBashkit.stats().workers.kills.timeout >= before + 1
   end
 
+  describe "a server with isolation: :process" do
+    test "with a store, comes back from its last record after its worker is killed" do
+      store = {ExBashkit.Store.Memory, []}
+
+      {:ok, pid} =
+        ExBashkit.Server.start_link(
+          id: {:isolation_test, make_ref()},
+          isolation: :process,
+          store: store,
+          session: [limits: [timeout_ms: 500]]
+        )
+
+      assert {:ok, %Result{}} = ExBashkit.Server.exec(pid, "x=kept; echo data > /f")
+      assert {:error, message} = ExBashkit.Server.exec(pid, @hog)
+      assert message =~ "worker process was killed"
+
+      assert {:ok, %Result{stdout: "kept data\n"}} =
+               ExBashkit.Server.exec(pid, "echo $x $(cat /f)")
+    end
+
+    test "without a store, answers errors once its worker is killed" do
+      {:ok, pid} =
+        ExBashkit.Server.start_link(isolation: :process, session: [limits: [timeout_ms: 500]])
+
+      assert {:error, _} = ExBashkit.Server.exec(pid, @hog)
+      assert {:error, message} = ExBashkit.Server.exec(pid, "echo hi")
+      assert message =~ "worker process is gone"
+    end
+  end
+
   test "bad options are named" do
     assert_raise ArgumentError, ~r/:isolation/, fn -> Session.new(isolation: :vm) end
 

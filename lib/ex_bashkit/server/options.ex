@@ -64,11 +64,15 @@ defmodule ExBashkit.Server.Options do
           "tried in order (the first one connected is used). Default: this node."
     ],
     isolation: [
-      type: {:in, [:none, :node]},
+      type: {:in, [:none, :node, :process]},
       default: :none,
       doc:
         "`:node` places the server on a sandbox node (`ExBashkit.SandboxNode`), a VM " <>
-          "of its own under an OS memory limit, instead of `:node`."
+          "of its own under an OS memory limit, instead of `:node`. `:process` keeps " <>
+          "the server here and its session in a worker process (`isolation: :process` " <>
+          "of `ExBashkit.Session.new/1`); a worker killed over a deadline or its " <>
+          "memory cap brings the session back from the `:store`'s last record on the " <>
+          "next call, or, without a store, leaves it answering errors."
     ]
   ]
 
@@ -84,6 +88,11 @@ defmodule ExBashkit.Server.Options do
     opts = %{opts | store: opts.store || default_store(opts.isolation)}
     opts = %{opts | persist: opts.persist || default_persist(opts.isolation)}
 
+    opts =
+      if opts.isolation == :process,
+        do: %{opts | session: Keyword.put(opts.session, :isolation, :process)},
+        else: opts
+
     if opts.store != nil or opts.isolation == :node or remote?(opts.node) do
       portable!(opts.session)
     end
@@ -95,14 +104,15 @@ defmodule ExBashkit.Server.Options do
   # reach it: in this node's memory.
   defp default_store(isolation) do
     case {Application.get_env(:ex_bashkit, :store), isolation} do
-      {nil, :none} -> nil
+      {nil, isolation} when isolation in [:none, :process] -> nil
       {nil, :node} -> ExBashkit.Store.validate!(ExBashkit.Store.Memory)
       {store, _} -> ExBashkit.Store.validate!(store)
     end
   end
 
   defp default_persist(:none), do: :on_hibernate
-  defp default_persist(:node), do: :after_exec
+  # What a killed worker's session comes back from.
+  defp default_persist(isolation) when isolation in [:node, :process], do: :after_exec
 
   defp remote?(nil), do: false
   defp remote?(nodes), do: Enum.any?(nodes, &(&1 != node()))

@@ -18,7 +18,9 @@ defmodule ExBashkit.Shell.Config do
     session: [
       type: {:custom, &__MODULE__.keyword!/1},
       default: [],
-      doc: "options of the new session (`ExBashkit.Session.new/1`), when not attaching."
+      doc:
+        "options of the new session (`ExBashkit.Session.new/1`), when not attaching. " <>
+          "It runs in a worker process (`isolation: :process`) unless they say otherwise."
     ],
     isolated: [
       type: :boolean,

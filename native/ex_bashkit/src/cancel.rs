@@ -9,7 +9,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::jobs::{Job, Stop};
+use crate::job::Job;
+use crate::jobs::Stop;
 use crate::sync::lock;
 
 /// A session's running script, if any, and its interpreter's flag.

@@ -10,7 +10,8 @@ use bashkit::{Bash, ExecResult, LimitExceeded};
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, ResourceArc, Term};
 
 use crate::exec_options::{Call, ExecOptions};
-use crate::jobs::{spawn_job, Job, JobHandle, Outcome, StopSignal, Whereabouts};
+use crate::job::Job;
+use crate::jobs::{spawn_job, JobHandle, Outcome, StopSignal, Whereabouts};
 use crate::memory::{Account, Metered};
 use crate::nesting;
 use crate::options::SessionOptions;

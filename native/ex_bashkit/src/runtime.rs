@@ -371,6 +371,24 @@ pub fn set_threads(count: usize) {
     FIRST_THREADS.store(count, Ordering::Relaxed);
 }
 
+/// How often the watchdog looks at the threads, in ms; 0 for
+/// [`WATCH_INTERVAL`]. A worker process has one thread to look at, and a
+/// thousand idle workers waking every 5 ms would keep a core busy.
+static WATCH_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the watchdog's interval (a worker's is long: a frozen script wakes
+/// it at once, see `memory::wake_on_freeze`).
+pub fn set_watch_interval(interval: Duration) {
+    WATCH_MS.store(interval.as_millis().max(1) as u64, Ordering::Relaxed);
+}
+
+fn watch_interval() -> Duration {
+    match WATCH_MS.load(Ordering::Relaxed) {
+        0 => WATCH_INTERVAL,
+        ms => Duration::from_millis(ms),
+    }
+}
+
 /// How many interpreter threads there are, and how many are hogged now.
 #[derive(Default)]
 pub struct Stats {
@@ -392,16 +410,17 @@ pub fn interpreters() -> Result<&'static Interpreters, String> {
             count => count,
         };
         let pool = Interpreters::start(count).map_err(cannot_start)?;
-        std::thread::Builder::new()
+        let watchdog = std::thread::Builder::new()
             .name("ex_bashkit_watchdog".into())
             .spawn(|| loop {
-                std::thread::sleep(WATCH_INTERVAL);
+                std::thread::park_timeout(watch_interval());
                 if let Ok(pool) = interpreters() {
                     pool.watch();
                 }
                 crate::memory::answer_frozen();
             })
             .map_err(cannot_start)?;
+        crate::memory::wake_on_freeze(watchdog.thread().clone());
         Ok(pool)
     });
     pool.as_ref().map_err(String::clone)

@@ -51,7 +51,8 @@ use self::job::WorkerJob;
 use crate::callback::Channel;
 use crate::exec::run_on_session;
 use crate::exec_options::Call;
-use crate::jobs::{Job, Stop};
+use crate::job::Job;
+use crate::jobs::Stop;
 use crate::runtime::{self, interpreters};
 use crate::session::SessionResource;
 use crate::sync::lock;
@@ -71,6 +72,7 @@ pub fn main() {
     std::panic::set_hook(Box::new(|_| {}));
     crate::memory::set_budget(None);
     runtime::set_threads(1);
+    runtime::set_watch_interval(Duration::from_secs(1));
     warm_up();
     let outbox = Arc::new(Outbox::stdout());
     let mut worker = Worker {

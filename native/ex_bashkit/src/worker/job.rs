@@ -9,7 +9,8 @@ use tokio::sync::oneshot;
 
 use super::codec::{atom, binary, boolean, integer, script_error, tuple};
 use super::frame::Outbox;
-use crate::jobs::{Job, Stop, StopSignal};
+use crate::job::Job;
+use crate::jobs::{Stop, StopSignal};
 use crate::script_error::ScriptError;
 use crate::streaming::{Listen, Output};
 use crate::sync::lock;
