@@ -51,12 +51,20 @@ defmodule ExBashkit.Worker do
              ExBashkit.Worker.Supervisor,
              {__MODULE__, {executable, native}}
            ),
-         {:ok, os_pid} <- call(pid, :ready, :infinity) do
+         {:ok, os_pid} <- ready(pid) do
       id = System.unique_integer([:positive, :monotonic])
       {:ok, %__MODULE__{pid: pid, guard: Native.worker_guard(pid), os_pid: os_pid, id: id}}
     else
       {:error, message} when is_binary(message) -> {:error, message}
       {:error, reason} -> {:error, "cannot start the worker process: #{inspect(reason)}"}
+    end
+  end
+
+  # A worker that could not build its session leaves no owner behind.
+  defp ready(pid) do
+    with {:error, _} = error <- call(pid, :ready) do
+      GenServer.cast(pid, :stop)
+      error
     end
   end
 
@@ -192,8 +200,11 @@ defmodule ExBashkit.Worker do
           {:os_pid, os_pid} = Port.info(port, :os_pid)
           {port, os_pid}
 
-        spare ->
-          spare
+        {port, os_pid} ->
+          # A spare's Port was opened by ExBashkit.Worker.Spares: it must
+          # close when this owner goes, as one it opened would.
+          Process.link(port)
+          {port, os_pid}
       end
 
     frame(port, {:new, native})

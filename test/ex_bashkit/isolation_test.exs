@@ -248,6 +248,12 @@ defmodule ExBashkit.IsolationTest do
     end
   end
 
+  test "a session the worker cannot build is an ArgumentError naming why" do
+    assert_raise ArgumentError, ~r/cannot create session: .*"\/nonexistent\/dir"/, fn ->
+      isolated(mounts: [{"/x", "/nonexistent/dir", :read_only}])
+    end
+  end
+
   test "bad options are named" do
     assert_raise ArgumentError, ~r/:isolation/, fn -> Session.new(isolation: :vm) end
 

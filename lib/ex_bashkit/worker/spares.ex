@@ -50,15 +50,20 @@ defmodule ExBashkit.Worker.Spares do
   def handle_call({:take, executable}, {caller, _}, state) do
     state = %{state | executable: executable}
 
-    case state.spares do
-      [{port, os_pid} | rest] ->
-        Port.connect(port, caller)
-        Process.unlink(port)
-        {:reply, {port, os_pid}, %{state | spares: rest}, {:continue, :fill}}
+    {spare, spares} = hand_over(state.spares, caller)
+    {:reply, spare, %{state | spares: spares}, {:continue, :fill}}
+  end
 
-      [] ->
-        {:reply, nil, state, {:continue, :fill}}
-    end
+  # The first spare still alive, connected to `caller`; one that died (its
+  # exit not yet seen here) is passed over.
+  defp hand_over([], _caller), do: {nil, []}
+
+  defp hand_over([{port, os_pid} | rest], caller) do
+    Port.connect(port, caller)
+    Process.unlink(port)
+    {{port, os_pid}, rest}
+  rescue
+    ArgumentError -> hand_over(rest, caller)
   end
 
   @impl true
