@@ -44,8 +44,9 @@ defmodule ExBashkit.PrecompiledTest do
              ctx.name => Precompiled.sha256(bytes)
            }
 
-    assert {:ok, library} = Precompiled.unpack(bytes)
+    assert {:ok, library, worker} = Precompiled.unpack(bytes)
     assert library == File.read!(Path.expand("../priv/native/libex_bashkit.so", __DIR__))
+    assert worker == File.read!(Path.expand("../priv/native/ex_bashkit_worker", __DIR__))
   end
 
   test "a fresh project installs the precompiled library without running cargo", ctx do
@@ -62,10 +63,12 @@ defmodule ExBashkit.PrecompiledTest do
       mix(consumer, ctx, [
         "run",
         "-e",
-        ~S|{:ok, r} = ExBashkit.exec("echo from a download"); IO.write(r.stdout)|
+        ~S|{:ok, r} = ExBashkit.exec("echo from a download"); IO.write(r.stdout)| <>
+          ~S|; {:ok, r} = ExBashkit.exec("echo from its worker", isolation: :process)| <>
+          ~S|; IO.write(r.stdout)|
       ])
 
-    assert output =~ "from a download\n"
+    assert output =~ "from a download\nfrom its worker\n"
 
     # A second compile finds the library in place: nothing is fetched.
     {_, 0} = mix(consumer, ctx, ["compile"])

@@ -83,7 +83,8 @@ defmodule ExBashkit.Worker do
       else:
         {:error,
          "isolation: :process needs the worker executable #{path}, which this installation " <>
-           "lacks (it is built with the NIF library from source; see the README's \"Installing\")"}
+           "lacks (it is installed with the NIF library, built or downloaded; see the README's " <>
+           "\"Installing\")"}
   end
 
   @doc false

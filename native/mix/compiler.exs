@@ -32,6 +32,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
 
   def checksum_file, do: @checksums
   def installed, do: @dest
+  @doc false
+  def installed_worker, do: worker_dest()
 
   @impl Mix.Task.Compiler
   def run(_args) do
@@ -85,7 +87,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
 
     with {:ok, bytes} <- Precompiled.download(url),
          :ok <- verify(bytes, checksum, url),
-         {:ok, library} <- Precompiled.unpack(bytes) do
+         {:ok, library, worker} <- Precompiled.unpack(bytes) do
+      if worker, do: install_worker(worker)
       install_bytes(library, stamp(wanted))
     else
       {:refused, message} ->
@@ -253,6 +256,13 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
     replace(dest, fn partial ->
       File.cp!(source, partial)
       File.chmod!(partial, mode)
+    end)
+  end
+
+  defp install_worker(bytes) do
+    replace(worker_dest(), fn partial ->
+      File.write!(partial, bytes)
+      File.chmod!(partial, 0o755)
     end)
   end
 

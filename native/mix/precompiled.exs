@@ -14,6 +14,7 @@ defmodule ExBashkit.Precompiled do
   # feature); VMs with a later NIF version load it too.
   @nif_version "2.16"
   @library "libex_bashkit.so"
+  @worker "ex_bashkit_worker"
 
   @targets ~w(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl
               aarch64-unknown-linux-musl x86_64-apple-darwin aarch64-apple-darwin)
@@ -86,12 +87,21 @@ defmodule ExBashkit.Precompiled do
 
   def sha256(bytes), do: "sha256:" <> Base.encode16(:crypto.hash(:sha256, bytes), case: :lower)
 
-  @doc "Packs the library at `path` into an artifact's bytes."
-  def pack(path) do
+  @doc """
+  Packs the library at `path`, and the worker executable at `worker` (of
+  `isolation: :process`) if there is one, into an artifact's bytes.
+  """
+  def pack(path, worker \\ nil) do
     tmp =
       Path.join(System.tmp_dir!(), "ex_bashkit_pack_#{System.unique_integer([:positive])}.tar.gz")
 
-    entries = [{String.to_charlist(@library), File.read!(path)}]
+    entries =
+      [{String.to_charlist(@library), File.read!(path)}] ++
+        if(worker && File.exists?(worker),
+          do: [{String.to_charlist(@worker), File.read!(worker)}],
+          else: []
+        )
+
     :ok = :erl_tar.create(String.to_charlist(tmp), entries, [:compressed])
 
     try do
@@ -101,12 +111,17 @@ defmodule ExBashkit.Precompiled do
     end
   end
 
-  @doc "The library inside an artifact's bytes."
+  @doc """
+  The library inside an artifact's bytes, and the worker executable (`nil`
+  in an artifact packed without one).
+  """
   def unpack(bytes) do
     case :erl_tar.extract({:binary, bytes}, [:compressed, :memory]) do
       {:ok, files} ->
+        worker = with {_, bytes} <- List.keyfind(files, String.to_charlist(@worker), 0), do: bytes
+
         case List.keyfind(files, String.to_charlist(@library), 0) do
-          {_, library} -> {:ok, library}
+          {_, library} -> {:ok, library, worker}
           nil -> {:error, "the archive holds no #{@library}"}
         end
 

@@ -2,7 +2,8 @@ defmodule Mix.Tasks.ExBashkit.Package do
   @shortdoc "Builds and packs the NIF library for this target, and records its checksum"
   @moduledoc """
   Builds the NIF library for this machine's target with every feature,
-  packs it as a precompiled artifact, and writes its SHA-256 into the
+  packs it (with the worker executable of `isolation: :process`) as a
+  precompiled artifact, and writes its SHA-256 into the
   checksum file (`checksum-ex_bashkit.exs`). A release runs it once per
   target, uploads the artifacts where `:precompiled_url` points, and
   publishes the package with the updated checksum file:
@@ -44,7 +45,7 @@ defmodule Mix.Tasks.ExBashkit.Package do
     end
 
     name = Precompiled.artifact(Mix.Project.config()[:version], Precompiled.target())
-    bytes = Precompiled.pack(Compiler.installed())
+    bytes = Precompiled.pack(Compiler.installed(), Compiler.installed_worker())
     output = Keyword.get(opts, :output, Path.join(Mix.Project.build_path(), "../precompiled"))
     path = Path.join(Path.expand(output), name)
     File.mkdir_p!(Path.dirname(path))
