@@ -59,15 +59,20 @@ defmodule ExBashkit.ContainmentTest do
   end
 
   describe "a script that does not stop at its deadline" do
-    @tag timeout: 3_000
+    # 10x the expected 1.5 s: the bound is the behaviour.
+    @tag timeout: 15_000
     test "its caller is answered after timeout_ms plus a margin, saying so", ctx do
-      session = hog_session(ctx, limits: [timeout_ms: 100])
+      session = hog_session(ctx, limits: [timeout_ms: 1_000])
 
       assert {:error, message} = Session.exec(session, @hog)
-      assert message =~ "timed out after 100 ms (limit :timeout_ms)"
-      # Or, when another test's runaway holds the thread it was given,
-      # "before the script started".
-      assert message =~ ~r/did not stop at its deadline|before the script started/
+      # The script did not stop at its deadline, or (when another test's
+      # runaway holds the thread it was given) had not started by then. On
+      # a machine loaded enough that parsing its 150 KB outlasts the
+      # deadline, bashkit's own timeout answers at the parse's await, at
+      # the deadline too (seen once with a 100 ms deadline under a second
+      # suite).
+      assert message =~
+               ~r/timed out after 1000 ms \(limit :timeout_ms\): .*(did not stop at its deadline|before the script started)|execution timeout \(1s\) \(limit :timeout_ms\)/
     end
 
     @tag timeout: 10_000
