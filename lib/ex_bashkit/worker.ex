@@ -194,6 +194,23 @@ defmodule ExBashkit.Worker do
 
   @impl true
   def init({executable, native}) do
+    state = %{
+      port: nil,
+      os_pid: nil,
+      status: {:starting, [], nil},
+      next: 1,
+      jobs: %{},
+      requests: %{},
+      target: nil
+    }
+
+    # Starting the process (~5-10 ms without a spare) happens after init:
+    # the supervisor starts its children one at a time.
+    {:ok, state, {:continue, {:start, executable, native}}}
+  end
+
+  @impl true
+  def handle_continue({:start, executable, native}, state) do
     {port, os_pid} =
       case Spares.take(executable) do
         nil ->
@@ -210,18 +227,8 @@ defmodule ExBashkit.Worker do
 
     frame(port, {:new, native})
     timer = Process.send_after(self(), {:deadline, :start}, @start_deadline_ms)
-
-    state = %{
-      port: port,
-      os_pid: os_pid,
-      status: {:starting, [], timer},
-      next: 1,
-      jobs: %{},
-      requests: %{},
-      target: nil
-    }
-
-    {:ok, state}
+    {:starting, waiting, nil} = state.status
+    {:noreply, %{state | port: port, os_pid: os_pid, status: {:starting, waiting, timer}}}
   end
 
   @impl true

@@ -66,22 +66,28 @@ defmodule ExBashkit.Worker.Spares do
     ArgumentError -> hand_over(rest, caller)
   end
 
+  # One spare at a time, between other messages: a `take` waits for one
+  # process start at most.
   @impl true
-  def handle_continue(:fill, %{executable: executable} = state) do
-    missing =
-      Application.get_env(:ex_bashkit, :worker_spares, @default_spares) - length(state.spares)
-
-    spares =
-      for _ <- 1..missing//1 do
-        port = open(executable)
-        {:os_pid, os_pid} = Port.info(port, :os_pid)
-        {port, os_pid}
-      end
-
-    {:noreply, %{state | spares: state.spares ++ spares}}
+  def handle_continue(:fill, state) do
+    if missing?(state), do: send(self(), :start_one)
+    {:noreply, state}
   end
 
+  defp missing?(state),
+    do: length(state.spares) < Application.get_env(:ex_bashkit, :worker_spares, @default_spares)
+
   @impl true
+  def handle_info(:start_one, state) do
+    if missing?(state) do
+      port = open(state.executable)
+      {:os_pid, os_pid} = Port.info(port, :os_pid)
+      {:noreply, %{state | spares: state.spares ++ [{port, os_pid}]}, {:continue, :fill}}
+    else
+      {:noreply, state}
+    end
+  end
+
   # A spare that died (killed from outside) is replaced.
   def handle_info({port, {:exit_status, _}}, state) do
     spares = Enum.reject(state.spares, fn {spare, _} -> spare == port end)
