@@ -137,18 +137,13 @@ defmodule ExBashkit.Execution do
           {^tag, {:error, error}} -> {:error, Error.from_job(error)}
         end
 
-      {:killed, {stdout, stderr}} ->
-        {:error,
-         %Error{
-           reason: :timeout,
-           limit: :timeout_ms,
-           stdout: stdout,
-           stderr: stderr,
-           message:
-             "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
-               "its deadline, so its worker process was killed; the session can run no more " <>
-               "scripts (start a new session)"
-         }}
+      {:killed, output} ->
+        overdue(
+          timeout_ms,
+          output,
+          ", so its worker process was killed; the session can run no more scripts " <>
+            "(start a new session)"
+        )
 
       :sent ->
         busy(
@@ -164,21 +159,28 @@ defmodule ExBashkit.Execution do
 
       :running ->
         # Whatever it printed before is the caller's, as with any timeout.
-        {stdout, stderr} = ExBashkit.Interpreter.output_so_far(handle)
-
-        {:error,
-         %Error{
-           reason: :timeout,
-           limit: :timeout_ms,
-           stdout: stdout,
-           stderr: stderr,
-           message:
-             "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
-               "its deadline (it, or a script sharing its interpreter thread, is inside work " <>
-               "that cannot be interrupted); it keeps the session busy until that work ends, " <>
-               "and scripts sent to the session meanwhile wait or time out"
-         }}
+        overdue(
+          timeout_ms,
+          ExBashkit.Interpreter.output_so_far(handle),
+          " (it, or a script sharing its interpreter thread, is inside work that cannot be " <>
+            "interrupted); it keeps the session busy until that work ends, and scripts sent " <>
+            "to the session meanwhile wait or time out"
+        )
     end
+  end
+
+  # A script that did not stop at its deadline, with what it printed.
+  defp overdue(timeout_ms, {stdout, stderr}, consequence) do
+    {:error,
+     %Error{
+       reason: :timeout,
+       limit: :timeout_ms,
+       stdout: stdout,
+       stderr: stderr,
+       message:
+         "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
+           "its deadline" <> consequence
+     }}
   end
 
   defp await_answered({:ok, {stdout, stderr, exit_code, truncated}}),
