@@ -91,30 +91,35 @@ defmodule ExBashkit.Worker do
   def start_link({executable, native}), do: GenServer.start_link(__MODULE__, {executable, native})
 
   # ---- calls, as ExBashkit.Interpreter makes them ----------------------------
+  #
+  # Each call hands the owner the session's guard, which it keeps until the
+  # call is answered: a caller's last use of a session may leave nothing
+  # else referring to it, and its garbage collection mid-call would end the
+  # worker under the script (the NIF's jobs hold their resource the same way).
 
   @doc false
-  def exec(%__MODULE__{pid: pid}, script, caller, tag, callbacks_to, call),
-    do: call(pid, {:exec, script, caller, tag, callbacks_to, call})
+  def exec(%__MODULE__{pid: pid, guard: guard}, script, caller, tag, callbacks_to, call),
+    do: call(pid, {:exec, guard, script, caller, tag, callbacks_to, call})
 
   @doc false
-  def snapshot(%__MODULE__{pid: pid}, options, key, caller, tag),
+  def snapshot(%__MODULE__{pid: pid, guard: guard}, options, key, caller, tag),
     do:
       call(
         pid,
-        {:job, :snapshot, [options.exclude_filesystem, options.exclude_functions, key], caller,
-         tag}
+        {:job, guard, :snapshot, [options.exclude_filesystem, options.exclude_functions, key],
+         caller, tag}
       )
 
   @doc false
-  def restore(%__MODULE__{pid: pid}, snapshot, key, caller, tag),
-    do: call(pid, {:job, :restore, [snapshot, key], caller, tag})
+  def restore(%__MODULE__{pid: pid, guard: guard}, snapshot, key, caller, tag),
+    do: call(pid, {:job, guard, :restore, [snapshot, key], caller, tag})
 
   @doc false
-  def file(%__MODULE__{pid: pid}, op, args), do: call(pid, {:fs, op, args})
+  def file(%__MODULE__{pid: pid, guard: guard}, op, args), do: call(pid, {:fs, guard, op, args})
 
   @doc false
-  def cancel(%__MODULE__{pid: pid}) do
-    case call(pid, :cancel) do
+  def cancel(%__MODULE__{pid: pid, guard: guard}) do
+    case call(pid, {:cancel, guard}) do
       {:ok, cancelled} -> cancelled
       {:error, _} -> false
     end
@@ -246,13 +251,14 @@ defmodule ExBashkit.Worker do
   def handle_call(_request, _from, %{status: {:dead, message}} = state),
     do: {:reply, {:error, message}, state}
 
-  def handle_call({:exec, script, caller, tag, callbacks_to, call}, _from, state) do
+  def handle_call({:exec, guard, script, caller, tag, callbacks_to, call}, _from, state) do
     {id, state} = next_id(state)
     listeners = if call, do: call.stream_to, else: []
     keep = call != nil and call.keep_output
 
     job = %{
       kind: :exec,
+      guard: guard,
       caller: caller,
       tag: tag,
       monitor: Process.monitor(caller),
@@ -279,11 +285,12 @@ defmodule ExBashkit.Worker do
     {:reply, {:ok, {__MODULE__, self(), id}}, put_in(state.jobs[id], job)}
   end
 
-  def handle_call({:job, kind, args, caller, tag}, _from, state) do
+  def handle_call({:job, guard, kind, args, caller, tag}, _from, state) do
     {id, state} = next_id(state)
 
     job = %{
       kind: kind,
+      guard: guard,
       caller: caller,
       tag: tag,
       monitor: Process.monitor(caller),
@@ -294,16 +301,16 @@ defmodule ExBashkit.Worker do
     {:reply, {:ok, {__MODULE__, self(), id}}, put_in(state.jobs[id], job)}
   end
 
-  def handle_call({:fs, op, args}, from, state) do
+  def handle_call({:fs, guard, op, args}, from, state) do
     {id, state} = next_id(state)
     frame(state.port, {:fs, id, op, args})
-    {:noreply, request(state, id, from)}
+    {:noreply, request(state, id, from, guard)}
   end
 
-  def handle_call(:cancel, from, state) do
+  def handle_call({:cancel, guard}, from, state) do
     {id, state} = next_id(state)
     frame(state.port, {:cancel, id})
-    {:noreply, request(state, id, from)}
+    {:noreply, request(state, id, from, guard)}
   end
 
   def handle_call({:abandon, id}, _from, state) do
@@ -348,8 +355,12 @@ defmodule ExBashkit.Worker do
     do: {:noreply, handle_frame(:erlang.binary_to_term(data, [:safe]), state)}
 
   def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
-    Telemetry.worker_killed(:exited, state.os_pid)
-    {:noreply, died(state, :exited, "the worker process exited (status #{status})")}
+    if alive?(state) do
+      Telemetry.worker_killed(:exited, state.os_pid)
+      {:noreply, died(state, :exited, "the worker process exited (status #{status})")}
+    else
+      {:noreply, state}
+    end
   end
 
   def handle_info({:callback_reply, id, reply}, state) do
@@ -472,7 +483,7 @@ defmodule ExBashkit.Worker do
 
   defp handle_frame({kind, id, result}, state) when kind in [:fs, :cancelled] do
     case Map.pop(state.requests, id) do
-      {{from, timer}, requests} ->
+      {{from, timer, _guard}, requests} ->
         Process.cancel_timer(timer)
         GenServer.reply(from, if(kind == :cancelled, do: {:ok, result}, else: result))
         %{state | requests: requests}
@@ -490,9 +501,9 @@ defmodule ExBashkit.Worker do
 
   defp next_id(state), do: {state.next, %{state | next: state.next + 1}}
 
-  defp request(state, id, from) do
+  defp request(state, id, from, guard) do
     timer = Process.send_after(self(), {:deadline, id}, @request_deadline_ms)
-    put_in(state.requests[id], {from, timer})
+    put_in(state.requests[id], {from, timer, guard})
   end
 
   defp alive?(state), do: not match?({:dead, _}, state.status)
@@ -514,13 +525,21 @@ defmodule ExBashkit.Worker do
   # Ends the worker and answers everything waiting on it; later calls get
   # `message`. `except:` names a job whose caller answers itself.
   defp kill(state, reason, why, opts \\ []) do
-    if alive?(state) do
+    if alive?(state) and Port.info(state.port) != nil do
       Native.worker_kill(state.os_pid)
-      Port.close(state.port)
+      close(state.port)
       if Keyword.get(opts, :telemetry, true), do: Telemetry.worker_killed(reason, state.os_pid)
     end
 
     died(state, reason, why, Keyword.get(opts, :except))
+  end
+
+  # A worker that exited on its own closes its Port before its exit status
+  # reaches this process.
+  defp close(port) do
+    Port.close(port)
+  rescue
+    ArgumentError -> :ok
   end
 
   defp died(state, reason, why, except \\ nil) do
@@ -542,7 +561,7 @@ defmodule ExBashkit.Worker do
       send(job.caller, {job.tag, {:error, error(job, reason, message)}})
     end
 
-    for {_id, {from, timer}} <- state.requests do
+    for {_id, {from, timer, _guard}} <- state.requests do
       Process.cancel_timer(timer)
       GenServer.reply(from, {:error, message})
     end

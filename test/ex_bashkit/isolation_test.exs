@@ -160,6 +160,27 @@ defmodule ExBashkit.IsolationTest do
     assert Session.info(session).os_pid == nil
   end
 
+  test "a session's last call keeps it alive until answered, whatever its caller collects" do
+    test = self()
+
+    # Nothing but the running call refers to the session: its caller's
+    # stack lets go of it once the script is queued.
+    caller =
+      Task.async(fn ->
+        session = isolated()
+        send(test, {:owner, session.resource.pid})
+        Session.exec(session, "echo started; sleep 2; echo done", stream_to: {test, :last})
+      end)
+
+    assert_receive {:owner, owner}
+    assert_receive {:ex_bashkit, :last, {:stdout, "started\n"}}
+    :erlang.garbage_collect(caller.pid)
+    # The owner has seen whatever that collection sent it.
+    _ = :sys.get_state(owner)
+
+    assert {:ok, %Result{stdout: "started\ndone\n"}} = Task.await(caller, 30_000)
+  end
+
   test "dropped sessions leave no worker once collected" do
     parent = self()
 
