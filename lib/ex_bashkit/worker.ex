@@ -534,8 +534,8 @@ defmodule ExBashkit.Worker do
     died(state, reason, why, Keyword.get(opts, :except))
   end
 
-  # A worker that exited on its own closes its Port before its exit status
-  # reaches this process.
+  # A worker ends with its Port: one SIGKILLed a moment ago, or one that
+  # exited on its own, may have closed it before this process gets to.
   defp close(port) do
     Port.close(port)
   rescue
