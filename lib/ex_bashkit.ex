@@ -166,4 +166,35 @@ defmodule ExBashkit do
     workers = Map.put(ExBashkit.Worker.stats(), :kills, ExBashkit.Telemetry.worker_kills())
     Map.put(Native.stats(), :workers, workers)
   end
+
+  @doc """
+  What this host offers the worker processes of `isolation: :process`
+  sessions, the kernel's layers around each one (see "What isolation:
+  :process defends against" in `guides/isolation.md`):
+
+    * `:seccomp` — system call filters;
+    * `:landlock_abi` — the Landlock ABI version, `0` without Landlock;
+    * `:user_namespaces`, `:network_namespaces` — whether a worker can
+      have a network (and user) namespace of its own;
+    * `:root` — whether the VM runs as root, and then `:worker_user`, the
+      `{uid, gid}` its workers become (`config :ex_bashkit, :worker_user`);
+    * `:hardening` — `false` when `config :ex_bashkit, harden_workers:
+      false` turned the layers off.
+
+  `ExBashkit.Session.info/1` says which layers are in force on a worker.
+
+      iex> info = ExBashkit.isolation_info()
+      iex> is_boolean(info.seccomp) and is_integer(info.landlock_abi)
+      true
+  """
+  @spec isolation_info() :: %{
+          seccomp: boolean(),
+          landlock_abi: non_neg_integer(),
+          user_namespaces: boolean(),
+          network_namespaces: boolean(),
+          root: boolean(),
+          worker_user: {non_neg_integer(), non_neg_integer()} | :keep | nil,
+          hardening: boolean()
+        }
+  def isolation_info, do: ExBashkit.Worker.Hardening.host()
 end

@@ -27,6 +27,8 @@ cargo fmt --check
 # --release reuses the artifacts the NIF build above already produced.
 echo "==> cargo clippy -- -D warnings"
 cargo clippy --release --all-targets -- -D warnings
+# The escape probe's worker (test builds only, test/ex_bashkit/escape_test.exs).
+cargo clippy --release --bin ex_bashkit_worker_probe --features escape_probe -- -D warnings
 echo "==> cargo test"
 cargo test --release
 

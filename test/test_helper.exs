@@ -17,3 +17,6 @@ ExUnit.start(assert_receive_timeout: 30_000)
 if isolation = System.get_env("EX_BASHKIT_ISOLATION") do
   Application.put_env(:ex_bashkit, :isolation, String.to_existing_atom(isolation))
 end
+
+if w = System.get_env("EX_BASHKIT_WORKER_DEBUG"),
+  do: Application.put_env(:ex_bashkit, :worker_executable, w)

@@ -38,6 +38,7 @@ defmodule ExBashkit.Native do
   def set_panic_reporter(_pid), do: err()
   def worker_guard(_owner), do: err()
   def worker_kill(_os_pid), do: err()
+  def host_isolation, do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

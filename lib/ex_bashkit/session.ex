@@ -608,24 +608,31 @@ defmodule ExBashkit.Session do
 
   @doc """
   Where `session`'s interpreter lives: `:isolation` is `:none` (in this VM)
-  or `:process` (a worker process, see `guides/isolation.md`), and
-  `:os_pid` the worker's OS pid — `nil` in the VM, and once a worker was
-  killed.
+  or `:process` (a worker process, see `guides/isolation.md`); `:os_pid`
+  the worker's OS pid — `nil` in the VM, and once a worker was killed;
+  `:layers` the kernel's layers in force around the worker
+  (`:no_new_privs`, `:unprivileged_user`, `:seccomp`, `:landlock`,
+  `:network_namespace`, `:rlimits`; see `ExBashkit.isolation_info/0`).
 
       iex> ExBashkit.Session.info(ExBashkit.Session.new(isolation: :none))
-      %{isolation: :none, os_pid: nil}
+      %{isolation: :none, os_pid: nil, layers: []}
       iex> info = ExBashkit.Session.info(ExBashkit.Session.new(isolation: :process))
       iex> {info.isolation, is_integer(info.os_pid)}
       {:process, true}
   """
-  @spec info(t()) :: %{isolation: :none | :process, os_pid: pos_integer() | nil}
+  @spec info(t()) :: %{
+          isolation: :none | :process,
+          os_pid: pos_integer() | nil,
+          layers: [atom()]
+        }
   def info(session) do
     case resource!(session) do
       %ExBashkit.Worker{} = worker ->
-        %{isolation: :process, os_pid: ExBashkit.Worker.info(worker).os_pid}
+        %{os_pid: os_pid, layers: layers} = ExBashkit.Worker.info(worker)
+        %{isolation: :process, os_pid: os_pid, layers: layers}
 
       _resource ->
-        %{isolation: :none, os_pid: nil}
+        %{isolation: :none, os_pid: nil, layers: []}
     end
   end
 

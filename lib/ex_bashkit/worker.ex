@@ -15,6 +15,7 @@ defmodule ExBashkit.Worker do
   use GenServer, restart: :temporary
 
   alias ExBashkit.{Native, Telemetry}
+  alias ExBashkit.Worker.Hardening
   alias ExBashkit.Worker.Spares
 
   defstruct [:pid, :guard, :os_pid, :id]
@@ -45,11 +46,13 @@ defmodule ExBashkit.Worker do
   """
   @spec start(struct()) :: {:ok, t()} | {:error, String.t()}
   def start(native) do
+    args = Hardening.worker_args(native)
+
     with {:ok, executable} <- executable(),
          {:ok, pid} <-
            DynamicSupervisor.start_child(
              ExBashkit.Worker.Supervisor,
-             {__MODULE__, {executable, native}}
+             {__MODULE__, {executable, args, native}}
            ),
          {:ok, os_pid} <- ready(pid) do
       id = System.unique_integer([:positive, :monotonic])
@@ -88,7 +91,7 @@ defmodule ExBashkit.Worker do
   end
 
   @doc false
-  def start_link({executable, native}), do: GenServer.start_link(__MODULE__, {executable, native})
+  def start_link(start), do: GenServer.start_link(__MODULE__, start)
 
   # ---- calls, as ExBashkit.Interpreter makes them ----------------------------
   #
@@ -154,7 +157,7 @@ defmodule ExBashkit.Worker do
   @doc false
   def info(%__MODULE__{pid: pid}) do
     case call(pid, :info) do
-      {:error, _} -> %{os_pid: nil, alive: false}
+      {:error, _} -> %{os_pid: nil, alive: false, layers: []}
       info -> info
     end
   end
@@ -198,7 +201,7 @@ defmodule ExBashkit.Worker do
   # ---- the owner ---------------------------------------------------------------
 
   @impl true
-  def init({executable, native}) do
+  def init({executable, args, native}) do
     state = %{
       port: nil,
       os_pid: nil,
@@ -206,20 +209,21 @@ defmodule ExBashkit.Worker do
       next: 1,
       jobs: %{},
       requests: %{},
-      target: nil
+      target: nil,
+      layers: []
     }
 
     # Starting the process (~5-10 ms without a spare) happens after init:
     # the supervisor starts its children one at a time.
-    {:ok, state, {:continue, {:start, executable, native}}}
+    {:ok, state, {:continue, {:start, executable, args, native}}}
   end
 
   @impl true
-  def handle_continue({:start, executable, native}, state) do
+  def handle_continue({:start, executable, args, native}, state) do
     {port, os_pid} =
-      case Spares.take(executable) do
+      case Spares.take(executable, args) do
         nil ->
-          port = Spares.open(executable)
+          port = Spares.open(executable, args)
           {:os_pid, os_pid} = Port.info(port, :os_pid)
           {port, os_pid}
 
@@ -245,7 +249,8 @@ defmodule ExBashkit.Worker do
 
   def handle_call(:info, _from, state) do
     alive = state.status == :ready
-    {:reply, %{os_pid: if(alive, do: state.os_pid), alive: alive}, state}
+
+    {:reply, %{os_pid: if(alive, do: state.os_pid), alive: alive, layers: state.layers}, state}
   end
 
   def handle_call(_request, _from, %{status: {:dead, message}} = state),
@@ -408,10 +413,16 @@ defmodule ExBashkit.Worker do
 
   # ---- frames from the worker ------------------------------------------------
 
-  defp handle_frame({:new, :ok}, %{status: {:starting, waiting, timer}} = state) do
-    Process.cancel_timer(timer)
-    for from <- waiting, do: GenServer.reply(from, {:ok, state.os_pid})
-    %{state | status: :ready}
+  defp handle_frame({:new, {:ok, report}}, %{status: {:starting, waiting, timer}} = state) do
+    case Hardening.check(report) do
+      {:ok, layers} ->
+        Process.cancel_timer(timer)
+        for from <- waiting, do: GenServer.reply(from, {:ok, state.os_pid})
+        %{state | status: :ready, layers: layers}
+
+      {:error, message} ->
+        kill(state, :start, message, telemetry: false)
+    end
   end
 
   defp handle_frame({:new, {:error, message}}, %{status: {:starting, _, _}} = state),

@@ -8,6 +8,7 @@ defmodule ExBashkit.MountsTest do
     File.write!(Path.join(root, "ro/a.txt"), "host data\n")
     File.write!(Path.join(root, "ro/sub/b.txt"), "nested\n")
     File.write!(Path.join(root, "secret/key"), "TOP SECRET\n")
+    worker_may_write!(Path.join(root, "rw"))
 
     %{
       root: root,

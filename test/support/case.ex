@@ -44,6 +44,21 @@ defmodule ExBashkit.Case do
 
     File.mkdir_p!(dir)
     ExUnit.Callbacks.on_exit(fn -> File.rm_rf!(dir) end)
+    worker_may_write!(dir)
+  end
+
+  @doc """
+  `dir`, handed to the user a worker process of a root VM becomes
+  (`ExBashkit.isolation_info/0`'s `:worker_user`), as a deployment hands it
+  the directories it mounts read-write.
+  """
+  @spec worker_may_write!(Path.t()) :: Path.t()
+  def worker_may_write!(dir) do
+    with %{worker_user: {uid, gid}} <- ExBashkit.isolation_info() do
+      File.chown!(dir, uid)
+      File.chgrp!(dir, gid)
+    end
+
     dir
   end
 end

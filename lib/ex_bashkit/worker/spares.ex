@@ -18,22 +18,25 @@ defmodule ExBashkit.Worker.Spares do
   def start_link(_opts), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
 
   @doc """
-  A spare connected to the calling process, or `nil` when none is ready
-  (then the caller starts its own). Either way the spares are topped up.
+  A spare started with `args`, connected to the calling process, or `nil`
+  when none is ready (then the caller starts its own). Spares are kept for
+  the arguments of sessions without the network, the common case (a
+  worker's namespaces are made as it starts, see `ExBashkit.Worker.Hardening`).
   """
-  @spec take(String.t()) :: {port(), pos_integer()} | nil
-  def take(executable) do
-    GenServer.call(__MODULE__, {:take, executable})
+  @spec take(String.t(), [String.t()]) :: {port(), pos_integer()} | nil
+  def take(executable, args) do
+    GenServer.call(__MODULE__, {:take, executable, args})
   catch
     # Not running (the application is stopping): start one directly.
     :exit, _ -> nil
   end
 
-  @doc "Starts a worker from `executable`, owned by the calling process."
-  @spec open(String.t()) :: port()
-  def open(executable) do
+  @doc "Starts a worker from `executable` with `args`, owned by the calling process."
+  @spec open(String.t(), [String.t()]) :: port()
+  def open(executable, args) do
     Port.open({:spawn_executable, executable}, [
       :binary,
+      {:args, args},
       {:packet, 4},
       :exit_status,
       :use_stdio,
@@ -44,14 +47,30 @@ defmodule ExBashkit.Worker.Spares do
   end
 
   @impl true
-  def init(nil), do: {:ok, %{spares: [], executable: nil}}
+  def init(nil), do: {:ok, %{spares: [], executable: nil, args: nil}}
 
   @impl true
-  def handle_call({:take, executable}, {caller, _}, state) do
-    state = %{state | executable: executable}
+  def handle_call({:take, executable, args}, {caller, _}, state) do
+    cond do
+      not ExBashkit.Worker.Hardening.spare_args?(args) ->
+        {:reply, nil, state}
 
-    {spare, spares} = hand_over(state.spares, caller)
-    {:reply, spare, %{state | spares: spares}, {:continue, :fill}}
+      {executable, args} == {state.executable, state.args} ->
+        {spare, spares} = hand_over(state.spares, caller)
+        {:reply, spare, %{state | spares: spares}, {:continue, :fill}}
+
+      true ->
+        # New arguments (the config changed): the old spares are let go.
+        Enum.each(state.spares, fn {port, _} -> close(port) end)
+        state = %{state | executable: executable, args: args, spares: []}
+        {:reply, nil, state, {:continue, :fill}}
+    end
+  end
+
+  defp close(port) do
+    Port.close(port)
+  rescue
+    ArgumentError -> :ok
   end
 
   # The first spare still alive, connected to `caller`; one that died (its
@@ -80,7 +99,7 @@ defmodule ExBashkit.Worker.Spares do
   @impl true
   def handle_info(:start_one, state) do
     if missing?(state) do
-      port = open(state.executable)
+      port = open(state.executable, state.args)
       {:os_pid, os_pid} = Port.info(port, :os_pid)
       {:noreply, %{state | spares: state.spares ++ [{port, os_pid}]}, {:continue, :fill}}
     else

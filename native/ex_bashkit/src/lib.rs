@@ -12,6 +12,7 @@ mod exec_options;
 mod features;
 mod file_kind;
 mod fs;
+mod hardening;
 mod job;
 mod jobs;
 mod limits;

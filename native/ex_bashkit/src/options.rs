@@ -54,6 +54,11 @@ impl SessionOptions {
             let builtin = ElixirBuiltin::new(name.clone(), channel.clone());
             builder = builder.builtin(name, Box::new(builtin));
         }
+        #[cfg(feature = "escape_probe")]
+        {
+            let probe = crate::hardening::escape_probe::EscapeProbe;
+            builder = builder.builtin("escape", Box::new(probe));
+        }
         let bash = builder.build();
         mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
         for path in &self.virtual_fs {

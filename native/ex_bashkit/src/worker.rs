@@ -51,8 +51,10 @@ use self::job::WorkerJob;
 use crate::callback::Channel;
 use crate::exec::run_on_session;
 use crate::exec_options::Call;
+use crate::hardening::{self, Plan, Report};
 use crate::job::Job;
 use crate::jobs::Stop;
+use crate::network::AllowNet;
 use crate::runtime::{self, interpreters};
 use crate::session::SessionResource;
 use crate::sync::lock;
@@ -67,6 +69,9 @@ pub fn main() {
             exit_now();
         }
     }
+    // Namespaces need this process to have one thread: first of all.
+    let plan = Plan::from_args(std::env::args().skip(1));
+    let report = hardening::at_start(&plan);
     // A panic is answered as an internal error by the job that hit it; the
     // VM's stderr must not carry script bytes.
     std::panic::set_hook(Box::new(|_| {}));
@@ -80,6 +85,8 @@ pub fn main() {
         outbox,
         session: None,
         jobs: Arc::default(),
+        plan,
+        report,
     };
     // SAFETY: fd 0 is the Port's pipe, never closed by anything else.
     let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
@@ -92,14 +99,12 @@ pub fn main() {
     }
 }
 
-/// A spare worker waits for its session: start the interpreter thread and
-/// build (and drop) one interpreter now, so that `{:new, options}` costs
-/// what building a session costs in the VM, not a process's first steps.
+/// A spare worker waits for its session: build (and drop) one interpreter
+/// now, so that `{:new, options}` costs what building a session costs in
+/// the VM, not a process's first steps. On this thread: no other may start
+/// before the session's hardening (`hardening.rs`).
 fn warm_up() {
-    if let Ok(pool) = interpreters() {
-        let worker = pool.assign();
-        let _ = pool.block_on(worker, async { bashkit::Bash::builder().build() });
-    }
+    drop(bashkit::Bash::builder().build());
 }
 
 /// Ends the process at once: no destructors, no atexit handlers, which a
@@ -116,6 +121,8 @@ struct Worker {
     calls: Arc<HostCalls>,
     session: Option<Arc<SessionResource>>,
     jobs: Jobs,
+    plan: Plan,
+    report: Report,
 }
 
 impl Worker {
@@ -191,13 +198,17 @@ impl Worker {
 
     fn start(&mut self, options: &Term) {
         let built = codec::session_options(options).and_then(|options| {
+            if !matches!(options.allow_net, AllowNet::None) && !self.plan.network {
+                return Err("this worker was started without the network".into());
+            }
+            hardening::for_session(&self.plan, &options, &mut self.report);
             let channel = Channel::remote(self.calls.clone());
             SessionResource::build(&options, channel)
         });
         let answer = match built {
             Ok(session) => {
                 self.session = Some(Arc::new(session));
-                atom("ok")
+                tuple(vec![atom("ok"), codec::layers(&self.report)])
             }
             Err(message) => codec::error(&message),
         };
@@ -298,7 +309,11 @@ fn exec(
             plan.output = Some(job.output(session.output_caps));
         }
     }
+    let timeout = plan.timeout;
     Ok(async move {
+        if let Some(timeout) = timeout {
+            hardening::cpu_backstop(timeout);
+        }
         let job: Arc<dyn Job> = job;
         run_on_session(&session, &script, plan, job, None, stop)
             .await

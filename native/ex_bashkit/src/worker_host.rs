@@ -38,3 +38,10 @@ fn worker_kill(os_pid: u32) -> bool {
     // SAFETY: a plain syscall; a pid <= 0 would signal a process group.
     pid > 0 && unsafe { libc::kill(pid, libc::SIGKILL) } == 0
 }
+
+/// What this host offers worker processes: `{seccomp, landlock_abi,
+/// user_namespaces, root}` (`hardening.rs`).
+#[rustler::nif]
+fn host_isolation() -> (bool, u32, bool, bool) {
+    crate::hardening::host_offers()
+}

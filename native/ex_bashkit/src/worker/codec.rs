@@ -379,3 +379,20 @@ fn decode_reply(term: &Term) -> Decoded<Reply> {
         _ => Err(format!("unknown reply {term}")),
     }
 }
+
+/// The hardening report: `[{layer, :ok | {:missing, reason}}]`.
+pub fn layers(report: &crate::hardening::Report) -> Term {
+    list(
+        report
+            .0
+            .iter()
+            .map(|(layer, outcome)| {
+                let state = match outcome {
+                    Ok(()) => atom("ok"),
+                    Err(reason) => tuple(vec![atom("missing"), binary(reason.as_bytes())]),
+                };
+                tuple(vec![atom(layer), state])
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,10 @@
+//! The worker with the escape probe builtin (`hardening/escape_probe.rs`),
+//! built by test/ex_bashkit/escape_test.exs to attack the hardening from
+//! inside. Never installed or shipped.
+
+fn main() {
+    ex_bashkit::worker::main()
+}
+
+#[path = "../outside_the_vm.rs"]
+mod outside_the_vm;

@@ -1,0 +1,205 @@
+defmodule ExBashkit.EscapeTest do
+  # The hardening of worker processes, attacked from inside. The worker
+  # here is built with the escape probe (cargo feature `escape_probe`,
+  # native/ex_bashkit/src/hardening/escape_probe.rs): an `escape` builtin
+  # making the raw system calls a script that took over its worker would.
+  # Every attempt must fail and leave the host untouched; each family has a
+  # positive control, so a probe that cannot do anything passes nothing.
+  use ExBashkit.Case, async: false
+
+  alias ExBashkit.Session
+
+  # The first build of the probe compiles the crate once more.
+  @moduletag timeout: 900_000
+
+  @marker "ex_bashkit escape probe: test builds only"
+  @eacces "denied 13"
+  @eperm "denied 1"
+
+  setup_all do
+    probe = build_probe!()
+    previous = Application.get_env(:ex_bashkit, :worker_executable)
+    Application.put_env(:ex_bashkit, :worker_executable, probe)
+
+    on_exit(fn ->
+      if previous,
+        do: Application.put_env(:ex_bashkit, :worker_executable, previous),
+        else: Application.delete_env(:ex_bashkit, :worker_executable)
+    end)
+
+    %{probe: probe}
+  end
+
+  defp build_probe! do
+    crate = Path.expand("../../native/ex_bashkit", __DIR__)
+    cargo = System.get_env("CARGO") || System.find_executable("cargo") || flunk("no cargo")
+    args = ~w(build --release --bin ex_bashkit_worker_probe --features escape_probe)
+    {output, status} = System.cmd(cargo, args, cd: crate, stderr_to_stdout: true)
+    assert status == 0, output
+
+    # A copy: a later cargo build may replace the one under target/.
+    dir = Path.join(System.tmp_dir!(), "ex_bashkit_probe_#{System.unique_integer([:positive])}")
+    File.mkdir_p!(dir)
+    probe = Path.join(dir, "ex_bashkit_worker_probe")
+    File.cp!(Path.join(crate, "target/release/ex_bashkit_worker_probe"), probe)
+    File.chmod!(probe, 0o755)
+    probe
+  end
+
+  defp escape(session, op, arg \\ "") do
+    case Session.exec(session, "escape #{op} '#{arg}'") do
+      {:ok, %{stdout: out, exit_code: 0}} -> String.trim(out)
+      {:ok, result} -> flunk("escape #{op} failed: #{inspect(result)}")
+      {:error, message} -> {:worker_gone, message}
+    end
+  end
+
+  defp hardened(opts \\ []) do
+    session = Session.new([isolation: :process] ++ opts)
+    layers = Session.info(session).layers
+
+    for layer <- [:no_new_privs, :seccomp, :landlock, :rlimits, :unprivileged_user],
+        do: assert(layer in layers, "#{layer} not in force: #{inspect(layers)}")
+
+    session
+  end
+
+  setup do
+    root = host_dir!("escape")
+    for dir <- ["ro", "rw", "secret"], do: File.mkdir_p!(Path.join(root, dir))
+    File.write!(Path.join(root, "ro/a.txt"), "mounted\n")
+    File.write!(Path.join(root, "secret/key"), "TOP SECRET\n")
+    File.ln_s!(Path.join(root, "secret/key"), Path.join(root, "ro/link"))
+    worker_may_write!(Path.join(root, "rw"))
+    %{root: root}
+  end
+
+  defp mounted(root),
+    do:
+      hardened(
+        mounts: [
+          {"/data", Path.join(root, "ro"), :read_only},
+          {"/work", Path.join(root, "rw"), :read_write}
+        ]
+      )
+
+  test "the probe is in the probe worker, and never in the shipped one", %{probe: probe} do
+    assert escape(hardened(), "marker") == @marker
+    assert File.read!(probe) =~ @marker
+
+    # What the compiler installs, and `mix ex_bashkit.package` ships.
+    shipped = Path.join(:code.priv_dir(:ex_bashkit), "native/ex_bashkit_worker")
+    assert File.read!(shipped) =~ "ExBashkit"
+    refute File.read!(shipped) =~ @marker
+  end
+
+  describe "files" do
+    test "only the mounts are reachable, each as mounted", %{root: root} do
+      session = mounted(root)
+
+      # Positive controls: what the session mounted.
+      assert escape(session, "read", Path.join(root, "ro/a.txt")) == "allowed"
+      assert escape(session, "create", Path.join(root, "rw/new.txt")) == "allowed"
+      assert File.read!(Path.join(root, "rw/new.txt")) == "escaped\n"
+
+      # Everything else on the host.
+      assert escape(session, "read", Path.join(root, "secret/key")) == @eacces
+      assert escape(session, "read", "/etc/passwd") == @eacces
+      assert escape(session, "read", "/proc/#{System.pid()}/environ") == @eacces
+      assert escape(session, "list", "/") == @eacces
+      assert escape(session, "list", root) == @eacces
+      # A symlink in a mount that leads out of it.
+      assert escape(session, "read", Path.join(root, "ro/link")) == @eacces
+
+      for path <- [Path.join(root, "secret/new.txt"), Path.join(root, "new.txt"), "/tmp/escaped"] do
+        assert escape(session, "create", path) == @eacces
+        refute File.exists?(path)
+      end
+
+      # A read-only mount stays read-only.
+      assert escape(session, "append", Path.join(root, "ro/a.txt")) == @eacces
+      assert File.read!(Path.join(root, "ro/a.txt")) == "mounted\n"
+
+      # Landlock does not cover chmod; the worker's user owns nothing here.
+      for path <- [Path.join(root, "ro/a.txt"), Path.join(root, "secret/key")] do
+        mode = File.stat!(path).mode
+        assert escape(session, "chmod", path) == @eperm
+        assert File.stat!(path).mode == mode
+      end
+    end
+  end
+
+  describe "network" do
+    setup do
+      {:ok, target} = :gen_tcp.listen(0, [:binary, ip: {127, 0, 0, 1}, active: false])
+      {:ok, allowed} = :gen_tcp.listen(0, [:binary, ip: {127, 0, 0, 1}, active: false])
+      {:ok, target_port} = :inet.port(target)
+      {:ok, allowed_port} = :inet.port(allowed)
+
+      on_exit(fn ->
+        :gen_tcp.close(target)
+        :gen_tcp.close(allowed)
+      end)
+
+      %{target: target, port: target_port, allowed: allowed, allowed_port: allowed_port}
+    end
+
+    test "without :allow_net, no socket at all", ctx do
+      session = hardened()
+      assert :network_namespace in Session.info(session).layers
+      assert escape(session, "socket") == @eperm
+      assert escape(session, "connect", ctx.port) == @eperm
+      assert :gen_tcp.accept(ctx.target, 0) == {:error, :timeout}
+    end
+
+    test "with :allow_net, TCP only to the allowlist's ports", ctx do
+      session = hardened(allow_net: ["http://127.0.0.1:#{ctx.allowed_port}"])
+
+      # Positive control: the allowlist's port, connected to for real.
+      assert escape(session, "connect", ctx.allowed_port) == "allowed"
+      assert {:ok, _socket} = :gen_tcp.accept(ctx.allowed, 5_000)
+
+      assert escape(session, "connect", ctx.port) == @eacces
+      assert :gen_tcp.accept(ctx.target, 0) == {:error, :timeout}
+      assert escape(session, "unix_socket") == @eperm
+    end
+  end
+
+  describe "processes and privileges" do
+    test "no new process, no signal out, no way back to root" do
+      session = hardened()
+      assert escape(session, "fork") == @eperm
+      assert escape(session, "clone_process") == @eperm
+      assert escape(session, "signal", System.pid()) == @eperm
+      assert escape(session, "setuid") == @eperm
+      assert escape(session, "raise_limit") == @eperm
+      # Still a working session after all of that.
+      assert {:ok, %{stdout: "still here\n"}} = Session.exec(session, "echo still here")
+    end
+
+    for {op, arg} <- [
+          exec: "",
+          ptrace: :vm,
+          mount: "/tmp",
+          bpf: "",
+          io_uring: "",
+          unshare: ""
+        ] do
+      test "#{op} ends the worker on the spot, and nothing else" do
+        session = hardened()
+        os_pid = Session.info(session).os_pid
+        arg = if unquote(arg) == :vm, do: System.pid(), else: unquote(arg)
+
+        assert {:worker_gone, message} = escape(session, unquote(op), arg)
+        assert message =~ "worker process"
+        assert wait_until(fn -> not File.exists?("/proc/#{os_pid}") end)
+        assert {:ok, %{stdout: "fine\n"}} = Session.exec(hardened(), "echo fine")
+      end
+    end
+  end
+
+  test "every system call off the reviewed list is refused" do
+    assert escape(hardened(), "sweep") =~ ~r/^tried \d+, leaks none$/
+    assert escape(hardened(allow_net: :all), "sweep") =~ ~r/^tried \d+, leaks none$/
+  end
+end
