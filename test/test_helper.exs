@@ -18,5 +18,8 @@ if isolation = System.get_env("EX_BASHKIT_ISOLATION") do
   Application.put_env(:ex_bashkit, :isolation, String.to_existing_atom(isolation))
 end
 
-if w = System.get_env("EX_BASHKIT_WORKER_DEBUG"),
-  do: Application.put_env(:ex_bashkit, :worker_executable, w)
+# EX_BASHKIT_WORKER=path runs workers from another executable: a wrapper
+# that execs the real one under `strace -f`, to review the system calls
+# workers make (native/ex_bashkit/src/hardening/syscalls.rs).
+if worker = System.get_env("EX_BASHKIT_WORKER"),
+  do: Application.put_env(:ex_bashkit, :worker_executable, worker)
