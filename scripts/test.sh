@@ -12,14 +12,15 @@ echo "==> mix compile --warnings-as-errors"
 mix compile --warnings-as-errors
 echo "==> mix test"
 mix test
-echo "==> the Session contract with every session in a worker process"
+echo "==> the Session contract and the hostile corpus, every session in a hardened worker process"
 EX_BASHKIT_ISOLATION=process mix test test/ex_bashkit/session_test.exs \
   test/ex_bashkit/live_control_test.exs test/ex_bashkit/snapshot_test.exs \
   test/ex_bashkit/builtins_test.exs test/ex_bashkit/virtual_fs_test.exs \
   test/ex_bashkit/virtual_fs_compat_test.exs test/ex_bashkit/limits_test.exs \
   test/ex_bashkit/compat_phrases_test.exs test/ex_bashkit/mounts_test.exs \
   test/ex_bashkit/network_test.exs test/ex_bashkit/python_test.exs \
-  test/ex_bashkit/bad_arguments_test.exs test/ex_bashkit/tool_test.exs
+  test/ex_bashkit/bad_arguments_test.exs test/ex_bashkit/tool_test.exs \
+  test/ex_bashkit/hostile_test.exs
 
 cd native/ex_bashkit
 echo "==> cargo fmt --check"

@@ -16,6 +16,7 @@ defmodule ExBashkit.Application do
        name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
       # `isolation: :process`: spare workers, and the owners of live ones.
       ExBashkit.Worker.Spares,
+      ExBashkit.Worker.Cgroups,
       {DynamicSupervisor, name: ExBashkit.Worker.Supervisor, strategy: :one_for_one}
     ]
 

@@ -46,13 +46,13 @@ defmodule ExBashkit.Worker do
   """
   @spec start(struct()) :: {:ok, t()} | {:error, String.t()}
   def start(native) do
-    args = Hardening.worker_args(native)
+    plan = Hardening.plan(native)
 
     with {:ok, executable} <- executable(),
          {:ok, pid} <-
            DynamicSupervisor.start_child(
              ExBashkit.Worker.Supervisor,
-             {__MODULE__, {executable, args, native}}
+             {__MODULE__, {executable, plan, native}}
            ),
          {:ok, os_pid} <- ready(pid) do
       id = System.unique_integer([:positive, :monotonic])
@@ -201,7 +201,7 @@ defmodule ExBashkit.Worker do
   # ---- the owner ---------------------------------------------------------------
 
   @impl true
-  def init({executable, args, native}) do
+  def init({executable, plan, native}) do
     state = %{
       port: nil,
       os_pid: nil,
@@ -210,12 +210,14 @@ defmodule ExBashkit.Worker do
       jobs: %{},
       requests: %{},
       target: nil,
-      layers: []
+      layers: [],
+      cgroups: [],
+      plan: plan
     }
 
     # Starting the process (~5-10 ms without a spare) happens after init:
     # the supervisor starts its children one at a time.
-    {:ok, state, {:continue, {:start, executable, args, native}}}
+    {:ok, state, {:continue, {:start, executable, plan.args, native}}}
   end
 
   @impl true
@@ -413,8 +415,13 @@ defmodule ExBashkit.Worker do
 
   # ---- frames from the worker ------------------------------------------------
 
-  defp handle_frame({:new, {:ok, report}}, %{status: {:starting, waiting, timer}} = state) do
-    case Hardening.check(report) do
+  defp handle_frame(
+         {:new, {:ok, {report, cgroups}}},
+         %{status: {:starting, waiting, timer}} = state
+       ) do
+    state = %{state | cgroups: cgroups}
+
+    case Hardening.check(report, state.plan) do
       {:ok, layers} ->
         Process.cancel_timer(timer)
         for from <- waiting, do: GenServer.reply(from, {:ok, state.os_pid})
@@ -577,7 +584,8 @@ defmodule ExBashkit.Worker do
       GenServer.reply(from, {:error, message})
     end
 
-    %{state | status: {:dead, message}, jobs: %{}, requests: %{}, target: nil}
+    ExBashkit.Worker.Cgroups.release(state.cgroups)
+    %{state | status: {:dead, message}, jobs: %{}, requests: %{}, target: nil, cgroups: []}
   end
 
   defp error(%{kind: :exec} = job, reason, message) do

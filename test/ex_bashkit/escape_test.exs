@@ -198,6 +198,99 @@ defmodule ExBashkit.EscapeTest do
     end
   end
 
+  describe "the kernel's caps" do
+    test "a worker has a cgroup of its own, removed once it is gone" do
+      session = hardened()
+      assert :cgroup in Session.info(session).layers
+      os_pid = Session.info(session).os_pid
+
+      dirs =
+        for line <- String.split(File.read!("/proc/#{os_pid}/cgroup"), "\n"),
+            line =~ "ex_bashkit_workers/#{os_pid}",
+            [_, controllers, path] = String.split(line, ":", parts: 3),
+            do: {controllers, path}
+
+      assert dirs != []
+      {:ok, cgroups} = Session.exec(session, "echo alive")
+      assert cgroups.stdout == "alive\n"
+
+      mounts = File.read!("/proc/self/mounts")
+
+      paths =
+        for {controllers, path} <- dirs do
+          mount =
+            Regex.run(~r/^\S+ (\S+) cgroup2? \S*#{controllers}\S* /m, mounts,
+              capture: :all_but_first
+            ) ||
+              Regex.run(~r/^\S+ (\S+) cgroup2 /m, mounts, capture: :all_but_first)
+
+          Path.join(hd(mount), path)
+        end
+
+      assert Enum.all?(paths, &File.dir?/1)
+      ExBashkit.Worker.stop(session.resource)
+      assert wait_until(fn -> not Enum.any?(paths, &File.dir?/1) end)
+    end
+  end
+
+  describe "config" do
+    setup do
+      on_exit(fn ->
+        for key <- [:worker_user, :require_layers, :harden_workers],
+            do: Application.delete_env(:ex_bashkit, key)
+      end)
+    end
+
+    test "a missing layer is reported, logged once, and an error when required" do
+      Application.put_env(:ex_bashkit, :worker_user, :keep)
+
+      log =
+        ExUnit.CaptureLog.capture_log(fn ->
+          :persistent_term.erase({ExBashkit.Worker.Hardening, :logged, :unprivileged_user})
+          # Where it has a user to become, a non-root VM's workers already are one.
+          assert ExBashkit.isolation_info().root
+          session = Session.new(isolation: :process)
+          refute :unprivileged_user in Session.info(session).layers
+          assert :seccomp in Session.info(session).layers
+          Session.new(isolation: :process)
+        end)
+
+      assert [_once] = Regex.scan(~r/without the :unprivileged_user layer/, log)
+
+      Application.put_env(:ex_bashkit, :require_layers, [:unprivileged_user])
+
+      assert_raise ArgumentError, ~r/:unprivileged_user is required.*worker_user is :keep/, fn ->
+        Session.new(isolation: :process)
+      end
+    end
+
+    test "bad values are ArgumentErrors naming the key" do
+      for {key, value} <- [worker_user: "nobody", require_layers: [:moat], harden_workers: :yes] do
+        Application.put_env(:ex_bashkit, key, value)
+
+        assert_raise ArgumentError, ~r/config :ex_bashkit, #{inspect(key)}/, fn ->
+          Session.new(isolation: :process)
+        end
+
+        Application.delete_env(:ex_bashkit, key)
+      end
+    end
+
+    test "harden_workers: false turns every layer off: the probe then reaches the host" do
+      Application.put_env(:ex_bashkit, :harden_workers, false)
+
+      log =
+        ExUnit.CaptureLog.capture_log(fn ->
+          :persistent_term.erase({ExBashkit.Worker.Hardening, :logged, :harden_workers})
+          session = Session.new(isolation: :process)
+          assert Session.info(session).layers == []
+          assert escape(session, "read", "/etc/passwd") == "allowed"
+        end)
+
+      assert log =~ "without any kernel layer"
+    end
+  end
+
   test "every system call off the reviewed list is refused" do
     assert escape(hardened(), "sweep") =~ ~r/^tried \d+, leaks none$/
     assert escape(hardened(allow_net: :all), "sweep") =~ ~r/^tried \d+, leaks none$/

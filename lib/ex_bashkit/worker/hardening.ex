@@ -18,7 +18,8 @@ defmodule ExBashkit.Worker.Hardening do
     :seccomp,
     :landlock,
     :network_namespace,
-    :rlimits
+    :rlimits,
+    :cgroup
   ]
 
   @nobody {65_534, 65_534}
@@ -28,12 +29,14 @@ defmodule ExBashkit.Worker.Hardening do
   def layers, do: @layers
 
   @doc """
-  The worker's command line for a session built from `native`; raises
+  How to start the worker of a session built from `native`: its command
+  line, and the layers it must have (`:require_layers`). Raises
   `ArgumentError` naming a bad config value.
   """
-  @spec worker_args(struct()) :: [String.t()]
-  def worker_args(native) do
+  @spec plan(struct()) :: %{args: [String.t()], required: [atom()], harden: boolean()}
+  def plan(native) do
     harden = config!(:harden_workers, true, &is_boolean/1, "true or false")
+    required = config!(:require_layers, [], &required?/1, "a list of #{inspect(@layers)}")
     network = if native.allow_net == :none, do: "none", else: "host"
 
     user =
@@ -43,7 +46,8 @@ defmodule ExBashkit.Worker.Hardening do
         ids -> user_arg(ids)
       end
 
-    ["--harden=#{if harden, do: "on", else: "off"}", "--network=#{network}" | user]
+    args = ["--harden=#{if harden, do: "on", else: "off"}", "--network=#{network}" | user]
+    %{args: args, required: required, harden: harden}
   end
 
   defp user?(user), do: user in [:nobody, :keep] or match?({u, g} when u > 0 and g >= 0, user)
@@ -55,38 +59,51 @@ defmodule ExBashkit.Worker.Hardening do
 
   @doc """
   The layers in force from a worker's report (`[{layer, :ok | {:missing,
-  reason}}]`), or an error naming a required one that is missing. Each
-  missing layer is logged once per VM.
+  reason}}]`) for a worker started by `plan`, or an error naming a required
+  layer that is missing. Each missing layer is logged once per VM.
   """
-  @spec check([{atom(), :ok | {:missing, String.t()}}]) :: {:ok, [atom()]} | {:error, String.t()}
-  def check(report) do
-    missing = for {layer, {:missing, reason}} <- report, do: {layer, reason}
-    Enum.each(missing, &log_once/1)
+  @spec check([{atom(), :ok | {:missing, String.t()}}], map()) ::
+          {:ok, [atom()]} | {:error, String.t()}
+  def check(_report, %{harden: false, required: [layer | _]}),
+    do: {:error, required_message(layer, "harden_workers is false")}
 
-    required = config!(:require_layers, [], &required?/1, "a list of #{inspect(@layers)}")
+  def check(_report, %{harden: false}) do
+    log_once(
+      :harden_workers,
+      "worker processes run without any kernel layer: harden_workers is false"
+    )
+
+    {:ok, []}
+  end
+
+  def check(report, %{required: required}) do
+    missing = for {layer, {:missing, reason}} <- report, do: {layer, reason}
+
+    for {layer, reason} <- missing,
+        do: log_once(layer, "worker processes run without the #{inspect(layer)} layer: #{reason}")
 
     case Enum.find(missing, fn {layer, _} -> layer in required end) do
-      nil ->
-        {:ok, for({layer, :ok} <- report, do: layer)}
-
-      {layer, reason} ->
-        {:error,
-         "the layer #{inspect(layer)} is required (config :ex_bashkit, :require_layers) " <>
-           "but missing on this host: #{reason}"}
+      nil -> {:ok, for({layer, :ok} <- report, do: layer)}
+      {layer, reason} -> {:error, required_message(layer, reason)}
     end
   end
 
+  defp required_message(layer, reason),
+    do:
+      "the layer #{inspect(layer)} is required (config :ex_bashkit, :require_layers) " <>
+        "but missing on this host: #{reason}"
+
   defp required?(layers), do: is_list(layers) and Enum.all?(layers, &(&1 in @layers))
 
-  defp log_once({layer, reason}) do
-    key = {__MODULE__, :logged, layer}
+  defp log_once(key, message) do
+    key = {__MODULE__, :logged, key}
 
     unless :persistent_term.get(key, false) do
       :persistent_term.put(key, true)
 
       Logger.warning(
-        "ExBashkit: worker processes run without the #{inspect(layer)} layer: #{reason} " <>
-          "(see guides/isolation.md; config :ex_bashkit, require_layers: [...] makes this an error)"
+        "ExBashkit: #{message} (see guides/isolation.md; " <>
+          "config :ex_bashkit, require_layers: [...] makes a missing layer an error)"
       )
     end
   end

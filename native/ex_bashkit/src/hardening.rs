@@ -8,6 +8,7 @@
 //! | layer                | what it takes away                                        |
 //! |----------------------|-----------------------------------------------------------|
 //! | `:network_namespace` | every network, loopback services of the host included (without `:allow_net`); SysV IPC too |
+//! | `:cgroup`            | memory and threads past the kernel's caps (a VM running as root) |
 //! | `:rlimits`           | core dumps, big files, many descriptors, runaway CPU      |
 //! | `:unprivileged_user` | root: a root host's workers run as `worker_user`          |
 //! | `:no_new_privs`      | gaining privileges through exec                            |
@@ -19,6 +20,7 @@
 //! session's options (its mounts, its network) and is applied on `{:new, …}`,
 //! still on the only thread, before the interpreter starts its own.
 
+mod cgroup;
 #[cfg(feature = "escape_probe")]
 pub mod escape_probe;
 mod landlock;
@@ -67,15 +69,23 @@ impl Plan {
     }
 }
 
-/// Each layer, in force (`Ok`) or missing with the reason.
+/// Each layer, in force (`Ok`) or missing with the reason, and the cgroup
+/// directories made for the worker (which the VM removes after it).
 #[derive(Debug, Default)]
-pub struct Report(pub Vec<(&'static str, Result<(), String>)>);
+pub struct Report {
+    pub layers: Vec<(&'static str, Result<(), String>)>,
+    pub cgroups: Vec<std::path::PathBuf>,
+}
 
 impl Report {
     fn record(&mut self, layer: &'static str, outcome: Result<(), String>) {
-        self.0.push((layer, outcome));
+        self.layers.push((layer, outcome));
     }
 }
+
+/// Threads a worker may have: its interpreter's, the runtime's blocking
+/// pool and wasmtime's, with room to spare; no process can be forked.
+const PIDS_MAX: u64 = 256;
 
 /// The steps taken while the worker has a single thread, as it starts:
 /// a clean slate (no environment, no descriptors but the pipe to the VM,
@@ -95,22 +105,11 @@ pub fn at_start(plan: &Plan) -> Report {
 /// The layers that depend on the session, applied before it is built.
 pub fn for_session(plan: &Plan, options: &SessionOptions, report: &mut Report) {
     if !plan.enabled {
-        for layer in [
-            "no_new_privs",
-            "unprivileged_user",
-            "seccomp",
-            "landlock",
-            "network_namespace",
-            "rlimits",
-        ] {
-            report.record(
-                layer,
-                Err("hardening is off (harden_workers: false)".into()),
-            );
-        }
         return;
     }
     let network = !matches!(options.allow_net, AllowNet::None);
+    let cgroup = cgroup::enter(memory_max(options), PIDS_MAX).map(|dirs| report.cgroups = dirs);
+    report.record("cgroup", cgroup);
     report.record("rlimits", rlimits(options));
     report.record("unprivileged_user", unprivileged_user(plan.user));
     report.record("no_new_privs", no_new_privs());
@@ -183,11 +182,28 @@ fn unshare_network() -> Result<(), String> {
     }
 }
 
+/// The kernel's cap on the worker's memory, above what the session may
+/// hold (scripts, files) so that the interpreter's own caps answer first.
+fn memory_max(options: &SessionOptions) -> u64 {
+    let limits = &options.limits;
+    let script = limits.script_memory() as u64;
+    let files = limits.filesystem().max_total_bytes;
+    let python_vm = if uses_cpython(options) { 2u64 << 30 } else { 0 };
+    (2 * script)
+        .saturating_add(files)
+        .saturating_add(256 << 20)
+        .saturating_add(python_vm)
+}
+
+fn uses_cpython(options: &SessionOptions) -> bool {
+    options.python_runtime == PythonRuntime::Cpython && !options.python.is_empty()
+}
+
 fn rlimits(options: &SessionOptions) -> Result<(), String> {
     // Past this size a write fails (EFBIG) instead of killing the process.
     // SAFETY: ignoring a signal.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    let python_vm = options.python_runtime == PythonRuntime::Cpython && !options.python.is_empty();
+    let python_vm = uses_cpython(options);
     // wasmtime backs a guest's memory (up to 4 GiB) with a memfd, which the
     // file size limit bounds too, and reserves several GiB of address space
     // for it; a worker without it peaks near 3 GiB of address space.

@@ -208,7 +208,7 @@ impl Worker {
         let answer = match built {
             Ok(session) => {
                 self.session = Some(Arc::new(session));
-                tuple(vec![atom("ok"), codec::layers(&self.report)])
+                tuple(vec![atom("ok"), codec::hardening(&self.report)])
             }
             Err(message) => codec::error(&message),
         };

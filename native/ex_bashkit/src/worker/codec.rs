@@ -380,11 +380,20 @@ fn decode_reply(term: &Term) -> Decoded<Reply> {
     }
 }
 
-/// The hardening report: `[{layer, :ok | {:missing, reason}}]`.
-pub fn layers(report: &crate::hardening::Report) -> Term {
+/// The hardening report: `{[{layer, :ok | {:missing, reason}}], cgroup_dirs}`.
+pub fn hardening(report: &crate::hardening::Report) -> Term {
+    let dirs = report
+        .cgroups
+        .iter()
+        .map(|dir| binary(dir.as_os_str().as_encoded_bytes()))
+        .collect();
+    tuple(vec![layers(report), list(dirs)])
+}
+
+fn layers(report: &crate::hardening::Report) -> Term {
     list(
         report
-            .0
+            .layers
             .iter()
             .map(|(layer, outcome)| {
                 let state = match outcome {
