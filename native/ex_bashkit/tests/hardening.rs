@@ -29,7 +29,15 @@ fn a_call_is_in_one_list_only() {
 #[test]
 fn dangerous_calls_are_fatal() {
     let fatal: HashSet<&str> = syscalls::fatal().map(|(name, _)| name).collect();
-    for name in ["execve", "ptrace", "bpf", "mount", "io_uring_setup", "unshare", "setns"] {
+    for name in [
+        "execve",
+        "ptrace",
+        "bpf",
+        "mount",
+        "io_uring_setup",
+        "unshare",
+        "setns",
+    ] {
         assert!(fatal.contains(name), "{name} is not fatal");
     }
 }
@@ -55,8 +63,14 @@ fn the_filters_compile() {
 
 #[test]
 fn ports_of_allowlist_patterns() {
-    assert_eq!(ports::of_pattern("https://api.example.com/v1"), Some(vec![443]));
-    assert_eq!(ports::of_pattern("http://127.0.0.1:8080/x"), Some(vec![8080]));
+    assert_eq!(
+        ports::of_pattern("https://api.example.com/v1"),
+        Some(vec![443])
+    );
+    assert_eq!(
+        ports::of_pattern("http://127.0.0.1:8080/x"),
+        Some(vec![8080])
+    );
     assert_eq!(ports::of_pattern("http://[::1]:9000"), Some(vec![9000]));
     assert_eq!(ports::of_pattern("http://[::1]/"), Some(vec![80]));
     assert_eq!(ports::of_pattern("example.com"), Some(vec![80, 443]));

@@ -37,7 +37,10 @@ pub fn enter(memory_max: u64, pids_max: u64) -> Result<Vec<PathBuf>, String> {
     };
     match (v1("memory"), v1("pids")) {
         (Some(memory), Some(pids)) => {
-            let memory = place(&memory.join(WORKERS), &[("memory.limit_in_bytes", memory_max)])?;
+            let memory = place(
+                &memory.join(WORKERS),
+                &[("memory.limit_in_bytes", memory_max)],
+            )?;
             let pids = place(&pids.join(WORKERS), &[("pids.max", pids_max)])?;
             Ok(vec![memory, pids])
         }
@@ -45,7 +48,12 @@ pub fn enter(memory_max: u64, pids_max: u64) -> Result<Vec<PathBuf>, String> {
     }
 }
 
-fn v2(membership: &str, mounts: &str, memory_max: u64, pids_max: u64) -> Result<Vec<PathBuf>, String> {
+fn v2(
+    membership: &str,
+    mounts: &str,
+    memory_max: u64,
+    pids_max: u64,
+) -> Result<Vec<PathBuf>, String> {
     let own = membership
         .lines()
         .find_map(|line| line.strip_prefix("0::"))
@@ -57,8 +65,14 @@ fn v2(membership: &str, mounts: &str, memory_max: u64, pids_max: u64) -> Result<
         _ => return Err("the VM is at the root of its cgroup tree: nothing to delegate".into()),
     };
     let delegated = fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
-    if !["memory", "pids"].iter().all(|c| delegated.split_whitespace().any(|d| d == *c)) {
-        return Err(format!("{} does not delegate memory and pids", parent.display()));
+    if !["memory", "pids"]
+        .iter()
+        .all(|c| delegated.split_whitespace().any(|d| d == *c))
+    {
+        return Err(format!(
+            "{} does not delegate memory and pids",
+            parent.display()
+        ));
     }
     let base = parent.join(WORKERS);
     if !base.exists() {
