@@ -13,8 +13,10 @@
 #   * a script that never yields, timeout_ms: 1000: when its caller is
 #     answered, and whether its CPU use stops there;
 #   * a fresh isolated session and its first exec("true"); exec("true") on a
-#     live one; a builtin's round trip; 1,000 idle isolated sessions (PSS);
-#     snapshot + restore of 10 MB.
+#     live one; a builtin's round trip; the same two with the kernel's
+#     layers on and off (`ONLY=hardening mix run bench/isolation.exs` runs
+#     just those); 1,000 idle isolated sessions (PSS); snapshot + restore
+#     of 10 MB.
 
 Code.require_file("support.exs", __DIR__)
 
@@ -25,6 +27,13 @@ defmodule IsolationBench do
   @hog "[[ " <> Enum.join(List.duplicate("a", 60_000), " && ") <> " ]]"
 
   def run do
+    case System.get_env("ONLY") do
+      "hardening" -> hardening()
+      _ -> run_all()
+    end
+  end
+
+  defp run_all do
     attacks = String.to_integer(System.get_env("ATTACKS", "100"))
     IO.puts("## isolation: :process beside the VM (#{attacks} + #{attacks} attacks)\n")
     # The in-VM rows go last: what they leave behind (frozen scripts, hogs
@@ -32,6 +41,7 @@ defmodule IsolationBench do
     attack(:process, attacks, attacks)
     never_yields(:process)
     latencies()
+    hardening()
     idle_sessions(1_000)
     snapshot()
     never_yields(:none)
@@ -193,20 +203,77 @@ defmodule IsolationBench do
     IO.puts("")
   end
 
-  defp row(name, process, vm),
+  # The kernel's layers on and off (`harden_workers`), side by side: rounds
+  # alternate the two, and each figure is the median of the rounds' p50s
+  # with the spread (min–max) of those p50s.
+  defp hardening do
+    rounds = 5
+
+    IO.puts("""
+    ### hardening on and off (µs; median of #{rounds} rounds' p50, min–max)
+    | figure | hardened | harden_workers: false | difference |
+    |---|---|---|---|\""")
+
+    measure = fn harden, fun ->
+      Application.put_env(:ex_bashkit, :harden_workers, harden)
+      # Spares started with the other setting are replaced first.
+      Session.new(isolation: :process)
+      Process.sleep(300)
+      fun.()
+    end
+
+    fresh = fn ->
+      for _ <- 1..100 do
+        started = System.monotonic_time(:microsecond)
+        session = Session.new(isolation: :process)
+        {:ok, _} = Session.exec(session, "true")
+        us = System.monotonic_time(:microsecond) - started
+        ExBashkit.Worker.stop(session.resource)
+        Process.sleep(15)
+        us
+      end
+      |> Enum.sort()
+      |> pct(50)
+    end
+
+    live = fn ->
+      session = Session.new(isolation: :process)
+
+      BenchSupport.sorted_samples_ns(2_000, fn -> {:ok, _} = Session.exec(session, "true") end)
+      |> pct(50)
+      |> div(1_000)
+    end
+
+    for {name, fun} <- [{"fresh session + first exec(\"true\")", fresh}, {"exec(\"true\") on a live session", live}] do
+      pairs = for _ <- 1..rounds, do: {measure.(true, fun), measure.(false, fun)}
+      {on, off} = Enum.unzip(pairs)
+      diffs = Enum.map(pairs, fn {on, off} -> on - off end)
+      IO.puts("| #{name} | #{spread(on)} | #{spread(off)} | #{spread(diffs)} |")
+    end
+
+    Application.delete_env(:ex_bashkit, :harden_workers)
+    IO.puts("")
+    end
+
+    defp spread(values) do
+    sorted = Enum.sort(values)
+    "#{Enum.at(sorted, div(length(sorted), 2))} (#{List.first(sorted)}–#{List.last(sorted)})"
+    end
+
+    defp row(name, process, vm),
     do:
       IO.puts(
         "| #{name} | #{pct(process, 50)} / #{pct(process, 99)} | #{pct(vm, 50)} / #{pct(vm, 99)} |"
       )
 
-  defp idle_sessions(count) do
+    defp idle_sessions(count) do
     started = System.monotonic_time(:millisecond)
     sessions = for _ <- 1..count, do: Session.new(isolation: :process)
     created = System.monotonic_time(:millisecond) - started
     live = for session <- sessions, os_pid = Session.info(session).os_pid, do: os_pid
     pss = Enum.map(live, &pss_kb/1)
 
-    IO.puts("""
+    IO.puts(\"""
     ### #{count} idle isolated sessions
     | figure | value |
     |---|---|

@@ -42,6 +42,8 @@ bind() {
 mount -t proc proc "$root/proc"
 mounted+=("$root/proc")
 bind /dev
+# Workers make cgroups of their own (native/ex_bashkit/src/hardening/cgroup.rs).
+bind /sys
 bind "$repo"
 bind "$HOME/.cargo"
 bind "$HOME/.rustup"

@@ -7,7 +7,7 @@ defmodule ExBashkit.HostileTest do
   # Work that never yields (the fork bomb: 9 s at idle, at lowered
   # priority) keeps its session busy after its caller is answered; on a
   # loaded machine, for minutes.
-  @moduletag timeout: 300_000
+  @moduletag timeout: 400_000
 
   @corpus [
     {"5,000 nested command substitutions",
@@ -41,8 +41,22 @@ defmodule ExBashkit.HostileTest do
 
       # Survives: answers once what the script started is over (a CI run
       # beside a second suite took over a minute for the fork bomb).
-      assert {:ok, %Result{stdout: "alive\n"}} =
-               Session.exec(session, "echo $marker", timeout_ms: 240_000)
+      assert {:ok, %Result{stdout: "alive\n"}} = once_free(session, "echo $marker", 8)
+    end
+  end
+
+  # A call's deadline is at most the session's (30 s): a call that timed
+  # out waiting behind the earlier script is sent again, up to `attempts`
+  # times, so the session has minutes to finish what it was given.
+  defp once_free(session, script, attempts) do
+    case Session.exec(session, script) do
+      {:error, "timed out" <> _ = message} when attempts > 1 ->
+        if message =~ "an earlier script is still running",
+          do: once_free(session, script, attempts - 1),
+          else: {:error, message}
+
+      outcome ->
+        outcome
     end
   end
 

@@ -31,7 +31,6 @@ pub mod syscalls;
 use std::ffi::CString;
 use std::time::Duration;
 
-use crate::network::AllowNet;
 use crate::options::SessionOptions;
 use crate::python::PythonRuntime;
 
@@ -75,6 +74,9 @@ impl Plan {
 pub struct Report {
     pub layers: Vec<(&'static str, Result<(), String>)>,
     pub cgroups: Vec<std::path::PathBuf>,
+    /// The seccomp filters, compiled as the worker starts (a spare does it
+    /// ahead of its session): the plan says whether it has the network.
+    filters: Option<Result<Vec<seccompiler::BpfProgram>, String>>,
 }
 
 impl Report {
@@ -99,6 +101,7 @@ pub fn at_start(plan: &Plan) -> Report {
     if !plan.network {
         report.record("network_namespace", unshare_network());
     }
+    report.filters = Some(seccomp::programs(plan.network));
     report
 }
 
@@ -107,7 +110,6 @@ pub fn for_session(plan: &Plan, options: &SessionOptions, report: &mut Report) {
     if !plan.enabled {
         return;
     }
-    let network = !matches!(options.allow_net, AllowNet::None);
     let cgroup = cgroup::enter(memory_max(options), PIDS_MAX).map(|dirs| report.cgroups = dirs);
     report.record("cgroup", cgroup);
     report.record("rlimits", rlimits(options));
@@ -115,7 +117,8 @@ pub fn for_session(plan: &Plan, options: &SessionOptions, report: &mut Report) {
     report.record("no_new_privs", no_new_privs());
     let landlock = landlock::apply(&options.mounts, &options.allow_net).map(|_| ());
     report.record("landlock", landlock);
-    report.record("seccomp", seccomp::apply(network));
+    let filters = report.filters.take().unwrap_or_else(|| seccomp::programs(plan.network));
+    report.record("seccomp", filters.and_then(|filters| seccomp::apply(&filters)));
     ENABLED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 

@@ -16,16 +16,16 @@ use seccompiler::{
 
 use super::syscalls;
 
-/// Installs the filters on every thread of this process. `network` allows
-/// IP sockets and the calls that use them.
-pub fn apply(network: bool) -> Result<(), String> {
-    for program in programs(network)? {
-        seccompiler::apply_filter_all_threads(&program).map_err(|e| e.to_string())?;
+/// Installs `programs` (from [`programs`]) on every thread of this process.
+pub fn apply(programs: &[BpfProgram]) -> Result<(), String> {
+    for program in programs {
+        seccompiler::apply_filter_all_threads(program).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
 
-/// The compiled filters, in the order they are installed.
+/// The compiled filters, in the order they are installed. `network` allows
+/// IP sockets and the calls that use them.
 pub fn programs(network: bool) -> Result<Vec<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
 
