@@ -117,8 +117,14 @@ pub fn for_session(plan: &Plan, options: &SessionOptions, report: &mut Report) {
     report.record("no_new_privs", no_new_privs());
     let landlock = landlock::apply(&options.mounts, &options.allow_net).map(|_| ());
     report.record("landlock", landlock);
-    let filters = report.filters.take().unwrap_or_else(|| seccomp::programs(plan.network));
-    report.record("seccomp", filters.and_then(|filters| seccomp::apply(&filters)));
+    let filters = report
+        .filters
+        .take()
+        .unwrap_or_else(|| seccomp::programs(plan.network));
+    report.record(
+        "seccomp",
+        filters.and_then(|filters| seccomp::apply(&filters)),
+    );
     ENABLED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
