@@ -209,10 +209,10 @@ defmodule IsolationBench do
   defp hardening do
     rounds = 5
 
-    IO.puts("""
-    ### hardening on and off (µs; median of #{rounds} rounds' p50, min–max)
-    | figure | hardened | harden_workers: false | difference |
-    |---|---|---|---|\""")
+    IO.puts(
+      "### hardening on and off (µs; median of #{rounds} rounds' p50, min–max)\n" <>
+        "| figure | hardened | harden_workers: false | difference |\n|---|---|---|---|"
+    )
 
     measure = fn harden, fun ->
       Application.put_env(:ex_bashkit, :harden_workers, harden)
@@ -244,7 +244,10 @@ defmodule IsolationBench do
       |> div(1_000)
     end
 
-    for {name, fun} <- [{"fresh session + first exec(\"true\")", fresh}, {"exec(\"true\") on a live session", live}] do
+    for {name, fun} <- [
+          {"fresh session + first exec(\"true\")", fresh},
+          {"exec(\"true\") on a live session", live}
+        ] do
       pairs = for _ <- 1..rounds, do: {measure.(true, fun), measure.(false, fun)}
       {on, off} = Enum.unzip(pairs)
       diffs = Enum.map(pairs, fn {on, off} -> on - off end)
@@ -253,27 +256,27 @@ defmodule IsolationBench do
 
     Application.delete_env(:ex_bashkit, :harden_workers)
     IO.puts("")
-    end
+  end
 
-    defp spread(values) do
+  defp spread(values) do
     sorted = Enum.sort(values)
     "#{Enum.at(sorted, div(length(sorted), 2))} (#{List.first(sorted)}–#{List.last(sorted)})"
-    end
+  end
 
-    defp row(name, process, vm),
+  defp row(name, process, vm),
     do:
       IO.puts(
         "| #{name} | #{pct(process, 50)} / #{pct(process, 99)} | #{pct(vm, 50)} / #{pct(vm, 99)} |"
       )
 
-    defp idle_sessions(count) do
+  defp idle_sessions(count) do
     started = System.monotonic_time(:millisecond)
     sessions = for _ <- 1..count, do: Session.new(isolation: :process)
     created = System.monotonic_time(:millisecond) - started
     live = for session <- sessions, os_pid = Session.info(session).os_pid, do: os_pid
     pss = Enum.map(live, &pss_kb/1)
 
-    IO.puts(\"""
+    IO.puts("""
     ### #{count} idle isolated sessions
     | figure | value |
     |---|---|

@@ -39,6 +39,7 @@ defmodule ExBashkit.Native do
   def worker_guard(_owner), do: err()
   def worker_kill(_os_pid), do: err()
   def host_isolation, do: err()
+  def worker_cgroup_bases, do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

@@ -231,6 +231,16 @@ defmodule ExBashkit.EscapeTest do
       ExBashkit.Worker.stop(session.resource)
       assert wait_until(fn -> not Enum.any?(paths, &File.dir?/1) end)
     end
+
+    test "the cgroups of workers no owner removed are swept" do
+      # As a worker of an earlier VM leaves one: named by a pid no process has.
+      stale = for base <- ExBashkit.Native.worker_cgroup_bases(), do: Path.join(base, "999999999")
+      assert stale != []
+      Enum.each(stale, &File.mkdir_p!/1)
+
+      send(ExBashkit.Worker.Cgroups, :sweep)
+      assert wait_until(fn -> not Enum.any?(stale, &File.dir?/1) end)
+    end
   end
 
   describe "config" do

@@ -3,14 +3,16 @@ defmodule ExBashkit.Worker.Cgroups do
   # Removes the cgroup directories of workers that are gone
   # (native/ex_bashkit/src/hardening/cgroup.rs makes them). A cgroup can
   # only be removed once its last process has exited, which after a SIGKILL
-  # takes a moment, so removals are retried for a while. The first removal
-  # under a directory also sweeps what a VM that died before left there:
-  # directories named by a pid that no longer runs.
+  # takes a moment, so removals are retried for a while. As it starts, and
+  # then every few minutes, it sweeps what no owner could remove: the
+  # cgroups of workers that died with an earlier VM, and of spares never
+  # used (directories named by a pid that no longer runs).
 
   use GenServer
 
   @retry_ms 100
   @attempts 600
+  @sweep_every_ms 300_000
 
   @doc false
   def start_link(_opts), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
@@ -21,12 +23,23 @@ defmodule ExBashkit.Worker.Cgroups do
   def release(dirs), do: GenServer.cast(__MODULE__, {:release, dirs})
 
   @impl true
-  def init(nil), do: {:ok, %{swept: MapSet.new()}}
+  def init(nil), do: {:ok, nil, {:continue, :sweep}}
+
+  @impl true
+  def handle_continue(:sweep, state) do
+    for base <- ExBashkit.Native.worker_cgroup_bases(),
+        name <- ls(base),
+        stale?(name),
+        do: File.rmdir(Path.join(base, name))
+
+    Process.send_after(self(), :sweep, @sweep_every_ms)
+    {:noreply, state}
+  end
 
   @impl true
   def handle_cast({:release, dirs}, state) do
     Enum.each(dirs, &remove(&1, @attempts))
-    {:noreply, Enum.reduce(dirs, state, &sweep(Path.dirname(&1), &2))}
+    {:noreply, state}
   end
 
   @impl true
@@ -34,6 +47,8 @@ defmodule ExBashkit.Worker.Cgroups do
     remove(dir, attempts)
     {:noreply, state}
   end
+
+  def handle_info(:sweep, state), do: {:noreply, state, {:continue, :sweep}}
 
   defp remove(dir, attempts) do
     case File.rmdir(dir) do
@@ -45,15 +60,6 @@ defmodule ExBashkit.Worker.Cgroups do
     end
   end
 
-  defp sweep(base, state) do
-    if MapSet.member?(state.swept, base) do
-      state
-    else
-      for name <- ls(base), stale?(name), do: File.rmdir(Path.join(base, name))
-      %{state | swept: MapSet.put(state.swept, base)}
-    end
-  end
-
   defp ls(base) do
     case File.ls(base) do
       {:ok, names} -> names
@@ -61,6 +67,8 @@ defmodule ExBashkit.Worker.Cgroups do
     end
   end
 
+  # A pid's directory whose process is gone; a live pid's is left even if
+  # it was reused by another process (its worker's owner removes it).
   defp stale?(name) do
     case Integer.parse(name) do
       {_pid, ""} -> not File.exists?("/proc/#{name}")

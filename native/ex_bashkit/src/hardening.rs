@@ -77,6 +77,8 @@ pub struct Report {
     /// The seccomp filters, compiled as the worker starts (a spare does it
     /// ahead of its session): the plan says whether it has the network.
     filters: Option<Result<Vec<seccompiler::BpfProgram>, String>>,
+    /// The worker's cgroup, entered as it starts, capped for its session.
+    cgroup: Option<Result<Vec<std::path::PathBuf>, String>>,
 }
 
 impl Report {
@@ -102,6 +104,7 @@ pub fn at_start(plan: &Plan) -> Report {
         report.record("network_namespace", unshare_network());
     }
     report.filters = Some(seccomp::programs(plan.network));
+    report.cgroup = Some(cgroup::enter(PIDS_MAX));
     report
 }
 
@@ -110,8 +113,15 @@ pub fn for_session(plan: &Plan, options: &SessionOptions, report: &mut Report) {
     if !plan.enabled {
         return;
     }
-    let cgroup = cgroup::enter(memory_max(options), PIDS_MAX).map(|dirs| report.cgroups = dirs);
-    report.record("cgroup", cgroup);
+    let cgroup = report
+        .cgroup
+        .take()
+        .unwrap_or_else(|| cgroup::enter(PIDS_MAX));
+    let capped = cgroup.and_then(|dirs| {
+        report.cgroups = dirs;
+        cgroup::cap_memory(&report.cgroups, memory_max(options))
+    });
+    report.record("cgroup", capped);
     report.record("rlimits", rlimits(options));
     report.record("unprivileged_user", unprivileged_user(plan.user));
     report.record("no_new_privs", no_new_privs());
@@ -281,6 +291,12 @@ fn no_new_privs() -> Result<(), String> {
     } else {
         Err(std::io::Error::last_os_error().to_string())
     }
+}
+
+/// Where workers' cgroups are made, for the VM to sweep what workers of
+/// an earlier VM left (`ExBashkit.Worker.Cgroups`).
+pub fn cgroup_bases() -> Vec<std::path::PathBuf> {
+    cgroup::base_dirs()
 }
 
 /// What this host offers workers, for `ExBashkit.isolation_info/0`:

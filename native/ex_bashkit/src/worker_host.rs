@@ -45,3 +45,12 @@ fn worker_kill(os_pid: u32) -> bool {
 fn host_isolation() -> (bool, u32, bool, bool) {
     crate::hardening::host_offers()
 }
+
+/// The directories workers' cgroups are made in (`hardening/cgroup.rs`).
+#[rustler::nif]
+fn worker_cgroup_bases() -> Vec<String> {
+    crate::hardening::cgroup_bases()
+        .into_iter()
+        .map(|dir| dir.to_string_lossy().into_owned())
+        .collect()
+}

@@ -14,13 +14,51 @@ use std::path::{Path, PathBuf};
 
 const WORKERS: &str = "ex_bashkit_workers";
 
-/// Moves this process into a cgroup of its own with these caps; the
-/// directories made, for the VM to remove.
-pub fn enter(memory_max: u64, pids_max: u64) -> Result<Vec<PathBuf>, String> {
+/// Where the worker's memory cap is written, in v1 and v2.
+const MEMORY_FILES: &[&str] = &["memory.limit_in_bytes", "memory.max"];
+
+/// Moves this process into a cgroup of its own with its thread cap; the
+/// directories made, for the VM to remove. Moving a process between
+/// cgroups waits for an RCU grace period (~15 ms here), so a worker does
+/// it as it starts, a spare ahead of its session; [`cap_memory`] follows
+/// once the session's limits are known.
+pub fn enter(pids_max: u64) -> Result<Vec<PathBuf>, String> {
     // SAFETY: a plain syscall.
     if unsafe { libc::geteuid() } != 0 {
         return Err("only a VM running as root places workers in cgroups".into());
     }
+    match bases()? {
+        Bases::V1 { memory, pids } => {
+            let memory = place(&memory, &[])?;
+            let pids = place(&pids, &[("pids.max", pids_max)])?;
+            Ok(vec![memory, pids])
+        }
+        Bases::V2(base) => {
+            if !base.exists() {
+                fs::create_dir(&base).map_err(|e| format!("{}: {e}", base.display()))?;
+            }
+            fs::write(base.join("cgroup.subtree_control"), "+memory +pids")
+                .map_err(|e| format!("{}: {e}", base.display()))?;
+            Ok(vec![place(&base, &[("pids.max", pids_max)])?])
+        }
+    }
+}
+
+/// The directories workers' cgroups are made in, for the VM to sweep.
+pub fn base_dirs() -> Vec<PathBuf> {
+    match bases() {
+        Ok(Bases::V1 { memory, pids }) => vec![memory, pids],
+        Ok(Bases::V2(base)) => vec![base],
+        Err(_) => vec![],
+    }
+}
+
+enum Bases {
+    V1 { memory: PathBuf, pids: PathBuf },
+    V2(PathBuf),
+}
+
+fn bases() -> Result<Bases, String> {
     let membership = fs::read_to_string("/proc/self/cgroup").map_err(|e| e.to_string())?;
     let mounts = fs::read_to_string("/proc/self/mounts").map_err(|e| e.to_string())?;
     let v1 = |controller: &str| {
@@ -36,24 +74,15 @@ pub fn enter(memory_max: u64, pids_max: u64) -> Result<Vec<PathBuf>, String> {
         Some(mount.join(path.trim_start_matches('/')))
     };
     match (v1("memory"), v1("pids")) {
-        (Some(memory), Some(pids)) => {
-            let memory = place(
-                &memory.join(WORKERS),
-                &[("memory.limit_in_bytes", memory_max)],
-            )?;
-            let pids = place(&pids.join(WORKERS), &[("pids.max", pids_max)])?;
-            Ok(vec![memory, pids])
-        }
-        _ => v2(&membership, &mounts, memory_max, pids_max),
+        (Some(memory), Some(pids)) => Ok(Bases::V1 {
+            memory: memory.join(WORKERS),
+            pids: pids.join(WORKERS),
+        }),
+        _ => v2(&membership, &mounts).map(Bases::V2),
     }
 }
 
-fn v2(
-    membership: &str,
-    mounts: &str,
-    memory_max: u64,
-    pids_max: u64,
-) -> Result<Vec<PathBuf>, String> {
+fn v2(membership: &str, mounts: &str) -> Result<PathBuf, String> {
     let own = membership
         .lines()
         .find_map(|line| line.strip_prefix("0::"))
@@ -74,14 +103,18 @@ fn v2(
             parent.display()
         ));
     }
-    let base = parent.join(WORKERS);
-    if !base.exists() {
-        fs::create_dir(&base).map_err(|e| format!("{}: {e}", base.display()))?;
-    }
-    fs::write(base.join("cgroup.subtree_control"), "+memory +pids")
-        .map_err(|e| format!("{}: {e}", base.display()))?;
-    let dir = place(&base, &[("memory.max", memory_max), ("pids.max", pids_max)])?;
-    Ok(vec![dir])
+    Ok(parent.join(WORKERS))
+}
+
+/// Caps the memory of the cgroup among `dirs` that has the memory
+/// controller (a v1 memory hierarchy's, or the v2 one).
+pub fn cap_memory(dirs: &[PathBuf], bytes: u64) -> Result<(), String> {
+    let file = dirs
+        .iter()
+        .flat_map(|dir| MEMORY_FILES.iter().map(move |file| dir.join(file)))
+        .find(|file| file.exists())
+        .ok_or("the worker's cgroup has no memory controller")?;
+    fs::write(&file, bytes.to_string()).map_err(|e| format!("{}: {e}", file.display()))
 }
 
 /// `base/<pid>`, with `limits` written, and this process moved in.
