@@ -192,7 +192,7 @@ defmodule ExBashkit.EscapeTest do
 
         assert {:worker_gone, message} = escape(session, unquote(op), arg)
         assert message =~ "worker process"
-        assert wait_until(fn -> not File.exists?("/proc/#{os_pid}") end)
+        assert wait_until(fn -> not process?(os_pid) end)
         assert {:ok, %{stdout: "fine\n"}} = Session.exec(hardened(), "echo fine")
       end
     end

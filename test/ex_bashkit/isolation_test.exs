@@ -15,7 +15,11 @@ defmodule ExBashkit.IsolationTest do
 
   defp os_pid(session), do: Session.info(session).os_pid
 
-  defp alive?(os_pid), do: File.exists?("/proc/#{os_pid}")
+  # A worker process with this pid (see process?/1: pids are reused).
+  defp alive?(os_pid),
+    do:
+      process?(os_pid) and
+        match?({:ok, "ex_bashkit_work" <> _}, File.read("/proc/#{os_pid}/comm"))
 
   describe "a session in a worker process" do
     test "runs scripts, keeps its state, and says where it lives" do

@@ -60,13 +60,17 @@ defmodule ExBashkit.PeerLifetimeTest do
 
     assert wait_until(fn -> File.exists?(file) and File.read!(file) != "" end, 3_000)
     os_pid = File.read!(file)
-    assert alive?(os_pid)
+    # The host names itself after its OS pid (Peer.ensure_distributed!/0).
+    host_tree = "ex_bashkit_#{host_pid}_"
+    assert alive?(os_pid, host_tree)
+    assert beams(host_tree) >= 1
 
     System.cmd("kill", ["-9", "#{host_pid}"])
 
-    assert wait_until(fn -> not alive?(os_pid) end, 1_000)
+    assert wait_until(fn -> not alive?(os_pid, host_tree) end, 1_000)
     # The host's spare peers went too.
-    assert wait_until(fn -> beams() <= before end, 1_000)
+    assert wait_until(fn -> beams(host_tree) == 0 end, 1_000)
+    assert beams() <= before
   end
 
   # With the pool off every run boots its VM; with it on, callers beyond
@@ -214,21 +218,33 @@ defmodule ExBashkit.PeerLifetimeTest do
   defp reverse(binary),
     do: binary |> :binary.bin_to_list() |> Enum.reverse() |> :binary.list_to_bin()
 
-  defp alive?(os_pid), do: File.exists?("/proc/#{os_pid}") and not zombie?(os_pid)
-
-  defp zombie?(os_pid) do
-    case File.read("/proc/#{os_pid}/stat") do
-      {:ok, stat} -> stat |> String.split(") ") |> List.last() |> String.starts_with?("Z")
-      _ -> true
+  # A VM of the peer tree rooted at `root` (this VM's by default) with this
+  # pid. Pids wrap (threads take them too, and pid_max may be 32768): a
+  # pid seen again may be anyone's by now, which once failed a wait here.
+  defp alive?(os_pid, root \\ Atom.to_string(node())) do
+    with true <- process?(os_pid),
+         {:ok, args} <- File.read("/proc/#{os_pid}/cmdline"),
+         [_, rooted_at | _] <- String.split(args, "\0-ex_bashkit_root\0") do
+      String.starts_with?(rooted_at, root)
+    else
+      _ -> false
     end
   end
 
-  # BEAM VMs running on this machine.
-  defp beams do
-    Path.wildcard("/proc/[0-9]*/comm")
-    |> Enum.count(fn comm ->
-      match?({:ok, "beam" <> _}, File.read(comm)) and
-        not zombie?(comm |> Path.dirname() |> Path.basename())
+  # BEAM VMs in the peer trees rooted at this VM, or at a node whose name
+  # starts with `root` (every peer's command line names its root). Another
+  # suite on the same machine (`mix test & mix test`) starts VMs too, which
+  # counting every BEAM here once mistook for ours.
+  defp beams(root \\ Atom.to_string(node())) do
+    Path.wildcard("/proc/[0-9]*/cmdline")
+    |> Enum.count(fn cmdline ->
+      with {:ok, args} <- File.read(cmdline),
+           true <- process?(cmdline |> Path.dirname() |> Path.basename()),
+           [_, rooted_at | _] <- String.split(args, "\0-ex_bashkit_root\0") do
+        String.starts_with?(rooted_at, root)
+      else
+        _ -> false
+      end
     end)
   end
 end

@@ -34,6 +34,22 @@ defmodule ExBashkit.Case do
   end
 
   @doc """
+  Whether `os_pid` names a live process (not a zombie, not a thread of
+  another one). Pids wrap fast (threads take them too, and `pid_max` may
+  be 32768), so a test that waits on a pid also checks what it names.
+  """
+  @spec process?(integer() | String.t()) :: boolean()
+  def process?(os_pid) do
+    with {:ok, status} <- File.read("/proc/#{os_pid}/status"),
+         [_, tgid] <- Regex.run(~r/^Tgid:\s+(\d+)$/m, status),
+         [_, state] <- Regex.run(~r/^State:\s+(\S)/m, status) do
+      tgid == to_string(os_pid) and state != "Z"
+    else
+      _ -> false
+    end
+  end
+
+  @doc """
   A fresh directory on the host, removed when the test ends. It lives under
   the system temp dir: a checkout under /home would be a sensitive path.
   """

@@ -405,7 +405,17 @@ defmodule ExBashkit.Peer.Pool do
     # booting beside this one.
     no_spinning = for flag <- ~w(+sbwt +sbwtdcpu +sbwtdio), arg <- [flag, "none"], do: ~c"#{arg}"
 
-    [~c"-hidden", ~c"-connect_all", ~c"false" | no_spinning ++ listen_on()] ++ [~c"-pa" | paths]
+    [~c"-hidden", ~c"-connect_all", ~c"false" | no_spinning ++ listen_on()] ++
+      [~c"-ex_bashkit_root", root(), ~c"-pa" | paths]
+  end
+
+  # The VM at the root of a tree of peers (a peer's peers included), on
+  # every peer's command line: ps and tests tell whose a VM is.
+  defp root do
+    case :init.get_argument(:ex_bashkit_root) do
+      {:ok, [[root | _] | _]} -> root
+      _ -> Atom.to_charlist(node())
+    end
   end
 
   # Peers are named like the host (short or long names, same host part) and
