@@ -168,6 +168,35 @@ defmodule ExBashkit do
   end
 
   @doc """
+  What `script` would run, found by static analysis before anything runs
+  (bashkit's parser; nothing is executed): every command with its literal
+  arguments (`nil` for one built at run time) and where it sits (`:direct`,
+  inside a `:substitution`, or in a `:function_body`), file redirects,
+  functions defined, command wrappers used (`env`, `xargs`, `timeout`, …,
+  which run a command named in their arguments), and what analysis cannot
+  see: `:dynamic_commands` (a name built at run time), `:reentry` (`eval`,
+  `source`, a nested `bash`), `:truncated`; `:opaque` is any of those.
+  `{:error, why}` for a script that does not parse.
+
+  This is what an `:approve` function gets (`ExBashkit.Session.exec/3`).
+
+      iex> {:ok, found} = ExBashkit.analyze("cat notes.txt | grep -c todo > count")
+      iex> for %{name: name, args: args} <- found.commands, do: {name, args}
+      [{"cat", ["notes.txt"]}, {"grep", ["-c", "todo"]}]
+      iex> found.redirects
+      [%{path: "count", mode: :write}]
+      iex> {:ok, found} = ExBashkit.analyze("cmd=rm; $cmd -rf /; eval \"$x\"")
+      iex> {found.dynamic_commands, found.reentry, found.opaque}
+      {true, true, true}
+      iex> {:error, _why} = ExBashkit.analyze("if then fi")
+  """
+  @spec analyze(binary()) :: {:ok, ExBashkit.Approval.analysis()} | {:error, String.t()}
+  def analyze(script) when is_binary(script), do: ExBashkit.Approval.analyze(script)
+
+  def analyze(other),
+    do: raise(ArgumentError, "expected a script (a binary), got: #{inspect(other)}")
+
+  @doc """
   What this host offers the worker processes of `isolation: :process`
   sessions, the kernel's layers around each one (see "What isolation:
   :process defends against" in `guides/isolation.md`):

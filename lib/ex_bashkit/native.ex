@@ -40,6 +40,7 @@ defmodule ExBashkit.Native do
   def worker_kill(_os_pid), do: err()
   def host_isolation, do: err()
   def worker_cgroup_bases, do: err()
+  def script_analysis(_script), do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

@@ -79,13 +79,14 @@ defmodule ExBashkit.Session do
       `cancel/1`, and `ExBashkit.Error`.
   """
 
-  alias ExBashkit.{Callbacks, Execution, Interpreter, Native, Result, Telemetry}
+  alias ExBashkit.{Approval, Callbacks, Execution, Interpreter, Native, Result, Telemetry}
   alias ExBashkit.Session.{ExecOptions, Options}
 
   @enforce_keys [:resource]
   # `id` is the resource's number, read once: it names the session in
   # `inspect/1` and in errors without a NIF call.
-  defstruct [:resource, :id, :callbacks, timeout_ms: 30_000]
+  # `approval`: the `:approve` function (or nil) and how long it may take.
+  defstruct [:resource, :id, :callbacks, approval: {nil, 30_000}, timeout_ms: 30_000]
 
   @opaque t :: %__MODULE__{
             resource: reference(),
@@ -158,8 +159,13 @@ defmodule ExBashkit.Session do
   """
   @spec new([option()]) :: t()
   def new(opts \\ []) do
-    %{native: native, isolation: isolation, files: files, callbacks: callbacks} =
-      Options.validate!(opts)
+    %{
+      native: native,
+      isolation: isolation,
+      files: files,
+      callbacks: callbacks,
+      approval: approval
+    } = Options.validate!(opts)
 
     session =
       case build(native, isolation) do
@@ -168,6 +174,7 @@ defmodule ExBashkit.Session do
             resource: resource,
             id: Interpreter.id(resource),
             callbacks: callbacks,
+            approval: approval,
             timeout_ms: Options.timeout_ms(native)
           }
 
@@ -243,15 +250,32 @@ defmodule ExBashkit.Session do
   def exec(session, script, opts \\ []) do
     resource = resource!(session)
     script = Execution.script!(script)
+    {approve, opts} = approve(session, opts)
     call = ExecOptions.validate!(opts, timeout_ms(session), "ExBashkit.Session.exec/3")
 
     Execution.observe(session, script, call, fn ->
-      case session.callbacks do
-        nil -> run(resource, script, call, nil)
-        callbacks -> Callbacks.serve(callbacks, resource, &run(resource, script, call, &1))
+      with :ok <- Approval.check(approve, script, approve_timeout_ms(session)) do
+        case session.callbacks do
+          nil -> run(resource, script, call, nil)
+          callbacks -> Callbacks.serve(callbacks, resource, &run(resource, script, call, &1))
+        end
       end
     end)
   end
+
+  # The call's `:approve` wins over the session's; `approve: nil` turns it off.
+  defp approve(%__MODULE__{approval: {fun, _}}, opts) when is_list(opts) do
+    case Keyword.keyword?(opts) && Keyword.pop(opts, :approve, :session) do
+      {:session, opts} -> {fun, opts}
+      {approve, opts} -> {Approval.approve!(approve), opts}
+      false -> {fun, opts}
+    end
+  end
+
+  defp approve(_session, opts), do: {nil, opts}
+
+  defp approve_timeout_ms(%__MODULE__{approval: {_, ms}}) when is_integer(ms) and ms > 0, do: ms
+  defp approve_timeout_ms(_session), do: 30_000
 
   # With callbacks, the script sends its first call here, to `forward`.
   defp run(resource, script, call, forward) do

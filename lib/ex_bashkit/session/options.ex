@@ -97,6 +97,14 @@ defmodule ExBashkit.Session.Options do
       default: true,
       doc: "refuse requests to private and reserved addresses even when allowlisted."
     ],
+    approve: [
+      type: {:custom, &ExBashkit.Approval.approve!/1},
+      default: nil,
+      doc:
+        "a 1-arity function that sees what each script would run before it runs " <>
+          "(`ExBashkit.analyze/1`) and answers `:ok` or `{:deny, reason}`: a denied " <>
+          "script runs nothing (see \"Approval\" in `ExBashkit.Session.exec/3`)."
+    ],
     builtins: [
       type: {:custom, &__MODULE__.builtins!/1},
       default: %{},
@@ -143,7 +151,7 @@ defmodule ExBashkit.Session.Options do
 
   # What the NIF decodes: every field checked and normalized.
   @enforce_keys [
-    :python_runtime | Keyword.keys(@schema) -- [:files, :builtin_timeout_ms, :isolation]
+    :python_runtime | Keyword.keys(@schema) -- [:files, :builtin_timeout_ms, :isolation, :approve]
   ]
   defstruct @enforce_keys
 
@@ -170,7 +178,8 @@ defmodule ExBashkit.Session.Options do
           native: t(),
           isolation: :none | :process,
           files: [{String.t(), binary()}],
-          callbacks: ExBashkit.Callbacks.t() | nil
+          callbacks: ExBashkit.Callbacks.t() | nil,
+          approval: {(map() -> term()) | nil, pos_integer()}
         }
 
   @spec validate!(term()) :: validated()
@@ -211,13 +220,14 @@ defmodule ExBashkit.Session.Options do
             python: python
         }
         |> Map.put(:python_runtime, python_runtime)
-        |> Map.drop([:files, :builtin_timeout_ms, :isolation])
+        |> Map.drop([:files, :builtin_timeout_ms, :isolation, :approve])
       )
 
     %{
       native: native,
       isolation: opts.isolation,
       files: opts.files,
+      approval: {opts.approve, opts.builtin_timeout_ms},
       callbacks:
         if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
     }

@@ -1,6 +1,7 @@
 //! NIF entry point for `ExBashkit.Native`. Only wiring lives here; each
 //! concept has its own module.
 
+mod analysis;
 mod atoms;
 mod builtins;
 mod call_scope;

@@ -1,0 +1,146 @@
+defmodule ExBashkit.Approval do
+  @moduledoc false
+  # `:approve`: a function that sees what a script would run, found by
+  # static analysis (native/ex_bashkit/src/analysis.rs), and decides
+  # before anything runs. It runs in a process of its own, bounded by the
+  # session's `:builtin_timeout_ms`; one that raises, exits, answers
+  # anything but `:ok` or `{:deny, reason}`, or takes too long denies.
+
+  alias ExBashkit.Error
+
+  @typedoc "What `ExBashkit.analyze/1` finds, and an `:approve` function gets."
+  @type analysis :: %{
+          commands: [
+            %{
+              name: String.t() | nil,
+              args: [String.t() | nil],
+              context: :direct | :substitution | :function_body,
+              assignments: [String.t()]
+            }
+          ],
+          redirects: [%{path: String.t() | nil, mode: :read | :write | :append}],
+          functions: [String.t()],
+          wrappers: [String.t()],
+          dynamic_commands: boolean(),
+          substitutions: boolean(),
+          reentry: boolean(),
+          truncated: boolean(),
+          opaque: boolean()
+        }
+
+  @contexts %{
+    "direct" => :direct,
+    "substitution" => :substitution,
+    "function_body" => :function_body
+  }
+  @modes %{"read" => :read, "write" => :write, "append" => :append}
+
+  @doc "The analysis of `script`, or `{:error, why}` when it does not parse."
+  @spec analyze(binary()) :: {:ok, analysis()} | {:error, String.t()}
+  def analyze(script) do
+    with {:ok, found} <- ExBashkit.Native.script_analysis(script) do
+      commands =
+        for command <- found.commands,
+            do: %{command | context: Map.fetch!(@contexts, command.context)}
+
+      redirects =
+        for redirect <- found.redirects, do: %{redirect | mode: Map.fetch!(@modes, redirect.mode)}
+
+      opaque = found.dynamic_commands or found.reentry or found.truncated
+      {:ok, %{found | commands: commands, redirects: redirects} |> Map.put(:opaque, opaque)}
+    end
+  end
+
+  @doc "Checks an `:approve` value: `nil` or a 1-arity function."
+  @spec approve!(term()) :: (map() -> term()) | nil
+  def approve!(nil), do: nil
+  def approve!(fun) when is_function(fun, 1), do: fun
+
+  def approve!(other),
+    do:
+      raise(
+        ArgumentError,
+        ":approve must be a 1-arity function or nil, got: #{inspect(other)}"
+      )
+
+  @doc """
+  `:ok` when `approve` (or no function) lets `script` run, else the denial
+  as an `%ExBashkit.Error{reason: :denied}`.
+  """
+  @spec check((map() -> term()) | nil, binary(), pos_integer()) :: :ok | {:error, Error.t()}
+  def check(nil, _script, _timeout_ms), do: :ok
+
+  def check(approve, script, timeout_ms) do
+    request =
+      case analyze(script) do
+        {:ok, analysis} ->
+          Map.merge(analysis, %{script: script, error: nil})
+
+        # A script that does not parse runs nothing, but is no script that
+        # runs nothing: the function sees the error and an opaque script.
+        {:error, why} ->
+          %{
+            script: script,
+            error: why,
+            commands: [],
+            redirects: [],
+            functions: [],
+            wrappers: [],
+            dynamic_commands: false,
+            substitutions: false,
+            reentry: false,
+            truncated: false,
+            opaque: true
+          }
+      end
+
+    case decide(approve, request, timeout_ms) do
+      :ok -> :ok
+      {:deny, reason} -> {:error, %Error{reason: :denied, message: "denied: #{reason}"}}
+    end
+  end
+
+  defp decide(approve, request, timeout_ms) do
+    callers = [self() | Process.get(:"$callers", [])]
+
+    {pid, monitor} =
+      spawn_monitor(fn ->
+        Process.put(:"$callers", callers)
+
+        answer =
+          try do
+            approve.(request)
+          catch
+            kind, reason -> {:failed, Exception.format_banner(kind, reason, __STACKTRACE__)}
+          end
+
+        exit({__MODULE__, answer})
+      end)
+
+    receive do
+      {:DOWN, ^monitor, :process, ^pid, {__MODULE__, answer}} ->
+        verdict(answer)
+
+      {:DOWN, ^monitor, :process, ^pid, reason} ->
+        {:deny, "the approve function failed: #{Exception.format_exit(reason)}"}
+    after
+      timeout_ms ->
+        Process.exit(pid, :kill)
+
+        receive do
+          {:DOWN, ^monitor, :process, ^pid, _} -> :ok
+        end
+
+        {:deny,
+         "the approve function did not answer within #{timeout_ms} ms (:builtin_timeout_ms)"}
+    end
+  end
+
+  defp verdict(:ok), do: :ok
+  defp verdict({:failed, why}), do: {:deny, "the approve function failed: #{why}"}
+  defp verdict({:deny, reason}) when is_binary(reason), do: {:deny, reason}
+  defp verdict({:deny, reason}), do: {:deny, inspect(reason)}
+
+  defp verdict(other),
+    do: {:deny, "the approve function answered #{inspect(other)}, not :ok or {:deny, reason}"}
+end
