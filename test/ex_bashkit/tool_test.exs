@@ -133,6 +133,14 @@ defmodule ExBashkit.ToolTest do
       assert text =~ "nothing ran"
     end
 
+    test "a command the session's :approve refuses reads as a refusal the model can act on" do
+      session = Session.new(approve: fn _ -> {:deny, "no network tools in this task"} end)
+
+      assert {:error, text} = Tool.call(Tool.bash(session), %{"command" => "curl example.com"})
+      assert text =~ "refused before it started, so nothing in it ran: no network tools"
+      assert text =~ "ask the user"
+    end
+
     test "works on a server, and says so when the server is gone" do
       {:ok, server} = Server.start()
       tool = Tool.bash(server)

@@ -41,6 +41,11 @@ defmodule ExBashkit.Tool.Runs do
   defp why(%Error{reason: :parse_error, message: message}),
     do: "bash could not parse the command, so nothing ran: #{message}. Fix the syntax and retry."
 
+  defp why(%Error{reason: :denied, message: "denied: " <> reason}),
+    do:
+      "The command was refused before it started, so nothing in it ran: #{reason}. " <>
+        "Change the command so it is allowed, or ask the user."
+
   defp why(%Error{reason: :busy}),
     do: "The sandbox is still running an earlier command. Wait for it, then retry."
 

@@ -1,0 +1,80 @@
+# The cost of `:approve` (issue 30): a 20-line script run with and without
+# an approve function that allows everything, side by side, in a session
+# in the VM and one in a worker process.
+#
+#   mix run bench/approval.exs
+#
+# Rounds alternate the two; each figure is the median of the rounds' p50s,
+# with their spread (min–max). The difference is the analysis of the
+# script (bashkit's parser, on a thread of its own) and the function's
+# process.
+
+Code.require_file("support.exs", __DIR__)
+
+defmodule ApprovalBench do
+  alias ExBashkit.Session
+
+  @script """
+  set -e
+  mkdir -p /work/out
+  cd /work
+  for i in 1 2 3; do echo "line $i" >> notes.txt; done
+  count=$(wc -l < notes.txt)
+  echo "count=$count"
+  grep -c line notes.txt > out/grep.txt
+  sed 's/line/row/' notes.txt > out/sed.txt
+  sort -r notes.txt | head -n 2
+  total=0
+  for n in $(seq 1 10); do total=$((total + n)); done
+  echo "total=$total"
+  name=world
+  printf 'hello %s\\n' "$name"
+  if [ -f out/sed.txt ]; then cat out/sed.txt | tr a-z A-Z; fi
+  case $count in 3) echo three ;; *) echo other ;; esac
+  echo done > out/status
+  ls out | sort
+  rm -f notes.txt
+  true
+  """
+
+  @rounds 5
+  @calls 300
+
+  def run do
+    20 = @script |> String.split("\n", trim: true) |> length()
+    allow = fn _ -> :ok end
+
+    IO.puts("""
+    ## :approve on a 20-line script (µs per exec; median of #{@rounds} rounds' p50, min–max)
+    | session | without | with `approve: fn _ -> :ok end` | cost |
+    |---|---|---|---|\
+    """)
+
+    for isolation <- [:none, :process] do
+      session = Session.new(isolation: isolation)
+      plain = fn -> p50(fn -> {:ok, _} = Session.exec(session, @script) end) end
+
+      approved = fn ->
+        p50(fn -> {:ok, _} = Session.exec(session, @script, approve: allow) end)
+      end
+
+      pairs = for _ <- 1..@rounds, do: {plain.(), approved.()}
+      {without, with} = Enum.unzip(pairs)
+      cost = Enum.map(pairs, fn {a, b} -> Float.round((b - a) * 100 / a, 1) end)
+
+      IO.puts("| #{isolation} | #{spread(without)} | #{spread(with)} | #{spread(cost)} % |")
+    end
+  end
+
+  defp p50(fun) do
+    samples = BenchSupport.sorted_samples_ns(@calls, fun)
+    div(Enum.at(samples, div(length(samples), 2)), 1_000)
+  end
+
+  defp spread(values) do
+    sorted = Enum.sort(values)
+    "#{Enum.at(sorted, div(length(sorted), 2))} (#{List.first(sorted)}–#{List.last(sorted)})"
+  end
+end
+
+ApprovalBench.run()
