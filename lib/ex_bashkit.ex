@@ -185,7 +185,7 @@ defmodule ExBashkit do
       [{"cat", ["notes.txt"]}, {"grep", ["-c", "todo"]}]
       iex> found.redirects
       [%{path: "count", mode: :write}]
-      iex> {:ok, found} = ExBashkit.analyze("cmd=rm; $cmd -rf /; eval \"$x\"")
+      iex> {:ok, found} = ExBashkit.analyze(~S(cmd=rm; $cmd -rf /; eval "$x"))
       iex> {found.dynamic_commands, found.reentry, found.opaque}
       {true, true, true}
       iex> {:error, _why} = ExBashkit.analyze("if then fi")
