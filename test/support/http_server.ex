@@ -3,7 +3,7 @@ defmodule ExBashkit.Test.HttpServer do
   # A tiny HTTP/1.1 server on 127.0.0.1 for the network-allowlist tests.
   # Every request it receives is reported to the owner as
   # `{:http_request, path}`, so a test can tell "denied before any I/O"
-  # from "reached the server".
+  # from "reached the server", then as `{:http_headers, path, headers}`.
   #
   #   GET <path>?to=<location> -> 302 with that Location
   #   GET <path>               -> 200 with body "hit <path>"
@@ -41,8 +41,10 @@ defmodule ExBashkit.Test.HttpServer do
   defp serve(socket, owner) do
     with {:ok, {:http_request, _method, {:abs_path, path}, _version}} <-
            :gen_tcp.recv(socket, 0, 5_000),
-         :ok <- skip_headers(socket) do
+         {:ok, headers} <- headers(socket, []) do
       send(owner, {:http_request, path})
+      # As received: names lowercased, in order, repeats kept.
+      send(owner, {:http_headers, path, headers})
       :gen_tcp.send(socket, response(path))
     end
 
@@ -50,12 +52,21 @@ defmodule ExBashkit.Test.HttpServer do
   end
 
   @doc false
-  # Reads a request's headers up to the blank line (they are not used).
+  # Reads a request's headers up to the blank line.
   def skip_headers(socket) do
+    with {:ok, _} <- headers(socket, []), do: :ok
+  end
+
+  defp headers(socket, acc) do
     case :gen_tcp.recv(socket, 0, 5_000) do
-      {:ok, :http_eoh} -> :ok
-      {:ok, {:http_header, _, _, _, _}} -> skip_headers(socket)
-      other -> other
+      {:ok, :http_eoh} ->
+        {:ok, Enum.reverse(acc)}
+
+      {:ok, {:http_header, _, name, _, value}} ->
+        headers(socket, [{name |> to_string() |> String.downcase(), value} | acc])
+
+      other ->
+        other
     end
   end
 

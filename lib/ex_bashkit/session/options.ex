@@ -90,7 +90,10 @@ defmodule ExBashkit.Session.Options do
       default: nil,
       doc:
         "a list of URL patterns `curl`/`wget`/`http` may reach, or `:all`. Omitted, " <>
-          "the network is unreachable (see `guides/host_access.md`)."
+          "the network is unreachable (see `guides/host_access.md`). An entry " <>
+          "`{pattern, headers: %{name => value}}` adds those headers to every request " <>
+          "that pattern matches, after the allowlist check: secrets the script can use " <>
+          "but never sees (\"Secrets\" in `guides/host_access.md`)."
     ],
     block_private_ips: [
       type: {:in, [true, false]},
@@ -150,8 +153,11 @@ defmodule ExBashkit.Session.Options do
   ]
 
   # What the NIF decodes: every field checked and normalized.
+  # Injected header values are secrets: never shown.
+  @derive {Inspect, except: [:credentials]}
   @enforce_keys [
-    :python_runtime | Keyword.keys(@schema) -- [:files, :builtin_timeout_ms, :isolation, :approve]
+    :python_runtime,
+    :credentials | Keyword.keys(@schema) -- [:files, :builtin_timeout_ms, :isolation, :approve]
   ]
   defstruct @enforce_keys
 
@@ -210,6 +216,8 @@ defmodule ExBashkit.Session.Options do
       mounts: opts.mounts != []
     )
 
+    {allow_net, credentials} = credentials(opts.allow_net)
+
     native =
       struct!(
         __MODULE__,
@@ -217,8 +225,10 @@ defmodule ExBashkit.Session.Options do
           opts
           | builtins: Map.keys(opts.builtins),
             virtual_fs: Map.keys(opts.virtual_fs),
-            python: python
+            python: python,
+            allow_net: allow_net
         }
+        |> Map.put(:credentials, credentials)
         |> Map.put(:python_runtime, python_runtime)
         |> Map.drop([:files, :builtin_timeout_ms, :isolation, :approve])
       )
@@ -232,6 +242,17 @@ defmodule ExBashkit.Session.Options do
         if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
     }
   end
+
+  # The allowlist's patterns, and the headers injected for some of them.
+  defp credentials({:only, entries}) do
+    {{:only,
+      Enum.map(entries, fn
+        {pattern, _} -> pattern
+        pattern -> pattern
+      end)}, for({pattern, headers} <- entries, do: {pattern, headers})}
+  end
+
+  defp credentials(allow_net), do: {allow_net, []}
 
   # `config :ex_bashkit, isolation: :process` isolates every session that
   # does not say otherwise.
@@ -478,13 +499,60 @@ defmodule ExBashkit.Session.Options do
   def allow_net!(:all), do: :all
 
   def allow_net!(patterns) when is_list(patterns) do
-    {:only, ":allow_net" |> entries!(patterns) |> Enum.map(&url_pattern!/1)}
+    {:only, ":allow_net" |> entries!(patterns) |> Enum.map(&allow_net_entry!/1)}
   end
 
   def allow_net!(other) do
     raise ArgumentError,
           ":allow_net must be a list of URL patterns or :all, got: #{inspect(other)}"
   end
+
+  # A pattern, or `{pattern, headers: headers}` whose headers are injected
+  # into the requests it matches. Messages never show a header's value.
+  defp allow_net_entry!({pattern, opts}) when is_list(opts) or is_map(opts) do
+    pattern = url_pattern!(pattern)
+
+    headers =
+      case Enum.to_list(opts) do
+        [headers: headers] when headers != [] and headers != %{} and collection?(headers) ->
+          headers
+
+        _ ->
+          raise ArgumentError,
+                ":allow_net entry for #{inspect(pattern)} must be {pattern, headers: " <>
+                  "%{name => value}} with at least one header"
+      end
+
+    {pattern, Enum.map(entries!(":allow_net headers", headers), &header!(pattern, &1))}
+  end
+
+  defp allow_net_entry!(pattern), do: url_pattern!(pattern)
+
+  defp header!(pattern, {name, value}) do
+    name =
+      if is_atom(name) and name not in [nil, true, false], do: Atom.to_string(name), else: name
+
+    unless is_binary(name) and name =~ ~r/\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\z/ do
+      raise ArgumentError,
+            ":allow_net header names for #{inspect(pattern)} must be HTTP header names, " <>
+              "got: #{inspect(name)}"
+    end
+
+    unless is_binary(value) and String.valid?(value) and not (value =~ ~r/[\x00-\x1f\x7f]/) do
+      raise ArgumentError,
+            ":allow_net header #{inspect(name)} for #{inspect(pattern)} must be a string " <>
+              "without control characters (its value is not shown)"
+    end
+
+    {name, value}
+  end
+
+  defp header!(pattern, _other),
+    do:
+      raise(
+        ArgumentError,
+        ":allow_net headers for #{inspect(pattern)} must be name => value pairs"
+      )
 
   # Patterns that cannot match (no scheme or host) would silently deny; say so.
   defp url_pattern!(pattern) do

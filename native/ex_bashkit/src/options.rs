@@ -29,6 +29,9 @@ pub struct SessionOptions {
     pub mounts: Vec<Mount>,
     pub allowed_mount_paths: Option<Vec<String>>,
     pub allow_net: AllowNet,
+    /// Headers injected into the requests an allowlist pattern matches:
+    /// secrets a script uses without seeing them.
+    pub credentials: Vec<(String, Vec<(String, String)>)>,
     pub block_private_ips: bool,
     /// Names of the `:builtins`; their functions stay in Elixir.
     pub builtins: Vec<String>,
@@ -87,6 +90,11 @@ impl SessionOptions {
         #[cfg(feature = "network")]
         if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
             builder = builder.network(allowlist);
+            if !self.credentials.is_empty() {
+                let hook =
+                    crate::network::credentials_hook(&self.credentials, self.block_private_ips);
+                builder = builder.before_http(hook);
+            }
         }
         for (key, value) in &self.env {
             builder = builder.env(key, value);

@@ -292,6 +292,14 @@ fn mount(term: &Term) -> Decoded<(String, String, MountMode)> {
     }
 }
 
+/// `{pattern, [{name, value}]}`.
+fn credential(term: &Term) -> Decoded<(String, Vec<(String, String)>)> {
+    match elements(term)? {
+        [pattern, headers] => Ok((string(pattern)?, pairs(headers)?)),
+        _ => Err("expected {pattern, headers}".into()),
+    }
+}
+
 fn allow_net(term: &Term) -> Decoded<AllowNet> {
     match atom_name(term) {
         Some("none") => return Ok(AllowNet::None),
@@ -324,6 +332,10 @@ pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
             .collect::<Decoded<_>>()?,
         allowed_mount_paths: optional(fields.get("allowed_mount_paths")?, strings)?,
         allow_net: allow_net(fields.get("allow_net")?)?,
+        credentials: items(fields.get("credentials")?)?
+            .into_iter()
+            .map(credential)
+            .collect::<Decoded<_>>()?,
         block_private_ips: flag(fields.get("block_private_ips")?)?,
         builtins: strings(fields.get("builtins")?)?,
         virtual_fs: strings(fields.get("virtual_fs")?)?,
