@@ -86,7 +86,8 @@ defmodule ExBashkit.Session do
   # `id` is the resource's number, read once: it names the session in
   # `inspect/1` and in errors without a NIF call.
   # `approval`: the `:approve` function (or nil) and how long it may take.
-  defstruct [:resource, :id, :callbacks, approval: {nil, 30_000}, timeout_ms: 30_000]
+  # `secrets`: `:allow_net` headers given as functions, called before each call.
+  defstruct [:resource, :id, :callbacks, :secrets, approval: {nil, 30_000}, timeout_ms: 30_000]
 
   @opaque t :: %__MODULE__{
             resource: reference(),
@@ -164,7 +165,8 @@ defmodule ExBashkit.Session do
       isolation: isolation,
       files: files,
       callbacks: callbacks,
-      approval: approval
+      approval: approval,
+      secrets: secrets
     } = Options.validate!(opts)
 
     session =
@@ -175,6 +177,7 @@ defmodule ExBashkit.Session do
             id: Interpreter.id(resource),
             callbacks: callbacks,
             approval: approval,
+            secrets: secrets,
             timeout_ms: Options.timeout_ms(native)
           }
 
@@ -279,7 +282,8 @@ defmodule ExBashkit.Session do
     call = ExecOptions.validate!(opts, timeout_ms(session), "ExBashkit.Session.exec/3")
 
     Execution.observe(session, script, call, fn ->
-      with :ok <- Approval.check(approve, script, approve_timeout_ms(session)) do
+      with :ok <- Approval.check(approve, script, approve_timeout_ms(session)),
+           {:ok, call} <- fresh_secrets(session, call) do
         case session.callbacks do
           nil -> run(resource, script, call, nil)
           callbacks -> Callbacks.serve(callbacks, resource, &run(resource, script, call, &1))
@@ -287,6 +291,16 @@ defmodule ExBashkit.Session do
       end
     end)
   end
+
+  # Header functions of `:allow_net` give their values for this call.
+  defp fresh_secrets(%__MODULE__{secrets: rules}, call) when is_list(rules) do
+    case Options.resolve_credentials(rules) do
+      {:ok, credentials} -> {:ok, ExecOptions.with_credentials(call, credentials)}
+      {:error, message} -> {:error, %ExBashkit.Error{reason: :error, message: message}}
+    end
+  end
+
+  defp fresh_secrets(_session, call), do: {:ok, call}
 
   # The call's `:approve` wins over the session's; `approve: nil` turns it off.
   defp approve(%__MODULE__{approval: {fun, _}}, opts) when is_list(opts) do

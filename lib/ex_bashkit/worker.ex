@@ -285,6 +285,7 @@ defmodule ExBashkit.Worker do
           env: call.env,
           cwd: call.cwd,
           args: call.args,
+          credentials: call.credentials,
           stream: listeners != [] or keep
         }
 

@@ -64,6 +64,55 @@ defmodule ExBashkit.SecretsTest do
     end
   end
 
+  for isolation <- [:none, :process] do
+    test "a function value is called again before each call: a token can rotate " <>
+           "(isolation: #{isolation})",
+         %{base: base} do
+      {:ok, counter} = Agent.start_link(fn -> 0 end)
+      token = fn -> "Bearer rotating-#{Agent.get_and_update(counter, &{&1 + 1, &1 + 1})}" end
+
+      session =
+        Session.new(
+          allow_net: [{base <> "/api", headers: [authorization: token]}],
+          block_private_ips: false,
+          isolation: unquote(isolation)
+        )
+
+      run(session, "curl -s #{base}/api/one")
+
+      [{"authorization", first}] =
+        Enum.filter(received("/api/one"), &(elem(&1, 0) == "authorization"))
+
+      run(session, "curl -s #{base}/api/two")
+
+      [{"authorization", second}] =
+        Enum.filter(received("/api/two"), &(elem(&1, 0) == "authorization"))
+
+      assert first =~ ~r/^Bearer rotating-\d+$/
+      assert second =~ ~r/^Bearer rotating-\d+$/
+      assert first != second
+    end
+  end
+
+  test "a function that fails fails the call, naming the header, not a value", %{base: base} do
+    {:ok, fail?} = Agent.start_link(fn -> false end)
+
+    token = fn ->
+      if Agent.get(fail?, & &1), do: raise("vault down: s3cr3t"), else: "Bearer fine"
+    end
+
+    session =
+      Session.new(
+        allow_net: [{base <> "/api", headers: %{"x-token" => token}}],
+        block_private_ips: false
+      )
+
+    Agent.update(fail?, fn _ -> true end)
+    assert {:error, message} = Session.exec(session, "curl -s #{base}/api/x")
+    assert message =~ ~s(header function "x-token")
+    refute_received {:http_request, _}
+  end
+
   test "a redirect out of the pattern does not carry it", %{base: base} do
     session = session(base)
     run(session, "curl -sL '#{base}/api/r?to=#{base}/open/landed'")

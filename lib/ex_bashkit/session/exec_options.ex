@@ -69,7 +69,16 @@ defmodule ExBashkit.Session.ExecOptions do
   ]
 
   # What the NIF decodes.
-  defstruct [:timeout_ms, :stdin, :cwd, :args, env: [], stream_to: [], keep_output: false]
+  defstruct [
+    :timeout_ms,
+    :stdin,
+    :cwd,
+    :args,
+    :credentials,
+    env: [],
+    stream_to: [],
+    keep_output: false
+  ]
 
   @typedoc "A validated call: the NIF's part and the caller's."
   @type call :: %{
@@ -184,4 +193,15 @@ defmodule ExBashkit.Session.ExecOptions do
   def stream_to!(other) do
     raise ArgumentError, ":stream_to must be a local pid or {pid, tag}, got: #{inspect(other)}"
   end
+
+  @doc """
+  `call` carrying fresh values of the session's injected headers (see
+  `ExBashkit.Session.Options.resolve_credentials/1`).
+  """
+  @spec with_credentials(call(), list()) :: call()
+  def with_credentials(%{native: nil} = call, credentials),
+    do: with_credentials(%{call | native: %__MODULE__{timeout_ms: nil}}, credentials)
+
+  def with_credentials(%{native: native} = call, credentials),
+    do: %{call | native: %{native | credentials: credentials}}
 end

@@ -185,7 +185,8 @@ defmodule ExBashkit.Session.Options do
           isolation: :none | :process,
           files: [{String.t(), binary()}],
           callbacks: ExBashkit.Callbacks.t() | nil,
-          approval: {(map() -> term()) | nil, pos_integer()}
+          approval: {(map() -> term()) | nil, pos_integer()},
+          secrets: [{String.t(), [{String.t(), String.t() | (() -> String.t())}]}] | nil
         }
 
   @spec validate!(term()) :: validated()
@@ -216,7 +217,13 @@ defmodule ExBashkit.Session.Options do
       mounts: opts.mounts != []
     )
 
-    {allow_net, credentials} = credentials(opts.allow_net)
+    {allow_net, secrets} = credentials(opts.allow_net)
+
+    credentials =
+      case resolve_credentials(secrets) do
+        {:ok, credentials} -> credentials
+        {:error, message} -> raise ArgumentError, message
+      end
 
     native =
       struct!(
@@ -238,6 +245,8 @@ defmodule ExBashkit.Session.Options do
       isolation: opts.isolation,
       files: opts.files,
       approval: {opts.approve, opts.builtin_timeout_ms},
+      # Header functions are called again before each call.
+      secrets: if(dynamic?(secrets), do: secrets),
       callbacks:
         if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
     }
@@ -253,6 +262,9 @@ defmodule ExBashkit.Session.Options do
   end
 
   defp credentials(allow_net), do: {allow_net, []}
+
+  defp dynamic?(rules),
+    do: Enum.any?(rules, fn {_, headers} -> Enum.any?(headers, &is_function(elem(&1, 1))) end)
 
   # `config :ex_bashkit, isolation: :process` isolates every session that
   # does not say otherwise.
@@ -538,10 +550,11 @@ defmodule ExBashkit.Session.Options do
               "got: #{inspect(name)}"
     end
 
-    unless is_binary(value) and String.valid?(value) and not (value =~ ~r/[\x00-\x1f\x7f]/) do
+    unless is_function(value, 0) or header_value?(value) do
       raise ArgumentError,
             ":allow_net header #{inspect(name)} for #{inspect(pattern)} must be a string " <>
-              "without control characters (its value is not shown)"
+              "without control characters, or a 0-arity function returning one " <>
+              "(its value is not shown)"
     end
 
     {name, value}
@@ -553,6 +566,50 @@ defmodule ExBashkit.Session.Options do
         ArgumentError,
         ":allow_net headers for #{inspect(pattern)} must be name => value pairs"
       )
+
+  defp header_value?(value),
+    do: is_binary(value) and String.valid?(value) and not (value =~ ~r/[\x00-\x1f\x7f]/)
+
+  @doc """
+  The injected headers with every function called for its current value:
+  `{:ok, rules}`, or `{:error, message}` naming the header whose function
+  failed (never a value).
+  """
+  @spec resolve_credentials([{String.t(), [{String.t(), String.t() | (() -> String.t())}]}]) ::
+          {:ok, [{String.t(), [{String.t(), String.t()}]}]} | {:error, String.t()}
+  def resolve_credentials(rules) do
+    {:ok,
+     for {pattern, headers} <- rules do
+       {pattern, for({name, value} <- headers, do: {name, resolve!(pattern, name, value)})}
+     end}
+  catch
+    {:bad_header, message} -> {:error, message}
+  end
+
+  defp resolve!(pattern, name, fun) when is_function(fun, 0) do
+    value =
+      try do
+        fun.()
+      catch
+        kind, reason ->
+          throw(
+            {:bad_header,
+             ":allow_net header function #{inspect(name)} for #{inspect(pattern)} failed: " <>
+               Exception.format_banner(kind, reason, __STACKTRACE__)}
+          )
+      end
+
+    if header_value?(value),
+      do: value,
+      else:
+        throw(
+          {:bad_header,
+           ":allow_net header function #{inspect(name)} for #{inspect(pattern)} must return " <>
+             "a string without control characters (its value is not shown)"}
+        )
+  end
+
+  defp resolve!(_pattern, _name, value), do: value
 
   # Patterns that cannot match (no scheme or host) would silently deny; say so.
   defp url_pattern!(pattern) do

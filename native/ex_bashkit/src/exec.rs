@@ -113,6 +113,9 @@ pub(crate) async fn run_on_session(
         let mut bash = session.bash.lock().await;
         session.usable()?;
         job.started();
+        if let Some(fresh) = call.credentials.take() {
+            session.credentials.replace(&fresh);
+        }
         let _serving = session.callbacks.serve(callback_server);
         let tidy = Tidy::before(&session.untidy, &mut bash).await;
         session.call_scope.settle(&mut bash);
@@ -220,7 +223,9 @@ fn exec_once<'a>(
                 handle.started();
                 nesting::check(&script, options.limits.nesting_depth())
                     .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
-                let mut bash = options.build(&Arc::default()).await?;
+                let mut bash = options
+                    .build(&Arc::default(), &options.credentials())
+                    .await?;
                 let run = Run {
                     max_memory: options.limits.script_memory(),
                     frozen: &Arc::new(AtomicBool::new(false)),

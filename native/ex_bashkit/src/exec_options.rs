@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use rustler::{LocalPid, NifStruct, Term};
 
+use crate::network::CredentialRules;
 use crate::streaming::{Listen, Listener, Output};
 use crate::terms::Bytes;
 
@@ -21,6 +22,8 @@ pub struct ExecOptions<'a> {
     pub stream_to: Vec<(LocalPid, Term<'a>)>,
     /// Keep the output, for the error of a script that ends without a result.
     pub keep_output: bool,
+    /// Fresh values of the session's injected headers (header functions).
+    pub credentials: Option<CredentialRules>,
 }
 
 /// What one call asks for, owned by its job.
@@ -32,6 +35,7 @@ pub struct Call {
     pub output: Option<Arc<Output>>,
     pub stdin: Option<Vec<u8>>,
     pub args: Option<Vec<String>>,
+    pub credentials: Option<CredentialRules>,
 }
 
 impl Call {
@@ -56,6 +60,7 @@ impl Call {
             }),
             stdin: options.stdin.map(|Bytes(bytes)| bytes),
             args: options.args,
+            credentials: options.credentials,
         }
     }
 

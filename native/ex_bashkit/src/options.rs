@@ -11,7 +11,7 @@ use crate::builtins::ElixirBuiltin;
 use crate::callback::Channel;
 use crate::limits::Limits;
 use crate::mounts::{self, Mount};
-use crate::network::AllowNet;
+use crate::network::{AllowNet, Credentials};
 use crate::python::{self, PythonRuntime};
 use crate::virtual_fs::ElixirFs;
 
@@ -31,7 +31,7 @@ pub struct SessionOptions {
     pub allow_net: AllowNet,
     /// Headers injected into the requests an allowlist pattern matches:
     /// secrets a script uses without seeing them.
-    pub credentials: Vec<(String, Vec<(String, String)>)>,
+    pub credentials: crate::network::CredentialRules,
     pub block_private_ips: bool,
     /// Names of the `:builtins`; their functions stay in Elixir.
     pub builtins: Vec<String>,
@@ -46,9 +46,13 @@ impl SessionOptions {
     /// Builds the interpreter with its mounts attached and its working
     /// directory in place; callbacks reach Elixir through `channel`. Async
     /// because the filesystem is.
-    pub async fn build(&self, channel: &Arc<Channel>) -> Result<Bash, String> {
+    pub async fn build(
+        &self,
+        channel: &Arc<Channel>,
+        credentials: &Credentials,
+    ) -> Result<Bash, String> {
         let mut builder = python::register(
-            self.builder(),
+            self.builder(credentials),
             self.python_runtime,
             &self.python,
             &self.limits,
@@ -76,7 +80,13 @@ impl SessionOptions {
         Ok(bash)
     }
 
-    fn builder(&self) -> BashBuilder {
+    /// The headers this session injects, with its own values.
+    pub fn credentials(&self) -> Credentials {
+        Credentials::new(&self.credentials, self.block_private_ips)
+    }
+
+    #[cfg_attr(not(feature = "network"), allow(unused_variables))]
+    fn builder(&self, credentials: &Credentials) -> BashBuilder {
         // bashkit caps a single instance at 1,000 exec calls and 100,000
         // commands by default; a session lives for a whole agent conversation,
         // so per-script limits (ExecutionLimits) are the ones that bound work.
@@ -91,9 +101,7 @@ impl SessionOptions {
         if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
             builder = builder.network(allowlist);
             if !self.credentials.is_empty() {
-                let hook =
-                    crate::network::credentials_hook(&self.credentials, self.block_private_ips);
-                builder = builder.before_http(hook);
+                builder = builder.before_http(credentials.hook());
             }
         }
         for (key, value) in &self.env {

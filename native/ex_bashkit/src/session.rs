@@ -11,6 +11,7 @@ use tokio::sync::Mutex;
 use crate::call_scope::CallScope;
 use crate::callback::Channel;
 use crate::cancel::Running;
+use crate::network::Credentials;
 use crate::options::SessionOptions;
 use crate::runtime::interpreters;
 use crate::tidy::Untidy;
@@ -43,6 +44,8 @@ pub struct SessionResource {
     pub frozen: Arc<AtomicBool>,
     /// The running script, for `cancel/1`.
     pub running: Running,
+    /// The headers its requests carry (`:allow_net` entries with headers).
+    pub credentials: Credentials,
     /// A call's `:env` and `:cwd`, to put back after it.
     pub call_scope: CallScope,
     /// `:max_stdout_bytes` and `:max_stderr_bytes`, for streamed output.
@@ -71,7 +74,8 @@ impl SessionResource {
         let pool = interpreters()?;
         let worker = pool.assign();
         let callbacks = Arc::new(callbacks);
-        let bash = pool.block_on(worker, options.build(&callbacks))?;
+        let credentials = options.credentials();
+        let bash = pool.block_on(worker, options.build(&callbacks, &credentials))?;
         let fs = bash.fs();
         let running = Running::new(bash.cancellation_token());
         let limits = options.limits.execution();
@@ -93,6 +97,7 @@ impl SessionResource {
             max_script_memory: options.limits.script_memory(),
             frozen: Arc::new(AtomicBool::new(false)),
             running,
+            credentials,
             call_scope: CallScope::default(),
             output_caps: (limits.max_stdout_bytes, limits.max_stderr_bytes),
         })

@@ -305,6 +305,7 @@ fn exec(
         plan.args = optional(fields.get("args")?, |args| {
             items(args)?.into_iter().map(string).collect()
         })?;
+        plan.credentials = optional(fields.get("credentials")?, codec::credentials)?;
         if codec::flag(fields.get("stream")?)? {
             plan.output = Some(job.output(session.output_caps));
         }

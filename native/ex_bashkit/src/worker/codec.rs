@@ -292,7 +292,11 @@ fn mount(term: &Term) -> Decoded<(String, String, MountMode)> {
     }
 }
 
-/// `{pattern, [{name, value}]}`.
+/// `[{pattern, [{name, value}]}]`: the headers `:allow_net` entries inject.
+pub fn credentials(term: &Term) -> Decoded<crate::network::CredentialRules> {
+    items(term)?.into_iter().map(credential).collect()
+}
+
 fn credential(term: &Term) -> Decoded<(String, Vec<(String, String)>)> {
     match elements(term)? {
         [pattern, headers] => Ok((string(pattern)?, pairs(headers)?)),
@@ -332,10 +336,7 @@ pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
             .collect::<Decoded<_>>()?,
         allowed_mount_paths: optional(fields.get("allowed_mount_paths")?, strings)?,
         allow_net: allow_net(fields.get("allow_net")?)?,
-        credentials: items(fields.get("credentials")?)?
-            .into_iter()
-            .map(credential)
-            .collect::<Decoded<_>>()?,
+        credentials: credentials(fields.get("credentials")?)?,
         block_private_ips: flag(fields.get("block_private_ips")?)?,
         builtins: strings(fields.get("builtins")?)?,
         virtual_fs: strings(fields.get("virtual_fs")?)?,
