@@ -27,18 +27,24 @@ pub enum AllowNet {
 #[derive(Clone, Default)]
 pub struct Credentials {
     #[cfg(feature = "network")]
-    rules: Arc<Mutex<Vec<(NetworkAllowlist, Vec<(String, String)>)>>>,
+    rules: Arc<Mutex<Vec<(NetworkAllowlist, Headers)>>>,
+    #[cfg(feature = "network")]
     block_private_ips: bool,
 }
 
+type Headers = Vec<(String, String)>;
+
 /// `(pattern, [(name, value)])` per allowlist entry with headers.
-pub type CredentialRules = Vec<(String, Vec<(String, String)>)>;
+pub type CredentialRules = Vec<(String, Headers)>;
 
 impl Credentials {
+    #[cfg_attr(not(feature = "network"), allow(unused_variables))]
     pub fn new(rules: &CredentialRules, block_private_ips: bool) -> Self {
         let credentials = Self {
+            #[cfg(feature = "network")]
+            rules: Arc::default(),
+            #[cfg(feature = "network")]
             block_private_ips,
-            ..Self::default()
         };
         credentials.replace(rules);
         credentials
