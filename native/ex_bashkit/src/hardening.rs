@@ -31,8 +31,8 @@ pub mod syscalls;
 use std::ffi::CString;
 use std::time::Duration;
 
-use crate::options::SessionOptions;
-use crate::python::PythonRuntime;
+use crate::mounts::Mount;
+use crate::network::AllowNet;
 
 /// How a worker was started (its command line, from `ExBashkit.Worker`).
 #[derive(Debug, Clone)]
@@ -108,8 +108,21 @@ pub fn at_start(plan: &Plan) -> Report {
     report
 }
 
+/// What a session needs of its worker (`SessionOptions::worker_needs`).
+pub struct Needs<'a> {
+    pub mounts: &'a [Mount],
+    pub allow_net: &'a AllowNet,
+    /// What the session may hold: each script's cap, and its files.
+    pub script_bytes: u64,
+    pub files_bytes: u64,
+    /// The largest file a script may write (`:max_file_bytes`), if set.
+    pub file_bytes: Option<u64>,
+    /// CPython's WebAssembly guest (wasmtime) runs in it.
+    pub python_vm: bool,
+}
+
 /// The layers that depend on the session, applied before it is built.
-pub fn for_session(plan: &Plan, options: &SessionOptions, report: &mut Report) {
+pub fn for_session(plan: &Plan, needs: &Needs, report: &mut Report) {
     if !plan.enabled {
         return;
     }
@@ -119,13 +132,13 @@ pub fn for_session(plan: &Plan, options: &SessionOptions, report: &mut Report) {
         .unwrap_or_else(|| cgroup::enter(PIDS_MAX));
     let capped = cgroup.and_then(|dirs| {
         report.cgroups = dirs;
-        cgroup::cap_memory(&report.cgroups, memory_max(options))
+        cgroup::cap_memory(&report.cgroups, memory_max(needs))
     });
     report.record("cgroup", capped);
-    report.record("rlimits", rlimits(options));
+    report.record("rlimits", rlimits(needs));
     report.record("unprivileged_user", unprivileged_user(plan.user));
     report.record("no_new_privs", no_new_privs());
-    let landlock = landlock::apply(&options.mounts, &options.allow_net).map(|_| ());
+    let landlock = landlock::apply(needs.mounts, needs.allow_net).map(|_| ());
     report.record("landlock", landlock);
     let filters = report
         .filters
@@ -203,33 +216,25 @@ fn unshare_network() -> Result<(), String> {
 
 /// The kernel's cap on the worker's memory, above what the session may
 /// hold (scripts, files) so that the interpreter's own caps answer first.
-fn memory_max(options: &SessionOptions) -> u64 {
-    let limits = &options.limits;
-    let script = limits.script_memory() as u64;
-    let files = limits.filesystem().max_total_bytes;
-    let python_vm = if uses_cpython(options) { 2u64 << 30 } else { 0 };
-    (2 * script)
-        .saturating_add(files)
+fn memory_max(needs: &Needs) -> u64 {
+    let python_vm = if needs.python_vm { 2u64 << 30 } else { 0 };
+    (2 * needs.script_bytes)
+        .saturating_add(needs.files_bytes)
         .saturating_add(256 << 20)
         .saturating_add(python_vm)
 }
 
-fn uses_cpython(options: &SessionOptions) -> bool {
-    options.python_runtime == PythonRuntime::Cpython && !options.python.is_empty()
-}
-
-fn rlimits(options: &SessionOptions) -> Result<(), String> {
+fn rlimits(needs: &Needs) -> Result<(), String> {
     // Past this size a write fails (EFBIG) instead of killing the process.
     // SAFETY: ignoring a signal.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
-    let python_vm = uses_cpython(options);
     // wasmtime backs a guest's memory (up to 4 GiB) with a memfd, which the
     // file size limit bounds too, and reserves several GiB of address space
     // for it; a worker without it peaks near 3 GiB of address space.
-    let (file_bytes, address_space) = if python_vm {
+    let (file_bytes, address_space) = if needs.python_vm {
         (8u64 << 30, 64u64 << 30)
     } else {
-        let file_bytes = options.limits.max_file_bytes.unwrap_or(64 << 20);
+        let file_bytes = needs.file_bytes.unwrap_or(64 << 20);
         (file_bytes.max(1 << 20), 16u64 << 30)
     };
     let limits = [

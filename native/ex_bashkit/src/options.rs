@@ -80,6 +80,18 @@ impl SessionOptions {
         Ok(bash)
     }
 
+    /// What the session needs of a worker process, for its hardening.
+    pub fn worker_needs(&self) -> crate::hardening::Needs<'_> {
+        crate::hardening::Needs {
+            mounts: &self.mounts,
+            allow_net: &self.allow_net,
+            script_bytes: self.limits.script_memory() as u64,
+            files_bytes: self.limits.filesystem().max_total_bytes,
+            file_bytes: self.limits.max_file_bytes,
+            python_vm: self.python_runtime == PythonRuntime::Cpython && !self.python.is_empty(),
+        }
+    }
+
     /// The headers this session injects, with its own values.
     pub fn credentials(&self) -> Credentials {
         Credentials::new(&self.credentials, self.block_private_ips)

@@ -201,7 +201,7 @@ impl Worker {
             if !matches!(options.allow_net, AllowNet::None) && !self.plan.network {
                 return Err("this worker was started without the network".into());
             }
-            hardening::for_session(&self.plan, &options, &mut self.report);
+            hardening::for_session(&self.plan, &options.worker_needs(), &mut self.report);
             let channel = Channel::remote(self.calls.clone());
             SessionResource::build(&options, channel)
         });
