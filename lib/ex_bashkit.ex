@@ -205,6 +205,9 @@ defmodule ExBashkit do
     * `:landlock_abi` — the Landlock ABI version, `0` without Landlock;
     * `:user_namespaces`, `:network_namespaces` — whether a worker can
       have a network (and user) namespace of its own;
+    * `:cgroup` — whether workers get a cgroup of their own (a VM running
+      as root, with cgroup v1's `memory` and `pids` or a v2 parent that
+      delegates them);
     * `:root` — whether the VM runs as root, and then `:worker_user`, the
       `{uid, gid}` its workers become (`config :ex_bashkit, :worker_user`);
     * `:hardening` — `false` when `config :ex_bashkit, harden_workers:
@@ -221,6 +224,7 @@ defmodule ExBashkit do
           landlock_abi: non_neg_integer(),
           user_namespaces: boolean(),
           network_namespaces: boolean(),
+          cgroup: boolean(),
           root: boolean(),
           worker_user: {non_neg_integer(), non_neg_integer()} | :keep | nil,
           hardening: boolean()

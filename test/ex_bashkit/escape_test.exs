@@ -200,6 +200,7 @@ defmodule ExBashkit.EscapeTest do
 
   describe "the kernel's caps" do
     test "a worker has a cgroup of its own, removed once it is gone" do
+      assert ExBashkit.isolation_info().cgroup
       session = hardened()
       assert :cgroup in Session.info(session).layers
       os_pid = Session.info(session).os_pid

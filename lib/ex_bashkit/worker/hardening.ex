@@ -118,6 +118,8 @@ defmodule ExBashkit.Worker.Hardening do
       landlock_abi: landlock_abi,
       user_namespaces: user_namespaces,
       network_namespaces: root or user_namespaces,
+      # A root VM places each worker in a cgroup below its own.
+      cgroup: root and ExBashkit.Native.worker_cgroup_bases() != [],
       root: root,
       worker_user: if(root, do: worker_user()),
       hardening: Application.get_env(:ex_bashkit, :harden_workers, true)
