@@ -546,19 +546,11 @@ defmodule ExBashkit.Worker do
   defp kill(state, reason, why, opts \\ []) do
     if alive?(state) and Port.info(state.port) != nil do
       Native.worker_kill(state.os_pid)
-      close(state.port)
+      Spares.close(state.port)
       if Keyword.get(opts, :telemetry, true), do: Telemetry.worker_killed(reason, state.os_pid)
     end
 
     died(state, reason, why, Keyword.get(opts, :except))
-  end
-
-  # A worker ends with its Port: one SIGKILLed a moment ago, or one that
-  # exited on its own, may have closed it before this process gets to.
-  defp close(port) do
-    Port.close(port)
-  rescue
-    ArgumentError -> :ok
   end
 
   defp died(state, reason, why, except \\ nil) do

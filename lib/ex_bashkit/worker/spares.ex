@@ -67,8 +67,13 @@ defmodule ExBashkit.Worker.Spares do
     end
   end
 
-  defp close(port) do
+  @doc false
+  # Closes a worker's Port, which a worker that just died (SIGKILLed, or
+  # exited on its own) may have closed already.
+  @spec close(port()) :: :ok
+  def close(port) do
     Port.close(port)
+    :ok
   rescue
     ArgumentError -> :ok
   end
