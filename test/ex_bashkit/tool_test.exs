@@ -339,6 +339,23 @@ defmodule ExBashkit.ToolTest do
 
       assert Tool.call(tool, %{}) == {:error, "The boom tool failed: kaput"}
     end
+
+    test "a tool of your own may use any JSON schema: types the check does not know are the tool's" do
+      tool = %Tool{
+        name: "scale",
+        description: "scales",
+        parameters: %{
+          "type" => "object",
+          "properties" => %{"factor" => %{"type" => "number"}, "tags" => %{"type" => "array"}}
+        },
+        function: fn args -> {:ok, inspect(args)} end
+      }
+
+      assert Tool.call(tool, %{"factor" => 1.5, "tags" => ["a"]}) ==
+               {:ok, ~s(%{"factor" => 1.5, "tags" => ["a"]})}
+
+      assert {:error, "Unknown argument \"size\"" <> _} = Tool.call(tool, %{"size" => 1})
+    end
   end
 
   describe "truncate/2" do

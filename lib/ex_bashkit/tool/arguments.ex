@@ -4,14 +4,16 @@ defmodule ExBashkit.Tool.Arguments do
   # schema the model was shown is the one enforced. Keys may be strings
   # (decoded JSON) or atoms (some agent libraries convert them); the answer
   # has string keys. Problems come back as sentences a model can act on.
+  # Types this does not know (a tool of the caller's own may use any JSON
+  # schema) are left for the tool to check.
 
   @spec validate(map(), map()) :: {:ok, %{String.t() => term()}} | {:error, String.t()}
   def validate(schema, args) when is_map(args) do
-    properties = schema["properties"]
+    properties = schema["properties"] || %{}
     args = Map.new(args, fn {key, value} -> {to_string(key), value} end)
 
     with :ok <- known(args, properties),
-         :ok <- present(args, schema["required"]) do
+         :ok <- present(args, schema["required"] || []) do
       Enum.reduce_while(args, {:ok, args}, fn {key, value}, ok ->
         case check(value, properties[key]) do
           :ok -> {:cont, ok}
@@ -54,7 +56,10 @@ defmodule ExBashkit.Tool.Arguments do
   defp check(value, %{"type" => "integer"} = spec) when is_float(value) and value == trunc(value),
     do: with(:ok <- check(trunc(value), spec), do: {:ok, trunc(value)})
 
-  defp check(_value, spec), do: {:error, expected(spec)}
+  defp check(_value, %{"type" => type} = spec) when type in ["string", "boolean", "integer"],
+    do: {:error, expected(spec)}
+
+  defp check(_value, _spec), do: :ok
 
   defp expected(%{"type" => "integer", "minimum" => min}), do: "an integer ≥ #{min}"
   defp expected(%{"type" => "integer"}), do: "an integer"

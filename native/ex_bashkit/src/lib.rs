@@ -16,6 +16,7 @@ mod fs;
 mod hardening;
 mod job;
 mod jobs;
+mod json;
 mod limits;
 mod memory;
 #[cfg(feature = "python")]
