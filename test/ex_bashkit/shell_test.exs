@@ -238,7 +238,7 @@ defmodule ExBashkit.ShellTest do
 
       assert ShellTask.argv_options(argv) == [
                session: [
-                 mounts: [{"/tmp/in", "/in", :read_only}, {"/tmp/out", "/out", :read_write}],
+                 mounts: [{"/in", "/tmp/in", :read_only}, {"/out", "/tmp/out", :read_write}],
                  allow_net: ["http://127.0.0.1:1/"],
                  limits: [max_commands: 10],
                  env: [{"A", "b=c"}],
@@ -252,6 +252,13 @@ defmodule ExBashkit.ShellTest do
       assert ShellTask.argv_options(~w(--attach conv-1)) == [server: "conv-1"]
       assert ShellTask.argv_options(~w(--allow-net all)) == [session: [allow_net: :all]]
       assert ShellTask.argv_options(~w(--cpython)) == [session: [python: :cpython]]
+    end
+
+    test "--mount mounts the host directory at the path given" do
+      dir = host_dir!("shell_flags")
+      File.write!(Path.join(dir, "a.txt"), "host\n")
+      [session: opts] = ShellTask.argv_options(["--mount", "#{dir}:/in"])
+      assert Session.read_file(Session.new(opts), "/in/a.txt") == {:ok, "host\n"}
     end
 
     test "bad flags raise naming the flag" do

@@ -34,20 +34,15 @@ defmodule Mix.Tasks.ExBashkit.Shell do
 
   use Mix.Task
 
-  @switches [
-    mount: :keep,
-    allow_net: :keep,
-    limit: :keep,
-    env: :keep,
-    python: :boolean,
-    cpython: :boolean,
-    cwd: :string,
-    snapshot: :string,
-    isolated: :boolean,
-    attach: :string,
-    connect: :string,
-    cookie: :string
-  ]
+  alias Mix.ExBashkit.Flags
+
+  @switches Flags.switches(
+              snapshot: :string,
+              isolated: :boolean,
+              attach: :string,
+              connect: :string,
+              cookie: :string
+            )
 
   @impl Mix.Task
   def run(argv) do
@@ -69,18 +64,7 @@ defmodule Mix.Tasks.ExBashkit.Shell do
   # The flags as `ExBashkit.Shell.start/1` options; a bad flag raises
   # Mix.Error naming it.
   @spec parse!([String.t()]) :: keyword()
-  def parse!(argv) do
-    case OptionParser.parse(argv, strict: @switches) do
-      {opts, [], []} ->
-        opts
-
-      {_, [extra | _], _} ->
-        Mix.raise("unexpected argument #{inspect(extra)}; see `mix help ex_bashkit.shell`")
-
-      {_, _, [{flag, _} | _]} ->
-        Mix.raise("unknown or malformed flag #{flag}; see `mix help ex_bashkit.shell`")
-    end
-  end
+  def parse!(argv), do: Flags.parse!(argv, @switches, "ex_bashkit.shell")
 
   @doc false
   # The options of `ExBashkit.Shell.start/1` that `argv` asks for.
@@ -90,61 +74,14 @@ defmodule Mix.Tasks.ExBashkit.Shell do
   @doc false
   @spec shell_options(keyword()) :: keyword()
   def shell_options(opts) do
-    session =
-      [
-        mounts: Enum.map(Keyword.get_values(opts, :mount), &mount!/1),
-        allow_net: allow_net(Keyword.get_values(opts, :allow_net)),
-        limits: Enum.map(Keyword.get_values(opts, :limit), &limit!/1),
-        env: Enum.map(Keyword.get_values(opts, :env), &pair!(&1, "--env")),
-        python: python(opts),
-        cwd: opts[:cwd]
-      ]
-      |> Enum.reject(fn {_key, value} -> value in [nil, []] end)
-
     [
-      session: session,
+      session: Flags.session_options(opts),
       isolated: Keyword.get(opts, :isolated, false),
       snapshot: opts[:snapshot],
       server: opts[:attach]
     ]
     |> Enum.reject(fn {key, value} -> key != :session and value in [nil, false] end)
     |> then(&if(&1[:server], do: Keyword.delete(&1, :session), else: &1))
-  end
-
-  defp mount!(spec) do
-    case String.split(spec, ":") do
-      [host, path] -> {Path.expand(host), path, :read_only}
-      [host, path, "rw"] -> {Path.expand(host), path, :read_write}
-      [host, path, "ro"] -> {Path.expand(host), path, :read_only}
-      _ -> Mix.raise("--mount takes HOST:PATH or HOST:PATH:rw, got: #{inspect(spec)}")
-    end
-  end
-
-  defp python(opts) do
-    cond do
-      opts[:cpython] -> :cpython
-      opts[:python] -> true
-      true -> nil
-    end
-  end
-
-  defp allow_net([]), do: nil
-  defp allow_net(urls), do: if("all" in urls, do: :all, else: urls)
-
-  defp limit!(spec) do
-    {key, value} = pair!(spec, "--limit")
-
-    case Integer.parse(value) do
-      {number, ""} when number >= 0 -> {String.to_atom(key), number}
-      _ -> Mix.raise("--limit takes KEY=NUMBER, got: #{inspect(spec)}")
-    end
-  end
-
-  defp pair!(spec, flag) do
-    case String.split(spec, "=", parts: 2) do
-      [key, value] when key != "" -> {key, value}
-      _ -> Mix.raise("#{flag} takes NAME=VALUE, got: #{inspect(spec)}")
-    end
   end
 
   defp connect(opts) do
