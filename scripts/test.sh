@@ -5,6 +5,9 @@ cd "$(dirname "$0")/.."
 export EX_BASHKIT_NEED_TMUX=1
 source scripts/toolchain.sh
 export MIX_ENV=test
+# The official MCP SDK, which the MCP server's tests drive it with.
+source scripts/mcp_client.sh _build/mcp_client
+export EX_BASHKIT_NEED_MCP_CLIENT=1
 
 echo "==> mix format --check-formatted"
 mix format --check-formatted

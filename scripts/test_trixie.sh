@@ -10,20 +10,25 @@ repo="$PWD"
 root="${EX_BASHKIT_TRIXIE_ROOT:-/var/cache/ex_bashkit-trixie}"
 # gcc: cargo links a build script if anything in the shared target/ must
 # be built again (it should not).
-packages="elixir erlang-dev erlang-nox erlang-inets tmux procps gcc libc6-dev ca-certificates"
+# python3-venv: the MCP SDK the MCP server's tests use (scripts/mcp_client.sh).
+packages="elixir erlang-dev erlang-nox erlang-inets tmux procps gcc libc6-dev ca-certificates python3-venv"
 
-if [ ! -x "$root/usr/bin/elixir" ]; then
+if [ ! -x "$root/usr/bin/elixir" ] || [ "$(cat "$root/.ex_bashkit_packages" 2>/dev/null)" != "$packages" ]; then
   echo "==> Debian 13 (trixie) chroot in $root"
   if ! command -v debootstrap >/dev/null 2>&1; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   fi
-  rm -rf "$root"
-  debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian >/dev/null
+  # A chroot made by an older version of this script only lacks packages.
+  if [ ! -x "$root/usr/bin/elixir" ]; then
+    rm -rf "$root"
+    debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian >/dev/null
+  fi
   chroot "$root" apt-get update -qq
   # shellcheck disable=SC2086
   DEBIAN_FRONTEND=noninteractive chroot "$root" \
     apt-get install -y -qq --no-install-recommends $packages >/dev/null
+  echo "$packages" >"$root/.ex_bashkit_packages"
 fi
 cp /etc/hosts /etc/resolv.conf "$root/etc/" 2>/dev/null || true
 
@@ -52,6 +57,7 @@ echo "==> on $(chroot "$root" elixir --short-version 2>/dev/null || echo '?') / 
 chroot "$root" /usr/bin/env -i \
   HOME="$HOME" PATH="$HOME/.cargo/bin:/usr/local/bin:/usr/bin:/bin" \
   LANG=C.UTF-8 LC_ALL=C.UTF-8 MIX_ENV=test MIX_BUILD_ROOT="$repo/_build_trixie" \
-  EX_BASHKIT_NEED_TMUX=1 CI="${CI:-}" \
-  bash -c "cd '$repo' && echo '==> mix compile --warnings-as-errors (Elixir 1.18)' &&
+  EX_BASHKIT_NEED_TMUX=1 EX_BASHKIT_NEED_MCP_CLIENT=1 CI="${CI:-}" \
+  bash -c "cd '$repo' && source scripts/mcp_client.sh _build_trixie/mcp_client &&
+           echo '==> mix compile --warnings-as-errors (Elixir 1.18)' &&
            mix compile --warnings-as-errors && echo '==> mix test (Elixir 1.18)' && mix test"

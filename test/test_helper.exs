@@ -5,6 +5,26 @@ unless System.find_executable("tmux") do
   ExUnit.configure(exclude: [:tmux])
 end
 
+# The MCP server's end-to-end tests drive `mix ex_bashkit.mcp` with the
+# official Python SDK; scripts/test.sh (and so CI) installs it
+# (scripts/mcp_client.sh) and requires it.
+mcp_python = System.get_env("EX_BASHKIT_MCP_PYTHON", "_build/mcp_client/bin/python")
+
+unless File.exists?(mcp_python) and
+         match?({_, 0}, System.cmd(mcp_python, ["-c", "import mcp"], stderr_to_stdout: true)) do
+  if System.get_env("EX_BASHKIT_NEED_MCP_CLIENT") == "1",
+    do: raise("EX_BASHKIT_NEED_MCP_CLIENT=1, but #{mcp_python} cannot import mcp")
+
+  IO.puts(
+    :stderr,
+    "the MCP SDK not found: skipping the tests tagged :mcp_client (scripts/mcp_client.sh)"
+  )
+
+  ExUnit.configure(exclude: [:mcp_client | ExUnit.configuration()[:exclude]])
+end
+
+Application.put_env(:ex_bashkit, :test_mcp_python, Path.expand(mcp_python))
+
 # A test that waits for something to happen asserts that it happens, not how
 # fast: on a loaded machine (CI, or two suites at once) a script can take
 # seconds to be scheduled. Waits that are the behaviour under test say so

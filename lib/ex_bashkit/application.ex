@@ -17,7 +17,10 @@ defmodule ExBashkit.Application do
       # `isolation: :process`: spare workers, and the owners of live ones.
       ExBashkit.Worker.Spares,
       ExBashkit.Worker.Cgroups,
-      {DynamicSupervisor, name: ExBashkit.Worker.Supervisor, strategy: :one_for_one}
+      {DynamicSupervisor, name: ExBashkit.Worker.Supervisor, strategy: :one_for_one},
+      # MCP servers (ExBashkit.MCP.Stdio), and the tasks their tool calls run in.
+      {DynamicSupervisor, name: ExBashkit.MCP.Supervisor, strategy: :one_for_one},
+      {Task.Supervisor, name: ExBashkit.TaskSupervisor}
     ]
 
     Supervisor.start_link(children,

@@ -82,6 +82,9 @@ fn to_value(term: Term, depth: usize) -> Result<Value, String> {
                 .ok_or_else(|| format!("{float} is not a JSON number"))
         }
         TermType::List => {
+            // ListIterator panics at an improper tail; the length check
+            // refuses such a list first.
+            term.list_length().map_err(|_| "an improper list")?;
             let items: ListIterator = term.decode().map_err(|_| "an improper list")?;
             items
                 .map(|item| to_value(item, depth + 1))
