@@ -31,6 +31,12 @@ if [ ! -x "$root/usr/bin/elixir" ] || [ "$(cat "$root/.ex_bashkit_packages" 2>/d
   echo "$packages" >"$root/.ex_bashkit_packages"
 fi
 cp /etc/hosts /etc/resolv.conf "$root/etc/" 2>/dev/null || true
+# The host's trusted CAs (a proxy's own, say), for pip in the chroot.
+ca_bundle=""
+if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/host-ca-certificates.crt"
+  ca_bundle=/etc/ssl/host-ca-certificates.crt
+fi
 
 mounted=()
 cleanup() {
@@ -58,6 +64,7 @@ chroot "$root" /usr/bin/env -i \
   HOME="$HOME" PATH="$HOME/.cargo/bin:/usr/local/bin:/usr/bin:/bin" \
   LANG=C.UTF-8 LC_ALL=C.UTF-8 MIX_ENV=test MIX_BUILD_ROOT="$repo/_build_trixie" \
   EX_BASHKIT_NEED_TMUX=1 EX_BASHKIT_NEED_MCP_CLIENT=1 CI="${CI:-}" \
+  ${ca_bundle:+PIP_CERT="$ca_bundle"} ${PIP_INDEX_URL:+PIP_INDEX_URL="$PIP_INDEX_URL"} \
   bash -c "cd '$repo' && source scripts/mcp_client.sh _build_trixie/mcp_client &&
            echo '==> mix compile --warnings-as-errors (Elixir 1.18)' &&
            mix compile --warnings-as-errors && echo '==> mix test (Elixir 1.18)' && mix test"
