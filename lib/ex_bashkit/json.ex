@@ -6,16 +6,28 @@ defmodule ExBashkit.JSON do
   # strings binaries, `null` nil; `nil` encodes as null, other atoms as
   # their names.
 
+  # The NIF works on a normal scheduler up to this size (~20 µs of work),
+  # on a dirty one past it (json.rs).
+  @small_bytes 16_384
+
   @doc "Decodes one JSON text: `{:ok, term}` or `{:error, why}`."
   @spec decode(binary()) :: {:ok, term()} | {:error, String.t()}
   def decode(text) when is_binary(text) do
-    if otp_json?(), do: otp_decode(text), else: ExBashkit.Native.json_decode(text)
+    cond do
+      otp_json?() -> otp_decode(text)
+      byte_size(text) <= @small_bytes -> ExBashkit.Native.json_decode(text)
+      true -> ExBashkit.Native.json_decode_dirty(text)
+    end
   end
 
   @doc "Encodes `term` as compact JSON (one line): `{:ok, binary}` or `{:error, why}`."
   @spec encode(term()) :: {:ok, binary()} | {:error, String.t()}
   def encode(term) do
-    if otp_json?(), do: otp_encode(term), else: ExBashkit.Native.json_encode(term)
+    cond do
+      otp_json?() -> otp_encode(term)
+      :erlang.external_size(term) <= @small_bytes -> ExBashkit.Native.json_encode(term)
+      true -> ExBashkit.Native.json_encode_dirty(term)
+    end
   end
 
   @doc "`encode/1`, raising `ArgumentError` for a term JSON cannot express."
@@ -30,7 +42,18 @@ defmodule ExBashkit.JSON do
   @doc false
   # Whether OTP's `:json` serves here (tests compare it with the NIF's).
   @spec otp_json?() :: boolean()
-  def otp_json?, do: Code.ensure_loaded?(:json) and function_exported?(:json, :encode_value, 2)
+  def otp_json? do
+    # Looking for a module that is not there asks the code server each time.
+    case :persistent_term.get({__MODULE__, :otp_json?}, nil) do
+      nil ->
+        found = Code.ensure_loaded?(:json) and function_exported?(:json, :encode_value, 2)
+        :persistent_term.put({__MODULE__, :otp_json?}, found)
+        found
+
+      found ->
+        found
+    end
+  end
 
   # `:json` is named at run time, so that a VM without it (OTP 25 and 26)
   # compiles this module without an "undefined module" warning.

@@ -42,7 +42,9 @@ defmodule ExBashkit.Native do
   def worker_cgroup_bases, do: err()
   def script_analysis(_script), do: err()
   def json_decode(_text), do: err()
+  def json_decode_dirty(_text), do: err()
   def json_encode(_term), do: err()
+  def json_encode_dirty(_term), do: err()
 
   defp err, do: :erlang.nif_error(:nif_not_loaded)
 end

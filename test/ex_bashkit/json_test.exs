@@ -5,7 +5,12 @@ defmodule ExBashkit.JSONTest do
 
   alias ExBashkit.JSON
 
-  @codecs [nif: {&ExBashkit.Native.json_decode/1, &ExBashkit.Native.json_encode/1}] ++
+  # The NIF's twice: on a normal scheduler (short texts) and a dirty one.
+  @codecs [
+            nif: {&ExBashkit.Native.json_decode/1, &ExBashkit.Native.json_encode/1},
+            nif_dirty:
+              {&ExBashkit.Native.json_decode_dirty/1, &ExBashkit.Native.json_encode_dirty/1}
+          ] ++
             if(JSON.otp_json?(), do: [otp: {&JSON.otp_decode/1, &JSON.otp_encode/1}], else: [])
 
   @documents [
@@ -106,6 +111,14 @@ defmodule ExBashkit.JSONTest do
              ExBashkit.Native.json_decode(
                String.duplicate("[", 100) <> String.duplicate("]", 100)
              )
+  end
+
+  test "decode/1 and encode/1 answer alike on either side of the dirty scheduler's threshold" do
+    for size <- [10, 16_000, 17_000, 1_000_000] do
+      term = %{"content" => String.duplicate("é", div(size, 2))}
+      assert {:ok, json} = JSON.encode(term)
+      assert JSON.decode(json) == {:ok, term}
+    end
   end
 
   test "encode!/1 raises ArgumentError for a term JSON cannot express" do
