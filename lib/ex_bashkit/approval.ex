@@ -38,7 +38,7 @@ defmodule ExBashkit.Approval do
   @doc "The analysis of `script`, or `{:error, why}` when it does not parse."
   @spec analyze(binary()) :: {:ok, analysis()} | {:error, String.t()}
   def analyze(script) do
-    with {:ok, found} <- ExBashkit.Native.script_analysis(script) do
+    with {:ok, found} <- analysis(script) do
       commands =
         for command <- found.commands,
             do: %{command | context: Map.fetch!(@contexts, command.context)}
@@ -48,6 +48,20 @@ defmodule ExBashkit.Approval do
 
       opaque = found.dynamic_commands or found.reentry or found.truncated
       {:ok, %{found | commands: commands, redirects: redirects} |> Map.put(:opaque, opaque)}
+    end
+  end
+
+  # The analysis thread answers by message (native/ex_bashkit/src/analysis.rs);
+  # its parse is bounded, so the wait is a safety net, not a deadline.
+  defp analysis(script) do
+    tag = make_ref()
+
+    with :ok <- ExBashkit.Native.script_analysis(script, self(), tag) do
+      receive do
+        {^tag, answer} -> answer
+      after
+        60_000 -> {:error, "internal error: the script's analysis did not answer"}
+      end
     end
   end
 

@@ -40,7 +40,7 @@ defmodule ExBashkit.Native do
   def worker_kill(_os_pid), do: err()
   def host_isolation, do: err()
   def worker_cgroup_bases, do: err()
-  def script_analysis(_script), do: err()
+  def script_analysis(_script, _pid, _tag), do: err()
   def json_decode(_text), do: err()
   def json_decode_dirty(_text), do: err()
   def json_encode(_term), do: err()

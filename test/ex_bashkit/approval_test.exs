@@ -148,4 +148,26 @@ defmodule ExBashkit.ApprovalTest do
     assert message =~ "nest"
     assert {:error, _} = ExBashkit.analyze(String.duplicate("(", 100_000))
   end
+
+  test "analyze/1: an oversized script or one that is not UTF-8 is refused" do
+    assert {:error, message} = ExBashkit.analyze(String.duplicate("x", 10_000_001))
+    assert message =~ "max_input_bytes"
+    assert {:error, message} = ExBashkit.analyze(<<"echo ", 0xFF>>)
+    assert message =~ "UTF-8"
+  end
+
+  test "analyze/1 from many callers at once: each gets its own answer, nothing is left behind" do
+    answers =
+      1..50
+      |> Enum.map(fn n -> Task.async(fn -> {n, ExBashkit.analyze("cmd#{n} arg")} end) end)
+      |> Task.await_many(60_000)
+
+    for {n, answer} <- answers do
+      assert {:ok, %{commands: [command]}} = answer
+      assert command.name == "cmd#{n}"
+    end
+
+    for _ <- 1..200, do: {:ok, _} = ExBashkit.analyze("echo $((1 + 2)) | wc -c")
+    assert {:messages, []} = Process.info(self(), :messages)
+  end
 end

@@ -5,14 +5,15 @@
 //! deeper than a session may (`nesting.rs`), then parsed on a thread with a
 //! large stack, as scripts are for `exec`: one long-lived analysis thread
 //! (starting a thread with such a stack per call cost more than the parse).
-//! Calls wait on a dirty scheduler while it works.
+//! It answers the caller by message.
 
 use std::sync::{mpsc, Mutex, OnceLock};
 
 use bashkit::{analysis, ExecutionLimits};
-use rustler::{Binary, NifMap};
+use rustler::{Binary, Encoder, Env, LocalPid, NifMap, Term};
 
 use crate::exec::script_text;
+use crate::jobs::Recipient;
 
 /// The parser's stack for one analysis: the same as for a script's parse.
 const ANALYSIS_STACK_BYTES: usize = 64 << 20;
@@ -43,32 +44,36 @@ pub struct Redirect {
     mode: String,
 }
 
-/// `{:ok, analysis}`, or `{:error, why}` for a script that does not parse
-/// (which is not a script that runs nothing).
-#[rustler::nif(schedule = "DirtyCpu")]
-fn script_analysis(script: Binary) -> Result<Analysis, String> {
-    let script = script_text(script.as_slice())?;
-    let limits = ExecutionLimits::default();
-    // The parse is bounded (depth, fuel, size): one caller cannot hold the
-    // thread that every caller's analysis goes through.
-    if script.len() > limits.max_input_bytes {
-        return Err(format!(
-            "the script is {} bytes, over the {} a script may have (limit :max_input_bytes)",
-            script.len(),
-            limits.max_input_bytes
-        ));
+/// Queues `script` for analysis and returns at once; the analysis thread
+/// sends `{tag, {:ok, analysis}}`, or `{tag, {:error, why}}` for a script
+/// that does not parse (which is not a script that runs nothing), to `pid`.
+///
+/// Answering by message keeps the caller off a dirty scheduler: the handoff
+/// to one and back cost more than parsing a 20-line script.
+/// Answers `:ok` once queued, or `{:error, why}`.
+#[rustler::nif]
+fn script_analysis<'a>(env: Env<'a>, script: Binary, pid: LocalPid, tag: Term) -> Term<'a> {
+    match queue(script, pid, tag) {
+        Ok(()) => crate::atoms::ok().encode(env),
+        Err(why) => (crate::atoms::error(), why).encode(env),
     }
-    crate::nesting::check(&script, limits.max_ast_depth.saturating_mul(2))?;
-    let (reply, answer) = mpsc::channel();
-    analyst()?
-        .send((script, reply))
-        .map_err(|_| "the analysis thread is gone".to_string())?;
-    answer
-        .recv()
-        .unwrap_or_else(|_| Err("internal error: the analysis panicked".into()))
 }
 
-type Request = (String, mpsc::Sender<Result<Analysis, String>>);
+fn queue(script: Binary, pid: LocalPid, tag: Term) -> Result<(), String> {
+    // Refused before the copy: the copy runs on a normal scheduler.
+    let max = ExecutionLimits::default().max_input_bytes;
+    if script.len() > max {
+        return Err(format!(
+            "the script is {} bytes, over the {max} a script may have (limit :max_input_bytes)",
+            script.len()
+        ));
+    }
+    analyst()?
+        .send((script.as_slice().to_vec(), Recipient::new(pid, tag)))
+        .map_err(|_| "the analysis thread is gone".to_string())
+}
+
+type Request = (Vec<u8>, Recipient);
 
 /// The analysis thread's inbox, started on first use.
 fn analyst() -> Result<mpsc::Sender<Request>, String> {
@@ -79,19 +84,13 @@ fn analyst() -> Result<mpsc::Sender<Request>, String> {
             .name("ex_bashkit-analysis".into())
             .stack_size(ANALYSIS_STACK_BYTES)
             .spawn(move || {
-                let limits = ExecutionLimits::default();
-                for (script, reply) in requests {
-                    let found = std::panic::catch_unwind(|| {
-                        analysis::analyze_with_limits(
-                            &script,
-                            limits.max_ast_depth,
-                            limits.max_parser_operations,
-                        )
-                        .map(|found| project(&found))
-                        .map_err(|e| crate::error::message(&e))
-                    })
-                    .unwrap_or_else(|_| Err("internal error: the analysis panicked".into()));
-                    let _ = reply.send(found);
+                for (script, recipient) in requests {
+                    let found = std::panic::catch_unwind(|| analyze(&script))
+                        .unwrap_or_else(|_| Err("internal error: the analysis panicked".into()));
+                    recipient.send(|env| match found {
+                        Ok(analysis) => (crate::atoms::ok(), analysis).encode(env),
+                        Err(why) => (crate::atoms::error(), why).encode(env),
+                    });
                 }
             })
             .map(|_| Mutex::new(inbox))
@@ -101,6 +100,18 @@ fn analyst() -> Result<mpsc::Sender<Request>, String> {
         Ok(inbox) => Ok(crate::sync::lock(inbox).clone()),
         Err(why) => Err(why.clone()),
     }
+}
+
+/// One analysis, on the analysis thread. The parse is bounded (depth, fuel,
+/// size): one caller cannot hold the thread every caller's analysis goes
+/// through.
+fn analyze(script: &[u8]) -> Result<Analysis, String> {
+    let script = script_text(script)?;
+    let limits = ExecutionLimits::default();
+    crate::nesting::check(&script, limits.max_ast_depth.saturating_mul(2))?;
+    analysis::analyze_with_limits(&script, limits.max_ast_depth, limits.max_parser_operations)
+        .map(|found| project(&found))
+        .map_err(|e| crate::error::message(&e))
 }
 
 fn project(found: &analysis::ScriptAnalysis) -> Analysis {
