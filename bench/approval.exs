@@ -52,28 +52,25 @@ defmodule ApprovalBench do
 
     for isolation <- [:none, :process] do
       session = Session.new(isolation: isolation)
-      plain = fn -> p50(fn -> {:ok, _} = Session.exec(session, @script) end) end
+
+      plain = fn ->
+        BenchSupport.p50_us(@calls, fn -> {:ok, _} = Session.exec(session, @script) end)
+      end
 
       approved = fn ->
-        p50(fn -> {:ok, _} = Session.exec(session, @script, approve: allow) end)
+        BenchSupport.p50_us(@calls, fn ->
+          {:ok, _} = Session.exec(session, @script, approve: allow)
+        end)
       end
 
       pairs = for _ <- 1..@rounds, do: {plain.(), approved.()}
       {without, with} = Enum.unzip(pairs)
       cost = Enum.map(pairs, fn {a, b} -> Float.round((b - a) * 100 / a, 1) end)
 
-      IO.puts("| #{isolation} | #{spread(without)} | #{spread(with)} | #{spread(cost)} % |")
+      IO.puts(
+        "| #{isolation} | #{BenchSupport.spread(without)} | #{BenchSupport.spread(with)} | #{BenchSupport.spread(cost)} % |"
+      )
     end
-  end
-
-  defp p50(fun) do
-    samples = BenchSupport.sorted_samples_ns(@calls, fun)
-    div(Enum.at(samples, div(length(samples), 2)), 1_000)
-  end
-
-  defp spread(values) do
-    sorted = Enum.sort(values)
-    "#{Enum.at(sorted, div(length(sorted), 2))} (#{List.first(sorted)}–#{List.last(sorted)})"
   end
 end
 

@@ -251,16 +251,14 @@ defmodule IsolationBench do
       pairs = for _ <- 1..rounds, do: {measure.(true, fun), measure.(false, fun)}
       {on, off} = Enum.unzip(pairs)
       diffs = Enum.map(pairs, fn {on, off} -> on - off end)
-      IO.puts("| #{name} | #{spread(on)} | #{spread(off)} | #{spread(diffs)} |")
+
+      IO.puts(
+        "| #{name} | #{BenchSupport.spread(on)} | #{BenchSupport.spread(off)} | #{BenchSupport.spread(diffs)} |"
+      )
     end
 
     Application.delete_env(:ex_bashkit, :harden_workers)
     IO.puts("")
-  end
-
-  defp spread(values) do
-    sorted = Enum.sort(values)
-    "#{Enum.at(sorted, div(length(sorted), 2))} (#{List.first(sorted)}–#{List.last(sorted)})"
   end
 
   defp row(name, process, vm),

@@ -41,10 +41,10 @@ defmodule MCPBench do
         fn -> round_trip(server, json) end
       ]
 
-      rounds = for _ <- 1..@rounds, do: Enum.map(ways, &p50/1)
+      rounds = for _ <- 1..@rounds, do: Enum.map(ways, &BenchSupport.p50_us(@calls, &1))
       columns = rounds |> Enum.zip() |> Enum.map(&Tuple.to_list/1)
       Port.close(server)
-      IO.puts("| #{isolation} | #{Enum.map_join(columns, " | ", &spread/1)} |")
+      IO.puts("| #{isolation} | #{Enum.map_join(columns, " | ", &BenchSupport.spread/1)} |")
     end
   end
 
@@ -84,16 +84,6 @@ defmodule MCPBench do
     after
       60_000 -> raise "no reply from mix ex_bashkit.mcp"
     end
-  end
-
-  defp p50(fun) do
-    samples = BenchSupport.sorted_samples_ns(@calls, fun)
-    div(Enum.at(samples, div(length(samples), 2)), 1_000)
-  end
-
-  defp spread(values) do
-    sorted = Enum.sort(values)
-    "#{Enum.at(sorted, div(length(sorted), 2))} (#{List.first(sorted)}–#{List.last(sorted)})"
   end
 end
 

@@ -32,6 +32,18 @@ defmodule BenchSupport do
     Enum.sort(samples)
   end
 
+  @doc "The median of `n` calls of `fun` (after warm-up), in µs."
+  def p50_us(n, fun) do
+    samples = sorted_samples_ns(n, fun)
+    div(Enum.at(samples, div(length(samples), 2)), 1_000)
+  end
+
+  @doc "Repeated figures as `median (min–max)`."
+  def spread(values) do
+    sorted = Enum.sort(values)
+    "#{Enum.at(sorted, div(length(sorted), 2))} (#{List.first(sorted)}–#{List.last(sorted)})"
+  end
+
   @doc "Microseconds until every session has run `script`, all at once."
   def all_at_once_us(sessions, script) do
     {us, _} =
