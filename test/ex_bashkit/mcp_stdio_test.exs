@@ -4,6 +4,8 @@ defmodule ExBashkit.MCPStdioTest do
   # :mcp_client) and by hand.
   use ExUnit.Case, async: true
 
+  import ExBashkit.Case, only: [host_dir!: 1]
+
   @moduletag timeout: 300_000
 
   defp mix!, do: System.find_executable("mix") || flunk("mix is not on PATH")
@@ -22,12 +24,15 @@ defmodule ExBashkit.MCPStdioTest do
   end
 
   @tag :mcp_client
-  @tag :tmp_dir
-  test "the official Python SDK: handshake, tools, a session that persists, cancellation", %{
-    tmp_dir: dir
-  } do
+  test "the official Python SDK: handshake, tools, a session that persists, cancellation" do
+    # A directory the worker's user can read (a checkout may not be).
+    dir = host_dir!("mcp")
     File.write!(Path.join(dir, "hello.txt"), "from the host\n")
-    stderr = Path.join(dir, "server.stderr")
+
+    stderr =
+      Path.join(System.tmp_dir!(), "mcp_server_#{System.unique_integer([:positive])}.stderr")
+
+    on_exit(fn -> File.rm(stderr) end)
 
     plan = %{
       "command" => mix!(),
