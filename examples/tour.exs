@@ -320,6 +320,42 @@ end
 show.("as an OpenAI tools entry", ExBashkit.Tool.to_openai(hd(tools)) |> Map.keys())
 IO.puts("a whole agent loop with a scripted model: mix run examples/agent.exs")
 
+section.("Guardrails: approve before a script runs, and an MCP server")
+
+no_network = fn %{commands: commands, opaque: opaque} ->
+  cond do
+    opaque -> {:deny, "scripts that build commands at run time need a human"}
+    Enum.any?(commands, &(&1.name in ["curl", "wget"])) -> {:deny, "no network tools"}
+    true -> :ok
+  end
+end
+
+guarded = Session.new(approve: no_network)
+show.("an allowed script", Session.exec(guarded, "echo fine | tr a-z A-Z"))
+
+show.(
+  "a denied one runs nothing, not even its first line",
+  Session.exec(guarded, "echo first; curl http://127.0.0.1/")
+)
+
+show.("an opaque one", Session.exec(guarded, "cmd=ls; $cmd /"))
+
+[
+  ~s({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}),
+  ~s({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"bash","arguments":{"command":"cd /tmp && echo hello from a worker process > a.txt && ls"}}}),
+  ~s({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/nope"}}}),
+  ~s({"jsonrpc":"2.0","id":4,"method":"resources/list"})
+]
+|> Enum.reduce(ExBashkit.MCP.new(Session.new(isolation: :process)), fn line, mcp ->
+  {reply, mcp} = ExBashkit.MCP.handle_json(mcp, line)
+  IO.puts("→ #{line}\n← #{String.slice(reply, 0, 160)}")
+  mcp
+end)
+
+IO.puts(
+  "the same over stdio, for Claude Desktop, Cursor or any MCP client: mix ex_bashkit.mcp --mount ./data:/data"
+)
+
 section.("An interactive shell on a sandbox")
 
 IO.puts("""
