@@ -7,7 +7,7 @@ defmodule ExBashkit.AtomicFile do
 
   @spec write(Path.t(), iodata()) :: :ok | {:error, File.posix()}
   def write(path, data) do
-    temporary = "#{path}.#{System.unique_integer([:positive])}.tmp"
+    temporary = "#{path}.#{System.pid()}_#{System.unique_integer([:positive])}.tmp"
 
     with :ok <- File.mkdir_p(Path.dirname(path)),
          :ok <- write_synced(temporary, data),

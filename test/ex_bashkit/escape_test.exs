@@ -38,7 +38,12 @@ defmodule ExBashkit.EscapeTest do
     assert status == 0, output
 
     # A copy: a later cargo build may replace the one under target/.
-    dir = Path.join(System.tmp_dir!(), "ex_bashkit_probe_#{System.unique_integer([:positive])}")
+    dir =
+      Path.join(
+        System.tmp_dir!(),
+        "ex_bashkit_probe_#{System.pid()}_#{System.unique_integer([:positive])}"
+      )
+
     File.mkdir_p!(dir)
     probe = Path.join(dir, "ex_bashkit_worker_probe")
     File.cp!(Path.join(crate, "target/release/ex_bashkit_worker_probe"), probe)

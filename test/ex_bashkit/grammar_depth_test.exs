@@ -109,7 +109,12 @@ defmodule ExBashkit.GrammarDepthTest do
     forms =
       for {name, build} <- forms(), depth <- depths, do: {"#{name} x#{depth}", build.(depth)}
 
-    dir = Path.join(System.tmp_dir!(), "ex_bashkit_grammar_#{System.unique_integer([:positive])}")
+    dir =
+      Path.join(
+        System.tmp_dir!(),
+        "ex_bashkit_grammar_#{System.pid()}_#{System.unique_integer([:positive])}"
+      )
+
     File.mkdir_p!(dir)
     on_exit(fn -> File.rm_rf!(dir) end)
 

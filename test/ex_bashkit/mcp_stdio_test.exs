@@ -30,7 +30,10 @@ defmodule ExBashkit.MCPStdioTest do
     File.write!(Path.join(dir, "hello.txt"), "from the host\n")
 
     stderr =
-      Path.join(System.tmp_dir!(), "mcp_server_#{System.unique_integer([:positive])}.stderr")
+      Path.join(
+        System.tmp_dir!(),
+        "mcp_server_#{System.pid()}_#{System.unique_integer([:positive])}.stderr"
+      )
 
     on_exit(fn -> File.rm(stderr) end)
 
@@ -221,7 +224,12 @@ defmodule ExBashkit.MCPStdioTest do
   end
 
   defp run_server_split(lines, flags) do
-    dir = Path.join(System.tmp_dir!(), "mcp_stdio_#{System.unique_integer([:positive])}")
+    dir =
+      Path.join(
+        System.tmp_dir!(),
+        "mcp_stdio_#{System.pid()}_#{System.unique_integer([:positive])}"
+      )
+
     File.mkdir_p!(dir)
     input = Path.join(dir, "in")
     File.write!(input, Enum.map(lines, &[&1, ?\n]))

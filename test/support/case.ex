@@ -56,7 +56,10 @@ defmodule ExBashkit.Case do
   @spec host_dir!(String.t()) :: Path.t()
   def host_dir!(prefix) do
     dir =
-      Path.join(System.tmp_dir!(), "ex_bashkit_#{prefix}_#{System.unique_integer([:positive])}")
+      Path.join(
+        System.tmp_dir!(),
+        "ex_bashkit_#{prefix}_#{System.pid()}_#{System.unique_integer([:positive])}"
+      )
 
     File.mkdir_p!(dir)
     ExUnit.Callbacks.on_exit(fn -> File.rm_rf!(dir) end)
