@@ -16,8 +16,10 @@ defmodule ExBashkit.Execution do
   alias ExBashkit.Session.ExecOptions
 
   # How long past its :timeout_ms a caller waits for a script that has not
-  # stopped by itself.
+  # stopped by itself. In the VM an abandoned script computes on, so it is
+  # given longer to stop; a worker's is killed, which ends it exactly.
   @margin_ms 500
+  @worker_margin_ms 250
 
   @doc """
   The outcome of a script queued for `call` (see
@@ -38,7 +40,7 @@ defmodule ExBashkit.Execution do
   def await({:error, message}, _tag, _call, _forward), do: {:error, Error.from_job(message)}
 
   def await({:ok, handle}, tag, call, forward) do
-    until = System.monotonic_time(:millisecond) + call.timeout_ms + @margin_ms
+    until = System.monotonic_time(:millisecond) + call.timeout_ms + margin_ms(handle)
     sink = sink(call)
 
     case receive_spinning(tag, deadline(), until, forward, sink) do
@@ -60,6 +62,9 @@ defmodule ExBashkit.Execution do
         {:error, Error.from_job(error)}
     end
   end
+
+  defp margin_ms({ExBashkit.Worker, _pid, _id}), do: @worker_margin_ms
+  defp margin_ms(_handle), do: @margin_ms
 
   @doc """
   Runs `fun` (which queues a script and awaits its outcome) inside the
