@@ -15,8 +15,9 @@
 #   * a fresh isolated session and its first exec("true"); exec("true") on a
 #     live one; a builtin's round trip; the same two with the kernel's
 #     layers on and off (`ONLY=hardening mix run bench/isolation.exs` runs
-#     just those); 1,000 idle isolated sessions (PSS); snapshot + restore
-#     of 10 MB.
+#     just those); 1,000 idle isolated sessions, forked by the zygote and
+#     started by exec (PSS); snapshot + restore of 10 MB. `ONLY=start`
+#     runs the never-yield row, the latencies and the idle sessions.
 
 Code.require_file("support.exs", __DIR__)
 
@@ -28,8 +29,16 @@ defmodule IsolationBench do
 
   def run do
     case System.get_env("ONLY") do
-      "hardening" -> hardening()
-      _ -> run_all()
+      "hardening" ->
+        hardening()
+
+      "start" ->
+        never_yields(:process)
+        latencies()
+        idle_sessions(1_000)
+
+      _ ->
+        run_all()
     end
   end
 
@@ -267,22 +276,44 @@ defmodule IsolationBench do
         "| #{name} | #{pct(process, 50)} / #{pct(process, 99)} | #{pct(vm, 50)} / #{pct(vm, 99)} |"
       )
 
+  # Side by side: workers forked by the zygote, and started by exec (the
+  # design before it). A forked worker's memory is its own and its
+  # launcher's (the Port's process); an exec'd worker is its Port's process.
   defp idle_sessions(count) do
-    started = System.monotonic_time(:millisecond)
-    sessions = for _ <- 1..count, do: Session.new(isolation: :process)
-    created = System.monotonic_time(:millisecond) - started
-    live = for session <- sessions, os_pid = Session.info(session).os_pid, do: os_pid
-    pss = Enum.map(live, &pss_kb/1)
-
     IO.puts("""
     ### #{count} idle isolated sessions
-    | figure | value |
-    |---|---|
-    | created in | #{created} ms (#{length(live)} alive) |
-    | PSS per worker (median / max) | #{pct(Enum.sort(pss), 50)} / #{Enum.max(pss)} KiB |
+    | figure | forked by the zygote | `worker_zygote: false` (exec) |
+    |---|---|---|\
     """)
 
-    for %{resource: worker} <- sessions, do: ExBashkit.Worker.stop(worker)
+    rows =
+      for zygote <- [true, false] do
+        Application.put_env(:ex_bashkit, :worker_zygote, zygote)
+        # Spares started the other way are replaced first.
+        ExBashkit.Worker.stop(Session.new(isolation: :process).resource)
+        Process.sleep(300)
+        started = System.monotonic_time(:millisecond)
+        sessions = for _ <- 1..count, do: Session.new(isolation: :process)
+        created = System.monotonic_time(:millisecond) - started
+        pss = Enum.map(sessions, &session_pss_kb/1)
+        for %{resource: worker} <- sessions, do: ExBashkit.Worker.stop(worker)
+        Process.sleep(1_000)
+        {created, Enum.sort(pss)}
+      end
+
+    Application.delete_env(:ex_bashkit, :worker_zygote)
+    [{forked_ms, forked}, {exec_ms, exec}] = rows
+
+    IO.puts("""
+    | created in | #{forked_ms} ms | #{exec_ms} ms |
+    | PSS per session (median / max) | #{pct(forked, 50)} / #{Enum.max(forked)} KiB | #{pct(exec, 50)} / #{Enum.max(exec)} KiB |
+    """)
+  end
+
+  defp session_pss_kb(%{resource: %{pid: owner}} = session) do
+    os_pid = Session.info(session).os_pid
+    {:os_pid, port_pid} = Port.info(:sys.get_state(owner).port, :os_pid)
+    if port_pid == os_pid, do: pss_kb(os_pid), else: pss_kb(os_pid) + pss_kb(port_pid)
   end
 
   defp pss_kb(os_pid) do

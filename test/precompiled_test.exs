@@ -44,9 +44,12 @@ defmodule ExBashkit.PrecompiledTest do
              ctx.name => Precompiled.sha256(bytes)
            }
 
-    assert {:ok, library, worker} = Precompiled.unpack(bytes)
+    assert {:ok, library, executables} = Precompiled.unpack(bytes)
     assert library == File.read!(Path.expand("../priv/native/libex_bashkit.so", __DIR__))
-    assert worker == File.read!(Path.expand("../priv/native/ex_bashkit_worker", __DIR__))
+
+    for name <- ~w(ex_bashkit_worker ex_bashkit_worker_stub),
+        do:
+          assert(executables[name] == File.read!(Path.expand("../priv/native/#{name}", __DIR__)))
   end
 
   test "a fresh project installs the precompiled library without running cargo", ctx do

@@ -14,7 +14,9 @@ defmodule ExBashkit.Application do
       ExBashkit.Store.Memory,
       {DynamicSupervisor,
        name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
-      # `isolation: :process`: spare workers, and the owners of live ones.
+      # `isolation: :process`: the zygote that forks workers, spare workers,
+      # and the owners of live ones.
+      ExBashkit.Worker.Zygote,
       ExBashkit.Worker.Spares,
       ExBashkit.Worker.Cgroups,
       {DynamicSupervisor, name: ExBashkit.Worker.Supervisor, strategy: :one_for_one},

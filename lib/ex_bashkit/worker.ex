@@ -17,6 +17,7 @@ defmodule ExBashkit.Worker do
   alias ExBashkit.{Native, Telemetry}
   alias ExBashkit.Worker.Hardening
   alias ExBashkit.Worker.Spares
+  alias ExBashkit.Worker.Zygote
 
   defstruct [:pid, :guard, :os_pid, :id]
 
@@ -204,6 +205,10 @@ defmodule ExBashkit.Worker do
   def init({executable, plan, native}) do
     state = %{
       port: nil,
+      # The Port's process, which the owner kills (a zygote's launcher,
+      # whose end makes the zygote kill the worker it forked), and the
+      # worker's own, which its session reports.
+      port_pid: nil,
       os_pid: nil,
       status: {:starting, [], nil},
       next: 1,
@@ -222,6 +227,8 @@ defmodule ExBashkit.Worker do
 
   @impl true
   def handle_continue({:start, executable, args, native}, state) do
+    {executable, args} = Zygote.launch(executable, args)
+
     {port, os_pid} =
       case Spares.take(executable, args) do
         nil ->
@@ -239,7 +246,8 @@ defmodule ExBashkit.Worker do
     frame(port, {:new, native})
     timer = Process.send_after(self(), {:deadline, :start}, @start_deadline_ms)
     {:starting, waiting, nil} = state.status
-    {:noreply, %{state | port: port, os_pid: os_pid, status: {:starting, waiting, timer}}}
+    state = %{state | port: port, port_pid: os_pid, os_pid: os_pid}
+    {:noreply, %{state | status: {:starting, waiting, timer}}}
   end
 
   @impl true
@@ -363,6 +371,10 @@ defmodule ExBashkit.Worker do
     do: {:noreply, handle_frame(:erlang.binary_to_term(data, [:safe]), state)}
 
   def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
+    # The Port closes when its pipes do too: a worker forked by the zygote
+    # holds them, and ends when it reads the end of its stdin.
+    Spares.close(port)
+
     if alive?(state) do
       Telemetry.worker_killed(:exited, state.os_pid)
       {:noreply, died(state, :exited, "the worker process exited (status #{status})")}
@@ -417,10 +429,10 @@ defmodule ExBashkit.Worker do
   # ---- frames from the worker ------------------------------------------------
 
   defp handle_frame(
-         {:new, {:ok, {report, cgroups}}},
+         {:new, {:ok, {report, cgroups, os_pid}}},
          %{status: {:starting, waiting, timer}} = state
        ) do
-    state = %{state | cgroups: cgroups}
+    state = %{state | cgroups: cgroups, os_pid: os_pid}
 
     case Hardening.check(report, state.plan) do
       {:ok, layers} ->
@@ -545,7 +557,7 @@ defmodule ExBashkit.Worker do
   # `message`. `except:` names a job whose caller answers itself.
   defp kill(state, reason, why, opts \\ []) do
     if alive?(state) and Port.info(state.port) != nil do
-      Native.worker_kill(state.os_pid)
+      Native.worker_kill(state.port_pid)
       Spares.close(state.port)
       if Keyword.get(opts, :telemetry, true), do: Telemetry.worker_killed(reason, state.os_pid)
     end

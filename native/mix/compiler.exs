@@ -25,8 +25,10 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   # What the installed library is: the source digest and features it was
   # built from, or the precompiled artifact's checksum.
   @stamp @dest <> ".sources"
-  # The worker process of `isolation: :process` sessions, built beside it.
+  # The worker process of `isolation: :process` sessions, built beside it,
+  # and the launcher of workers forked by the zygote.
   @worker "ex_bashkit_worker"
+  @launcher "ex_bashkit_worker_stub"
   @features [:python, :cpython, :jq, :network, :mounts]
   @default_url "https://github.com/ex-bashkit/ex_bashkit/releases/download/v"
 
@@ -87,8 +89,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
 
     with {:ok, bytes} <- Precompiled.download(url),
          :ok <- verify(bytes, checksum, url),
-         {:ok, library, worker} <- Precompiled.unpack(bytes) do
-      if worker, do: install_worker(worker)
+         {:ok, library, executables} <- Precompiled.unpack(bytes) do
+      for {name, bytes} <- executables, do: install_executable(name, bytes)
       install_bytes(library, stamp(wanted))
     else
       {:refused, message} ->
@@ -208,7 +210,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
       )
     else
       args =
-        ["build", "--release", "--lib", "--bin", @worker] ++
+        ["build", "--release", "--lib", "--bin", @worker, "--bin", @launcher] ++
           ["--manifest-path", Path.join(@crate, "Cargo.toml")] ++
           if features == @features,
             do: [],
@@ -233,9 +235,11 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
       )
 
     if built do
-      # The worker of `isolation: :process` goes first: the stamp, written
-      # with the library, says both are in place.
-      install_file(Path.join([target, "release", @worker]), worker_dest(), 0o755)
+      # The executables of `isolation: :process` go first: the stamp,
+      # written with the library, says all are in place.
+      for name <- [@worker, @launcher],
+          do: install_file(Path.join([target, "release", name]), executable_dest(name), 0o755)
+
       install_bytes(File.read!(Path.join([target, "release", built])), stamp)
     else
       error("cargo succeeded but no library was found under #{target}/release")
@@ -259,8 +263,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
     end)
   end
 
-  defp install_worker(bytes) do
-    replace(worker_dest(), fn partial ->
+  defp install_executable(name, bytes) do
+    replace(executable_dest(name), fn partial ->
       File.write!(partial, bytes)
       File.chmod!(partial, 0o755)
     end)
@@ -273,7 +277,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
     File.rename!(partial, dest)
   end
 
-  defp worker_dest, do: Path.join(Path.dirname(@dest), @worker)
+  defp worker_dest, do: executable_dest(@worker)
+  defp executable_dest(name), do: Path.join(Path.dirname(@dest), name)
 
   defp error(message) do
     Mix.shell().error(message)

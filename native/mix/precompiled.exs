@@ -14,7 +14,9 @@ defmodule ExBashkit.Precompiled do
   # feature); VMs with a later NIF version load it too.
   @nif_version "2.16"
   @library "libex_bashkit.so"
-  @worker "ex_bashkit_worker"
+  # The executables of `isolation: :process`: the worker, and the launcher
+  # of workers forked by the zygote.
+  @executables ["ex_bashkit_worker", "ex_bashkit_worker_stub"]
 
   @targets ~w(x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu x86_64-unknown-linux-musl
               aarch64-unknown-linux-musl x86_64-apple-darwin aarch64-apple-darwin)
@@ -88,20 +90,22 @@ defmodule ExBashkit.Precompiled do
   def sha256(bytes), do: "sha256:" <> Base.encode16(:crypto.hash(:sha256, bytes), case: :lower)
 
   @doc """
-  Packs the library at `path`, and the worker executable at `worker` (of
-  `isolation: :process`) if there is one, into an artifact's bytes.
+  Packs the library at `path`, and the executables of `isolation: :process`
+  found beside the worker executable at `worker` (if given), into an
+  artifact's bytes.
   """
   def pack(path, worker \\ nil) do
     tmp =
       Path.join(System.tmp_dir!(), "ex_bashkit_pack_#{System.unique_integer([:positive])}.tar.gz")
 
-    entries =
-      [{String.to_charlist(@library), File.read!(path)}] ++
-        if(worker && File.exists?(worker),
-          do: [{String.to_charlist(@worker), File.read!(worker)}],
-          else: []
-        )
+    executables =
+      for worker <- List.wrap(worker),
+          name <- @executables,
+          file = Path.join(Path.dirname(worker), name),
+          File.exists?(file),
+          do: {String.to_charlist(name), File.read!(file)}
 
+    entries = [{String.to_charlist(@library), File.read!(path)} | executables]
     :ok = :erl_tar.create(String.to_charlist(tmp), entries, [:compressed])
 
     try do
@@ -112,16 +116,21 @@ defmodule ExBashkit.Precompiled do
   end
 
   @doc """
-  The library inside an artifact's bytes, and the worker executable (`nil`
-  in an artifact packed without one).
+  The library inside an artifact's bytes, and the executables of
+  `isolation: :process` it holds (a map of file name => bytes, empty for an
+  artifact packed without them).
   """
   def unpack(bytes) do
     case :erl_tar.extract({:binary, bytes}, [:compressed, :memory]) do
       {:ok, files} ->
-        worker = with {_, bytes} <- List.keyfind(files, String.to_charlist(@worker), 0), do: bytes
+        executables =
+          for {name, bytes} <- files,
+              List.to_string(name) in @executables,
+              into: %{},
+              do: {List.to_string(name), bytes}
 
         case List.keyfind(files, String.to_charlist(@library), 0) do
-          {_, library} -> {:ok, library, worker}
+          {_, library} -> {:ok, library, executables}
           nil -> {:error, "the archive holds no #{@library}"}
         end
 

@@ -108,6 +108,14 @@ pub fn at_start(plan: &Plan) -> Report {
     report
 }
 
+/// Work done once in a zygote rather than in each worker it forks: the
+/// seccomp filters of both network modes, compiled.
+pub fn prepare() {
+    for network in [false, true] {
+        let _ = seccomp::programs(network);
+    }
+}
+
 /// What a session needs of its worker (`SessionOptions::worker_needs`).
 pub struct Needs<'a> {
     pub mounts: &'a [Mount],
@@ -174,7 +182,9 @@ pub fn cpu_backstop(timeout: Duration) {
     unsafe { libc::setrlimit(libc::RLIMIT_CPU, &limit) };
 }
 
-fn clean_start() {
+/// A clean slate: no environment, no descriptors but the pipe to the VM,
+/// `/` as working directory, stderr to `/dev/null`.
+pub fn clean_start() {
     // SAFETY: the process has one thread; these touch only itself.
     unsafe {
         libc::clearenv();
@@ -274,6 +284,7 @@ fn unprivileged_user(user: Option<(u32, u32)>) -> Result<(), String> {
         if uid == 0 {
             return Err("worker_user names root".into());
         }
+        let parent = libc::getppid();
         let failed = libc::setgroups(0, std::ptr::null()) != 0
             || libc::setresgid(gid, gid, gid) != 0
             || libc::setresuid(uid, uid, uid) != 0;
@@ -285,6 +296,13 @@ fn unprivileged_user(user: Option<(u32, u32)>) -> Result<(), String> {
         }
         // Losing root cleared the capabilities; exec could not restore any.
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        // It cleared the parent-death signal too: armed again, so that the
+        // worker still dies with its parent (a zygote's children hold the
+        // Port's pipes, whose end would not come while they live).
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() != parent {
+            libc::_exit(0);
+        }
     }
     Ok(())
 }

@@ -41,6 +41,7 @@ mod tidy;
 mod virtual_fs;
 pub mod worker;
 mod worker_host;
+mod zygote;
 
 /// Inside the VM, glibc's malloc handed large buffers back to the kernel and
 /// faulted them in again: a 10 MB snapshot took 2× as long as in a plain

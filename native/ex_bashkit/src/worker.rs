@@ -59,7 +59,8 @@ use crate::runtime::{self, interpreters};
 use crate::session::SessionResource;
 use crate::sync::lock;
 
-/// Runs the worker until the VM closes the pipe.
+/// Runs the worker until the VM closes the pipe; with `--zygote=NAME`, the
+/// zygote that forks workers (`zygote.rs`), whose children go on here.
 pub fn main() {
     // SAFETY: plain syscalls on this process.
     unsafe {
@@ -69,16 +70,18 @@ pub fn main() {
             exit_now();
         }
     }
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(name) = args.first().and_then(|arg| arg.strip_prefix("--zygote=")) {
+        let name = name.to_owned();
+        hardening::clean_start();
+        prepare();
+        hardening::prepare();
+        args = crate::zygote::serve(&name);
+    }
     // Namespaces need this process to have one thread: first of all.
-    let plan = Plan::from_args(std::env::args().skip(1));
+    let plan = Plan::from_args(args.into_iter());
     let report = hardening::at_start(&plan);
-    // A panic is answered as an internal error by the job that hit it; the
-    // VM's stderr must not carry script bytes.
-    std::panic::set_hook(Box::new(|_| {}));
-    crate::memory::set_budget(None);
-    runtime::set_threads(1);
-    runtime::set_watch_interval(Duration::from_secs(1));
-    warm_up();
+    prepare();
     let outbox = Arc::new(Outbox::stdout());
     let mut worker = Worker {
         calls: Arc::new(HostCalls::new(outbox.clone())),
@@ -99,12 +102,22 @@ pub fn main() {
     }
 }
 
-/// A spare worker waits for its session: build (and drop) one interpreter
-/// now, so that `{:new, options}` costs what building a session costs in
-/// the VM, not a process's first steps. On this thread: no other may start
-/// before the session's hardening (`hardening.rs`).
-fn warm_up() {
-    drop(bashkit::Bash::builder().build());
+/// The process-wide settings of a worker, and a first interpreter built
+/// (and dropped) so that `{:new, options}` costs what building a session
+/// costs in the VM, not a process's first steps. Once per process: a
+/// zygote's children inherit it. Starts no thread: none may start before
+/// the session's hardening (`hardening.rs`).
+fn prepare() {
+    static PREPARED: std::sync::Once = std::sync::Once::new();
+    PREPARED.call_once(|| {
+        // A panic is answered as an internal error by the job that hit it;
+        // the VM's stderr must not carry script bytes.
+        std::panic::set_hook(Box::new(|_| {}));
+        crate::memory::set_budget(None);
+        runtime::set_threads(1);
+        runtime::set_watch_interval(Duration::from_secs(1));
+        drop(bashkit::Bash::builder().build());
+    });
 }
 
 /// Ends the process at once: no destructors, no atexit handlers, which a

@@ -8,6 +8,7 @@
 //! through to the filter that refuses it with its own error.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
@@ -25,8 +26,17 @@ pub fn apply(programs: &[BpfProgram]) -> Result<(), String> {
 }
 
 /// The compiled filters, in the order they are installed. `network` allows
-/// IP sockets and the calls that use them.
+/// IP sockets and the calls that use them. Compiled once per process (a
+/// zygote compiles them for the workers it forks).
 pub fn programs(network: bool) -> Result<Vec<BpfProgram>, String> {
+    static COMPILED: [OnceLock<Result<Vec<BpfProgram>, String>>; 2] =
+        [OnceLock::new(), OnceLock::new()];
+    COMPILED[usize::from(network)]
+        .get_or_init(|| compile(network))
+        .clone()
+}
+
+fn compile(network: bool) -> Result<Vec<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
 
     let mut allowed: BTreeMap<i64, Vec<SeccompRule>> = syscalls::allowed(network)

@@ -393,14 +393,17 @@ fn decode_reply(term: &Term) -> Decoded<Reply> {
     }
 }
 
-/// The hardening report: `{[{layer, :ok | {:missing, reason}}], cgroup_dirs}`.
+/// The hardening report: `{[{layer, :ok | {:missing, reason}}], cgroup_dirs, os_pid}`.
 pub fn hardening(report: &crate::hardening::Report) -> Term {
     let dirs = report
         .cgroups
         .iter()
         .map(|dir| binary(dir.as_os_str().as_encoded_bytes()))
         .collect();
-    tuple(vec![layers(report), list(dirs)])
+    // The worker's own pid: a zygote's child is not the Port's process.
+    // SAFETY: a plain syscall.
+    let pid = i64::from(unsafe { libc::getpid() });
+    tuple(vec![layers(report), list(dirs), integer(pid)])
 }
 
 fn layers(report: &crate::hardening::Report) -> Term {

@@ -1,0 +1,107 @@
+defmodule ExBashkit.ZygoteTest do
+  # The zygote that forks workers (native/ex_bashkit/src/zygote.rs) and the
+  # launcher the VM starts for each (ex_bashkit_worker_stub), for real. It
+  # kills the zygote and changes the application's config, so it runs alone.
+  use ExBashkit.Case, async: false
+
+  alias ExBashkit.Session
+
+  @launcher Path.expand("../../priv/native/ex_bashkit_worker_stub", __DIR__)
+
+  defp parent_of(os_pid) do
+    [_, rest] = String.split(File.read!("/proc/#{os_pid}/stat"), ") ", parts: 2)
+    rest |> String.split(" ") |> Enum.at(1) |> String.to_integer()
+  end
+
+  defp zygote do
+    Session.new(isolation: :process)
+    %{port: port, name: name} = :sys.get_state(ExBashkit.Worker.Zygote)
+    {:os_pid, os_pid} = Port.info(port, :os_pid)
+    {os_pid, name}
+  end
+
+  test "a worker is forked by the zygote, which the VM's port launcher started" do
+    {zygote, _name} = zygote()
+    session = Session.new(isolation: :process)
+    os_pid = Session.info(session).os_pid
+
+    assert parent_of(os_pid) == zygote
+    assert {:ok, %Result{stdout: "forked\n"}} = Session.exec(session, "echo forked")
+  end
+
+  test "a worker killed from outside ends its session as a worker started by exec does" do
+    session = Session.new(isolation: :process)
+    os_pid = Session.info(session).os_pid
+    {_, 0} = System.cmd("kill", ["-9", "#{os_pid}"])
+
+    assert wait_until(fn -> Session.info(session).os_pid == nil end)
+    assert {:error, message} = Session.exec(session, "true")
+    assert message =~ "exited (status 137)"
+  end
+
+  test "a session dropped or closed leaves neither its worker nor its launcher" do
+    session = Session.new(isolation: :process)
+    %{pid: owner} = session.resource
+    {:os_pid, launcher} = Port.info(:sys.get_state(owner).port, :os_pid)
+    os_pid = Session.info(session).os_pid
+    ExBashkit.Worker.stop(session.resource)
+
+    assert wait_until(fn -> not process?(os_pid) and not process?(launcher) end)
+  end
+
+  test "killing the zygote ends its workers; the next session comes from a new one" do
+    {zygote, _name} = zygote()
+    session = Session.new(isolation: :process)
+    os_pid = Session.info(session).os_pid
+    {_, 0} = System.cmd("kill", ["-9", "#{zygote}"])
+
+    assert wait_until(fn -> not process?(os_pid) end)
+    assert {:error, _} = Session.exec(session, "true")
+    assert wait_until(fn -> :sys.get_state(ExBashkit.Worker.Zygote).port == nil end)
+
+    fresh = Session.new(isolation: :process)
+    assert {:ok, %Result{stdout: "again\n"}} = Session.exec(fresh, "echo again")
+    {new_zygote, _} = zygote()
+    refute new_zygote == zygote
+    assert parent_of(Session.info(fresh).os_pid) == new_zygote
+  end
+
+  test "the zygote forks only for the VM's own ports" do
+    {_zygote, name} = zygote()
+
+    # The BEAM itself is the zygote's grandparent, not its sibling.
+    {:ok, socket} = :socket.open(:local, :seqpacket, :default)
+    :ok = :socket.connect(socket, %{family: :local, path: <<0>> <> name})
+    :ok = :socket.send(socket, "--harden=off\0")
+    assert {:error, closed} = :socket.recv(socket, 0, 5_000)
+    assert closed in [:closed, :econnreset]
+    :socket.close(socket)
+
+    # A launcher whose parent is a shell is refused too, and becomes the
+    # worker it names itself (here, echo).
+    {output, 0} =
+      System.cmd("sh", ["-c", "#{@launcher} --zygote=#{name} --worker=/bin/echo refused; true"])
+
+    assert output == "refused\n"
+  end
+
+  test "a launcher that finds no zygote becomes the worker itself" do
+    {output, 0} =
+      System.cmd(@launcher, ["--zygote=nothing_#{System.pid()}", "--worker=/bin/echo", "by exec"])
+
+    assert output == "by exec\n"
+  end
+
+  test "with worker_zygote: false, workers are started by exec" do
+    {zygote, _name} = zygote()
+    Application.put_env(:ex_bashkit, :worker_zygote, false)
+    on_exit(fn -> Application.delete_env(:ex_bashkit, :worker_zygote) end)
+
+    session = Session.new(isolation: :process)
+    os_pid = Session.info(session).os_pid
+
+    refute parent_of(os_pid) == zygote
+    assert parent_of(os_pid) == parent_of(zygote)
+    assert {:ok, %Result{stdout: "exec\n"}} = Session.exec(session, "echo exec")
+  end
+end
