@@ -28,8 +28,9 @@
 //! zygote's own parent (the VM's port launcher, `erl_child_setup`), as the
 //! VM's Ports are.
 
+mod address;
+
 use std::collections::HashMap;
-use std::ffi::CString;
 use std::io;
 use std::mem::{size_of, zeroed};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -69,7 +70,8 @@ struct Zygote {
 impl Zygote {
     fn bind(name: &str) -> io::Result<Zygote> {
         let listener = socket()?;
-        let (address, length) = address(name)?;
+        let (address, length) = address::abstract_address(name.as_bytes())
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         // SAFETY: `address` is a valid sockaddr_un of `length` bytes.
         check(unsafe {
             libc::bind(
@@ -158,16 +160,7 @@ impl Zygote {
             0 => Some(self.become_worker(args, pipes, connection)),
             pid if pid > 0 => {
                 drop(pipes);
-                let reply = (pid as u32).to_le_bytes();
-                // SAFETY: `reply` is 4 readable bytes.
-                unsafe {
-                    libc::send(
-                        connection.as_raw_fd(),
-                        reply.as_ptr().cast(),
-                        reply.len(),
-                        libc::MSG_NOSIGNAL,
-                    )
-                };
+                send_u32(&connection, pid as u32);
                 self.launchers.insert(pid, Some(connection));
                 None
             }
@@ -234,16 +227,7 @@ impl Zygote {
                 return;
             }
             if let Some(Some(connection)) = self.launchers.remove(&pid) {
-                let reply = (status as u32).to_le_bytes();
-                // SAFETY: `reply` is 4 readable bytes.
-                unsafe {
-                    libc::send(
-                        connection.as_raw_fd(),
-                        reply.as_ptr().cast(),
-                        reply.len(),
-                        libc::MSG_NOSIGNAL,
-                    )
-                };
+                send_u32(&connection, status as u32);
             }
         }
     }
@@ -331,20 +315,19 @@ fn socket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// An abstract socket address (a leading NUL: nothing on the filesystem).
-fn address(name: &str) -> io::Result<(libc::sockaddr_un, libc::socklen_t)> {
-    // SAFETY: a zeroed sockaddr_un is valid.
-    let mut address: libc::sockaddr_un = unsafe { zeroed() };
-    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = CString::new(name)?.into_bytes();
-    if bytes.is_empty() || bytes.len() + 1 > address.sun_path.len() {
-        return Err(io::Error::from(io::ErrorKind::InvalidInput));
-    }
-    for (slot, byte) in address.sun_path[1..].iter_mut().zip(&bytes) {
-        *slot = *byte as libc::c_char;
-    }
-    let length = size_of::<libc::sa_family_t>() + 1 + bytes.len();
-    Ok((address, length as libc::socklen_t))
+/// One of the zygote's replies: 4 bytes, little-endian. A launcher that is
+/// gone reads nothing, and needs nothing.
+fn send_u32(connection: &OwnedFd, value: u32) {
+    let reply = value.to_le_bytes();
+    // SAFETY: `reply` is 4 readable bytes.
+    unsafe {
+        libc::send(
+            connection.as_raw_fd(),
+            reply.as_ptr().cast(),
+            reply.len(),
+            libc::MSG_NOSIGNAL,
+        )
+    };
 }
 
 /// A process's parent, from `/proc/<pid>/stat`.

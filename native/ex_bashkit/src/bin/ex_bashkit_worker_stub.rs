@@ -12,6 +12,9 @@
 //! It links nothing but the standard library and libc: an exec of it must
 //! cost a fraction of an exec of the worker.
 
+#[path = "../zygote/address.rs"]
+mod address;
+
 use std::ffi::{CString, OsString};
 use std::io;
 use std::mem::{size_of, zeroed};
@@ -70,24 +73,17 @@ fn forked(socket: libc::c_int, args: &[OsString]) -> io::Result<u32> {
 }
 
 fn connect(name: &[u8]) -> io::Result<libc::c_int> {
-    // SAFETY: a zeroed sockaddr_un is valid; plain syscalls.
+    let (address, length) = address::abstract_address(name)
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: plain syscalls; `address` is a valid sockaddr_un of `length`
+    // bytes.
     unsafe {
         let socket = libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0);
         if socket < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut address: libc::sockaddr_un = zeroed();
-        address.sun_family = libc::AF_UNIX as libc::sa_family_t;
-        if name.is_empty() || name.len() + 1 > address.sun_path.len() {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
-        }
-        // Abstract: a leading NUL, nothing on the filesystem.
-        for (slot, byte) in address.sun_path[1..].iter_mut().zip(name) {
-            *slot = *byte as libc::c_char;
-        }
-        let length = size_of::<libc::sa_family_t>() + 1 + name.len();
         let address = &address as *const libc::sockaddr_un as *const libc::sockaddr;
-        if libc::connect(socket, address, length as libc::socklen_t) < 0 {
+        if libc::connect(socket, address, length) < 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(socket)
