@@ -8,11 +8,7 @@ defmodule ExBashkit.ClusterTest do
   @moduletag timeout: 180_000
 
   setup do
-    dir =
-      Path.join(
-        System.tmp_dir!(),
-        "ex_bashkit_cluster_#{System.pid()}_#{System.unique_integer([:positive])}"
-      )
+    dir = tmp_path("ex_bashkit_cluster")
 
     on_exit(fn -> File.rm_rf!(dir) end)
     store = {Store.Disk, dir: dir, key: "cluster test key, 16+ bytes"}

@@ -38,11 +38,7 @@ defmodule ExBashkit.EscapeTest do
     assert status == 0, output
 
     # A copy: a later cargo build may replace the one under target/.
-    dir =
-      Path.join(
-        System.tmp_dir!(),
-        "ex_bashkit_probe_#{System.pid()}_#{System.unique_integer([:positive])}"
-      )
+    dir = tmp_path("ex_bashkit_probe")
 
     File.mkdir_p!(dir)
     probe = Path.join(dir, "ex_bashkit_worker_probe")

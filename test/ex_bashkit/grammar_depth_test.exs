@@ -109,11 +109,7 @@ defmodule ExBashkit.GrammarDepthTest do
     forms =
       for {name, build} <- forms(), depth <- depths, do: {"#{name} x#{depth}", build.(depth)}
 
-    dir =
-      Path.join(
-        System.tmp_dir!(),
-        "ex_bashkit_grammar_#{System.pid()}_#{System.unique_integer([:positive])}"
-      )
+    dir = ExBashkit.Case.tmp_path("ex_bashkit_grammar")
 
     File.mkdir_p!(dir)
     on_exit(fn -> File.rm_rf!(dir) end)

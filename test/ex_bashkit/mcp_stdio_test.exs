@@ -29,11 +29,7 @@ defmodule ExBashkit.MCPStdioTest do
     dir = host_dir!("mcp")
     File.write!(Path.join(dir, "hello.txt"), "from the host\n")
 
-    stderr =
-      Path.join(
-        System.tmp_dir!(),
-        "mcp_server_#{System.pid()}_#{System.unique_integer([:positive])}.stderr"
-      )
+    stderr = ExBashkit.Case.tmp_path("mcp_server") <> ".stderr"
 
     on_exit(fn -> File.rm(stderr) end)
 
@@ -224,11 +220,7 @@ defmodule ExBashkit.MCPStdioTest do
   end
 
   defp run_server_split(lines, flags) do
-    dir =
-      Path.join(
-        System.tmp_dir!(),
-        "mcp_stdio_#{System.pid()}_#{System.unique_integer([:positive])}"
-      )
+    dir = ExBashkit.Case.tmp_path("mcp_stdio")
 
     File.mkdir_p!(dir)
     input = Path.join(dir, "in")

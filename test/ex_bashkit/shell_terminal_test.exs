@@ -14,7 +14,7 @@ defmodule ExBashkit.ShellTerminalTest do
 
   # A tmux server of its own per terminal, gone when the test ends.
   defp new_socket do
-    socket = "ex_bashkit_test_#{System.pid()}_#{System.unique_integer([:positive])}"
+    socket = ExBashkit.Case.unique_name("ex_bashkit_test")
     on_exit(fn -> System.cmd("tmux", ["-L", socket, "kill-server"], stderr_to_stdout: true) end)
     socket
   end

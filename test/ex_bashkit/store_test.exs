@@ -10,11 +10,7 @@ defmodule ExBashkit.StoreTest do
   @key "a key of sixteen bytes or more"
 
   defp disk(context) do
-    dir =
-      Path.join(
-        System.tmp_dir!(),
-        "ex_bashkit_store_#{System.pid()}_#{System.unique_integer([:positive])}"
-      )
+    dir = tmp_path("ex_bashkit_store")
 
     on_exit(fn -> File.rm_rf!(dir) end)
     Map.put(context, :store, Store.validate!({Store.Disk, dir: dir, key: @key}))

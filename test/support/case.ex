@@ -50,17 +50,25 @@ defmodule ExBashkit.Case do
   end
 
   @doc """
+  A name that no other test makes, in this VM or in another one running the
+  suite beside it: `prefix`, this VM's OS pid (`System.unique_integer/1`
+  is unique within a VM only) and a unique integer. For what tests share
+  with other VMs: files, tmux sockets.
+  """
+  @spec unique_name(String.t()) :: String.t()
+  def unique_name(prefix), do: "#{prefix}_#{System.pid()}_#{System.unique_integer([:positive])}"
+
+  @doc "A path under the system temp dir, named by `unique_name/1`."
+  @spec tmp_path(String.t()) :: Path.t()
+  def tmp_path(prefix), do: Path.join(System.tmp_dir!(), unique_name(prefix))
+
+  @doc """
   A fresh directory on the host, removed when the test ends. It lives under
   the system temp dir: a checkout under /home would be a sensitive path.
   """
   @spec host_dir!(String.t()) :: Path.t()
   def host_dir!(prefix) do
-    dir =
-      Path.join(
-        System.tmp_dir!(),
-        "ex_bashkit_#{prefix}_#{System.pid()}_#{System.unique_integer([:positive])}"
-      )
-
+    dir = tmp_path("ex_bashkit_" <> prefix)
     File.mkdir_p!(dir)
     ExUnit.Callbacks.on_exit(fn -> File.rm_rf!(dir) end)
     worker_may_write!(dir)
