@@ -9,9 +9,12 @@ defmodule ExBashkit.IsolationTest do
   alias ExBashkit.Test.ChildVM
 
   @jq_bomb "jq -n 'reduce range(10000) as $i (null; {a: .})' | wc -c"
-  @hog "[[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"
+  # A script that never yields (see hog_files/0).
+  @hog "source /hog.sh"
+  @hog_files hog_files()
 
   defp isolated(opts \\ []), do: Session.new([isolation: :process] ++ opts)
+  defp hog_session(opts), do: isolated([files: @hog_files] ++ opts)
 
   defp os_pid(session), do: Session.info(session).os_pid
 
@@ -73,7 +76,7 @@ defmodule ExBashkit.IsolationTest do
 
   describe "a script that outlives its deadline" do
     test "never yielding: its caller is answered and its worker killed" do
-      session = isolated(limits: [timeout_ms: 1_000])
+      session = hog_session(limits: [timeout_ms: 1_000])
       os_pid = os_pid(session)
       started = System.monotonic_time(:millisecond)
 
@@ -122,7 +125,7 @@ defmodule ExBashkit.IsolationTest do
 
     for round <- 1..5 do
       jq = isolated()
-      hog = isolated(limits: [timeout_ms: 1_000])
+      hog = hog_session(limits: [timeout_ms: 1_000])
       pids = [os_pid(jq), os_pid(hog)]
 
       assert {:error, %Error{reason: :limit}} = Session.exec(jq, @jq_bomb, errors: :struct)
@@ -151,7 +154,7 @@ defmodule ExBashkit.IsolationTest do
   end
 
   test "a caller killed mid-script: a script that never yields loses its worker" do
-    session = isolated(limits: [timeout_ms: 120_000])
+    session = hog_session(limits: [timeout_ms: 120_000])
     os_pid = os_pid(session)
     caller = spawn(fn -> Session.exec(session, @hog) end)
     # The worker has the script once it is busy computing.
@@ -238,7 +241,7 @@ defmodule ExBashkit.IsolationTest do
 
   test "a kill is counted by its reason" do
     before = ExBashkit.stats().workers.kills.timeout
-    session = isolated(limits: [timeout_ms: 500])
+    session = hog_session(limits: [timeout_ms: 500])
     assert {:error, _} = Session.exec(session, @hog)
     assert ExBashkit.stats().workers.kills.timeout >= before + 1
   end
@@ -252,7 +255,7 @@ defmodule ExBashkit.IsolationTest do
           id: {:isolation_test, make_ref()},
           isolation: :process,
           store: store,
-          session: [limits: [timeout_ms: 500]]
+          session: [limits: [timeout_ms: 500], files: @hog_files]
         )
 
       assert {:ok, %Result{}} = ExBashkit.Server.exec(pid, "x=kept; echo data > /f")
@@ -265,7 +268,10 @@ defmodule ExBashkit.IsolationTest do
 
     test "without a store, answers errors once its worker is killed" do
       {:ok, pid} =
-        ExBashkit.Server.start_link(isolation: :process, session: [limits: [timeout_ms: 500]])
+        ExBashkit.Server.start_link(
+          isolation: :process,
+          session: [limits: [timeout_ms: 500], files: @hog_files]
+        )
 
       assert {:error, _} = ExBashkit.Server.exec(pid, @hog)
       assert {:error, message} = ExBashkit.Server.exec(pid, "echo hi")

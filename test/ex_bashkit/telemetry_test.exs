@@ -42,10 +42,10 @@ defmodule ExBashkit.TelemetryTest do
   end
 
   test "worker kill: an event with the reason and the worker's pid" do
-    session = Session.new(isolation: :process, limits: [timeout_ms: 300])
+    session = Session.new(isolation: :process, limits: [timeout_ms: 300], files: hog_files())
+
     os_pid = Session.info(session).os_pid
-    hog = "[[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"
-    assert {:error, _} = Session.exec(session, hog)
+    assert {:error, _} = Session.exec(session, "source /hog.sh")
 
     assert_receive {:event, [:ex_bashkit, :worker, :kill], %{count: 1},
                     %{reason: :timeout, os_pid: ^os_pid}}

@@ -50,6 +50,18 @@ defmodule ExBashkit.Case do
   end
 
   @doc """
+  Files holding a script that never yields, `/hog.sh` (150 KB of
+  `[[ a && … ]]`: ~10 s of work bashkit cannot interrupt), to run as
+  `source /hog.sh`. At the top level bashkit parses a script that large on
+  another thread, where its deadline can stop it before it ever runs, as
+  it did on loaded machines; sourced, the parse is part of the work that
+  never yields, so a deadline always finds the script inside it.
+  """
+  @spec hog_files() :: %{String.t() => String.t()}
+  def hog_files,
+    do: %{"/hog.sh" => "[[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"}
+
+  @doc """
   A name that no other test makes, in this VM or in another one running the
   suite beside it: `prefix`, this VM's OS pid (`System.unique_integer/1`
   is unique within a VM only) and a unique integer. For what tests share
