@@ -52,7 +52,7 @@ pub fn serve(name: &str) -> Vec<String> {
             zygote.run()
         }
         // The launchers find no zygote and start full workers instead.
-        Err(_) => crate::worker::exit_now(),
+        Err(_) => exit_now(),
     }
 }
 
@@ -113,7 +113,7 @@ impl Zygote {
                 continue;
             }
             if polled[0].revents != 0 && vm_gone() {
-                crate::worker::exit_now();
+                exit_now();
             }
             if polled[2].revents != 0 {
                 self.reap();
@@ -195,7 +195,7 @@ impl Zygote {
         unsafe {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             if libc::getppid() != self.pid {
-                crate::worker::exit_now();
+                exit_now();
             }
             libc::dup2(pipes[0].as_raw_fd(), 0);
             libc::dup2(pipes[1].as_raw_fd(), 1);
@@ -336,6 +336,13 @@ fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
     // The command name may hold spaces and parentheses: fields follow the last `)`.
     let (_, rest) = stat.rsplit_once(") ")?;
     rest.split(' ').nth(1)?.parse().ok()
+}
+
+/// Ends the process at once, as a worker does (no destructors: the
+/// children's pipes are not ours to flush).
+fn exit_now() -> ! {
+    // SAFETY: _exit is always safe to call.
+    unsafe { libc::_exit(0) }
 }
 
 fn check(result: libc::c_int) -> io::Result<()> {
