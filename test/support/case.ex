@@ -50,16 +50,17 @@ defmodule ExBashkit.Case do
   end
 
   @doc """
-  Files holding a script that never yields, `/hog.sh` (150 KB of
-  `[[ a && … ]]`: ~10 s of work bashkit cannot interrupt), to run as
-  `source /hog.sh`. At the top level bashkit parses a script that large on
+  Files holding a script that never yields, `/hog.sh`, to run as
+  `source /hog.sh`: `[[ a && … ]]` with `terms` terms (30,000 by default,
+  150 KB: ~8 s of work bashkit cannot interrupt on this 2-core machine at
+  idle, growing as `terms^1.85`). At the top level bashkit parses a script that large on
   another thread, where its deadline can stop it before it ever runs, as
   it did on loaded machines; sourced, the parse is part of the work that
   never yields, so a deadline always finds the script inside it.
   """
-  @spec hog_files() :: %{String.t() => String.t()}
-  def hog_files,
-    do: %{"/hog.sh" => "[[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"}
+  @spec hog_files(pos_integer()) :: %{String.t() => String.t()}
+  def hog_files(terms \\ 30_000),
+    do: %{"/hog.sh" => "[[ " <> Enum.join(List.duplicate("a", terms), " && ") <> " ]]"}
 
   @doc """
   A name that no other test makes, in this VM or in another one running the
