@@ -13,11 +13,17 @@ defmodule ExBashkit.ZygoteTest do
     rest |> String.split(" ") |> Enum.at(1) |> String.to_integer()
   end
 
+  # The zygote of the installed worker executable: its OS pid and name.
   defp zygote do
     Session.new(isolation: :process)
-    %{port: port, name: name} = :sys.get_state(ExBashkit.Worker.Zygote)
+    %{port: port, name: name} = zygote_state()
     {:os_pid, os_pid} = Port.info(port, :os_pid)
     {os_pid, name}
+  end
+
+  defp zygote_state do
+    {:ok, executable} = ExBashkit.Worker.executable()
+    :sys.get_state(ExBashkit.Worker.Zygote).zygotes[executable]
   end
 
   test "a worker is forked by the zygote, which the VM's port launcher started" do
@@ -57,7 +63,7 @@ defmodule ExBashkit.ZygoteTest do
 
     assert wait_until(fn -> not process?(os_pid) end)
     assert {:error, _} = Session.exec(session, "true")
-    assert wait_until(fn -> :sys.get_state(ExBashkit.Worker.Zygote).port == nil end)
+    assert wait_until(fn -> zygote_state() == nil end)
 
     fresh = Session.new(isolation: :process)
     assert {:ok, %Result{stdout: "again\n"}} = Session.exec(fresh, "echo again")
@@ -90,6 +96,21 @@ defmodule ExBashkit.ZygoteTest do
       System.cmd(@launcher, ["--zygote=nothing_#{System.pid()}", "--worker=/bin/echo", "by exec"])
 
     assert output == "by exec\n"
+  end
+
+  test "a zygote per worker executable: changing it leaves the live workers alone" do
+    {zygote, _name} = zygote()
+    session = Session.new(isolation: :process)
+    {:ok, installed} = ExBashkit.Worker.executable()
+    copy = Path.join(host_dir!("zygote"), "ex_bashkit_worker")
+    File.cp!(installed, copy)
+    Application.put_env(:ex_bashkit, :worker_executable, copy)
+    on_exit(fn -> Application.delete_env(:ex_bashkit, :worker_executable) end)
+
+    other = Session.new(isolation: :process)
+    refute parent_of(Session.info(other).os_pid) == zygote
+    assert {:ok, %Result{stdout: "still\n"}} = Session.exec(session, "echo still")
+    assert parent_of(Session.info(session).os_pid) == zygote
   end
 
   test "with worker_zygote: false, workers are started by exec" do

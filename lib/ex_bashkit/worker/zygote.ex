@@ -49,28 +49,35 @@ defmodule ExBashkit.Worker.Zygote do
   @impl true
   def init(nil) do
     launcher = Path.join(:code.priv_dir(:ex_bashkit), "native/" <> @launcher)
-    {:ok, %{launcher: launcher, port: nil, executable: nil, name: nil, ready: false, waiting: []}}
+    # One zygote per worker executable: a zygote ends with its workers, so
+    # a changed `:worker_executable` leaves the live ones alone.
+    {:ok, %{launcher: launcher, zygotes: %{}}}
   end
 
   @impl true
-  def handle_call({:ready, executable}, _from, %{executable: executable, ready: true} = state),
-    do: {:reply, {state.launcher, state.name}, state}
-
-  def handle_call({:ready, executable}, from, %{executable: executable} = state),
-    do: {:noreply, %{state | waiting: [from | state.waiting]}}
-
   def handle_call({:ready, executable}, from, state) do
-    state = stop_zygote(state)
+    case state.zygotes do
+      %{^executable => %{ready: true, name: name}} ->
+        {:reply, {state.launcher, name}, state}
 
-    # An installation without the launcher (an older precompiled artifact)
-    # starts every worker by exec.
+      %{^executable => zygote} ->
+        {:noreply,
+         put_in(state.zygotes[executable], %{zygote | waiting: [from | zygote.waiting]})}
+
+      %{} ->
+        start_zygote(executable, from, state)
+    end
+  end
+
+  # An installation without the launcher (an older precompiled artifact)
+  # starts every worker by exec.
+  defp start_zygote(executable, from, state) do
     if File.regular?(executable) and File.regular?(state.launcher) do
       name = "ex_bashkit_zygote_#{System.pid()}_#{Base.encode16(:crypto.strong_rand_bytes(8))}"
       port = Spares.open(executable, ["--zygote=" <> name])
       Process.send_after(self(), {:ready_deadline, port}, @ready_deadline_ms)
-
-      {:noreply,
-       %{state | port: port, executable: executable, name: name, ready: false, waiting: [from]}}
+      zygote = %{port: port, name: name, ready: false, waiting: [from]}
+      {:noreply, put_in(state.zygotes[executable], zygote)}
     else
       {:reply, nil, state}
     end
@@ -78,23 +85,43 @@ defmodule ExBashkit.Worker.Zygote do
 
   @impl true
   # The zygote's one frame: its socket is bound.
-  def handle_info({port, {:data, _ready}}, %{port: port} = state) do
-    for from <- state.waiting, do: GenServer.reply(from, {state.launcher, state.name})
-    {:noreply, %{state | ready: true, waiting: []}}
+  def handle_info({port, {:data, _ready}}, state) do
+    case of_port(state, port) do
+      {executable, zygote} ->
+        for from <- zygote.waiting, do: GenServer.reply(from, {state.launcher, zygote.name})
+        ready = %{zygote | ready: true, waiting: []}
+        {:noreply, put_in(state.zygotes[executable], ready)}
+
+      nil ->
+        {:noreply, state}
+    end
   end
 
-  def handle_info({port, {:exit_status, _}}, %{port: port} = state),
-    do: {:noreply, stop_zygote(state)}
+  def handle_info({port, {:exit_status, _}}, state), do: {:noreply, forget(state, port)}
 
-  def handle_info({:ready_deadline, port}, %{port: port, ready: false} = state),
-    do: {:noreply, stop_zygote(state)}
+  def handle_info({:ready_deadline, port}, state) do
+    case of_port(state, port) do
+      {_executable, %{ready: false}} -> {:noreply, forget(state, port)}
+      _ -> {:noreply, state}
+    end
+  end
 
   def handle_info(_other, state), do: {:noreply, state}
 
-  # Callers waiting for it start their workers by exec.
-  defp stop_zygote(state) do
-    if state.port, do: Spares.close(state.port)
-    for from <- state.waiting, do: GenServer.reply(from, nil)
-    %{state | port: nil, executable: nil, name: nil, ready: false, waiting: []}
+  defp of_port(state, port),
+    do: Enum.find(state.zygotes, fn {_, zygote} -> zygote.port == port end)
+
+  # A zygote gone (or never ready): callers waiting for it start their
+  # workers by exec, and the next one starts a new zygote.
+  defp forget(state, port) do
+    case of_port(state, port) do
+      {executable, zygote} ->
+        Spares.close(port)
+        for from <- zygote.waiting, do: GenServer.reply(from, nil)
+        %{state | zygotes: Map.delete(state.zygotes, executable)}
+
+      nil ->
+        state
+    end
   end
 end
