@@ -78,9 +78,10 @@ defmodule ExBashkit.ZygoteTest do
     # The BEAM itself is the zygote's grandparent, not its sibling.
     {:ok, socket} = :socket.open(:local, :seqpacket, :default)
     :ok = :socket.connect(socket, %{family: :local, path: <<0>> <> name})
-    :ok = :socket.send(socket, "--harden=off\0")
+    # The zygote may have closed it already: the send may fail too.
+    :socket.send(socket, "--harden=off\0")
     assert {:error, closed} = :socket.recv(socket, 0, 5_000)
-    assert closed in [:closed, :econnreset]
+    assert closed in [:closed, :econnreset, :epipe]
     :socket.close(socket)
 
     # A launcher whose parent is a shell is refused too, and becomes the
