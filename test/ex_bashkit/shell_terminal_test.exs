@@ -12,10 +12,16 @@ defmodule ExBashkit.ShellTerminalTest do
     {:ok, socket: new_socket(), snapshot: Path.join(dir, "shell.snapshot")}
   end
 
-  # A tmux server of its own per terminal, gone when the test ends.
+  # A tmux server of its own per terminal, gone when the test ends, and
+  # its socket file with it (a killed server leaves the file behind).
   defp new_socket do
-    socket = ExBashkit.Case.unique_name("ex_bashkit_test")
-    on_exit(fn -> System.cmd("tmux", ["-L", socket, "kill-server"], stderr_to_stdout: true) end)
+    socket = ExBashkit.Case.tmp_path("ex_bashkit_test_tmux")
+
+    on_exit(fn ->
+      System.cmd("tmux", ["-S", socket, "kill-server"], stderr_to_stdout: true)
+      File.rm(socket)
+    end)
+
     socket
   end
 
@@ -29,7 +35,7 @@ defmodule ExBashkit.ShellTerminalTest do
     {_, 0} = tmux(socket, ["new-session", "-d", "-s", "shell", "-x", "200", "-y", "50", command])
   end
 
-  defp tmux(socket, args), do: System.cmd("tmux", ["-L", socket | args], stderr_to_stdout: true)
+  defp tmux(socket, args), do: System.cmd("tmux", ["-S", socket | args], stderr_to_stdout: true)
   defp keys(socket, keys), do: {_, 0} = tmux(socket, ["send-keys", "-t", "shell" | keys])
   defp type(socket, line), do: keys(socket, ["-l", line]) && keys(socket, ["Enter"])
 
