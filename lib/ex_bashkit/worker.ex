@@ -217,7 +217,10 @@ defmodule ExBashkit.Worker do
       target: nil,
       layers: [],
       cgroups: [],
-      plan: plan
+      plan: plan,
+      # How the worker was started, until it is ready: a spare that was
+      # hardened for other needs is replaced by a worker of its own.
+      start: nil
     }
 
     # Starting the process (~5-10 ms without a spare) happens after init:
@@ -232,9 +235,7 @@ defmodule ExBashkit.Worker do
     {port, os_pid} =
       case Spares.take(executable, args) do
         nil ->
-          port = Spares.open(executable, args)
-          {:os_pid, os_pid} = Port.info(port, :os_pid)
-          {port, os_pid}
+          open(executable, args)
 
         {port, os_pid} ->
           # A spare's Port was opened by ExBashkit.Worker.Spares: it must
@@ -247,7 +248,13 @@ defmodule ExBashkit.Worker do
     timer = Process.send_after(self(), {:deadline, :start}, @start_deadline_ms)
     {:starting, waiting, nil} = state.status
     state = %{state | port: port, port_pid: os_pid, os_pid: os_pid}
-    {:noreply, %{state | status: {:starting, waiting, timer}}}
+    {:noreply, %{state | status: {:starting, waiting, timer}, start: {executable, args, native}}}
+  end
+
+  defp open(executable, args) do
+    port = Spares.open(executable, args)
+    {:os_pid, os_pid} = Port.info(port, :os_pid)
+    {port, os_pid}
   end
 
   @impl true
@@ -438,11 +445,21 @@ defmodule ExBashkit.Worker do
       {:ok, layers} ->
         Process.cancel_timer(timer)
         for from <- waiting, do: GenServer.reply(from, {:ok, state.os_pid})
-        %{state | status: :ready, layers: layers}
+        %{state | status: :ready, layers: layers, start: nil}
 
       {:error, message} ->
         kill(state, :start, message, telemetry: false)
     end
+  end
+
+  # The spare was hardened ahead for the default session's needs (no
+  # mounts, no network, the default limits), which are not this session's.
+  defp handle_frame({:new, :unfit}, %{status: {:starting, _, _}} = state) do
+    {executable, args, native} = state.start
+    Spares.close(state.port)
+    {port, os_pid} = open(executable, args)
+    frame(port, {:new, native})
+    %{state | port: port, port_pid: os_pid, os_pid: os_pid}
   end
 
   defp handle_frame({:new, {:error, message}}, %{status: {:starting, _, _}} = state),

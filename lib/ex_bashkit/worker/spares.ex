@@ -1,11 +1,14 @@
 defmodule ExBashkit.Worker.Spares do
   @moduledoc false
   # Worker processes started ahead of need, so a new isolated session costs
-  # building its interpreter (a millisecond or two), not an exec of the
-  # worker and its first steps (~10 ms). A spare is a Port to a worker
-  # that waits for its session's options; taking one hands the Port to the
-  # new session's owner. Nothing is started until the first isolated
-  # session: a VM that never isolates runs no worker.
+  # building its interpreter (a millisecond), not a start of the worker and
+  # its hardening. A spare is a Port to a worker that waits for its
+  # session's options, hardened ahead for what the default session needs
+  # (`{:prepare, options}`, see worker.rs): a session that needs more
+  # (mounts, the network, other limits) gets a worker of its own instead
+  # (`ExBashkit.Worker`). Taking one hands the Port to the new session's
+  # owner. Nothing is started until the first isolated session: a VM that
+  # never isolates runs no worker.
   #
   # `config :ex_bashkit, :worker_spares` sets how many are kept (default 2;
   # 0 for none).
@@ -106,6 +109,7 @@ defmodule ExBashkit.Worker.Spares do
     if missing?(state) do
       port = open(state.executable, state.args)
       {:os_pid, os_pid} = Port.info(port, :os_pid)
+      if frame = prepare_frame(), do: Port.command(port, frame)
       {:noreply, %{state | spares: state.spares ++ [{port, os_pid}]}, {:continue, :fill}}
     else
       {:noreply, state}
@@ -119,4 +123,15 @@ defmodule ExBashkit.Worker.Spares do
   end
 
   def handle_info(_other, state), do: {:noreply, state}
+
+  # The frame that hardens a spare for the default session (whose limits
+  # the application's config may change).
+  defp prepare_frame do
+    %{native: native} = ExBashkit.Session.Options.validate!(isolation: :process)
+    :erlang.term_to_binary({:prepare, native})
+  rescue
+    # A malformed config fails every session's options too: the spare
+    # waits unprepared, as if it were started by its session.
+    ArgumentError -> nil
+  end
 end

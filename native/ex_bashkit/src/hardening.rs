@@ -129,6 +129,30 @@ pub struct Needs<'a> {
     pub python_vm: bool,
 }
 
+/// What a worker hardened ahead of its session (a spare) was hardened for:
+/// sessions without mounts or the network, whose other needs are these.
+/// A session that needs anything else cannot use it: landlock and the
+/// limits only ever narrow, and the worker is no longer root to widen them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fit {
+    script_bytes: u64,
+    files_bytes: u64,
+    file_bytes: Option<u64>,
+    python_vm: bool,
+}
+
+impl Needs<'_> {
+    /// The fit of a worker hardened for these needs, if one can be.
+    pub fn fit(&self) -> Option<Fit> {
+        (self.mounts.is_empty() && matches!(self.allow_net, AllowNet::None)).then_some(Fit {
+            script_bytes: self.script_bytes,
+            files_bytes: self.files_bytes,
+            file_bytes: self.file_bytes,
+            python_vm: self.python_vm,
+        })
+    }
+}
+
 /// The layers that depend on the session, applied before it is built.
 pub fn for_session(plan: &Plan, needs: &Needs, report: &mut Report) {
     if !plan.enabled {

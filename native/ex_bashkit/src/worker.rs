@@ -11,7 +11,8 @@
 //!
 //! | frame                                   | answer                          |
 //! |-----------------------------------------|---------------------------------|
-//! | `{:new, options}`                        | `{:new, :ok \| {:error, msg}}`   |
+//! | `{:prepare, options}`                    | (a spare hardens for `options` ahead of its session) |
+//! | `{:new, options}`                        | `{:new, {:ok, …} \| :unfit \| {:error, msg}}` |
 //! | `{:exec, id, script, call}`              | `{:started, id}`, `{:chunk, …}`, `{:call, …}`, then `{:done, id, outcome, usable}` |
 //! | `{:snapshot, id, exclude_fs, exclude_functions, key}` | as `:exec`          |
 //! | `{:restore, id, snapshot, key}`          | as `:exec`                      |
@@ -51,7 +52,7 @@ use self::job::WorkerJob;
 use crate::callback::Channel;
 use crate::exec::run_on_session;
 use crate::exec_options::Call;
-use crate::hardening::{self, Plan, Report};
+use crate::hardening::{self, Fit, Plan, Report};
 use crate::job::Job;
 use crate::jobs::Stop;
 use crate::network::AllowNet;
@@ -90,6 +91,7 @@ pub fn main() {
         jobs: Arc::default(),
         plan,
         report,
+        prepared: None,
     };
     // SAFETY: fd 0 is the Port's pipe, never closed by anything else.
     let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
@@ -136,6 +138,8 @@ struct Worker {
     jobs: Jobs,
     plan: Plan,
     report: Report,
+    /// What the worker was hardened for ahead of its session, if it was.
+    prepared: Option<Fit>,
 }
 
 impl Worker {
@@ -145,6 +149,7 @@ impl Worker {
         };
         let kind = frame.first().and_then(atom_name).unwrap_or("");
         match (kind, &frame[1..], &self.session) {
+            ("prepare", [options], None) => self.prepare_ahead(options),
             ("new", [options], None) => self.start(options),
             ("exec", [id, script, call], Some(session)) => {
                 let session = session.clone();
@@ -209,23 +214,68 @@ impl Worker {
         }
     }
 
-    fn start(&mut self, options: &Term) {
-        let built = codec::session_options(options).and_then(|options| {
-            if !matches!(options.allow_net, AllowNet::None) && !self.plan.network {
-                return Err("this worker was started without the network".into());
-            }
-            hardening::for_session(&self.plan, &options.worker_needs(), &mut self.report);
-            let channel = Channel::remote(self.calls.clone());
-            SessionResource::build(&options, channel)
+    /// A spare's work ahead of its session, while it waits: the hardening
+    /// `options` (the default session's) need, then an interpreter built
+    /// and one script run and dropped, so that the first steps of both
+    /// (lazy setup, pages copied from the zygote on first write) no longer
+    /// cost the session. Nothing is answered: a `{:new, …}` queued behind
+    /// it waits for it.
+    fn prepare_ahead(&mut self, options: &Term) {
+        let Ok(options) = codec::session_options(options) else {
+            return;
+        };
+        let needs = options.worker_needs();
+        let (Some(fit), None) = (needs.fit(), self.prepared) else {
+            return;
+        };
+        hardening::for_session(&self.plan, &needs, &mut self.report);
+        self.prepared = Some(fit);
+        let channel = Channel::remote(self.calls.clone());
+        let (Ok(session), Ok(pool)) = (SessionResource::build(&options, channel), interpreters())
+        else {
+            return;
+        };
+        let (ran, done) = std::sync::mpsc::sync_channel(1);
+        pool.spawn(pool.place(&session.worker), async move {
+            let _ = session.bash.lock().await.exec("true").await;
+            let _ = ran.send(());
         });
-        let answer = match built {
-            Ok(session) => {
-                self.session = Some(Arc::new(session));
-                tuple(vec![atom("ok"), codec::hardening(&self.report)])
-            }
-            Err(message) => codec::error(&message),
+        let _ = done.recv_timeout(Duration::from_secs(5));
+    }
+
+    fn start(&mut self, options: &Term) {
+        let answer = match codec::session_options(options) {
+            Ok(options) if self.unfit(&options) => atom("unfit"),
+            decoded => match decoded.and_then(|options| self.build(&options)) {
+                Ok(session) => {
+                    self.session = Some(Arc::new(session));
+                    tuple(vec![atom("ok"), codec::hardening(&self.report)])
+                }
+                Err(message) => codec::error(&message),
+            },
         };
         self.outbox.send(&tuple(vec![atom("new"), answer]));
+    }
+
+    /// Whether this worker was hardened ahead for needs other than the
+    /// session's: the VM then starts one of its own for it.
+    fn unfit(&self, options: &crate::options::SessionOptions) -> bool {
+        self.prepared
+            .is_some_and(|fit| options.worker_needs().fit() != Some(fit))
+    }
+
+    fn build(
+        &mut self,
+        options: &crate::options::SessionOptions,
+    ) -> Result<SessionResource, String> {
+        if !matches!(options.allow_net, AllowNet::None) && !self.plan.network {
+            return Err("this worker was started without the network".into());
+        }
+        if self.prepared.is_none() {
+            hardening::for_session(&self.plan, &options.worker_needs(), &mut self.report);
+        }
+        let channel = Channel::remote(self.calls.clone());
+        SessionResource::build(options, channel)
     }
 
     /// Queues a job on the session's interpreter thread; `start` gives the
