@@ -232,18 +232,7 @@ defmodule ExBashkit.Worker do
   def handle_continue({:start, executable, args, native}, state) do
     {executable, args} = Zygote.launch(executable, args)
 
-    {port, os_pid} =
-      case Spares.take(executable, args) do
-        nil ->
-          open(executable, args)
-
-        {port, os_pid} ->
-          # A spare's Port was opened by ExBashkit.Worker.Spares: it must
-          # close when this owner goes, as one it opened would.
-          Process.link(port)
-          {port, os_pid}
-      end
-
+    {port, os_pid} = take_or_open(executable, args, :prepared)
     frame(port, {:new, native})
     timer = Process.send_after(self(), {:deadline, :start}, @start_deadline_ms)
     {:starting, waiting, nil} = state.status
@@ -251,10 +240,19 @@ defmodule ExBashkit.Worker do
     {:noreply, %{state | status: {:starting, waiting, timer}, start: {executable, args, native}}}
   end
 
-  defp open(executable, args) do
-    port = Spares.open(executable, args)
-    {:os_pid, os_pid} = Port.info(port, :os_pid)
-    {port, os_pid}
+  defp take_or_open(executable, args, kind) do
+    case Spares.take(executable, args, kind) do
+      nil ->
+        port = Spares.open(executable, args)
+        {:os_pid, os_pid} = Port.info(port, :os_pid)
+        {port, os_pid}
+
+      {port, os_pid} ->
+        # A spare's Port was opened by ExBashkit.Worker.Spares: it must
+        # close when this owner goes, as one it opened would.
+        Process.link(port)
+        {port, os_pid}
+    end
   end
 
   @impl true
@@ -453,11 +451,12 @@ defmodule ExBashkit.Worker do
   end
 
   # The spare was hardened ahead for the default session's needs (no
-  # mounts, no network, the default limits), which are not this session's.
+  # mounts, no network, the default limits), which are not this session's:
+  # a plain spare hardens itself for them.
   defp handle_frame({:new, :unfit}, %{status: {:starting, _, _}} = state) do
     {executable, args, native} = state.start
     Spares.close(state.port)
-    {port, os_pid} = open(executable, args)
+    {port, os_pid} = take_or_open(executable, args, :plain)
     frame(port, {:new, native})
     %{state | port: port, port_pid: os_pid, os_pid: os_pid}
   end

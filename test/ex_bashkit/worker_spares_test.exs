@@ -11,12 +11,13 @@ defmodule ExBashkit.WorkerSparesTest do
     on_exit(fn -> Application.delete_env(:ex_bashkit, :worker_spares) end)
     # The spares are started on the first isolated session.
     Session.exec(Session.new(isolation: :process), "true")
-    assert wait_until(fn -> length(spares()) == 2 end)
-    %{spares: spares()}
+    assert wait_until(fn -> length(spares()) == 2 and length(spares(:plain)) == 2 end)
+    %{spares: spares(), plain: spares(:plain)}
   end
 
-  # The OS pids of the spares' Ports (their launchers).
-  defp spares, do: Enum.map(:sys.get_state(ExBashkit.Worker.Spares).spares, &elem(&1, 1))
+  # The OS pids of the Ports (launchers) of the spares of `kind`.
+  defp spares(kind \\ :prepared),
+    do: Enum.map(Map.fetch!(:sys.get_state(ExBashkit.Worker.Spares), kind), &elem(&1, 1))
 
   # The OS pid of a session's Port: a spare's, if it took one.
   defp port_pid(session), do: :sys.get_state(session.resource.pid).port_pid
@@ -36,9 +37,10 @@ defmodule ExBashkit.WorkerSparesTest do
   end
 
   test "a default session takes a spare, hardened as a worker of its own would be",
-       %{spares: spares} do
+       %{spares: spares, plain: plain} do
     session = Session.new(isolation: :process, env: [A: "1"], files: %{"/f" => "x"})
     assert port_pid(session) in spares
+    refute port_pid(session) in plain
     assert {:ok, %Result{stdout: "1 x"}} = Session.exec(session, "echo -n $A $(cat /f)")
 
     # With no spare left, a worker hardens as it starts.
@@ -50,8 +52,8 @@ defmodule ExBashkit.WorkerSparesTest do
     assert held_to(session) == held_to(own)
   end
 
-  test "a session that needs more gets a worker of its own; the spare it took is closed",
-       %{spares: spares} do
+  test "a session that needs more takes a plain spare, hardened for it; the prepared one it took first is closed",
+       %{spares: spares, plain: plain} do
     dir = host_dir!("spares")
     File.write!(Path.join(dir, "data"), "mounted")
 
@@ -62,14 +64,15 @@ defmodule ExBashkit.WorkerSparesTest do
         limits: [max_file_bytes: 3 * 1024 * 1024]
       )
 
-    refute port_pid(session) in spares
+    assert port_pid(session) in plain
     assert {:ok, %Result{stdout: "mounted"}} = Session.exec(session, "cat /data/data")
     {_uid, limits, _layers} = held_to(session)
     assert limits =~ ~r/^Max file size\s+3145728\s+3145728/m
 
-    # The spare it took first went, and another took its place.
+    # The prepared spare it took first went, and others took the places
+    # of both.
     [taken] = spares -- spares()
     assert wait_until(fn -> not launcher?(taken) end)
-    assert wait_until(fn -> length(spares()) == 2 end)
+    assert wait_until(fn -> length(spares()) == 2 and length(spares(:plain)) == 2 end)
   end
 end

@@ -3,32 +3,38 @@ defmodule ExBashkit.Worker.Spares do
   # Worker processes started ahead of need, so a new isolated session costs
   # building its interpreter (a millisecond), not a start of the worker and
   # its hardening. A spare is a Port to a worker that waits for its
-  # session's options, hardened ahead for what the default session needs
-  # (`{:prepare, options}`, see worker.rs): a session that needs more
-  # (mounts, the network, other limits) gets a worker of its own instead
-  # (`ExBashkit.Worker`). Taking one hands the Port to the new session's
+  # session's options. Taking one hands the Port to the new session's
   # owner. Nothing is started until the first isolated session: a VM that
   # never isolates runs no worker.
   #
-  # `config :ex_bashkit, :worker_spares` sets how many are kept (default 2;
-  # 0 for none).
+  # Two kinds are kept. A `:prepared` spare has hardened itself ahead for
+  # what the default session needs (`{:prepare, options}`, see worker.rs),
+  # so such a session costs only its interpreter's build; a session that
+  # needs more (mounts, other memory limits, CPython) is refused by it
+  # (`ExBashkit.Worker`) and takes a `:plain` spare, which has made its
+  # namespaces and entered its cgroup only.
+  #
+  # `config :ex_bashkit, :worker_spares` sets how many of each kind are
+  # kept (default 2; 0 for none).
 
   use GenServer
 
   @default_spares 2
+  @kinds [:prepared, :plain]
 
   @doc false
   def start_link(_opts), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
 
   @doc """
-  A spare started with `args`, connected to the calling process, or `nil`
-  when none is ready (then the caller starts its own). Spares are kept for
-  the arguments of sessions without the network, the common case (a
-  worker's namespaces are made as it starts, see `ExBashkit.Worker.Hardening`).
+  A spare of `kind` started with `args`, connected to the calling process,
+  or `nil` when none is ready (then the caller starts its own). Spares are
+  kept for the arguments of sessions without the network, the common case
+  (a worker's namespaces are made as it starts, see
+  `ExBashkit.Worker.Hardening`).
   """
-  @spec take(String.t(), [String.t()]) :: {port(), pos_integer()} | nil
-  def take(executable, args) do
-    GenServer.call(__MODULE__, {:take, executable, args})
+  @spec take(String.t(), [String.t()], :prepared | :plain) :: {port(), pos_integer()} | nil
+  def take(executable, args, kind) when kind in @kinds do
+    GenServer.call(__MODULE__, {:take, executable, args, kind})
   catch
     # Not running (the application is stopping): start one directly.
     :exit, _ -> nil
@@ -50,22 +56,22 @@ defmodule ExBashkit.Worker.Spares do
   end
 
   @impl true
-  def init(nil), do: {:ok, %{spares: [], executable: nil, args: nil}}
+  def init(nil), do: {:ok, %{prepared: [], plain: [], executable: nil, args: nil}}
 
   @impl true
-  def handle_call({:take, executable, args}, {caller, _}, state) do
+  def handle_call({:take, executable, args, kind}, {caller, _}, state) do
     cond do
       not ExBashkit.Worker.Hardening.spare_args?(args) ->
         {:reply, nil, state}
 
       {executable, args} == {state.executable, state.args} ->
-        {spare, spares} = hand_over(state.spares, caller)
-        {:reply, spare, %{state | spares: spares}, {:continue, :fill}}
+        {spare, spares} = hand_over(Map.fetch!(state, kind), caller)
+        {:reply, spare, Map.put(state, kind, spares), {:continue, :fill}}
 
       true ->
         # New arguments (the config changed): the old spares are let go.
-        Enum.each(state.spares, fn {port, _} -> close(port) end)
-        state = %{state | executable: executable, args: args, spares: []}
+        for kind <- @kinds, {port, _} <- Map.fetch!(state, kind), do: close(port)
+        state = %{state | executable: executable, args: args, prepared: [], plain: []}
         {:reply, nil, state, {:continue, :fill}}
     end
   end
@@ -97,41 +103,52 @@ defmodule ExBashkit.Worker.Spares do
   # process start at most.
   @impl true
   def handle_continue(:fill, state) do
-    if missing?(state), do: send(self(), :start_one)
+    if missing(state), do: send(self(), :start_one)
     {:noreply, state}
   end
 
-  defp missing?(state),
-    do: length(state.spares) < Application.get_env(:ex_bashkit, :worker_spares, @default_spares)
+  # The kind a spare is missing of, prepared ones first.
+  defp missing(state) do
+    wanted = Application.get_env(:ex_bashkit, :worker_spares, @default_spares)
+    Enum.find(@kinds, &(length(Map.fetch!(state, &1)) < wanted))
+  end
 
   @impl true
   def handle_info(:start_one, state) do
-    if missing?(state) do
-      port = open(state.executable, state.args)
-      {:os_pid, os_pid} = Port.info(port, :os_pid)
-      if frame = prepare_frame(), do: Port.command(port, frame)
-      {:noreply, %{state | spares: state.spares ++ [{port, os_pid}]}, {:continue, :fill}}
-    else
-      {:noreply, state}
+    case missing(state) do
+      nil ->
+        {:noreply, state}
+
+      kind ->
+        port = open(state.executable, state.args)
+        {:os_pid, os_pid} = Port.info(port, :os_pid)
+        if kind == :prepared, do: prepare(port)
+        spares = Map.fetch!(state, kind) ++ [{port, os_pid}]
+        {:noreply, Map.put(state, kind, spares), {:continue, :fill}}
     end
   end
 
   # A spare that died (killed from outside) is replaced.
   def handle_info({port, {:exit_status, _}}, state) do
-    spares = Enum.reject(state.spares, fn {spare, _} -> spare == port end)
-    {:noreply, %{state | spares: spares}, {:continue, :fill}}
+    state =
+      Map.new(state, fn
+        {kind, spares} when kind in @kinds -> {kind, Enum.reject(spares, &(elem(&1, 0) == port))}
+        other -> other
+      end)
+
+    {:noreply, state, {:continue, :fill}}
   end
 
   def handle_info(_other, state), do: {:noreply, state}
 
-  # The frame that hardens a spare for the default session (whose limits
-  # the application's config may change).
-  defp prepare_frame do
+  # Hardens a spare for the default session (whose limits the
+  # application's config may change). A malformed config fails every
+  # session's options too: the spare then waits unprepared, and a session
+  # built in it hardens it as a plain one.
+  defp prepare(port) do
     %{native: native} = ExBashkit.Session.Options.validate!(isolation: :process)
-    :erlang.term_to_binary({:prepare, native})
+    Port.command(port, :erlang.term_to_binary({:prepare, native}))
   rescue
-    # A malformed config fails every session's options too: the spare
-    # waits unprepared, as if it were started by its session.
-    ArgumentError -> nil
+    ArgumentError -> :ok
   end
 end
