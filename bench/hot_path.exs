@@ -5,7 +5,7 @@
 #
 # Each figure is measured in 10 rounds, Rust baseline included; a cell is
 # the median of the round medians and, in brackets, their range. The last
-# row runs once. Prints a Markdown table for the README.
+# row runs once. Prints a Markdown table for bench/README.md.
 
 Code.require_file("support.exs", __DIR__)
 

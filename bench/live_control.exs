@@ -10,7 +10,7 @@
 # Cancel: the time from `Session.cancel/1` to the caller's answer, while the
 # script sleeps, waits on a builtin that never returns, waits on a loopback
 # server that never answers, and spins in a Python loop; 40 samples each,
-# p50 / p99 / max. Prints Markdown tables for the README.
+# p50 / p99 / max. Prints Markdown tables for bench/README.md.
 
 alias ExBashkit.Session
 

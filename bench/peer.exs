@@ -8,7 +8,7 @@
 # to back. The baseline is a plain `:peer.start` + eval + `:peer.stop`.
 # Pool on and off alternate over three rounds so that machine noise hits
 # both; a row gives median / p95 over all samples and the spread of the
-# per-round medians. Prints a Markdown table for the README.
+# per-round medians. Prints a Markdown table for bench/README.md.
 
 defmodule PeerBench do
   alias ExBashkit.Peer

@@ -11,7 +11,7 @@
 # for an empty session, 30 for one holding 10 MB of files. Move: a 10 MB
 # session moved back and forth between two peer nodes on this machine, 10
 # times. Exec: 2,000 samples of exec("true") each way, p50 and p90.
-# Prints Markdown tables for the README.
+# Prints Markdown tables for bench/README.md.
 
 Code.require_file("support.exs", __DIR__)
 Code.require_file("../test/support/cluster.ex", __DIR__)

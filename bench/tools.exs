@@ -9,7 +9,7 @@
 #   edit_file tool (1 KiB file) vs read_file + :binary.replace + write_file
 # Shaping: Tool.Output.for_model/2 (truncate to 16 KiB, then \xNN) on
 # 10 MB of valid UTF-8 and on 10 MB of random bytes; 30 samples each.
-# Prints p50/p90 and the ratio of the p50s, one run; the README quotes it.
+# Prints p50/p90 and the ratio of the p50s, one run; bench/README.md quotes it.
 
 Code.require_file("support.exs", __DIR__)
 

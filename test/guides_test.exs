@@ -12,9 +12,10 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.AgentTools
   doctest ExBashkit.Guides.ComingFrom017
   doctest ExBashkit.Guides.Isolation
+  doctest ExBashkit.Guides.Security
 
   test "every guide is doctested here" do
     guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 10
+    assert length(guides) == 11
   end
 end
