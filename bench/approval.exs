@@ -74,4 +74,4 @@ defmodule ApprovalBench do
   end
 end
 
-ApprovalBench.run()
+BenchSupport.publish(__ENV__.file, &ApprovalBench.run/0)

@@ -160,4 +160,4 @@ defmodule ContainmentBench do
   defp ms_2(us), do: "#{Float.round(us / 1000, 2)} ms"
 end
 
-ContainmentBench.run()
+BenchSupport.publish(__ENV__.file, &ContainmentBench.run/0)

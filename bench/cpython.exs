@@ -148,4 +148,4 @@ rounds =
     [] -> 3
   end
 
-CPythonBench.run(rounds)
+BenchSupport.publish(__ENV__.file, fn -> CPythonBench.run(rounds) end)

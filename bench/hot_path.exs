@@ -165,4 +165,4 @@ defmodule HotPathBench do
   end
 end
 
-HotPathBench.run()
+BenchSupport.publish(__ENV__.file, &HotPathBench.run/0)

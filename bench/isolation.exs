@@ -348,4 +348,4 @@ defmodule IsolationBench do
   defp pct(sorted, p), do: Enum.at(sorted, min(length(sorted) - 1, div(length(sorted) * p, 100)))
 end
 
-IsolationBench.run()
+BenchSupport.publish(__ENV__.file, ["ONLY", "ATTACKS"], &IsolationBench.run/0)

@@ -149,4 +149,4 @@ defmodule LiveControlBench do
   defp ms(us), do: "#{Float.round(us / 1, 1)} µs"
 end
 
-LiveControlBench.run()
+BenchSupport.publish(__ENV__.file, &LiveControlBench.run/0)

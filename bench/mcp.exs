@@ -87,4 +87,4 @@ defmodule MCPBench do
   end
 end
 
-MCPBench.run()
+BenchSupport.publish(__ENV__.file, &MCPBench.run/0)

@@ -114,4 +114,4 @@ defmodule PeerBench do
   defp ms(us), do: "#{Float.round(us / 1000, 1)} ms"
 end
 
-PeerBench.run()
+BenchSupport.publish(__ENV__.file, &PeerBench.run/0)

@@ -295,4 +295,4 @@ defmodule Bench do
   defp ratio(a, b), do: "#{Float.round(a / b, 2)}×"
 end
 
-Bench.run()
+BenchSupport.publish(__ENV__.file, &Bench.run/0)

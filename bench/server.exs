@@ -146,4 +146,4 @@ defmodule ServerBench do
   defp us(ns), do: "#{Float.round(ns / 1000, 1)} µs"
 end
 
-ServerBench.run()
+BenchSupport.publish(__ENV__.file, &ServerBench.run/0)

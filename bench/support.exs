@@ -71,4 +71,92 @@ defmodule BenchSupport do
 
     String.to_integer(kib)
   end
+
+  @readme Path.expand("README.md", __DIR__)
+
+  @doc """
+  Runs `fun`, whose output goes to stdout as it is printed, and writes it
+  into bench/README.md as the latest run of `script` (this script's path)
+  with `env` (the environment variables that chose what it ran): between
+  markers of its own under "Latest runs", replacing the run before. So
+  the figures there are what a script printed, never pasted.
+  """
+  def publish(script, env \\ [], fun) do
+    command =
+      Enum.map_join(env, "", fn name ->
+        if v = System.get_env(name), do: "#{name}=#{v} ", else: ""
+      end) <>
+        "mix run bench/#{Path.basename(script)}" <> Enum.map_join(System.argv(), "", &(" " <> &1))
+
+    header = run_header()
+    output = tee(fun)
+
+    block =
+      "<!-- #{command} -->\n### `#{command}`\n\n#{header}\n\n#{String.trim(output)}\n<!-- /#{command} -->"
+
+    readme = File.read!(@readme)
+
+    readme =
+      case String.split(readme, ["<!-- #{command} -->", "<!-- /#{command} -->"]) do
+        [before, _old, rest] -> before <> block <> rest
+        [_] -> String.trim_trailing(readme) <> "\n\n" <> block <> "\n"
+      end
+
+    File.write!(@readme, readme)
+    IO.puts(:stderr, "\nwritten to bench/README.md (#{command})")
+  end
+
+  # When and on what: the commit, the date, the machine, and how loaded it
+  # was as the run started (a figure means little without that).
+  defp run_header do
+    {commit, _} =
+      System.cmd("git", ["log", "-1", "--format=%h"], cd: __DIR__, stderr_to_stdout: true)
+
+    {dirty, _} = System.cmd("git", ["status", "--porcelain", "--untracked-files=no"], cd: __DIR__)
+    [load | _] = String.split(File.read!("/proc/loadavg"))
+
+    "Run #{DateTime.utc_now() |> DateTime.truncate(:second)} on #{String.trim(commit)}" <>
+      if(dirty != "", do: " (with uncommitted changes)", else: "") <>
+      ", #{System.schedulers_online()} cores, load average #{load} at the start, " <>
+      "OTP #{System.otp_release()}, Elixir #{System.version()}, MIX_ENV=#{Mix.env()}."
+  end
+
+  # Runs `fun` with this process's output (and that of the processes it
+  # starts) both printed and kept; answers what was kept.
+  defp tee(fun) do
+    stdout = Process.group_leader()
+    tee = spawn_link(fn -> tee_loop(stdout, []) end)
+    Process.group_leader(self(), tee)
+
+    try do
+      fun.()
+    after
+      Process.group_leader(self(), stdout)
+    end
+
+    send(tee, {:done, self()})
+    receive do: ({:tee, output} -> output)
+  end
+
+  defp tee_loop(stdout, kept) do
+    receive do
+      {:io_request, from, reply_as, {:put_chars, encoding, chars}} ->
+        IO.write(stdout, chars)
+        send(from, {:io_reply, reply_as, :ok})
+        tee_loop(stdout, [kept | :unicode.characters_to_binary(chars, encoding)])
+
+      {:io_request, from, reply_as, {:put_chars, encoding, m, f, a}} ->
+        chars = apply(m, f, a)
+        IO.write(stdout, chars)
+        send(from, {:io_reply, reply_as, :ok})
+        tee_loop(stdout, [kept | :unicode.characters_to_binary(chars, encoding)])
+
+      {:io_request, from, reply_as, _other} ->
+        send(from, {:io_reply, reply_as, {:error, :enotsup}})
+        tee_loop(stdout, kept)
+
+      {:done, caller} ->
+        send(caller, {:tee, IO.iodata_to_binary(kept)})
+    end
+  end
 end

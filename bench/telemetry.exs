@@ -22,19 +22,21 @@ row = fn label ->
   IO.puts("| #{label} | #{Float.round(p.(50), 1)} µs | #{Float.round(p.(90), 1)} µs |")
 end
 
-IO.puts("| :telemetry | exec(\"true\") p50 | p90 |")
-IO.puts("|---|---|---|")
-false = ExBashkit.Telemetry.enabled?()
-row.("absent")
-Code.require_file("../test/support/telemetry.ex", __DIR__)
-true = ExBashkit.Telemetry.enabled?()
-row.("loaded, no handler")
+BenchSupport.publish(__ENV__.file, fn ->
+  IO.puts("| :telemetry | exec(\"true\") p50 | p90 |")
+  IO.puts("|---|---|---|")
+  false = ExBashkit.Telemetry.enabled?()
+  row.("absent")
+  Code.require_file("../test/support/telemetry.ex", __DIR__)
+  true = ExBashkit.Telemetry.enabled?()
+  row.("loaded, no handler")
 
-:telemetry.attach_many(
-  "bench",
-  [[:ex_bashkit, :exec, :start], [:ex_bashkit, :exec, :stop]],
-  fn _, _, _, _ -> :ok end,
-  nil
-)
+  :telemetry.attach_many(
+    "bench",
+    [[:ex_bashkit, :exec, :start], [:ex_bashkit, :exec, :stop]],
+    fn _, _, _, _ -> :ok end,
+    nil
+  )
 
-row.("loaded, one handler on start and stop")
+  row.("loaded, one handler on start and stop")
+end)

@@ -83,4 +83,4 @@ defmodule ToolsBench do
   defp us(ns), do: :erlang.float_to_binary(ns / 1000, decimals: 1)
 end
 
-ToolsBench.run()
+BenchSupport.publish(__ENV__.file, &ToolsBench.run/0)
