@@ -103,14 +103,7 @@ defmodule ExBashkit do
       [:python, :cpython, :jq, :network, :mounts]
   """
   @spec features() :: [:python | :cpython | :jq | :network | :mounts]
-  def features do
-    built = Native.features()
-    # A fixed list, so no atom is made from what the library reports, and
-    # none has to exist already (a fresh VM may never have seen :jq).
-    for feature <- [:python, :cpython, :jq, :network, :mounts],
-        Atom.to_string(feature) in built,
-        do: feature
-  end
+  def features, do: ExBashkit.Session.Options.built_features()
 
   @doc """
   Loads the CPython guest (`python: :cpython`) now, once per VM, instead

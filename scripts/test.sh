@@ -13,6 +13,8 @@ echo "==> mix format --check-formatted"
 mix format --check-formatted
 echo "==> mix compile --warnings-as-errors"
 mix compile --warnings-as-errors
+echo "==> mix xref graph --format cycles (the module graph stays acyclic)"
+mix xref graph --format cycles --fail-above 0
 echo "==> mix test"
 mix test
 echo "==> the Session contract and the hostile corpus, every session in a hardened worker process"

@@ -17,7 +17,9 @@ defmodule ExBashkit.Application do
       # `isolation: :process`: the zygote that forks workers, spare workers,
       # and the owners of live ones.
       ExBashkit.Worker.Zygote,
-      ExBashkit.Worker.Spares,
+      # Spares harden ahead for the default isolated session, whose options
+      # they are handed here (the worker modules do not depend on Session's).
+      {ExBashkit.Worker.Spares, prepare: &ExBashkit.Session.Options.default_native/0},
       ExBashkit.Worker.Cgroups,
       {DynamicSupervisor, name: ExBashkit.Worker.Supervisor, strategy: :one_for_one},
       # MCP servers (ExBashkit.MCP.Stdio), and the tasks their tool calls run in.

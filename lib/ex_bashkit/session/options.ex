@@ -172,6 +172,24 @@ defmodule ExBashkit.Session.Options do
   def limit_keys, do: @limit_keys
 
   @doc false
+  # The optional parts this build has (`ExBashkit.features/0`).
+  @spec built_features() :: [:python | :cpython | :jq | :network | :mounts]
+  def built_features do
+    built = ExBashkit.Native.features()
+    # A fixed list, so no atom is made from what the library reports, and
+    # none has to exist already (a fresh VM may never have seen :jq).
+    for feature <- [:python, :cpython, :jq, :network, :mounts],
+        Atom.to_string(feature) in built,
+        do: feature
+  end
+
+  @doc false
+  # What the NIF or a worker receives for `new(isolation: :process)`: the
+  # session spare workers harden for ahead (ExBashkit.Worker.Spares).
+  @spec default_native() :: t()
+  def default_native, do: validate!(isolation: :process).native
+
+  @doc false
   # The options as a Markdown list, for ExBashkit.Session's moduledoc.
   @spec docs() :: String.t()
   def docs, do: Options.docs(@schema)
@@ -685,7 +703,7 @@ defmodule ExBashkit.Session.Options do
   # Raises for an option (`{option, asked?}`) whose part was left out of
   # this build (its Cargo feature). `built` is asked for only when needed:
   # it is a NIF call.
-  def require_features!(asked, built \\ &ExBashkit.features/0) do
+  def require_features!(asked, built \\ &built_features/0) do
     case for({option, true} <- asked, do: option) do
       [] ->
         :ok

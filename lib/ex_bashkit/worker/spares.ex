@@ -22,8 +22,12 @@ defmodule ExBashkit.Worker.Spares do
   @default_spares 2
   @kinds [:prepared, :plain]
 
-  @doc false
-  def start_link(_opts), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
+  @doc """
+  Starts the spares' keeper. `:prepare` gives the native options of the
+  session prepared spares harden for (a function, called as each is
+  started: the application's config may change them).
+  """
+  def start_link(opts), do: GenServer.start_link(__MODULE__, opts, name: __MODULE__)
 
   @doc """
   A spare of `kind` started with `args`, connected to the calling process,
@@ -56,7 +60,10 @@ defmodule ExBashkit.Worker.Spares do
   end
 
   @impl true
-  def init(nil), do: {:ok, %{prepared: [], plain: [], executable: nil, args: nil}}
+  def init(opts) do
+    prepare = Keyword.fetch!(opts, :prepare)
+    {:ok, %{prepared: [], plain: [], executable: nil, args: nil, prepare: prepare}}
+  end
 
   @impl true
   def handle_call({:take, executable, args, kind}, {caller, _}, state) do
@@ -122,7 +129,7 @@ defmodule ExBashkit.Worker.Spares do
       kind ->
         port = open(state.executable, state.args)
         {:os_pid, os_pid} = Port.info(port, :os_pid)
-        if kind == :prepared, do: prepare(port)
+        if kind == :prepared, do: prepare(port, state.prepare)
         spares = Map.fetch!(state, kind) ++ [{port, os_pid}]
         {:noreply, Map.put(state, kind, spares), {:continue, :fill}}
     end
@@ -141,13 +148,11 @@ defmodule ExBashkit.Worker.Spares do
 
   def handle_info(_other, state), do: {:noreply, state}
 
-  # Hardens a spare for the default session (whose limits the
-  # application's config may change). A malformed config fails every
-  # session's options too: the spare then waits unprepared, and a session
-  # built in it hardens it as a plain one.
-  defp prepare(port) do
-    %{native: native} = ExBashkit.Session.Options.validate!(isolation: :process)
-    Port.command(port, :erlang.term_to_binary({:prepare, native}))
+  # Hardens a spare for the default session. A malformed config fails
+  # every session's options too: the spare then waits unprepared, and a
+  # session built in it hardens it as a plain one.
+  defp prepare(port, default_native) do
+    Port.command(port, :erlang.term_to_binary({:prepare, default_native.()}))
   rescue
     ArgumentError -> :ok
   end
