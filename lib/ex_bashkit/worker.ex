@@ -218,8 +218,9 @@ defmodule ExBashkit.Worker do
       layers: [],
       cgroups: [],
       plan: plan,
-      # How the worker was started, until it is ready: a spare that was
-      # hardened for other needs is replaced by a worker of its own.
+      # How the worker was started, until it is ready: a prepared spare
+      # that refuses the session (hardened for other needs) is replaced by
+      # a plain one.
       start: nil
     }
 
