@@ -2,6 +2,7 @@
   inputs: [
     "{mix,.formatter,checksum-ex_bashkit}.exs",
     "native/mix/*.exs",
-    "{config,lib,test,bench,examples}/**/*.{ex,exs}"
+    "{config,lib,test,bench,examples}/**/*.{ex,exs}",
+    "scripts/*.exs"
   ]
 ]

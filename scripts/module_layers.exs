@@ -40,6 +40,7 @@ layers
 |> Enum.sort()
 |> Enum.each(fn {depth, files} ->
   names = files |> Enum.map(&String.replace_prefix(&1, "lib/ex_bashkit/", "")) |> Enum.sort()
+
   lines =
     Enum.chunk_while(
       names,
