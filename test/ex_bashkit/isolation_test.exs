@@ -196,8 +196,10 @@ defmodule ExBashkit.IsolationTest do
         sessions = for _ <- 1..20, do: isolated()
         send(parent, {:pids, Enum.map(sessions, &os_pid/1)})
 
+        # Refers to the sessions until the drop: a variable not used again
+        # is garbage, and a collection here would drop them early.
         receive do
-          :drop -> :ok
+          :drop -> length(sessions)
         end
       end)
 
