@@ -16,7 +16,7 @@ defmodule ExBashkit.ContainmentTest do
   # `[[ a && a && … ]]` is evaluated without yielding to the runtime, so
   # bashkit's own timeout cannot fire inside it: 30,000 terms keep an
   # interpreter thread busy for several seconds here (hog_files/0).
-  @hog "touch /started; source /hog.sh"
+  @hog "touch /started; " <> hog_command()
   @hog_files hog_files()
 
   # The module's own budget bounds the wait for its runaways at the end:

@@ -9,8 +9,8 @@ defmodule ExBashkit.IsolationTest do
   alias ExBashkit.Test.ChildVM
 
   @jq_bomb "jq -n 'reduce range(10000) as $i (null; {a: .})' | wc -c"
-  # A script that never yields (see hog_files/0).
-  @hog "source /hog.sh"
+  # A script that never yields (see hog_command/0).
+  @hog hog_command()
   @hog_files hog_files()
 
   defp isolated(opts \\ []), do: Session.new([isolation: :process] ++ opts)
@@ -249,8 +249,7 @@ defmodule ExBashkit.IsolationTest do
   end
 
   # A server's worker, killed from outside as a deadline or a memory cap
-  # kills it: a script past a deadline may also stop by itself when a
-  # loaded machine starts it late, so a kill by deadline is not certain.
+  # kills it: these tests are about what comes after.
   defp kill_server_worker(server) do
     os_pid = Session.info(:sys.get_state(server).session).os_pid
     {_, 0} = System.cmd("kill", ["-9", "#{os_pid}"])

@@ -45,7 +45,7 @@ defmodule ExBashkit.TelemetryTest do
     session = Session.new(isolation: :process, limits: [timeout_ms: 300], files: hog_files())
 
     os_pid = Session.info(session).os_pid
-    assert {:error, _} = Session.exec(session, "source /hog.sh")
+    assert {:error, _} = Session.exec(session, hog_command())
 
     assert_receive {:event, [:ex_bashkit, :worker, :kill], %{count: 1},
                     %{reason: :timeout, os_pid: ^os_pid}}

@@ -50,17 +50,25 @@ defmodule ExBashkit.Case do
   end
 
   @doc """
-  Files holding a script that never yields, `/hog.sh`, to run as
-  `source /hog.sh`: `[[ a && … ]]` with `terms` terms (30,000 by default,
-  150 KB: ~8 s of work bashkit cannot interrupt on this 2-core machine at
-  idle, growing as `terms^1.85`). At the top level bashkit parses a script that large on
-  another thread, where its deadline can stop it before it ever runs, as
-  it did on loaded machines; sourced, the parse is part of the work that
-  never yields, so a deadline always finds the script inside it.
+  Files holding a script that never yields, `/hog.sh`: `[[ a && … ]]` with
+  `terms` terms (30,000 by default, 150 KB: ~6 s of work bashkit cannot
+  interrupt on this 2-core machine at idle, growing as `terms^1.85`). Run it
+  with `hog_command/0`.
   """
   @spec hog_files(pos_integer()) :: %{String.t() => String.t()}
   def hog_files(terms \\ 30_000),
     do: %{"/hog.sh" => "[[ " <> Enum.join(List.duplicate("a", terms), " && ") <> " ]]"}
+
+  @doc """
+  The command that runs `/hog.sh` (`hog_files/1`) as a program. bashkit
+  parses a program run by its path on the interpreter's own thread, so
+  nothing yields from the command's start to the end of the work, and a
+  deadline always finds the script inside it. `source /hog.sh` is not
+  that: it parses on another thread, and on a loaded machine a deadline
+  could pass during the parse, so the script stopped cleanly instead.
+  """
+  @spec hog_command() :: String.t()
+  def hog_command, do: "chmod +x /hog.sh; /hog.sh"
 
   @doc """
   A name that no other test makes, in this VM or in another one running the
