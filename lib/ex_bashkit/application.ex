@@ -14,6 +14,8 @@ defmodule ExBashkit.Application do
       ExBashkit.Store.Memory,
       {DynamicSupervisor,
        name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
+      # The calls servers run, and the relays of their streams.
+      {Task.Supervisor, name: ExBashkit.Server.TaskSupervisor},
       # `isolation: :process`: the zygote that forks workers, spare workers,
       # and the owners of live ones.
       ExBashkit.Worker.Zygote,

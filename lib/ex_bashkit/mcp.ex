@@ -349,7 +349,7 @@ defmodule ExBashkit.MCP do
   end
 
   defp tools!(target, tool_options) do
-    sandbox = Sandbox.validate!(target, "the target of ExBashkit.MCP.new/2")
+    sandbox = Sandbox.Target.validate!(target, "the target of ExBashkit.MCP.new/2")
     {Tool.all(sandbox, tool_options), sandbox}
   end
 

@@ -1,77 +1,102 @@
-defmodule ExBashkit.Sandbox do
-  @moduledoc false
-  # A session or a session server, used alike: the LLM tools and the
-  # interactive shell take either and call through here. A `%Session{}` is
-  # called directly; anything else is a server (a pid or a GenServer name).
+defprotocol ExBashkit.Sandbox do
+  @moduledoc """
+  One contract for whatever runs scripts: a session (in the VM or in a
+  worker process), a session server, or a backend of your own.
 
-  alias ExBashkit.{Server, Session}
+  The LLM tools (`ExBashkit.Tool`), the interactive shell
+  (`mix ex_bashkit.shell`) and the MCP server (`ExBashkit.MCP`) take a
+  sandbox and call nothing but these functions, so they work the same on
+  every backend, and each function answers the same shape whichever
+  backend serves it.
 
-  @type t :: Session.t() | Server.server()
+  Implemented for:
 
-  @doc "Raises ArgumentError unless `target` can name a session or a server."
-  @spec validate!(term(), atom()) :: t()
-  def validate!(%Session{} = session, _option), do: session
-  def validate!(pid, _option) when is_pid(pid), do: pid
-  def validate!(name, _option) when is_atom(name) and name not in [nil, true, false], do: name
-  def validate!({:global, _} = name, _option), do: name
-  def validate!({:via, module, _} = name, _option) when is_atom(module), do: name
-  def validate!({name, node} = target, _option) when is_atom(name) and is_atom(node), do: target
+    * `ExBashkit.Session`, every isolation;
+    * servers (`ExBashkit.Server`): a pid, a registered name,
+      `{:global, term}`, `{:via, module, term}` or `{name, node}`, as
+      `t:GenServer.server/0` names them.
 
-  def validate!(other, option) do
-    raise ArgumentError,
-          "#{option} must be an ExBashkit.Session or an ExBashkit.Server " <>
-            "(a pid or a GenServer name), got: #{inspect(other)}"
-  end
+  Implement it for your own struct to put the tools in front of another
+  backend; `ExBashkit.Sandbox.Contract.operations/0` lists what it must
+  answer.
 
-  @spec exec(t(), String.t(), keyword()) :: {:ok, ExBashkit.Result.t()} | {:error, term()}
-  def exec(%Session{} = session, script, opts), do: Session.exec(session, script, opts)
-  def exec(server, script, opts), do: Server.exec(server, script, opts)
-
-  @spec cancel(t()) :: :ok | :idle | {:error, String.t()}
-  def cancel(%Session{} = session), do: Session.cancel(session)
-  def cancel(server), do: Server.cancel(server)
-
-  @spec read_file(t(), Path.t()) :: {:ok, binary()} | {:error, String.t()}
-  def read_file(%Session{} = session, path), do: Session.read_file(session, path)
-  def read_file(server, path), do: Server.read_file(server, path)
-
-  @spec write_file(t(), Path.t(), iodata()) :: :ok | {:error, String.t()}
-  def write_file(%Session{} = session, path, data), do: Session.write_file(session, path, data)
-  def write_file(server, path, data), do: Server.write_file(server, path, data)
-
-  @spec mkdir(t(), Path.t()) :: :ok | {:error, String.t()}
-  def mkdir(%Session{} = session, path), do: Session.mkdir(session, path, parents: true)
-  def mkdir(server, path), do: Server.mkdir(server, path, parents: true)
-
-  @spec list_dir(t(), Path.t()) :: {:ok, [{String.t(), atom()}]} | {:error, String.t()}
-  def list_dir(%Session{} = session, path), do: Session.list_dir(session, path)
-  def list_dir(server, path), do: Server.list_dir(server, path)
-
-  @spec snapshot(t()) :: {:ok, binary()} | {:error, String.t()}
-  def snapshot(%Session{} = session), do: Session.snapshot(session)
-  def snapshot(server), do: Server.snapshot(server)
-
-  @spec restore(t(), binary()) :: :ok | {:error, String.t()}
-  def restore(%Session{} = session, snapshot) do
-    with {:ok, _same} <- Session.restore(session, snapshot), do: :ok
-  end
-
-  def restore(server, snapshot), do: Server.restore(server, snapshot)
-
-  @doc """
-  The shell's working directory, to resolve relative paths against: what
-  `pwd` prints, or `/` when that cannot be learned.
+      iex> sandbox = ExBashkit.Session.new()
+      iex> :ok = ExBashkit.Sandbox.write_file(sandbox, "/note.txt", "hi")
+      iex> {:ok, result} = ExBashkit.Sandbox.exec(sandbox, "cat /note.txt", [])
+      iex> result.stdout
+      "hi"
+      iex> {:ok, server} = ExBashkit.Server.start()
+      iex> ExBashkit.Sandbox.mkdir(server, "/a/b", parents: true)
+      :ok
+      iex> ExBashkit.Sandbox.list_dir(server, "/a")
+      {:ok, [{"b", :dir}]}
+      iex> ExBashkit.Server.stop(server)
+      :ok
   """
-  @spec cwd(t()) :: String.t()
-  def cwd(target) do
-    case exec(target, "builtin pwd", []) do
-      {:ok, %{exit_code: 0, stdout: "/" <> _ = out}} -> String.trim_trailing(out, "\n")
-      _ -> "/"
-    end
-  end
 
-  @doc "`path` made absolute against the shell's working directory."
-  @spec absolute(t(), String.t()) :: String.t()
-  def absolute(_target, "/" <> _ = path), do: path
-  def absolute(target, path), do: Path.expand(path, cwd(target))
+  @typedoc "Anything that implements the protocol."
+  @type t :: term()
+
+  @doc "Runs `script`, as `ExBashkit.Session.exec/3` with its options."
+  @spec exec(t(), String.t(), keyword()) ::
+          {:ok, ExBashkit.Result.t()} | {:error, String.t() | ExBashkit.Error.t()}
+  def exec(sandbox, script, opts)
+
+  @doc "Stops the running script: `:ok`, or `:idle` when none runs."
+  @spec cancel(t()) :: :ok | :idle | {:error, String.t()}
+  def cancel(sandbox)
+
+  @doc "The content of the file at `path`."
+  @spec read_file(t(), Path.t()) :: {:ok, binary()} | {:error, String.t()}
+  def read_file(sandbox, path)
+
+  @doc "Writes `content` to `path`, replacing the file."
+  @spec write_file(t(), Path.t(), iodata()) :: :ok | {:error, String.t()}
+  def write_file(sandbox, path, content)
+
+  @doc "The entries of the directory at `path`, with their types."
+  @spec list_dir(t(), Path.t()) ::
+          {:ok, [{String.t(), ExBashkit.Session.fs_type()}]} | {:error, String.t()}
+  def list_dir(sandbox, path)
+
+  @doc "Makes a directory; `parents: true` makes its missing parents too."
+  @spec mkdir(t(), Path.t(), keyword()) :: :ok | {:error, String.t()}
+  def mkdir(sandbox, path, opts)
+
+  @doc "Removes a file, or a directory with `recursive: true`."
+  @spec remove(t(), Path.t(), keyword()) :: :ok | {:error, String.t()}
+  def remove(sandbox, path, opts)
+
+  @doc "Moves `from` to `to`."
+  @spec rename(t(), Path.t(), Path.t()) :: :ok | {:error, String.t()}
+  def rename(sandbox, from, to)
+
+  @doc "The type and size of what is at `path`."
+  @spec stat(t(), Path.t()) ::
+          {:ok, %{type: ExBashkit.Session.fs_type(), size: non_neg_integer()}}
+          | {:error, String.t()}
+  def stat(sandbox, path)
+
+  @doc "The session's state as bytes, as `ExBashkit.Session.snapshot/2`."
+  @spec snapshot(t(), keyword()) :: {:ok, binary()} | {:error, String.t()}
+  def snapshot(sandbox, opts)
+
+  @doc "Replaces the session's state with a snapshot's, in place."
+  @spec restore(t(), binary(), keyword()) :: :ok | {:error, String.t()}
+  def restore(sandbox, snapshot, opts)
+end
+
+# A server, as GenServer names one, generated from the one list of
+# operations. In this file because the protocol refers to its
+# implementations for built-in types by name: elsewhere, that file and this
+# one would depend on each other.
+defimpl ExBashkit.Sandbox, for: [PID, Atom, Tuple] do
+  alias ExBashkit.Sandbox.Contract
+
+  for {name, arguments} <- Contract.operations() do
+    variables = Contract.variables(arguments)
+
+    def unquote(name)(server, unquote_splicing(variables)),
+      do: ExBashkit.Server.unquote(name)(server, unquote_splicing(variables))
+  end
 end

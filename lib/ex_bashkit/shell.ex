@@ -97,7 +97,7 @@ defmodule ExBashkit.Shell do
   defp restore(target, path) do
     case File.read(path) do
       {:ok, snapshot} ->
-        with {:error, message} <- Sandbox.restore(target, snapshot),
+        with {:error, message} <- Sandbox.restore(target, snapshot, []),
              do: {:error, "could not restore #{path}: #{message}"}
 
       {:error, :enoent} ->
@@ -111,7 +111,7 @@ defmodule ExBashkit.Shell do
   defp save(_target, nil), do: :ok
 
   defp save(target, path) do
-    with {:ok, snapshot} <- Sandbox.snapshot(target),
+    with {:ok, snapshot} <- Sandbox.snapshot(target, []),
          :ok <- AtomicFile.write(path, snapshot) do
       IO.puts("saved the session to #{path}")
     else

@@ -140,7 +140,7 @@ defmodule ExBashkit.Tool do
   @spec bash(Sandbox.t(), keyword()) :: t()
   def bash(target, opts \\ []) do
     config = Options.validate!(opts, @run_schema, "ExBashkit.Tool.bash/2")
-    target = Sandbox.validate!(target, :target)
+    target = Sandbox.Target.validate!(target, :target)
 
     new(
       config,
@@ -178,7 +178,7 @@ defmodule ExBashkit.Tool do
   @spec read_file(Sandbox.t(), keyword()) :: t()
   def read_file(target, opts \\ []) do
     config = Options.validate!(opts, @common, "ExBashkit.Tool.read_file/2")
-    target = Sandbox.validate!(target, :target)
+    target = Sandbox.Target.validate!(target, :target)
 
     new(
       config,
@@ -215,7 +215,7 @@ defmodule ExBashkit.Tool do
   @spec write_file(Sandbox.t(), keyword()) :: t()
   def write_file(target, opts \\ []) do
     config = Options.validate!(opts, @common, "ExBashkit.Tool.write_file/2")
-    target = Sandbox.validate!(target, :target)
+    target = Sandbox.Target.validate!(target, :target)
 
     new(
       config,
@@ -255,7 +255,7 @@ defmodule ExBashkit.Tool do
   @spec edit_file(Sandbox.t(), keyword()) :: t()
   def edit_file(target, opts \\ []) do
     config = Options.validate!(opts, @common, "ExBashkit.Tool.edit_file/2")
-    target = Sandbox.validate!(target, :target)
+    target = Sandbox.Target.validate!(target, :target)
 
     new(
       config,
@@ -294,7 +294,7 @@ defmodule ExBashkit.Tool do
   @spec list_dir(Sandbox.t(), keyword()) :: t()
   def list_dir(target, opts \\ []) do
     config = Options.validate!(opts, @common, "ExBashkit.Tool.list_dir/2")
-    target = Sandbox.validate!(target, :target)
+    target = Sandbox.Target.validate!(target, :target)
 
     new(
       config,

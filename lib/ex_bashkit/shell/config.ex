@@ -61,7 +61,7 @@ defmodule ExBashkit.Shell.Config do
 
   @doc false
   def attach!(nil), do: nil
-  def attach!(target), do: Sandbox.validate!(target, ":attach")
+  def attach!(target), do: Sandbox.Target.validate!(target, ":attach")
 
   @doc false
   def keyword!(opts) do

@@ -10,7 +10,7 @@ defmodule ExBashkit.Tool.Files do
   @default_lines 2000
 
   def read(target, %{"path" => path} = args, budget) do
-    path = Sandbox.absolute(target, path)
+    path = absolute(target, path)
 
     with {:ok, content} <- fetch(target, path) do
       lines = split_lines(content)
@@ -57,7 +57,7 @@ defmodule ExBashkit.Tool.Files do
   end
 
   def write(target, %{"path" => path, "content" => content}) do
-    path = Sandbox.absolute(target, path)
+    path = absolute(target, path)
 
     with :ok <- parent(target, path),
          :ok <- Sandbox.write_file(target, path, content) do
@@ -70,7 +70,7 @@ defmodule ExBashkit.Tool.Files do
   defp parent(target, path) do
     case Path.dirname(path) do
       "/" -> :ok
-      dir -> Sandbox.mkdir(target, dir)
+      dir -> Sandbox.mkdir(target, dir, parents: true)
     end
   end
 
@@ -81,7 +81,7 @@ defmodule ExBashkit.Tool.Files do
     do: {:error, "old_string and new_string are the same, so there is nothing to change."}
 
   def edit(target, %{"path" => path, "old_string" => old, "new_string" => new} = args) do
-    path = Sandbox.absolute(target, path)
+    path = absolute(target, path)
     replace_all? = Map.get(args, "replace_all", false)
 
     with {:ok, content} <- fetch(target, path),
@@ -115,7 +115,7 @@ defmodule ExBashkit.Tool.Files do
   end
 
   def list(target, args, budget) do
-    path = Sandbox.absolute(target, Map.get(args, "path", "."))
+    path = absolute(target, Map.get(args, "path", "."))
 
     case Sandbox.list_dir(target, path) do
       {:ok, []} ->
@@ -143,5 +143,19 @@ defmodule ExBashkit.Tool.Files do
       {:error, message} ->
         {:error, "Could not read #{path}: #{message}. Use list_dir to see which files exist."}
     end
+  end
+
+  # `path` made absolute against the shell's working directory: what `pwd`
+  # prints, or `/` when that cannot be learned.
+  defp absolute(_target, "/" <> _ = path), do: path
+
+  defp absolute(target, path) do
+    cwd =
+      case Sandbox.exec(target, "builtin pwd", []) do
+        {:ok, %{exit_code: 0, stdout: "/" <> _ = out}} -> String.trim_trailing(out, "\n")
+        _ -> "/"
+      end
+
+    Path.expand(path, cwd)
   end
 end
