@@ -26,43 +26,23 @@ defmodule ExBashkit.Server do
 
   #{ExBashkit.Server.Options.docs()}
 
-  ## Hibernation and persistence
+  ## Hibernation, persistence, supervision
 
-  After `:idle_after` milliseconds without calls, the server snapshots
-  its session (sealed with its key), writes it to its `:store` if it has
-  one (or keeps the snapshot, off its heap, if not), frees the
-  interpreter and hibernates. The next call restores it first: files,
-  variables, working directory, functions and aliases are back, the
-  capabilities (builtins, mounts, limits) are rebuilt from `:session`.
-
-  With a `:store`, a server that starts finds its session's last record
-  there: after a crash, a VM restart, or on another node. It loses what
-  happened after that record was written: with `persist: :after_exec`,
-  nothing a finished call did; with `:on_hibernate`, everything since the
-  last hibernation or graceful stop; with `{:every, ms}`, at most `ms`.
-
-  ## Supervision
-
-  `start/1` and `get_or_start/2` place servers under
-  `ExBashkit.Server.Supervisor` (a `DynamicSupervisor` on every node that
-  runs this library); `child_spec/1` places one in your own tree. Servers
-  are `:transient`: a server that crashes is restarted with the options
-  it was started with — from its store's last record if it has one,
-  afresh if not — while one stopped with `stop/2` stays stopped.
-
-  ## Callbacks and nodes
-
-  A session's builtins and virtual_fs backends run where its server
-  runs. A server that may be rebuilt somewhere else (one with a `:store`,
-  a `:node` other than this one, or `isolation: :node`) refuses anonymous
-  functions as capabilities: give a module, `{module, arg}`,
-  `{module, function, args}` or `&Module.function/1`, which every node
-  running the same code can call (see `ExBashkit.Builtin`).
+  After `:idle_after` milliseconds without calls, a server snapshots its
+  session (sealed with its key) into its `:store`, or off its heap, frees
+  the interpreter and hibernates; the next call restores it. With a
+  `:store`, a server that starts (after a crash, a restart, or on another
+  node) comes back from its session's last record, losing what `:persist`
+  says it may. Servers started by `start/1` and `get_or_start/2` live
+  under `ExBashkit.Server.Supervisor` and are `:transient`. A server that
+  may be rebuilt elsewhere refuses anonymous functions as capabilities
+  (see `ExBashkit.Builtin`). The guide `guides/sandbox_per_conversation.md`
+  tells each in full.
   """
 
   use GenServer
 
-  alias ExBashkit.{Result, Session, Store}
+  alias ExBashkit.{Session, Store}
   alias ExBashkit.Sandbox.Contract
   alias ExBashkit.Server.{Options, Placement, Runner, State}
 
@@ -211,25 +191,6 @@ defmodule ExBashkit.Server do
   # Each function of the sandbox contract, as ExBashkit.Session's with a
   # server in place of the session. `cancel/1` is answered by the server
   # itself; `restore` answers `:ok`, since the server keeps its session.
-  @argument_types %{
-    script: quote(do: String.t()),
-    path: quote(do: Path.t()),
-    content: quote(do: iodata()),
-    from: quote(do: Path.t()),
-    to: quote(do: Path.t()),
-    snapshot: quote(do: binary()),
-    opts: quote(do: keyword())
-  }
-
-  @answers %{
-    exec: quote(do: {:ok, Result.t()} | {:error, String.t() | ExBashkit.Error.t()}),
-    read_file: quote(do: {:ok, binary()} | {:error, String.t()}),
-    list_dir: quote(do: {:ok, [{String.t(), Session.fs_type()}]} | {:error, String.t()}),
-    stat:
-      quote(do: {:ok, %{type: Session.fs_type(), size: non_neg_integer()}} | {:error, String.t()}),
-    snapshot: quote(do: {:ok, binary()} | {:error, String.t()})
-  }
-
   @docs %{
     exec: """
     Runs `script` in the server's session: `ExBashkit.Session.exec/3`, with
@@ -244,8 +205,8 @@ defmodule ExBashkit.Server do
 
   for {name, arguments} <- Contract.operations(), name != :cancel do
     variables = Contract.variables(arguments)
-    types = Enum.map(arguments, &Map.fetch!(@argument_types, &1))
-    answer = Map.get(@answers, name, quote(do: :ok | {:error, String.t()}))
+    types = Enum.map(arguments, &Contract.argument_type/1)
+    answer = Contract.answer_type(name)
 
     # A trailing `opts` may be left out, as in Session.
     parameters =
@@ -343,14 +304,7 @@ defmodule ExBashkit.Server do
   def init(%{} = arg) do
     Process.flag(:trap_exit, true)
 
-    # start_link/1 registered the name already; servers started elsewhere
-    # on request register here.
-    registration =
-      if arg.registrar,
-        do: Placement.register(arg.name, arg.registrar, Map.get(arg, :takeover)),
-        else: :ok
-
-    with :ok <- registration do
+    with :ok <- Placement.register(arg.name, arg.registrar, Map.get(arg, :takeover)) do
       state = State.new(arg)
       schedule_persist(state)
       {:ok, state}

@@ -36,4 +36,41 @@ defmodule ExBashkit.Sandbox.Contract do
   # The arguments of an operation as variables, for generated code.
   @spec variables([atom()]) :: [Macro.t()]
   def variables(arguments), do: Enum.map(arguments, &Macro.var(&1, __MODULE__))
+
+  @argument_types %{
+    script: quote(do: String.t()),
+    path: quote(do: Path.t()),
+    content: quote(do: iodata()),
+    from: quote(do: Path.t()),
+    to: quote(do: Path.t()),
+    snapshot: quote(do: binary()),
+    opts: quote(do: keyword())
+  }
+
+  @answer_types %{
+    exec: quote(do: {:ok, ExBashkit.Result.t()} | {:error, String.t() | ExBashkit.Error.t()}),
+    cancel: quote(do: :ok | :idle | {:error, String.t()}),
+    read_file: quote(do: {:ok, binary()} | {:error, String.t()}),
+    list_dir:
+      quote(do: {:ok, [{String.t(), ExBashkit.Session.fs_type()}]} | {:error, String.t()}),
+    stat:
+      quote(
+        do:
+          {:ok, %{type: ExBashkit.Session.fs_type(), size: non_neg_integer()}}
+          | {:error, String.t()}
+      ),
+    snapshot: quote(do: {:ok, binary()} | {:error, String.t()})
+  }
+
+  @doc false
+  # The type of an argument, quoted, for generated specs.
+  @spec argument_type(atom()) :: Macro.t()
+  def argument_type(argument), do: Map.fetch!(@argument_types, argument)
+
+  @doc false
+  # The type of an operation's answer, quoted, for generated specs: the
+  # operations not listed answer `:ok` or `{:error, message}`.
+  @spec answer_type(atom()) :: Macro.t()
+  def answer_type(operation),
+    do: Map.get(@answer_types, operation, quote(do: :ok | {:error, String.t()}))
 end

@@ -66,13 +66,16 @@ defmodule ExBashkit.Server.Placement do
   @doc """
   Registers the calling server under `name`: `:ok`, or `{:stop, reason}`
   for its `init/1`. A server started elsewhere on request registers a
-  global name through the node that asked (`registrar`).
+  global name through the node that asked (`registrar`); one started by
+  `ExBashkit.Server.start_link/1` (no registrar) is registered already.
   """
   @spec register(GenServer.name() | nil, node() | :here | nil, pid() | nil) ::
           :ok | {:stop, term()}
   def register(nil, _registrar, _takeover), do: :ok
+  # start_link/1 registered the name already.
+  def register(_name, nil, _takeover), do: :ok
 
-  def register({:global, name}, registrar, takeover) when registrar not in [nil, :here] do
+  def register({:global, name}, registrar, takeover) when registrar != :here do
     if registrar == node(),
       do: register_global(name, self(), takeover),
       else: :erpc.call(registrar, __MODULE__, :register_global, [name, self(), takeover])
