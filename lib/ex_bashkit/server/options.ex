@@ -83,8 +83,6 @@ defmodule ExBashkit.Server.Options do
   @spec validate!(term(), String.t()) :: map()
   def validate!(opts, context) do
     opts = Options.validate!(opts, @schema, context)
-    # A sandbox node's server reaches back to this node by its name.
-    if opts.isolation == :node, do: ExBashkit.Peer.ensure_distributed!()
     opts = %{opts | store: opts.store || default_store(opts.isolation)}
     opts = %{opts | persist: opts.persist || default_persist(opts.isolation)}
 

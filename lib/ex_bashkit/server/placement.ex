@@ -10,9 +10,17 @@ defmodule ExBashkit.Server.Placement do
   # How long a server that moved keeps forwarding calls sent to its pid.
   @linger_ms 5_000
 
-  @doc "The node a server with these options starts on."
+  @doc """
+  The node a server with these options starts on. A sandbox node needs
+  this VM distributed: it is, from here on.
+  """
   @spec target(map()) :: {:ok, node()} | {:error, String.t()}
-  def target(%{isolation: :node}), do: ExBashkit.SandboxNode.node()
+  def target(%{isolation: :node}) do
+    # A sandbox node's server reaches back to this node by its name.
+    :ok = ExBashkit.Peer.ensure_distributed!()
+    ExBashkit.SandboxNode.node()
+  end
+
   def target(%{node: nil}), do: {:ok, node()}
 
   def target(%{node: nodes}) do
