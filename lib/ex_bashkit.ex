@@ -103,7 +103,7 @@ defmodule ExBashkit do
       [:python, :cpython, :jq, :network, :mounts]
   """
   @spec features() :: [:python | :cpython | :jq | :network | :mounts]
-  def features, do: ExBashkit.Session.Options.built_features()
+  def features, do: ExBashkit.Session.Options.Capabilities.built_features()
 
   @doc """
   Loads the CPython guest (`python: :cpython`) now, once per VM, instead

@@ -159,6 +159,22 @@ defmodule ExBashkit.Options do
   @doc "A map or a list, not a struct: what an option given as entries may be."
   defguard collection?(value) when (is_map(value) and not is_struct(value)) or is_list(value)
 
+  @doc """
+  The `{key, value}` entries as a map; raises `ArgumentError` with `what`
+  and the key when two entries have the same key (after normalizing, two
+  would silently shadow each other).
+  """
+  @spec unique!([{term(), term()}], String.t()) :: map()
+  def unique!(entries, what) do
+    Enum.reduce(entries, %{}, fn {key, value}, acc ->
+      if Map.has_key?(acc, key) do
+        raise ArgumentError, "#{what} #{inspect(key)}"
+      else
+        Map.put(acc, key, value)
+      end
+    end)
+  end
+
   @doc "The entries of a collection given as `option`; an improper list raises."
   @spec entries!(String.t(), map() | list()) :: list()
   def entries!(option, value) when collection?(value) do

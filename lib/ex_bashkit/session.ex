@@ -294,7 +294,7 @@ defmodule ExBashkit.Session do
 
   # Header functions of `:allow_net` give their values for this call.
   defp fresh_secrets(%__MODULE__{secrets: rules}, call) when is_list(rules) do
-    case Options.resolve_credentials(rules) do
+    case Options.Network.resolve_credentials(rules) do
       {:ok, credentials} -> {:ok, ExecOptions.with_credentials(call, credentials)}
       {:error, message} -> {:error, %ExBashkit.Error{reason: :error, message: message}}
     end

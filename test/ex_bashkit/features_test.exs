@@ -6,7 +6,7 @@ defmodule ExBashkit.FeaturesTest do
   # checks that a configured feature set reaches cargo.
   use ExBashkit.Case, async: true
 
-  alias ExBashkit.Session.Options
+  alias ExBashkit.Session.Options.Capabilities
 
   test "the default build has every part" do
     assert ExBashkit.features() == [:python, :cpython, :jq, :network, :mounts]
@@ -19,7 +19,7 @@ defmodule ExBashkit.FeaturesTest do
     for {option, feature} <- [python: :python, allow_net: :network, mounts: :mounts] do
       error =
         assert_raise ArgumentError, fn ->
-          Options.require_features!([{option, true}], minimal)
+          Capabilities.require_features!([{option, true}], minimal)
         end
 
       assert error.message =~
@@ -29,11 +29,15 @@ defmodule ExBashkit.FeaturesTest do
     end
 
     error =
-      assert_raise ArgumentError, fn -> Options.require_features!([cpython: true], minimal) end
+      assert_raise ArgumentError, fn ->
+        Capabilities.require_features!([cpython: true], minimal)
+      end
 
     assert error.message =~ "python: :cpython needs the :cpython part of ex_bashkit"
 
-    assert Options.require_features!([python: true, mounts: false], fn -> [:python] end) == :ok
-    assert Options.require_features!([python: false], fn -> raise "not asked" end) == :ok
+    assert Capabilities.require_features!([python: true, mounts: false], fn -> [:python] end) ==
+             :ok
+
+    assert Capabilities.require_features!([python: false], fn -> raise "not asked" end) == :ok
   end
 end

@@ -196,7 +196,7 @@ defmodule ExBashkit.Session.ExecOptions do
 
   @doc """
   `call` carrying fresh values of the session's injected headers (see
-  `ExBashkit.Session.Options.resolve_credentials/1`).
+  `ExBashkit.Session.Options.Network.resolve_credentials/1`).
   """
   @spec with_credentials(call(), list()) :: call()
   def with_credentials(%{native: nil} = call, credentials),

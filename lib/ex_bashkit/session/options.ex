@@ -7,7 +7,8 @@ defmodule ExBashkit.Session.Options do
   # native is built.
 
   alias ExBashkit.Options
-  import ExBashkit.Options, only: [collection?: 1, entries!: 2, text?: 1, scalar: 1]
+  alias ExBashkit.Session.Options.{Capabilities, Filesystem, Network}
+  import ExBashkit.Options, only: [collection?: 1, entries!: 2, text?: 1]
 
   @limit_keys [
     :max_commands,
@@ -59,7 +60,7 @@ defmodule ExBashkit.Session.Options do
       doc: "the virtual host reported by `hostname`/`uname -n`."
     ],
     files: [
-      type: {:custom, &__MODULE__.files!/1},
+      type: {:custom, &Filesystem.files!/1},
       default: [],
       doc:
         "a map (or list) of `path => content` to seed into the virtual filesystem, " <>
@@ -72,21 +73,21 @@ defmodule ExBashkit.Session.Options do
       doc: "a keyword list or map of resource limits (see `guides/limits.md`)."
     ],
     mounts: [
-      type: {:custom, &__MODULE__.mounts!/1},
+      type: {:custom, &Filesystem.mounts!/1},
       default: [],
       doc:
         "a list of `{vfs_path, host_path, mode}` mapping real host directories into " <>
           "the sandbox, `mode` being `:read_only` or `:read_write` (see `guides/host_access.md`)."
     ],
     allowed_mount_paths: [
-      type: {:custom, &__MODULE__.allowed_mount_paths!/1},
+      type: {:custom, &Filesystem.allowed_mount_paths!/1},
       default: nil,
       doc:
         "host path prefixes that mounts must sit under; setting it replaces the " <>
           "default denylist (see `guides/host_access.md`)."
     ],
     allow_net: [
-      type: {:custom, &__MODULE__.allow_net!/1},
+      type: {:custom, &Network.allow_net!/1},
       default: nil,
       doc:
         "a list of URL patterns `curl`/`wget`/`http` may reach, or `:all`. Omitted, " <>
@@ -109,7 +110,7 @@ defmodule ExBashkit.Session.Options do
           "script runs nothing (see \"Approval\" in `ExBashkit.Session.exec/3`)."
     ],
     builtins: [
-      type: {:custom, &__MODULE__.builtins!/1},
+      type: {:custom, &Capabilities.builtins!/1},
       default: %{},
       doc:
         "a map of `name => builtin` adding commands whose output Elixir code computes: " <>
@@ -125,14 +126,14 @@ defmodule ExBashkit.Session.Options do
           "`:timeout_ms` bounds a call."
     ],
     virtual_fs: [
-      type: {:custom, &__MODULE__.virtual_fs!/1},
+      type: {:custom, &Filesystem.virtual_fs!/1},
       default: %{},
       doc:
         "a map of `mount_path => backend` mounting filesystems your application serves " <>
           "(see `guides/callbacks.md` and `ExBashkit.VirtualFs`)."
     ],
     python: [
-      type: {:custom, &__MODULE__.python!/1},
+      type: {:custom, &Capabilities.python!/1},
       default: false,
       doc:
         "`true` or `:monty` (Monty, commands `python` and `python3`), `:cpython` " <>
@@ -172,18 +173,6 @@ defmodule ExBashkit.Session.Options do
   def limit_keys, do: @limit_keys
 
   @doc false
-  # The optional parts this build has (`ExBashkit.features/0`).
-  @spec built_features() :: [:python | :cpython | :jq | :network | :mounts]
-  def built_features do
-    built = ExBashkit.Native.features()
-    # A fixed list, so no atom is made from what the library reports, and
-    # none has to exist already (a fresh VM may never have seen :jq).
-    for feature <- [:python, :cpython, :jq, :network, :mounts],
-        Atom.to_string(feature) in built,
-        do: feature
-  end
-
-  @doc false
   # What the NIF or a worker receives for `new(isolation: :process)`: the
   # session spare workers harden for ahead (ExBashkit.Worker.Spares).
   @spec default_native() :: t()
@@ -217,7 +206,7 @@ defmodule ExBashkit.Session.Options do
       timeout: opts.builtin_timeout_ms
     }
 
-    no_overlaps!(
+    Filesystem.no_overlaps!(
       Enum.map(opts.mounts, fn {point, _, _} = mount -> {point, "mount #{inspect(mount)}"} end) ++
         Enum.map(opts.virtual_fs, fn {point, _} ->
           {point, ":virtual_fs mount #{inspect(point)}"}
@@ -225,20 +214,20 @@ defmodule ExBashkit.Session.Options do
     )
 
     {python_runtime, python} = opts.python
-    no_shadowing!(python, Map.keys(opts.builtins))
-    python_memory!(python_runtime, opts.limits.max_python_memory_bytes)
+    Capabilities.no_shadowing!(python, Map.keys(opts.builtins))
+    Capabilities.python_memory!(python_runtime, opts.limits.max_python_memory_bytes)
 
-    require_features!(
+    Capabilities.require_features!(
       python: python != [] and python_runtime == :monty,
       cpython: python != [] and python_runtime == :cpython,
       allow_net: opts.allow_net != :none,
       mounts: opts.mounts != []
     )
 
-    {allow_net, secrets} = credentials(opts.allow_net)
+    {allow_net, secrets} = Network.credentials(opts.allow_net)
 
     credentials =
-      case resolve_credentials(secrets) do
+      case Network.resolve_credentials(secrets) do
         {:ok, credentials} -> credentials
         {:error, message} -> raise ArgumentError, message
       end
@@ -264,25 +253,11 @@ defmodule ExBashkit.Session.Options do
       files: opts.files,
       approval: {opts.approve, opts.builtin_timeout_ms},
       # Header functions are called again before each call.
-      secrets: if(dynamic?(secrets), do: secrets),
+      secrets: if(Network.dynamic?(secrets), do: secrets),
       callbacks:
         if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
     }
   end
-
-  # The allowlist's patterns, and the headers injected for some of them.
-  defp credentials({:only, entries}) do
-    {{:only,
-      Enum.map(entries, fn
-        {pattern, _} -> pattern
-        pattern -> pattern
-      end)}, for({pattern, headers} <- entries, do: {pattern, headers})}
-  end
-
-  defp credentials(allow_net), do: {allow_net, []}
-
-  defp dynamic?(rules),
-    do: Enum.any?(rules, fn {_, headers} -> Enum.any?(headers, &is_function(elem(&1, 1))) end)
 
   # `config :ex_bashkit, isolation: :process` isolates every session that
   # does not say otherwise.
@@ -347,39 +322,6 @@ defmodule ExBashkit.Session.Options do
       raise ArgumentError,
             "#{inspect(option)} must be a non-empty single-line string, got: #{inspect(name)}"
     end
-  end
-
-  @doc false
-  def files!(files) when collection?(files) do
-    entries!(":files", files)
-    |> Enum.map(fn
-      {path, content} ->
-        {file_path!(path), file_content!(path, content)}
-
-      other ->
-        raise ArgumentError, ":files entries must be {path, content}, got: #{inspect(other)}"
-    end)
-  end
-
-  def files!(other) do
-    raise ArgumentError, ":files must be a map or list of {path, content}, got: #{inspect(other)}"
-  end
-
-  defp file_path!(path) do
-    if text?(path) and path != "" do
-      path
-    else
-      raise ArgumentError, ":files paths must be non-empty strings, got: #{inspect(path)}"
-    end
-  end
-
-  defp file_content!(path, content) do
-    IO.iodata_to_binary(content)
-  rescue
-    ArgumentError ->
-      reraise ArgumentError,
-              ":files content for #{inspect(path)} must be iodata, got: #{inspect(content)}",
-              __STACKTRACE__
   end
 
   @doc false
@@ -473,426 +415,4 @@ defmodule ExBashkit.Session.Options do
                 "got: #{inspect(other)}"
     end
   end
-
-  @doc false
-  def mounts!(mounts) when is_list(mounts) do
-    ":mounts" |> entries!(mounts) |> Enum.map(&mount!/1)
-  end
-
-  def mounts!(other) do
-    raise ArgumentError,
-          ":mounts must be a list of {vfs_path, host_path, mode}, got: #{inspect(other)}"
-  end
-
-  defp mount!({vfs_path, host_path, mode} = mount) do
-    vfs_path = mount_point!("mount #{inspect(mount)}: the sandbox path", vfs_path)
-
-    unless mode in [:read_only, :read_write] do
-      raise ArgumentError,
-            "mount #{inspect(mount)}: unknown mode #{inspect(mode)}, " <>
-              "expected :read_only or :read_write"
-    end
-
-    {vfs_path, host_path!("mount #{inspect(mount)}: the host path", host_path), mode}
-  end
-
-  defp mount!(other) do
-    raise ArgumentError,
-          ":mounts entries must be {vfs_path, host_path, mode}, got: #{inspect(other)}"
-  end
-
-  @doc false
-  def allowed_mount_paths!(nil), do: nil
-
-  def allowed_mount_paths!(paths) when is_list(paths) do
-    entries!(":allowed_mount_paths", paths)
-    |> Enum.map(&host_path!(":allowed_mount_paths entry #{inspect(&1)}", &1))
-  end
-
-  def allowed_mount_paths!(other) do
-    raise ArgumentError,
-          ":allowed_mount_paths must be a list of host paths, got: #{inspect(other)}"
-  end
-
-  # Host paths are resolved against the VM's working directory here, so that
-  # what the NIF canonicalizes is what the caller meant.
-  defp host_path!(what, path) do
-    if text?(path) and path != "" do
-      Path.expand(path)
-    else
-      raise ArgumentError, "#{what} must be a non-empty string, got: #{inspect(path)}"
-    end
-  end
-
-  @doc false
-  def allow_net!(nil), do: :none
-  def allow_net!(:all), do: :all
-
-  def allow_net!(patterns) when is_list(patterns) do
-    {:only, ":allow_net" |> entries!(patterns) |> Enum.map(&allow_net_entry!/1)}
-  end
-
-  def allow_net!(other) do
-    raise ArgumentError,
-          ":allow_net must be a list of URL patterns or :all, got: #{inspect(other)}"
-  end
-
-  # A pattern, or `{pattern, headers: headers}` whose headers are injected
-  # into the requests it matches. Messages never show a header's value.
-  defp allow_net_entry!({pattern, opts}) when is_list(opts) or is_map(opts) do
-    pattern = url_pattern!(pattern)
-
-    headers =
-      case Enum.to_list(opts) do
-        [headers: headers] when headers != [] and headers != %{} and collection?(headers) ->
-          headers
-
-        _ ->
-          raise ArgumentError,
-                ":allow_net entry for #{inspect(pattern)} must be {pattern, headers: " <>
-                  "%{name => value}} with at least one header"
-      end
-
-    {pattern, Enum.map(entries!(":allow_net headers", headers), &header!(pattern, &1))}
-  end
-
-  defp allow_net_entry!(pattern), do: url_pattern!(pattern)
-
-  defp header!(pattern, {name, value}) do
-    name =
-      if is_atom(name) and name not in [nil, true, false], do: Atom.to_string(name), else: name
-
-    unless is_binary(name) and name =~ ~r/\A[!#$%&'*+.^_`|~0-9A-Za-z-]+\z/ do
-      raise ArgumentError,
-            ":allow_net header names for #{inspect(pattern)} must be HTTP header names, " <>
-              "got: #{inspect(name)}"
-    end
-
-    unless is_function(value, 0) or header_value?(value) do
-      raise ArgumentError,
-            ":allow_net header #{inspect(name)} for #{inspect(pattern)} must be a string " <>
-              "without control characters, or a 0-arity function returning one " <>
-              "(its value is not shown)"
-    end
-
-    {name, value}
-  end
-
-  defp header!(pattern, _other),
-    do:
-      raise(
-        ArgumentError,
-        ":allow_net headers for #{inspect(pattern)} must be name => value pairs"
-      )
-
-  defp header_value?(value),
-    do: is_binary(value) and String.valid?(value) and not (value =~ ~r/[\x00-\x1f\x7f]/)
-
-  @doc """
-  The injected headers with every function called for its current value:
-  `{:ok, rules}`, or `{:error, message}` naming the header whose function
-  failed (never a value).
-  """
-  @spec resolve_credentials([{String.t(), [{String.t(), String.t() | (() -> String.t())}]}]) ::
-          {:ok, [{String.t(), [{String.t(), String.t()}]}]} | {:error, String.t()}
-  def resolve_credentials(rules) do
-    {:ok,
-     for {pattern, headers} <- rules do
-       {pattern, for({name, value} <- headers, do: {name, resolve!(pattern, name, value)})}
-     end}
-  catch
-    {:bad_header, message} -> {:error, message}
-  end
-
-  defp resolve!(pattern, name, fun) when is_function(fun, 0) do
-    value =
-      try do
-        fun.()
-      catch
-        kind, reason ->
-          throw(
-            {:bad_header,
-             ":allow_net header function #{inspect(name)} for #{inspect(pattern)} failed: " <>
-               Exception.format_banner(kind, reason, __STACKTRACE__)}
-          )
-      end
-
-    if header_value?(value),
-      do: value,
-      else:
-        throw(
-          {:bad_header,
-           ":allow_net header function #{inspect(name)} for #{inspect(pattern)} must return " <>
-             "a string without control characters (its value is not shown)"}
-        )
-  end
-
-  defp resolve!(_pattern, _name, value), do: value
-
-  # Patterns that cannot match (no scheme or host) would silently deny; say so.
-  defp url_pattern!(pattern) do
-    with true <- text?(pattern),
-         {:ok, %URI{scheme: scheme, host: host}} when scheme in ["http", "https"] <-
-           URI.new(pattern),
-         true <- is_binary(host) and host != "" do
-      pattern
-    else
-      _ ->
-        raise ArgumentError,
-              ":allow_net pattern #{inspect(pattern)} must be an http:// or https:// URL " <>
-                "with a host, like \"https://api.example.com/v1\""
-    end
-  end
-
-  @doc false
-  def builtins!(builtins) when collection?(builtins) do
-    entries!(":builtins", builtins)
-    |> Enum.map(fn
-      {name, fun} ->
-        name = command_name!(":builtins", name)
-        {name, ExBashkit.Builtin.validate!(name, fun)}
-
-      other ->
-        raise ArgumentError, ":builtins entries must be {name, fun}, got: #{inspect(other)}"
-    end)
-    |> unique!(":builtins has more than one entry named")
-  end
-
-  def builtins!(other) do
-    raise ArgumentError, ":builtins must be a map of name => fun, got: #{inspect(other)}"
-  end
-
-  # A name a script can type as a command word.
-  defp command_name!(option, name) do
-    text = scalar(name)
-
-    cond do
-      not is_binary(text) ->
-        raise ArgumentError,
-              "#{option} names must be strings or atoms, got: #{inspect(name)}"
-
-      not String.valid?(text) ->
-        raise ArgumentError, "#{option} names must be valid UTF-8, got: #{inspect(name)}"
-
-      text == "" or String.contains?(text, ["/", "=", " ", "\t", "\n", "\r", <<0>>]) ->
-        raise ArgumentError,
-              "#{option} names must be non-empty, without whitespace, NUL, \"/\" or \"=\", " <>
-                "got: #{inspect(name)}"
-
-      true ->
-        text
-    end
-  end
-
-  # Entries are {normalized_key, value}; two that normalize alike would
-  # silently shadow each other.
-  defp unique!(entries, what) do
-    Enum.reduce(entries, %{}, fn {key, value}, acc ->
-      if Map.has_key?(acc, key) do
-        raise ArgumentError, "#{what} #{inspect(key)}"
-      else
-        Map.put(acc, key, value)
-      end
-    end)
-  end
-
-  @features %{python: :python, cpython: :cpython, allow_net: :network, mounts: :mounts}
-  @feature_options %{cpython: "python: :cpython"}
-
-  @doc false
-  # Raises for an option (`{option, asked?}`) whose part was left out of
-  # this build (its Cargo feature). `built` is asked for only when needed:
-  # it is a NIF call.
-  def require_features!(asked, built \\ &built_features/0) do
-    case for({option, true} <- asked, do: option) do
-      [] ->
-        :ok
-
-      options ->
-        built = built.()
-
-        with option when option != nil <- Enum.find(options, &(@features[&1] not in built)) do
-          feature = @features[option]
-
-          option = Map.get_lazy(@feature_options, option, fn -> inspect(option) end)
-
-          raise ArgumentError,
-                "#{option} needs the #{inspect(feature)} part of ex_bashkit, which this " <>
-                  "build was compiled without: add #{inspect(feature)} to " <>
-                  "`config :ex_bashkit, features: [...]` and rebuild " <>
-                  "(`mix deps.compile ex_bashkit --force`)"
-        end
-
-        :ok
-    end
-  end
-
-  defp no_shadowing!(python, builtins) do
-    case Enum.find(python, &(&1 in builtins)) do
-      nil ->
-        :ok
-
-      name ->
-        raise ArgumentError,
-              "the :python command #{inspect(name)} is also a :builtins name; " <>
-                "rename one of them (python: [name: \"py\"])"
-    end
-  end
-
-  @doc false
-  def virtual_fs!(backends) when collection?(backends) do
-    entries!(":virtual_fs", backends)
-    |> Enum.map(fn
-      {path, backend} ->
-        path = mount_point!(":virtual_fs mount path #{inspect(path)}", path)
-        {path, backend!(path, backend)}
-
-      other ->
-        raise ArgumentError, ":virtual_fs entries must be {path, backend}, got: #{inspect(other)}"
-    end)
-    |> unique!(":virtual_fs has more than one mount at")
-  end
-
-  def virtual_fs!(other) do
-    raise ArgumentError, ":virtual_fs must be a map of path => backend, got: #{inspect(other)}"
-  end
-
-  # A mount point, normalized once: repeated and trailing slashes go; "."
-  # and ".." are refused rather than guessed at.
-  defp mount_point!(what, path) do
-    unless text?(path) and String.starts_with?(path, "/") do
-      raise ArgumentError, "#{what} must be an absolute path string, got: #{inspect(path)}"
-    end
-
-    segments = String.split(path, "/", trim: true)
-
-    cond do
-      Enum.any?(segments, &(&1 in [".", ".."])) ->
-        raise ArgumentError,
-              "#{what} must be normalized (no \".\" or \"..\" components), got: #{inspect(path)}"
-
-      segments == [] ->
-        raise ArgumentError, "#{what} must not be the root \"/\""
-
-      true ->
-        "/" <> Enum.join(segments, "/")
-    end
-  end
-
-  # Two mounts at one point, or one inside another, would silently shadow.
-  defp no_overlaps!(points) do
-    for {{a, label_a}, i} <- Enum.with_index(points),
-        {{b, label_b}, j} <- Enum.with_index(points),
-        i < j,
-        a == b or String.starts_with?(a, b <> "/") or String.starts_with?(b, a <> "/") do
-      raise ArgumentError,
-            "#{label_a} and #{label_b} overlap (#{inspect(a)} and #{inspect(b)}); " <>
-              "mount points must be distinct and not nested"
-    end
-
-    :ok
-  end
-
-  defp backend!(_path, fun) when is_function(fun, 1), do: fun
-
-  defp backend!(path, {module, _arg} = backend) when is_atom(module),
-    do: module!(path, module, backend)
-
-  defp backend!(path, module) when is_atom(module), do: module!(path, module, {module, nil})
-
-  defp backend!(path, other) do
-    raise ArgumentError,
-          ":virtual_fs backend for #{inspect(path)} must be a module, {module, arg} or a " <>
-            "1-arity function, got: #{inspect(other)}"
-  end
-
-  defp module!(path, module, backend) do
-    implemented =
-      Code.ensure_loaded?(module) and
-        Enum.any?(ExBashkit.VirtualFs.ops(), fn {op, arity} ->
-          function_exported?(module, op, arity)
-        end)
-
-    if implemented do
-      backend
-    else
-      raise ArgumentError,
-            ":virtual_fs backend for #{inspect(path)}: #{inspect(module)} does not implement " <>
-              "any ExBashkit.VirtualFs callback"
-    end
-  end
-
-  @python_runtimes [:monty, :cpython]
-  @python_names ["python", "python3"]
-
-  @doc false
-  # {runtime, command names}; no names for no Python.
-  def python!(false), do: {:monty, []}
-  def python!(true), do: {:monty, @python_names}
-  def python!(runtime) when runtime in @python_runtimes, do: {runtime, @python_names}
-
-  def python!(opts) when is_list(opts) and opts != [] do
-    keys = if Keyword.keyword?(opts), do: Keyword.keys(opts), else: python_error!(opts)
-    if Enum.uniq(keys) != keys, do: python_error!(opts)
-
-    case keys -- [:runtime, :name, :names] do
-      [] ->
-        :ok
-
-      [key | _] ->
-        raise ArgumentError,
-              "unknown :python key #{inspect(key)}, expected :runtime, :name or :names"
-    end
-
-    runtime = Keyword.get(opts, :runtime, :monty)
-
-    unless runtime in @python_runtimes do
-      raise ArgumentError,
-            ":python runtime must be one of #{inspect(@python_runtimes)}, got: #{inspect(runtime)}"
-    end
-
-    names =
-      case {Keyword.fetch(opts, :name), Keyword.fetch(opts, :names)} do
-        {:error, :error} ->
-          @python_names
-
-        {{:ok, name}, :error} ->
-          [name]
-
-        {:error, {:ok, names}} when is_list(names) and names != [] ->
-          entries!(":python names", names)
-
-        _ ->
-          python_error!(opts)
-      end
-
-    names =
-      names
-      |> Enum.map(&{command_name!(":python builtin", &1), true})
-      |> unique!(":python names the command twice:")
-      |> Map.keys()
-
-    {runtime, names}
-  end
-
-  def python!(other), do: python_error!(other)
-
-  defp python_error!(value) do
-    raise ArgumentError,
-          ":python must be true, false, :monty, :cpython or a keyword list of :runtime and " <>
-            ":name or :names (a non-empty list), got: #{inspect(value)}"
-  end
-
-  # The CPython guest starts from a snapshot of about 40 MB of memory; a
-  # smaller cap would fail every call, and wasmtime's pool honours at most
-  # 1 GiB.
-  @cpython_memory (64 * 1024 * 1024)..(1024 * 1024 * 1024)
-
-  defp python_memory!(:cpython, bytes) when is_integer(bytes) and bytes not in @cpython_memory do
-    raise ArgumentError,
-          ":limits key :max_python_memory_bytes must be between 64 MiB and 1 GiB with " <>
-            "python: :cpython, got: #{bytes}"
-  end
-
-  defp python_memory!(_runtime, _bytes), do: :ok
 end
