@@ -25,7 +25,8 @@ defmodule ExBashkit.MixProject do
         licenses: ["MIT"],
         links: %{"GitHub" => @source_url, "Changelog" => "#{@source_url}/blob/main/CHANGELOG.md"},
         files: ~w(lib guides native/ex_bashkit/src native/ex_bashkit/Cargo.toml
-                  native/ex_bashkit/Cargo.lock native/mix priv/native/.gitkeep
+                  native/ex_bashkit/Cargo.lock native/ex_bashkit/build.rs
+                  native/ex_bashkit/limits.table native/mix priv/native/.gitkeep
                   checksum-ex_bashkit.exs mix.exs README.md LICENSE CHANGELOG.md)
       ]
     ]

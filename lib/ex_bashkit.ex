@@ -66,7 +66,7 @@ defmodule ExBashkit do
 
     script = Execution.script!(script)
     options = Options.defaults(@defaults)
-    call = ExecOptions.validate!([], Options.timeout_ms(options), "ExBashkit.exec/2")
+    call = ExecOptions.validate!([], Options.Limits.timeout_ms(options), "ExBashkit.exec/2")
 
     Execution.observe(nil, script, call, fn ->
       options |> Native.exec_once(script, self(), tag) |> Execution.await(tag, call)

@@ -66,8 +66,12 @@ defmodule ExBashkit.Options do
           :error -> ""
         end
 
-      text = "`#{inspect(key)}` — #{spec[:doc]}#{default}"
-      "  * " <> (text |> wrap(74) |> Enum.join("\n    "))
+      # A doc's first line is wrapped; the lines after it (a nested list)
+      # are kept as they are, under the item.
+      [first | rest] = String.split(spec[:doc], "\n")
+      text = "`#{inspect(key)}` — #{first}#{if rest == [], do: default}"
+      lines = wrap(text, 74) ++ rest ++ if(rest == [] or default == "", do: [], else: [default])
+      "  * " <> Enum.join(lines, "\n    ")
     end)
   end
 

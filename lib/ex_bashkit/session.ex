@@ -101,26 +101,11 @@ defmodule ExBashkit.Session do
 
   @typedoc "A key of the `:limits` option."
   @type limit_key ::
-          :max_commands
-          | :max_loop_iterations
-          | :max_total_loop_iterations
-          | :max_function_depth
-          | :max_input_bytes
-          | :timeout_ms
-          | :max_stdout_bytes
-          | :max_stderr_bytes
-          | :max_fs_bytes
-          | :max_file_bytes
-          | :max_file_count
-          | :max_memory_bytes
-          | :max_snapshot_bytes
-          | :max_ast_depth
-          | :max_parser_operations
-          | :parser_timeout_ms
-          | :max_background_jobs
-          | :max_script_memory_bytes
-          | :max_python_memory_bytes
-          | :max_python_recursion
+          unquote(
+            ExBashkit.Session.Options.Limits.keys()
+            |> Enum.reverse()
+            |> Enum.reduce(&{:|, [], [&1, &2]})
+          )
 
   @typedoc "Access mode of a host directory mount."
   @type mount_mode :: :read_only | :read_write
@@ -178,7 +163,7 @@ defmodule ExBashkit.Session do
             callbacks: callbacks,
             approval: approval,
             secrets: secrets,
-            timeout_ms: Options.timeout_ms(native)
+            timeout_ms: Options.Limits.timeout_ms(native)
           }
 
         {:error, message} ->
@@ -355,7 +340,7 @@ defmodule ExBashkit.Session do
 
   # A hand-built struct may hold anything here; the deadline must be sane.
   defp timeout_ms(%__MODULE__{timeout_ms: ms}) when is_integer(ms) and ms > 0, do: ms
-  defp timeout_ms(_session), do: Options.default_timeout_ms()
+  defp timeout_ms(_session), do: Options.Limits.default_timeout_ms()
 
   @snapshot_options [
     key: [

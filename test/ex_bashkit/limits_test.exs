@@ -234,6 +234,26 @@ defmodule ExBashkit.LimitsTest do
       assert %Session{} = Session.new(limits: limits)
     end
 
+    test "the keys are those of native/ex_bashkit/limits.table, each told in the docs" do
+      table = File.read!(Path.expand("../../native/ex_bashkit/limits.table", __DIR__))
+
+      from_table =
+        for line <- String.split(table, "\n"),
+            line =~ ~r/^[a-z_]+ \|/,
+            do: line |> String.split(" |") |> hd() |> String.to_atom()
+
+      assert ExBashkit.Session.Options.limit_keys() == from_table
+      assert length(from_table) == 20
+
+      {:docs_v1, _, _, _, %{"en" => session_doc}, _, _} = Code.fetch_docs(Session)
+      guide = File.read!(Path.expand("../../guides/limits.md", __DIR__))
+
+      for key <- from_table do
+        assert session_doc =~ "`#{inspect(key)}` —", "#{key} not in Session's docs"
+        assert guide =~ "`#{inspect(key)}`", "#{key} not in guides/limits.md"
+      end
+    end
+
     test "an unknown key raises naming it" do
       assert_raise ArgumentError, ~r/unknown limit :max_cpu in :limits/, fn ->
         Session.new(limits: [max_cpu: 1])

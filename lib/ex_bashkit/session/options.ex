@@ -7,34 +7,8 @@ defmodule ExBashkit.Session.Options do
   # native is built.
 
   alias ExBashkit.Options
-  alias ExBashkit.Session.Options.{Capabilities, Filesystem, Network}
-  import ExBashkit.Options, only: [collection?: 1, entries!: 2, text?: 1]
-
-  @limit_keys [
-    :max_commands,
-    :max_loop_iterations,
-    :max_total_loop_iterations,
-    :max_function_depth,
-    :max_input_bytes,
-    :timeout_ms,
-    :max_stdout_bytes,
-    :max_stderr_bytes,
-    :max_fs_bytes,
-    :max_file_bytes,
-    :max_file_count,
-    :max_memory_bytes,
-    :max_snapshot_bytes,
-    :max_ast_depth,
-    :max_parser_operations,
-    :parser_timeout_ms,
-    :max_background_jobs,
-    :max_script_memory_bytes,
-    :max_python_memory_bytes,
-    :max_python_recursion
-  ]
-
-  # Counts travel to Rust as u64; anything larger means "unlimited" anyway.
-  @max_u64 0xFFFF_FFFF_FFFF_FFFF
+  alias ExBashkit.Session.Options.{Capabilities, Filesystem, Limits, Network}
+  import ExBashkit.Options, only: [text?: 1]
 
   @schema [
     env: [
@@ -68,9 +42,11 @@ defmodule ExBashkit.Session.Options do
           "Equivalent to calling `write_file/3` for each entry."
     ],
     limits: [
-      type: {:custom, &__MODULE__.limits!/1},
+      type: {:custom, &Limits.limits!/1},
       default: [],
-      doc: "a keyword list or map of resource limits (see `guides/limits.md`)."
+      doc:
+        "a keyword list or map of resource limits (see `guides/limits.md`):\n\n" <>
+          Limits.docs() <> "\n"
     ],
     mounts: [
       type: {:custom, &Filesystem.mounts!/1},
@@ -170,7 +146,7 @@ defmodule ExBashkit.Session.Options do
 
   @doc false
   @spec limit_keys() :: [atom()]
-  def limit_keys, do: @limit_keys
+  def limit_keys, do: Limits.keys()
 
   @doc false
   # What the NIF or a worker receives for `new(isolation: :process)`: the
@@ -296,7 +272,7 @@ defmodule ExBashkit.Session.Options do
   # under the operator's timeout ceiling as it is configured now.
   @spec defaults(t()) :: t()
   def defaults(native) do
-    %{native | limits: Map.put(native.limits, :timeout_ms, timeout!(nil))}
+    %{native | limits: Map.put(native.limits, :timeout_ms, Limits.timeout!(nil))}
   end
 
   @doc false
@@ -321,98 +297,6 @@ defmodule ExBashkit.Session.Options do
     else
       raise ArgumentError,
             "#{inspect(option)} must be a non-empty single-line string, got: #{inspect(name)}"
-    end
-  end
-
-  @doc false
-  def limits!(limits) when collection?(limits) do
-    given =
-      entries!(":limits", limits)
-      |> Enum.map(fn
-        {key, value} when key in @limit_keys ->
-          {key, limit_value!(key, value)}
-
-        {key, _} ->
-          raise ArgumentError,
-                "unknown limit #{inspect(key)} in :limits, expected one of: #{inspect(@limit_keys)}"
-
-        other ->
-          raise ArgumentError, ":limits entries must be {key, value}, got: #{inspect(other)}"
-      end)
-      |> Map.new()
-
-    @limit_keys
-    |> Map.new(&{&1, nil})
-    |> Map.merge(given)
-    |> Map.put(:timeout_ms, timeout!(given[:timeout_ms]))
-  end
-
-  def limits!(other) do
-    raise ArgumentError, ":limits must be a keyword list or map, got: #{inspect(other)}"
-  end
-
-  defp limit_value!(key, value) when key in [:timeout_ms, :parser_timeout_ms] do
-    if is_integer(value) and value >= 1 do
-      min(value, @max_u64)
-    else
-      raise ArgumentError,
-            ":limits key #{inspect(key)} must be a positive integer (milliseconds), " <>
-              "got: #{inspect(value)}"
-    end
-  end
-
-  defp limit_value!(_key, value) when is_integer(value) and value >= 0, do: min(value, @max_u64)
-
-  defp limit_value!(key, value) do
-    raise ArgumentError,
-          ":limits key #{inspect(key)} must be a non-negative integer, got: #{inspect(value)}"
-  end
-
-  # bashkit's own default, which the operator's ceiling may lower.
-  @default_timeout_ms 30_000
-
-  @doc false
-  @spec default_timeout_ms() :: pos_integer()
-  def default_timeout_ms, do: @default_timeout_ms
-
-  @doc false
-  # The wall-clock limit validated options run under.
-  @spec timeout_ms(map()) :: pos_integer()
-  def timeout_ms(%{limits: %{timeout_ms: ms}}) when is_integer(ms), do: ms
-  def timeout_ms(_native), do: @default_timeout_ms
-
-  # The session's :timeout_ms under `config :ex_bashkit, :max_timeout_ms`:
-  # asking for more raises; the default is lowered to the ceiling.
-  defp timeout!(requested) do
-    case {requested, timeout_ceiling!()} do
-      {nil, nil} ->
-        nil
-
-      {nil, ceiling} ->
-        if ceiling < @default_timeout_ms, do: ceiling, else: nil
-
-      {ms, ceiling} when ceiling == nil or ms <= ceiling ->
-        ms
-
-      {ms, ceiling} ->
-        raise ArgumentError,
-              ":limits key :timeout_ms of #{ms} exceeds the configured :max_timeout_ms " <>
-                "ceiling of #{ceiling} (config :ex_bashkit, :max_timeout_ms)"
-    end
-  end
-
-  defp timeout_ceiling! do
-    case Application.get_env(:ex_bashkit, :max_timeout_ms) do
-      nil ->
-        nil
-
-      ms when is_integer(ms) and ms > 0 ->
-        ms
-
-      other ->
-        raise ArgumentError,
-              "config :ex_bashkit, :max_timeout_ms must be a positive integer or nil, " <>
-                "got: #{inspect(other)}"
     end
   end
 end

@@ -15,20 +15,10 @@ pub fn message(err: &bashkit::Error) -> String {
 
 /// The `:limits` key that sets `limit`, if one does.
 pub fn limit_key(limit: &LimitExceeded) -> Option<&'static str> {
-    Some(match limit {
-        LimitExceeded::MaxCommands(_) => "max_commands",
-        LimitExceeded::MaxLoopIterations(_) => "max_loop_iterations",
-        LimitExceeded::MaxTotalLoopIterations(_) => "max_total_loop_iterations",
-        LimitExceeded::MaxFunctionDepth(_) => "max_function_depth",
-        LimitExceeded::InputTooLarge(..) => "max_input_bytes",
-        LimitExceeded::AstTooDeep(..) => "max_ast_depth",
-        LimitExceeded::ParserExhausted(..) => "max_parser_operations",
-        LimitExceeded::ParserTimeout(_) => "parser_timeout_ms",
-        LimitExceeded::MaxConcurrentJobs(_) => "max_background_jobs",
-        LimitExceeded::Timeout(_) => "timeout_ms",
-        LimitExceeded::Memory(what) if variable_budget(what) => "max_memory_bytes",
-        _ => return None,
-    })
+    match limit {
+        LimitExceeded::Memory(what) if variable_budget(what) => Some("max_memory_bytes"),
+        other => crate::limits::key_of_variant(other),
+    }
 }
 
 /// bashkit reports every memory cap (variables, `pr` output, `dd` padding,

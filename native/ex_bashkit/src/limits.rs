@@ -5,33 +5,11 @@
 use std::time::Duration;
 
 use bashkit::{ExecutionLimits, FsLimits, MemoryLimits};
-use rustler::NifMap;
 
-/// Every key is present; `nil` (`None`) means "bashkit's default".
-#[derive(NifMap, Default)]
-pub struct Limits {
-    pub max_commands: Option<u64>,
-    pub max_loop_iterations: Option<u64>,
-    pub max_total_loop_iterations: Option<u64>,
-    pub max_function_depth: Option<u64>,
-    pub max_input_bytes: Option<u64>,
-    pub timeout_ms: Option<u64>,
-    pub max_stdout_bytes: Option<u64>,
-    pub max_stderr_bytes: Option<u64>,
-    pub max_fs_bytes: Option<u64>,
-    pub max_file_bytes: Option<u64>,
-    pub max_file_count: Option<u64>,
-    pub max_memory_bytes: Option<u64>,
-    pub max_snapshot_bytes: Option<u64>,
-    pub max_ast_depth: Option<u64>,
-    pub max_parser_operations: Option<u64>,
-    pub parser_timeout_ms: Option<u64>,
-    pub max_background_jobs: Option<u64>,
-    pub max_script_memory_bytes: Option<u64>,
-    /// Memory and recursion of one Python call (`python.rs`).
-    pub max_python_memory_bytes: Option<u64>,
-    pub max_python_recursion: Option<u64>,
-}
+// `Limits` (every key present; `None` means the default), `KEYS`, and
+// `key_of_variant`: written by build.rs from limits.table, the one list of
+// keys Elixir reads too.
+include!(concat!(env!("OUT_DIR"), "/limits_table.rs"));
 
 /// Our default script size. bashkit allows 10 MB; its parser can take
 /// hundreds of times a script's size in memory and seconds of CPU on a
@@ -147,5 +125,38 @@ impl Limits {
                 .max_total_variable_bytes(bytes)
                 .max_function_body_bytes(bytes.min(defaults.max_function_body_bytes)),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bashkit::LimitExceeded;
+
+    #[test]
+    fn the_table_names_each_key_once() {
+        let mut keys = KEYS.to_vec();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), KEYS.len());
+        assert!(KEYS.contains(&"max_memory_bytes"));
+    }
+
+    #[test]
+    fn an_error_names_a_key_of_the_table() {
+        let key = key_of_variant(&LimitExceeded::MaxCommands(7));
+        assert_eq!(key, Some("max_commands"));
+        assert!(KEYS.contains(&key.unwrap()));
+        assert_eq!(key_of_variant(&LimitExceeded::Memory("x".into())), None);
+    }
+
+    #[test]
+    fn every_key_decodes_from_its_own_field() {
+        let limits = Limits::from_fields(|key| {
+            Ok::<_, ()>(KEYS.iter().position(|k| *k == key).map(|i| i as u64))
+        })
+        .unwrap();
+        assert_eq!(limits.max_commands, Some(0));
+        assert_eq!(limits.max_python_recursion, Some(KEYS.len() as u64 - 1));
     }
 }

@@ -4,6 +4,9 @@
 
 #[path = "../src/error.rs"]
 mod error;
+#[allow(dead_code)]
+#[path = "../src/limits.rs"]
+mod limits;
 
 use bashkit::{Error, LimitExceeded};
 use std::time::Duration;

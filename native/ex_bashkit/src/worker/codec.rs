@@ -253,29 +253,7 @@ pub fn pairs(term: &Term) -> Decoded<Vec<(String, String)>> {
 
 fn limits(term: &Term) -> Decoded<Limits> {
     let fields = Fields::of(term)?;
-    let get = |key: &str| optional(fields.get(key)?, u64_of);
-    Ok(Limits {
-        max_commands: get("max_commands")?,
-        max_loop_iterations: get("max_loop_iterations")?,
-        max_total_loop_iterations: get("max_total_loop_iterations")?,
-        max_function_depth: get("max_function_depth")?,
-        max_input_bytes: get("max_input_bytes")?,
-        timeout_ms: get("timeout_ms")?,
-        max_stdout_bytes: get("max_stdout_bytes")?,
-        max_stderr_bytes: get("max_stderr_bytes")?,
-        max_fs_bytes: get("max_fs_bytes")?,
-        max_file_bytes: get("max_file_bytes")?,
-        max_file_count: get("max_file_count")?,
-        max_memory_bytes: get("max_memory_bytes")?,
-        max_snapshot_bytes: get("max_snapshot_bytes")?,
-        max_ast_depth: get("max_ast_depth")?,
-        max_parser_operations: get("max_parser_operations")?,
-        parser_timeout_ms: get("parser_timeout_ms")?,
-        max_background_jobs: get("max_background_jobs")?,
-        max_script_memory_bytes: get("max_script_memory_bytes")?,
-        max_python_memory_bytes: get("max_python_memory_bytes")?,
-        max_python_recursion: get("max_python_recursion")?,
-    })
+    Limits::from_fields(|key| optional(fields.get(key)?, u64_of))
 }
 
 fn mount(term: &Term) -> Decoded<(String, String, MountMode)> {
