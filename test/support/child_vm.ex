@@ -36,4 +36,30 @@ defmodule ExBashkit.Test.ChildVM do
         {IO.iodata_to_binary([output | "\n(killed: no answer in time)"]), 137}
     end
   end
+
+  @result "ex_bashkit child VM result: "
+
+  @doc """
+  Evaluates `code` as `run/2` does, in a VM where nothing else runs, and
+  returns the term it ends with; raises with the VM's output if it gave
+  none. For measurements of a VM's own memory.
+  """
+  @spec eval!(String.t(), timeout()) :: term()
+  def eval!(code, timeout \\ 120_000) do
+    {output, status} =
+      run(
+        """
+        result = (fn ->
+        #{code}
+        end).()
+        IO.write("\\n#{@result}" <> Base.encode64(:erlang.term_to_binary(result)) <> "\\n")
+        """,
+        timeout
+      )
+
+    case Regex.run(~r/^#{@result}(\S+)$/m, output, capture: :all_but_first) do
+      [encoded] when status == 0 -> encoded |> Base.decode64!() |> :erlang.binary_to_term()
+      _ -> raise "the child VM gave no result (status #{status}):\n#{output}"
+    end
+  end
 end
