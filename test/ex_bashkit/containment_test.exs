@@ -15,10 +15,8 @@ defmodule ExBashkit.ContainmentTest do
 
   # `[[ a && a && … ]]` is evaluated without yielding to the runtime, so
   # bashkit's own timeout cannot fire inside it: 30,000 terms keep an
-  # interpreter thread busy for several seconds here (hog_files/1, run by
-  # hog_command/0).
+  # interpreter thread busy for several seconds here (hog_session/2).
   @hog "touch /started; " <> hog_command()
-  @hog_files hog_files()
 
   # The module's own budget bounds the wait for its runaways at the end:
   # a dozen of them, each seconds of CPU at idle priority on two cores.
@@ -50,8 +48,8 @@ defmodule ExBashkit.ContainmentTest do
   end
 
   # A session for a runaway, waited for when the module ends.
-  defp hog_session(%{runaways: runaways}, opts) do
-    session = Session.new(Keyword.put_new(opts, :files, @hog_files))
+  defp runaway_session(%{runaways: runaways}, opts, terms \\ 30_000) do
+    session = hog_session(opts, terms)
     Agent.update(runaways, &[session | &1])
     session
   end
@@ -64,7 +62,7 @@ defmodule ExBashkit.ContainmentTest do
     # 10x the expected 1.5 s: the bound is the behaviour.
     @tag timeout: 15_000
     test "its caller is answered after timeout_ms plus a margin, saying so", ctx do
-      session = hog_session(ctx, limits: [timeout_ms: 1_000])
+      session = runaway_session(ctx, limits: [timeout_ms: 1_000])
 
       assert {:error, message} = Session.exec(session, @hog)
       # The script did not stop at its deadline, or (when another test's
@@ -75,7 +73,7 @@ defmodule ExBashkit.ContainmentTest do
 
     @tag timeout: 10_000
     test "its caller gets what it printed before the deadline", ctx do
-      session = hog_session(ctx, limits: [timeout_ms: 1_000])
+      session = runaway_session(ctx, limits: [timeout_ms: 1_000])
       hog = String.replace_prefix(@hog, "touch /started;", "touch /started; echo part;")
 
       assert {:error, %Error{reason: :timeout, stdout: "part\n", message: message}} =
@@ -88,7 +86,7 @@ defmodule ExBashkit.ContainmentTest do
     # answered at its own deadline. 10x the expected 1.5 s.
     @tag timeout: 15_000
     test "a script queued behind it is answered too, and says why", ctx do
-      session = hog_session(ctx, limits: [timeout_ms: 1_000])
+      session = runaway_session(ctx, limits: [timeout_ms: 1_000])
       hog = Task.async(fn -> Session.exec(session, @hog) end)
       wait_until_started(session)
 
@@ -103,7 +101,7 @@ defmodule ExBashkit.ContainmentTest do
     # one (~2 s of CPU, still well past its deadline and margin) than the
     # module's others (~8 s), which once was not done in 300 s.
     test "the session works again once the runaway ends", ctx do
-      session = hog_session(ctx, limits: [timeout_ms: 100], files: hog_files(15_000))
+      session = runaway_session(ctx, [limits: [timeout_ms: 100]], 15_000)
       assert {:error, _} = Session.exec(session, @hog)
 
       assert wait_until(
@@ -138,7 +136,7 @@ defmodule ExBashkit.ContainmentTest do
   # with other tests' scripts arriving meanwhile, two hogs can share a
   # thread (a tally run on an idle machine saw it once).
   defp hog_every_thread(ctx, threads, hogs) when length(hogs) < 4 * threads do
-    session = hog_session(ctx, limits: [timeout_ms: 60_000])
+    session = runaway_session(ctx, limits: [timeout_ms: 60_000])
     hogs = [Task.async(fn -> Session.exec(session, @hog) end) | hogs]
 
     cond do

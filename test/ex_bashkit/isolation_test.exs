@@ -9,12 +9,11 @@ defmodule ExBashkit.IsolationTest do
   alias ExBashkit.Test.ChildVM
 
   @jq_bomb "jq -n 'reduce range(10000) as $i (null; {a: .})' | wc -c"
-  # A script that never yields (see hog_command/0).
+  # A script that never yields (see hog_session/2).
   @hog hog_command()
-  @hog_files hog_files()
 
   defp isolated(opts \\ []), do: Session.new([isolation: :process] ++ opts)
-  defp hog_session(opts), do: isolated([files: @hog_files] ++ opts)
+  defp isolated_hog(opts), do: hog_session([isolation: :process] ++ opts)
 
   defp os_pid(session), do: Session.info(session).os_pid
 
@@ -76,7 +75,7 @@ defmodule ExBashkit.IsolationTest do
 
   describe "a script that outlives its deadline" do
     test "never yielding: its caller is answered and its worker killed" do
-      session = hog_session(limits: [timeout_ms: 1_000])
+      session = isolated_hog(limits: [timeout_ms: 1_000])
       os_pid = os_pid(session)
       started = System.monotonic_time(:millisecond)
 
@@ -125,7 +124,7 @@ defmodule ExBashkit.IsolationTest do
 
     for round <- 1..5 do
       jq = isolated()
-      hog = hog_session(limits: [timeout_ms: 1_000])
+      hog = isolated_hog(limits: [timeout_ms: 1_000])
       pids = [os_pid(jq), os_pid(hog)]
 
       assert {:error, %Error{reason: :limit}} = Session.exec(jq, @jq_bomb, errors: :struct)
@@ -154,7 +153,7 @@ defmodule ExBashkit.IsolationTest do
   end
 
   test "a caller killed mid-script: a script that never yields loses its worker" do
-    session = hog_session(limits: [timeout_ms: 120_000])
+    session = isolated_hog(limits: [timeout_ms: 120_000])
     os_pid = os_pid(session)
     caller = spawn(fn -> Session.exec(session, @hog) end)
     # The worker has the script once it is busy computing.
@@ -243,7 +242,7 @@ defmodule ExBashkit.IsolationTest do
 
   test "a kill is counted by its reason" do
     before = ExBashkit.stats().workers.kills.timeout
-    session = hog_session(limits: [timeout_ms: 500])
+    session = isolated_hog(limits: [timeout_ms: 500])
     assert {:error, _} = Session.exec(session, @hog)
     assert ExBashkit.stats().workers.kills.timeout >= before + 1
   end

@@ -42,7 +42,7 @@ defmodule ExBashkit.TelemetryTest do
   end
 
   test "worker kill: an event with the reason and the worker's pid" do
-    session = Session.new(isolation: :process, limits: [timeout_ms: 300], files: hog_files())
+    session = hog_session(isolation: :process, limits: [timeout_ms: 300])
 
     os_pid = Session.info(session).os_pid
     assert {:error, _} = Session.exec(session, hog_command())
