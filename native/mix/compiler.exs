@@ -272,7 +272,8 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
 
   defp replace(dest, write) do
     File.mkdir_p!(Path.dirname(dest))
-    partial = "#{dest}.#{System.unique_integer([:positive])}.partial"
+    # Named by the OS process too: two builds of one checkout at once.
+    partial = "#{dest}.#{System.pid()}.#{System.unique_integer([:positive])}.partial"
     write.(partial)
     File.rename!(partial, dest)
   end

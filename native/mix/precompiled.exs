@@ -95,8 +95,13 @@ defmodule ExBashkit.Precompiled do
   artifact's bytes.
   """
   def pack(path, worker \\ nil) do
+    # Named by this OS process too: unique_integer/1 is unique in one VM
+    # only, and two VMs packing at once removed each other's file.
     tmp =
-      Path.join(System.tmp_dir!(), "ex_bashkit_pack_#{System.unique_integer([:positive])}.tar.gz")
+      Path.join(
+        System.tmp_dir!(),
+        "ex_bashkit_pack_#{System.pid()}_#{System.unique_integer([:positive])}.tar.gz"
+      )
 
     executables =
       for worker <- List.wrap(worker),

@@ -17,6 +17,7 @@ defmodule ExBashkit.ContainmentTest do
   # bashkit's own timeout cannot fire inside it: 30,000 terms keep an
   # interpreter thread busy for several seconds here (hog_session/2).
   @hog "touch /started; " <> hog_command()
+  @hog_script "[[ " <> Enum.join(List.duplicate("a", 30_000), " && ") <> " ]]"
 
   # The module's own budget bounds the wait for its runaways at the end:
   # a dozen of them, each seconds of CPU at idle priority on two cores.
@@ -136,8 +137,11 @@ defmodule ExBashkit.ContainmentTest do
   # with other tests' scripts arriving meanwhile, two hogs can share a
   # thread (a tally run on an idle machine saw it once).
   defp hog_every_thread(ctx, threads, hogs) when length(hogs) < 4 * threads do
-    session = runaway_session(ctx, limits: [timeout_ms: 60_000])
-    hogs = [Task.async(fn -> Session.exec(session, @hog) end) | hogs]
+    # A script holding the work itself: no deadline here to race its parse,
+    # and restoring hog_session/2's function on hogged threads is slow.
+    session = Session.new(limits: [timeout_ms: 60_000])
+    Agent.update(ctx.runaways, &[session | &1])
+    hogs = [Task.async(fn -> Session.exec(session, @hog_script) end) | hogs]
 
     cond do
       length(hogs) < threads -> hog_every_thread(ctx, threads, hogs)

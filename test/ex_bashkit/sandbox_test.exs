@@ -13,7 +13,10 @@ defmodule ExBashkit.SandboxTest do
     from_list = for {name, arguments} <- Contract.operations(), do: {name, length(arguments) + 1}
     assert Enum.sort(Sandbox.__protocol__(:functions)) == Enum.sort(from_list)
 
-    # Every operation is a function of Session and of Server, at that arity.
+    # Every operation is a function of Session and of Server, at that arity
+    # (function_exported?/3 answers false for a module not loaded yet).
+    Enum.each([Session, Server], &Code.ensure_loaded!/1)
+
     for {name, arity} <- from_list do
       assert function_exported?(Session, name, arity), "Session.#{name}/#{arity}"
       assert function_exported?(Server, name, arity), "Server.#{name}/#{arity}"

@@ -110,10 +110,13 @@ defmodule ExBashkit.ToolTest do
     end
 
     test "a cancel from elsewhere ends the call", %{session: session} do
-      task =
-        Task.async(fn -> Tool.call(Tool.bash(session), %{"command" => "echo a; sleep 30"}) end)
+      command = "echo a; touch /printed; sleep 30"
+      task = Task.async(fn -> Tool.call(Tool.bash(session), %{"command" => command}) end)
 
-      assert wait_until(fn -> Session.cancel(session) == :ok end)
+      # Cancelled once `a` is out: a cancel as soon as the script runs could
+      # land before its first command.
+      assert wait_until(fn -> match?({:ok, _}, Session.stat(session, "/printed")) end)
+      assert Session.cancel(session) == :ok
       assert {:error, text} = Task.await(task)
       assert text =~ "cancelled"
       assert text =~ "stdout:\na\n"
