@@ -49,8 +49,8 @@ defmodule ExBashkit.ContainmentTest do
   end
 
   # A session for a runaway, waited for when the module ends.
-  defp runaway_session(%{runaways: runaways}, opts, terms \\ 30_000) do
-    session = hog_session(opts, terms)
+  defp runaway_session(%{runaways: runaways}, terms \\ 30_000) do
+    session = hog_session([], terms)
     Agent.update(runaways, &[session | &1])
     session
   end
@@ -63,9 +63,9 @@ defmodule ExBashkit.ContainmentTest do
     # 10x the expected 1.5 s: the bound is the behaviour.
     @tag timeout: 15_000
     test "its caller is answered after timeout_ms plus a margin, saying so", ctx do
-      session = runaway_session(ctx, limits: [timeout_ms: 1_000])
+      session = runaway_session(ctx)
 
-      assert {:error, message} = Session.exec(session, @hog)
+      assert {:error, message} = Session.exec(session, @hog, timeout_ms: 1_000)
       # The script did not stop at its deadline, or (when another test's
       # runaway holds the thread it was given) had not started by then.
       assert message =~
@@ -74,11 +74,11 @@ defmodule ExBashkit.ContainmentTest do
 
     @tag timeout: 10_000
     test "its caller gets what it printed before the deadline", ctx do
-      session = runaway_session(ctx, limits: [timeout_ms: 1_000])
+      session = runaway_session(ctx)
       hog = String.replace_prefix(@hog, "touch /started;", "touch /started; echo part;")
 
       assert {:error, %Error{reason: :timeout, stdout: "part\n", message: message}} =
-               Session.exec(session, hog, errors: :struct)
+               Session.exec(session, hog, timeout_ms: 1_000, errors: :struct)
 
       assert message =~ "did not stop at its deadline"
     end
@@ -87,8 +87,8 @@ defmodule ExBashkit.ContainmentTest do
     # answered at its own deadline. 10x the expected 1.5 s.
     @tag timeout: 15_000
     test "a script queued behind it is answered too, and says why", ctx do
-      session = runaway_session(ctx, limits: [timeout_ms: 1_000])
-      hog = Task.async(fn -> Session.exec(session, @hog) end)
+      session = runaway_session(ctx)
+      hog = Task.async(fn -> Session.exec(session, @hog, timeout_ms: 1_000) end)
       wait_until_started(session)
 
       assert {:error, message} = Session.exec(session, "echo queued", timeout_ms: 100)
@@ -102,8 +102,8 @@ defmodule ExBashkit.ContainmentTest do
     # one (~2 s of CPU, still well past its deadline and margin) than the
     # module's others (~8 s), which once was not done in 300 s.
     test "the session works again once the runaway ends", ctx do
-      session = runaway_session(ctx, [limits: [timeout_ms: 100]], 15_000)
-      assert {:error, _} = Session.exec(session, @hog)
+      session = runaway_session(ctx, 15_000)
+      assert {:error, _} = Session.exec(session, @hog, timeout_ms: 100)
 
       assert wait_until(
                fn ->

@@ -75,12 +75,12 @@ defmodule ExBashkit.IsolationTest do
 
   describe "a script that outlives its deadline" do
     test "never yielding: its caller is answered and its worker killed" do
-      session = isolated_hog(limits: [timeout_ms: 1_000])
+      session = isolated_hog([])
       os_pid = os_pid(session)
       started = System.monotonic_time(:millisecond)
 
       assert {:error, %Error{reason: :timeout, message: message}} =
-               Session.exec(session, @hog, errors: :struct)
+               Session.exec(session, @hog, timeout_ms: 1_000, errors: :struct)
 
       # 10x the expected 1.5 s: the bound is the behaviour (no waiting on
       # work that never yields).
@@ -124,11 +124,13 @@ defmodule ExBashkit.IsolationTest do
 
     for round <- 1..5 do
       jq = isolated()
-      hog = isolated_hog(limits: [timeout_ms: 1_000])
+      hog = isolated_hog([])
       pids = [os_pid(jq), os_pid(hog)]
 
       assert {:error, %Error{reason: :limit}} = Session.exec(jq, @jq_bomb, errors: :struct)
-      assert {:error, %Error{reason: :timeout}} = Session.exec(hog, @hog, errors: :struct)
+
+      assert {:error, %Error{reason: :timeout}} =
+               Session.exec(hog, @hog, timeout_ms: 1_000, errors: :struct)
 
       assert %Result{stdout: "#{round}\n"} == run(bystander, "echo #{round}")
       assert %Result{stdout: "#{round}\n"} == run(in_vm, "echo #{round}")
@@ -242,8 +244,8 @@ defmodule ExBashkit.IsolationTest do
 
   test "a kill is counted by its reason" do
     before = ExBashkit.stats().workers.kills.timeout
-    session = isolated_hog(limits: [timeout_ms: 500])
-    assert {:error, _} = Session.exec(session, @hog)
+    session = isolated_hog([])
+    assert {:error, _} = Session.exec(session, @hog, timeout_ms: 500)
     assert ExBashkit.stats().workers.kills.timeout >= before + 1
   end
 

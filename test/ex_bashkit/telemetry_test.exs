@@ -42,10 +42,10 @@ defmodule ExBashkit.TelemetryTest do
   end
 
   test "worker kill: an event with the reason and the worker's pid" do
-    session = hog_session(isolation: :process, limits: [timeout_ms: 300])
+    session = hog_session(isolation: :process)
 
     os_pid = Session.info(session).os_pid
-    assert {:error, _} = Session.exec(session, hog_command())
+    assert {:error, _} = Session.exec(session, hog_command(), timeout_ms: 300)
 
     assert_receive {:event, [:ex_bashkit, :worker, :kill], %{count: 1},
                     %{reason: :timeout, os_pid: ^os_pid}}

@@ -54,38 +54,23 @@ defmodule ExBashkit.Case do
   function whose body never yields: `[[ a && … ]]` with `terms` terms
   (30,000 by default, 150 KB: ~4–6 s of work bashkit cannot interrupt on
   this 2-core machine at idle, growing as `terms^1.85`). Run it with
-  `hog_command/0`.
+  `hog_command/0`, giving the deadline to that call (`timeout_ms:` of
+  `exec/3`): the session's own must leave room to define the function.
 
-  The body is parsed once, in a template session, and comes to each
-  session by snapshot. So running `hog` parses nothing, and a deadline
-  always finds the script inside the work. A script holding the body is
-  parsed first, and on a loaded machine a deadline passed during that
-  parse: given to `exec/3` or sourced, 150 KB is parsed on another thread
-  (a yield); run from a file, it is parsed inline, but the parser looks at
-  the deadline. The script then stopped cleanly instead. Restoring the
-  function parses it again, outside any script: `:parser_timeout_ms` is
-  raised for it.
+  Defined by one call and run by another, nothing is parsed when the run
+  starts but its one word, so a deadline always finds the script inside
+  the work. A script holding the body is parsed first, and on a loaded
+  machine a deadline passed during that parse: given to `exec/3` or
+  sourced, 150 KB is parsed on another thread (a yield); run from a file,
+  it is parsed inline, but the parser looks at the deadline. The script
+  then stopped cleanly instead.
   """
   @spec hog_session(keyword(), pos_integer()) :: ExBashkit.Session.t()
   def hog_session(opts, terms \\ 30_000) do
-    limits = opts |> Keyword.get(:limits, []) |> Keyword.put_new(:parser_timeout_ms, 120_000)
-    session = ExBashkit.Session.new(Keyword.put(opts, :limits, limits))
-    {:ok, session} = ExBashkit.Session.restore(session, hog_snapshot(terms))
+    session = ExBashkit.Session.new(opts)
+    body = "[[ " <> Enum.join(List.duplicate("a", terms), " && ") <> " ]]"
+    {:ok, %ExBashkit.Result{exit_code: 0}} = ExBashkit.Session.exec(session, "hog() { #{body}; }")
     session
-  end
-
-  # A session holding only `hog`, as a snapshot; made once per VM and size.
-  defp hog_snapshot(terms) do
-    key = {__MODULE__, :hog, terms}
-
-    with nil <- :persistent_term.get(key, nil) do
-      body = "[[ " <> Enum.join(List.duplicate("a", terms), " && ") <> " ]]"
-      template = ExBashkit.Session.new(limits: [timeout_ms: 120_000, parser_timeout_ms: 120_000])
-      {:ok, _} = ExBashkit.Session.exec(template, "hog() { #{body}; }")
-      {:ok, snapshot} = ExBashkit.Session.snapshot(template)
-      :persistent_term.put(key, snapshot)
-      snapshot
-    end
   end
 
   @doc "The command that runs the never-yielding work of `hog_session/2`."
