@@ -11,8 +11,8 @@ defmodule ExBashkit.ScriptMemoryTest do
 
   @mib 1_048_576
 
-  # Code the child VMs share: the aliases, and `rss`/`peak` from
-  # ExBashkit.Test.Memory.
+  # What the child VMs' code starts with: the aliases it uses, and
+  # ExBashkit.Case's wait_until/2.
   @prelude """
   alias ExBashkit.{Session, Test.Memory}
   import ExBashkit.Case, only: [wait_until: 2]
