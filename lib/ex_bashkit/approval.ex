@@ -8,6 +8,38 @@ defmodule ExBashkit.Approval do
 
   alias ExBashkit.Error
 
+  @docs """
+  ## Approval
+
+  With `:approve` (on `new/1`, or on a call, which wins; `approve: nil`
+  turns the session's off for a call), a function sees what the script
+  would run before anything runs — `ExBashkit.analyze/1`'s analysis plus
+  `:script`, and `:error` for a script that does not parse — and answers
+  `:ok` or `{:deny, reason}`. A denied script runs nothing, not even the
+  lines before the command the policy refused; the call answers
+  `{:error, "denied: " <> reason}` (reason `:denied` as a struct). The
+  function runs in a process of its own, with the caller in `$callers`; one
+  that raises, exits, answers anything else, or takes longer than the
+  session's `:builtin_timeout_ms` denies, saying why. Analysis cannot see
+  through `eval`, `source` or a command name built at run time: those set
+  `:opaque`, which a policy can refuse. See "Approval" in `guides/agent_tools.md`.
+
+      iex> no_rm = fn %{commands: commands} ->
+      ...>   if Enum.any?(commands, &(&1.name == "rm")), do: {:deny, "rm is not allowed"}, else: :ok
+      ...> end
+      iex> session = ExBashkit.Session.new(approve: no_rm)
+      iex> ExBashkit.Session.exec(session, "echo kept > /f; rm /f")
+      {:error, "denied: rm is not allowed"}
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "cat /f 2>&1")
+      iex> result.stdout
+      "cat: /f: No such file or directory\\n"
+  """
+
+  @doc false
+  # The "Approval" section of ExBashkit.Session.exec/3's documentation.
+  @spec docs() :: String.t()
+  def docs, do: @docs
+
   @typedoc "What `ExBashkit.analyze/1` finds, and an `:approve` function gets."
   @type analysis :: %{
           commands: [

@@ -30,19 +30,6 @@ defmodule ExBashkit.Session do
 
   #{ExBashkit.Session.Options.docs()}
 
-  Malformed options raise `ArgumentError` naming the option. So does every
-  function of this module given something that is not a session, or
-  options that are not a keyword list. Two settings that would silently
-  shadow each other are refused, naming both: two mounts (`:mounts` or
-  `:virtual_fs`) at the same point or one inside the other, compared after
-  normalizing (`"/d/"` and `"//d"` are `"/d"`; `.` and `..` components are
-  refused), two `:builtins` whose names are equal once stringified
-  (`"x"` and `:x`), and a `:python` command that is also a builtin.
-
-      iex> backend = fn _ -> {:error, :enoent} end
-      iex> ExBashkit.Session.new(virtual_fs: %{"/data/" => backend, "/data/raw" => backend})
-      ** (ArgumentError) :virtual_fs mount "/data" and :virtual_fs mount "/data/raw" overlap ("/data" and "/data/raw"); mount points must be distinct and not nested
-
   ## Virtual filesystem
 
   A session's in-memory filesystem is shared between scripts and the host.
@@ -64,23 +51,18 @@ defmodule ExBashkit.Session do
 
   Long-form topics live in the guides, whose examples run as tests:
 
-    * `guides/limits.md` — every `:limits` key, memory bounds, and the
-      operator ceilings set in config.
-    * `guides/host_access.md` — host directories (`:mounts`) and the network
-      (`:allow_net`).
-    * `guides/callbacks.md` — `:builtins` and `:virtual_fs`: Elixir code that
-      scripts call.
+    * `guides/limits.md` — every `:limits` key, memory bounds, operator ceilings.
+    * `guides/host_access.md` — host directories (`:mounts`), the network (`:allow_net`).
+    * `guides/callbacks.md` — `:builtins` and `:virtual_fs`: Elixir code scripts call.
     * `guides/python.md` — the sandboxed Pythons: Monty and CPython side by side.
-    * `guides/how_scripts_run.md` — threads, timeouts, cancellation and
-      panics.
-    * `guides/sandbox_per_conversation.md` — sessions as supervised
-      processes (`ExBashkit.Server`): hibernation, stores, nodes.
-    * `guides/live_control.md` — per-call options, streaming output,
-      `cancel/1`, and `ExBashkit.Error`.
+    * `guides/how_scripts_run.md` — threads, timeouts, cancellation and panics.
+    * `guides/isolation.md` — `isolation: :process`: sessions in worker processes.
+    * `guides/sandbox_per_conversation.md` — sessions as supervised processes (`ExBashkit.Server`).
+    * `guides/live_control.md` — per-call options, streaming, `cancel/1`, `ExBashkit.Error`.
   """
 
-  alias ExBashkit.{Approval, Callbacks, Execution, Interpreter, Native, Result, Telemetry}
-  alias ExBashkit.Session.{ExecOptions, Options}
+  alias ExBashkit.{Callbacks, Interpreter, Native, Result}
+  alias ExBashkit.Session.{Exec, Files, Options, Snapshot}
 
   @enforce_keys [:resource]
   # `id` is the resource's number, read once: it names the session in
@@ -145,32 +127,25 @@ defmodule ExBashkit.Session do
   """
   @spec new([option()]) :: t()
   def new(opts \\ []) do
-    %{
-      native: native,
-      isolation: isolation,
-      files: files,
-      callbacks: callbacks,
-      approval: approval,
-      secrets: secrets
-    } = Options.validate!(opts)
+    opts = Options.validate!(opts)
 
     session =
-      case build(native, isolation) do
+      case build(opts.native, opts.isolation) do
         {:ok, resource} ->
           %__MODULE__{
             resource: resource,
             id: Interpreter.id(resource),
-            callbacks: callbacks,
-            approval: approval,
-            secrets: secrets,
-            timeout_ms: Options.Limits.timeout_ms(native)
+            callbacks: opts.callbacks,
+            approval: opts.approval,
+            secrets: opts.secrets,
+            timeout_ms: Options.Limits.timeout_ms(opts.native)
           }
 
         {:error, message} ->
           raise ArgumentError, "cannot create session: #{message}"
       end
 
-    Enum.each(files, fn {path, content} ->
+    Enum.each(opts.files, fn {path, content} ->
       with {:error, message} <- write_file(session, path, content) do
         raise ArgumentError, "cannot seed :files entry #{inspect(path)}: #{message}"
       end
@@ -233,85 +208,11 @@ defmodule ExBashkit.Session do
       ...>     timeout_ms: 1_000, errors: :struct
       ...>   )
 
-  ## Approval
-
-  With `:approve` (on `new/1`, or on a call, which wins; `approve: nil`
-  turns the session's off for a call), a function sees what the script
-  would run before anything runs — `ExBashkit.analyze/1`'s analysis plus
-  `:script`, and `:error` for a script that does not parse — and answers
-  `:ok` or `{:deny, reason}`. A denied script runs nothing, not even the
-  lines before the command the policy refused; the call answers
-  `{:error, "denied: " <> reason}` (reason `:denied` as a struct). The
-  function runs in a process of its own, with the caller in `$callers`; one
-  that raises, exits, answers anything else, or takes longer than the
-  session's `:builtin_timeout_ms` denies, saying why. Analysis cannot see
-  through `eval`, `source` or a command name built at run time: those set
-  `:opaque`, which a policy can refuse. See "Approval" in `guides/agent_tools.md`.
-
-      iex> no_rm = fn %{commands: commands} ->
-      ...>   if Enum.any?(commands, &(&1.name == "rm")), do: {:deny, "rm is not allowed"}, else: :ok
-      ...> end
-      iex> session = ExBashkit.Session.new(approve: no_rm)
-      iex> ExBashkit.Session.exec(session, "echo kept > /f; rm /f")
-      {:error, "denied: rm is not allowed"}
-      iex> {:ok, result} = ExBashkit.Session.exec(session, "cat /f 2>&1")
-      iex> result.stdout
-      "cat: /f: No such file or directory\\n"
+  #{ExBashkit.Approval.docs()}
   """
   @spec exec(t(), String.t(), keyword()) ::
           {:ok, Result.t()} | {:error, String.t() | ExBashkit.Error.t()}
-  def exec(session, script, opts \\ []) do
-    resource = resource!(session)
-    script = Execution.script!(script)
-    {approve, opts} = approve(session, opts)
-    call = ExecOptions.validate!(opts, timeout_ms(session), "ExBashkit.Session.exec/3")
-
-    Execution.observe(session, script, call, fn ->
-      with :ok <- Approval.check(approve, script, approve_timeout_ms(session)),
-           {:ok, call} <- fresh_secrets(session, call) do
-        case session.callbacks do
-          nil -> run(resource, script, call, nil)
-          callbacks -> Callbacks.serve(callbacks, resource, &run(resource, script, call, &1))
-        end
-      end
-    end)
-  end
-
-  # Header functions of `:allow_net` give their values for this call.
-  defp fresh_secrets(%__MODULE__{secrets: rules}, call) when is_list(rules) do
-    case Options.Network.resolve_credentials(rules) do
-      {:ok, credentials} -> {:ok, ExecOptions.with_credentials(call, credentials)}
-      {:error, message} -> {:error, %ExBashkit.Error{reason: :error, message: message}}
-    end
-  end
-
-  defp fresh_secrets(_session, call), do: {:ok, call}
-
-  # The call's `:approve` wins over the session's; `approve: nil` turns it off.
-  defp approve(%__MODULE__{approval: {fun, _}}, opts) when is_list(opts) do
-    case Keyword.keyword?(opts) && Keyword.pop(opts, :approve, :session) do
-      {:session, opts} -> {fun, opts}
-      {approve, opts} -> {Approval.approve!(approve), opts}
-      false -> {fun, opts}
-    end
-  end
-
-  defp approve(_session, opts), do: {nil, opts}
-
-  defp approve_timeout_ms(%__MODULE__{approval: {_, ms}}) when is_integer(ms) and ms > 0, do: ms
-  defp approve_timeout_ms(_session), do: 30_000
-
-  # With callbacks, the script sends its first call here, to `forward`.
-  defp run(resource, script, call, forward) do
-    tag = make_ref()
-    callbacks_to = if forward, do: self()
-
-    resource
-    |> native(fn ->
-      Interpreter.exec(resource, script, self(), tag, callbacks_to, call.native)
-    end)
-    |> Execution.await(tag, call, forward)
-  end
+  def exec(session, script, opts \\ []), do: Exec.run(session, resource!(session), script, opts)
 
   @doc """
   Stops the script running on `session`, from any process.
@@ -333,39 +234,7 @@ defmodule ExBashkit.Session do
       :idle
   """
   @spec cancel(t()) :: :ok | :idle
-  def cancel(session) do
-    resource = resource!(session)
-    if native(resource, fn -> Interpreter.cancel(resource) end), do: :ok, else: :idle
-  end
-
-  # A hand-built struct may hold anything here; the deadline must be sane.
-  defp timeout_ms(%__MODULE__{timeout_ms: ms}) when is_integer(ms) and ms > 0, do: ms
-  defp timeout_ms(_session), do: Options.Limits.default_timeout_ms()
-
-  @snapshot_options [
-    key: [
-      type: {:custom, &__MODULE__.key!/1},
-      default: nil,
-      doc:
-        "a binary secret. The snapshot is sealed with HMAC-SHA256 under it, for bytes " <>
-          "that cross a trust boundary (a database, the network). Without a key, a " <>
-          "public SHA-256 tag detects accidental corruption only; anyone can forge it."
-    ],
-    exclude_filesystem: [
-      type: :boolean,
-      default: false,
-      doc: "capture the shell state only."
-    ],
-    exclude_functions: [type: :boolean, default: false, doc: "leave shell functions out."]
-  ]
-
-  @restore_options [
-    key: [
-      type: {:custom, &__MODULE__.key!/1},
-      default: nil,
-      doc: "the secret the snapshot was taken with, if any."
-    ]
-  ]
+  def cancel(session), do: Exec.cancel(resource!(session))
 
   @doc """
   Captures the session's state as a binary you can store and later load
@@ -385,7 +254,7 @@ defmodule ExBashkit.Session do
 
   ## Options
 
-  #{ExBashkit.Options.docs(@snapshot_options)}
+  #{ExBashkit.Session.Snapshot.take_docs()}
 
   ## Examples
 
@@ -396,27 +265,7 @@ defmodule ExBashkit.Session do
       true
   """
   @spec snapshot(t(), keyword()) :: {:ok, binary()} | {:error, String.t()}
-  def snapshot(session, opts \\ []) do
-    resource = resource!(session)
-    opts = ExBashkit.Options.validate!(opts, @snapshot_options, "ExBashkit.Session.snapshot/2")
-    options = Map.take(opts, [:exclude_filesystem, :exclude_functions])
-    tag = make_ref()
-    key = opts.key
-
-    Telemetry.span(
-      [:ex_bashkit, :snapshot],
-      %{session: session},
-      fn ->
-        resource
-        |> native(fn -> Interpreter.snapshot(resource, options, key, self(), tag) end)
-        |> Execution.reply(tag)
-      end,
-      fn
-        {:ok, bytes} -> {%{bytes: byte_size(bytes)}, %{status: :ok}}
-        {:error, _} -> {%{}, %{status: :error}}
-      end
-    )
-  end
+  def snapshot(session, opts \\ []), do: Snapshot.take(session, resource!(session), opts)
 
   @doc """
   Loads a snapshot taken by `snapshot/2` into `session`, replacing its
@@ -443,7 +292,7 @@ defmodule ExBashkit.Session do
 
   ## Options
 
-  #{ExBashkit.Options.docs(@restore_options)}
+  #{ExBashkit.Session.Snapshot.restore_docs()}
 
   ## Examples
 
@@ -457,40 +306,8 @@ defmodule ExBashkit.Session do
       "42\\n"
   """
   @spec restore(t(), binary(), keyword()) :: {:ok, t()} | {:error, String.t()}
-  def restore(session, snapshot, opts \\ []) do
-    resource = resource!(session)
-
-    unless is_binary(snapshot) do
-      raise ArgumentError, "snapshot must be a binary, got: #{inspect(snapshot)}"
-    end
-
-    key = ExBashkit.Options.validate!(opts, @restore_options, "ExBashkit.Session.restore/3").key
-    tag = make_ref()
-
-    Telemetry.span(
-      [:ex_bashkit, :restore],
-      %{bytes: byte_size(snapshot)},
-      %{session: session},
-      fn ->
-        resource
-        |> native(fn -> Interpreter.restore(resource, snapshot, key, self(), tag) end)
-        |> Execution.reply(tag)
-      end,
-      &{%{}, %{status: elem(&1, 0)}}
-    )
-    |> case do
-      {:ok, :ok} -> {:ok, session}
-      {:error, _} = error -> error
-    end
-  end
-
-  @doc false
-  def key!(nil), do: nil
-  def key!(key) when is_binary(key) and key != "", do: key
-
-  def key!(other) do
-    raise ArgumentError, ":key must be a non-empty binary, got: #{inspect(other)}"
-  end
+  def restore(session, snapshot, opts \\ []),
+    do: Snapshot.restore(session, resource!(session), snapshot, opts)
 
   @doc """
   Reads the contents of `path` from the session's filesystem.
@@ -506,12 +323,7 @@ defmodule ExBashkit.Session do
       {:ok, "result\\n"}
   """
   @spec read_file(t(), Path.t()) :: {:ok, binary()} | {:error, String.t()}
-  def read_file(session, path) do
-    resource = resource!(session)
-
-    with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Interpreter.file(resource, :read_file, [path]) end)
-  end
+  def read_file(session, path), do: Files.read(resource!(session), path)
 
   @doc """
   Writes `content` (any `t:iodata/0`) to `path`, creating parent directories
@@ -528,13 +340,8 @@ defmodule ExBashkit.Session do
       "welcome\\n"
   """
   @spec write_file(t(), Path.t(), iodata()) :: :ok | {:error, String.t()}
-  def write_file(session, path, content) do
-    resource = resource!(session)
-    content = iodata!(content)
-
-    with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Interpreter.file(resource, :write_file, [path, content]) end)
-  end
+  def write_file(session, path, content),
+    do: Files.write(resource!(session), path, content)
 
   @doc """
   Lists the entries of directory `path`.
@@ -549,12 +356,7 @@ defmodule ExBashkit.Session do
       {:ok, [{"a.txt", :file}, {"sub", :dir}]}
   """
   @spec list_dir(t(), Path.t()) :: {:ok, [{String.t(), fs_type()}]} | {:error, String.t()}
-  def list_dir(session, path) do
-    resource = resource!(session)
-
-    with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Interpreter.file(resource, :list_dir, [path]) end)
-  end
+  def list_dir(session, path), do: Files.list(resource!(session), path)
 
   @doc """
   Creates directory `path`.
@@ -577,13 +379,8 @@ defmodule ExBashkit.Session do
       {:ok, %{type: :dir, size: 0}}
   """
   @spec mkdir(t(), Path.t(), parents: boolean()) :: :ok | {:error, String.t()}
-  def mkdir(session, path, opts \\ []) do
-    resource = resource!(session)
-    parents = flag!(opts, :parents, "ExBashkit.Session.mkdir/3")
-
-    with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Interpreter.file(resource, :mkdir, [path, parents]) end)
-  end
+  def mkdir(session, path, opts \\ []),
+    do: Files.mkdir(resource!(session), path, opts)
 
   @doc """
   Removes `path`.
@@ -604,13 +401,8 @@ defmodule ExBashkit.Session do
       iex> {:error, _} = ExBashkit.Session.stat(session, "/d/f.txt")
   """
   @spec remove(t(), Path.t(), recursive: boolean()) :: :ok | {:error, String.t()}
-  def remove(session, path, opts \\ []) do
-    resource = resource!(session)
-    recursive = flag!(opts, :recursive, "ExBashkit.Session.remove/3")
-
-    with {:ok, path} <- normalize(path),
-         do: native(resource, fn -> Interpreter.file(resource, :remove, [path, recursive]) end)
-  end
+  def remove(session, path, opts \\ []),
+    do: Files.remove(resource!(session), path, opts)
 
   @doc """
   Renames (moves) `from` to `to`.
@@ -624,13 +416,7 @@ defmodule ExBashkit.Session do
       {:ok, "v1"}
   """
   @spec rename(t(), Path.t(), Path.t()) :: :ok | {:error, String.t()}
-  def rename(session, from, to) do
-    resource = resource!(session)
-
-    with {:ok, from} <- normalize(from),
-         {:ok, to} <- normalize(to),
-         do: native(resource, fn -> Interpreter.file(resource, :rename, [from, to]) end)
-  end
+  def rename(session, from, to), do: Files.rename(resource!(session), from, to)
 
   @doc """
   Returns metadata for `path`.
@@ -645,14 +431,7 @@ defmodule ExBashkit.Session do
   """
   @spec stat(t(), Path.t()) ::
           {:ok, %{type: fs_type(), size: non_neg_integer()}} | {:error, String.t()}
-  def stat(session, path) do
-    resource = resource!(session)
-
-    with {:ok, path} <- normalize(path),
-         {:ok, {type, size}} <-
-           native(resource, fn -> Interpreter.file(resource, :stat, [path]) end),
-         do: {:ok, %{type: type, size: size}}
-  end
+  def stat(session, path), do: Files.stat(resource!(session), path)
 
   @doc """
   Where `session`'s interpreter lives: `:isolation` is `:none` (in this VM)
@@ -699,45 +478,6 @@ defmodule ExBashkit.Session do
     raise ArgumentError,
           "expected an ExBashkit.Session (from ExBashkit.Session.new/1), " <>
             "got: #{inspect(other, structs: false)}"
-  end
-
-  # The NIFs answer badarg for anything but a live session resource (every
-  # other argument has been checked by then): say which argument it was.
-  defp native(resource, call) do
-    call.()
-  rescue
-    ArgumentError ->
-      reraise ArgumentError,
-              "expected an ExBashkit.Session (from ExBashkit.Session.new/1), got a struct " <>
-                "holding #{inspect(resource)}, which is not a session",
-              __STACKTRACE__
-  end
-
-  # Paths are rooted at "/" whatever the session's cwd; bad types are a
-  # programmer error, bad bytes an ordinary {:error, _}.
-  defp normalize(path) when is_binary(path) do
-    cond do
-      not String.valid?(path) -> {:error, "#{inspect(path)}: path is not valid UTF-8"}
-      String.contains?(path, <<0>>) -> {:error, "#{inspect(path)}: path contains a NUL byte"}
-      String.starts_with?(path, "/") -> {:ok, path}
-      true -> {:ok, "/" <> path}
-    end
-  end
-
-  defp normalize(path) do
-    raise ArgumentError, "path must be a string, got: #{inspect(path)}"
-  end
-
-  defp iodata!(content) do
-    IO.iodata_to_binary(content)
-  rescue
-    ArgumentError ->
-      reraise ArgumentError, "content must be iodata, got: #{inspect(content)}", __STACKTRACE__
-  end
-
-  defp flag!(opts, key, context) do
-    schema = [{key, [type: :boolean, default: false]}]
-    ExBashkit.Options.validate!(opts, schema, context) |> Map.fetch!(key)
   end
 
   defimpl Inspect do

@@ -50,7 +50,7 @@ defmodule ExBashkit.Server.Options do
           "with `isolation: :node`."
     ],
     key: [
-      type: {:custom, &ExBashkit.Session.key!/1},
+      type: {:custom, &ExBashkit.Session.Snapshot.key!/1},
       default: nil,
       doc:
         "the secret the server's snapshots are sealed with; by default a random " <>

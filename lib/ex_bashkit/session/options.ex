@@ -154,10 +154,26 @@ defmodule ExBashkit.Session.Options do
   @spec default_native() :: t()
   def default_native, do: validate!(isolation: :process).native
 
+  @refused """
+  Malformed options raise `ArgumentError` naming the option. So does every
+  function of this module given something that is not a session, or
+  options that are not a keyword list. Two settings that would silently
+  shadow each other are refused, naming both: two mounts (`:mounts` or
+  `:virtual_fs`) at the same point or one inside the other, compared after
+  normalizing (`"/d/"` and `"//d"` are `"/d"`; `.` and `..` components are
+  refused), two `:builtins` whose names are equal once stringified
+  (`"x"` and `:x`), and a `:python` command that is also a builtin.
+
+      iex> backend = fn _ -> {:error, :enoent} end
+      iex> ExBashkit.Session.new(virtual_fs: %{"/data/" => backend, "/data/raw" => backend})
+      ** (ArgumentError) :virtual_fs mount "/data" and :virtual_fs mount "/data/raw" overlap ("/data" and "/data/raw"); mount points must be distinct and not nested
+  """
+
   @doc false
-  # The options as a Markdown list, for ExBashkit.Session's moduledoc.
+  # The options as a Markdown list, and what a malformed set raises, for
+  # ExBashkit.Session's moduledoc.
   @spec docs() :: String.t()
-  def docs, do: Options.docs(@schema)
+  def docs, do: Options.docs(@schema) <> "\n\n" <> @refused
 
   @typedoc """
   What the NIF receives, the files to seed afterwards, and the Elixir side
