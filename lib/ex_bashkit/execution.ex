@@ -63,7 +63,7 @@ defmodule ExBashkit.Execution do
     end
   end
 
-  defp margin_ms({ExBashkit.Worker, _pid, _id}), do: @worker_margin_ms
+  defp margin_ms({ExBashkit.Worker.Owner, _pid, _id}), do: @worker_margin_ms
   defp margin_ms(_handle), do: @margin_ms
 
   @doc """
