@@ -74,7 +74,7 @@ defmodule ExBashkit.Tool do
   """
 
   alias ExBashkit.{Options, Sandbox}
-  alias ExBashkit.Tool.{Arguments, Files, Runs}
+  alias ExBashkit.Tool.{Arguments, Files, Runs, Schema}
 
   @enforce_keys [:name, :description, :parameters, :function]
   defstruct [:name, :description, :parameters, :function]
@@ -89,40 +89,6 @@ defmodule ExBashkit.Tool do
           function: (%{String.t() => term()} -> answer())
         }
 
-  @common [
-    name: [type: {:custom, &__MODULE__.name!/1}, doc: "the tool's name (default: its kind)."],
-    description: [
-      type: {:custom, &__MODULE__.text!/1},
-      doc: "replaces the description the model reads."
-    ],
-    max_output_bytes: [
-      type: :pos_integer,
-      default: 16_384,
-      doc: "the byte budget of each stream (or file excerpt) the model gets back."
-    ]
-  ]
-
-  @run_schema @common ++
-                [
-                  timeout_ms: [
-                    type: {:or, [:pos_integer, {:in, [nil]}]},
-                    default: nil,
-                    doc:
-                      "the time limit of a call when the model gives none (default: the " <>
-                        "session's; the elixir tool: `ExBashkit.Peer.run/2`'s)."
-                  ]
-                ]
-
-  @elixir_schema @run_schema ++
-                   [
-                     peer: [
-                       type: {:custom, &__MODULE__.peer!/1},
-                       default: [],
-                       doc:
-                         "options for `ExBashkit.Peer.run/2` (`:setup`, `:env`, `:max_heap_size`)."
-                     ]
-                   ]
-
   @doc """
   The bash tool: runs a command in `target` (a session or a server).
 
@@ -135,30 +101,13 @@ defmodule ExBashkit.Tool do
 
   ## Options
 
-  #{Options.docs(@run_schema)}
+  #{Options.docs(Schema.options(:bash))}
   """
   @spec bash(Sandbox.t(), keyword()) :: t()
   def bash(target, opts \\ []) do
-    config = Options.validate!(opts, @run_schema, "ExBashkit.Tool.bash/2")
+    config = Options.validate!(opts, Schema.options(:bash), "ExBashkit.Tool.bash/2")
     target = Sandbox.Target.validate!(target, :target)
-
-    new(
-      config,
-      "bash",
-      """
-      Runs a bash script in a sandboxed, persistent shell and returns its exit code, \
-      stdout and stderr. Files, environment variables, functions and the working \
-      directory persist between calls. The sandbox is a virtual machine with its own \
-      filesystem, common Unix tools (grep, sed, awk, jq, find, sort, curl where allowed...) \
-      and no access to the host. Long outputs are cut in the middle.\
-      """,
-      %{
-        "command" => string("The bash script to run; may span several lines."),
-        "timeout_ms" => integer("Time limit for this call in milliseconds (optional).")
-      },
-      ["command"],
-      &Runs.bash(target, &1, config)
-    )
+    build(:bash, config, &Runs.bash(target, &1, config))
   end
 
   @doc """
@@ -173,29 +122,13 @@ defmodule ExBashkit.Tool do
 
   ## Options
 
-  #{Options.docs(@common)}
+  #{Options.docs(Schema.options(:read_file))}
   """
   @spec read_file(Sandbox.t(), keyword()) :: t()
   def read_file(target, opts \\ []) do
-    config = Options.validate!(opts, @common, "ExBashkit.Tool.read_file/2")
+    config = Options.validate!(opts, Schema.options(:read_file), "ExBashkit.Tool.read_file/2")
     target = Sandbox.Target.validate!(target, :target)
-
-    new(
-      config,
-      "read_file",
-      """
-      Reads a text file from the sandbox and returns its lines numbered like `cat -n`. \
-      For a large file, read it in parts with offset and limit.\
-      """,
-      %{
-        "path" =>
-          string("Path of the file; relative paths start at the shell's working directory."),
-        "offset" => integer("The first line to return, counting from 1.", 1),
-        "limit" => integer("How many lines to return (default 2000).", 1)
-      },
-      ["path"],
-      &Files.read(target, &1, config.max_output_bytes)
-    )
+    build(:read_file, config, &Files.read(target, &1, config.max_output_bytes))
   end
 
   @doc """
@@ -210,28 +143,13 @@ defmodule ExBashkit.Tool do
 
   ## Options
 
-  #{Options.docs(@common)}
+  #{Options.docs(Schema.options(:read_file))}
   """
   @spec write_file(Sandbox.t(), keyword()) :: t()
   def write_file(target, opts \\ []) do
-    config = Options.validate!(opts, @common, "ExBashkit.Tool.write_file/2")
+    config = Options.validate!(opts, Schema.options(:write_file), "ExBashkit.Tool.write_file/2")
     target = Sandbox.Target.validate!(target, :target)
-
-    new(
-      config,
-      "write_file",
-      """
-      Writes a file in the sandbox, replacing it if it exists and creating missing \
-      parent directories. To change part of an existing file, prefer edit_file.\
-      """,
-      %{
-        "path" =>
-          string("Path of the file; relative paths start at the shell's working directory."),
-        "content" => string("The file's whole new content.")
-      },
-      ["path", "content"],
-      &Files.write(target, &1)
-    )
+    build(:write_file, config, &Files.write(target, &1))
   end
 
   @doc """
@@ -250,31 +168,13 @@ defmodule ExBashkit.Tool do
 
   ## Options
 
-  #{Options.docs(@common)}
+  #{Options.docs(Schema.options(:read_file))}
   """
   @spec edit_file(Sandbox.t(), keyword()) :: t()
   def edit_file(target, opts \\ []) do
-    config = Options.validate!(opts, @common, "ExBashkit.Tool.edit_file/2")
+    config = Options.validate!(opts, Schema.options(:edit_file), "ExBashkit.Tool.edit_file/2")
     target = Sandbox.Target.validate!(target, :target)
-
-    new(
-      config,
-      "edit_file",
-      """
-      Edits a file in the sandbox by replacing an exact piece of its text. old_string \
-      must match the file exactly, whitespace included, and occur once unless \
-      replace_all is true. Read the file first.\
-      """,
-      %{
-        "path" =>
-          string("Path of the file; relative paths start at the shell's working directory."),
-        "old_string" => string("The exact text to replace."),
-        "new_string" => string("The text to put in its place."),
-        "replace_all" => boolean("Replace every occurrence instead of exactly one.")
-      },
-      ["path", "old_string", "new_string"],
-      &Files.edit(target, &1)
-    )
+    build(:edit_file, config, &Files.edit(target, &1))
   end
 
   @doc """
@@ -289,26 +189,13 @@ defmodule ExBashkit.Tool do
 
   ## Options
 
-  #{Options.docs(@common)}
+  #{Options.docs(Schema.options(:read_file))}
   """
   @spec list_dir(Sandbox.t(), keyword()) :: t()
   def list_dir(target, opts \\ []) do
-    config = Options.validate!(opts, @common, "ExBashkit.Tool.list_dir/2")
+    config = Options.validate!(opts, Schema.options(:list_dir), "ExBashkit.Tool.list_dir/2")
     target = Sandbox.Target.validate!(target, :target)
-
-    new(
-      config,
-      "list_dir",
-      """
-      Lists a directory in the sandbox: one entry per line, directories end with / \
-      and symbolic links with @.\
-      """,
-      %{
-        "path" => string("The directory; the shell's working directory when not given.")
-      },
-      [],
-      &Files.list(target, &1, config.max_output_bytes)
-    )
+    build(:list_dir, config, &Files.list(target, &1, config.max_output_bytes))
   end
 
   @doc """
@@ -323,26 +210,12 @@ defmodule ExBashkit.Tool do
 
   ## Options
 
-  #{Options.docs(@elixir_schema)}
+  #{Options.docs(Schema.options(:elixir))}
   """
   @spec elixir(keyword()) :: t()
   def elixir(opts \\ []) do
-    config = Options.validate!(opts, @elixir_schema, "ExBashkit.Tool.elixir/1")
-
-    new(
-      config,
-      "elixir",
-      """
-      Evaluates Elixir code on a fresh, isolated Erlang node and returns what it \
-      printed and the value of its last expression. Nothing persists between calls.\
-      """,
-      %{
-        "code" => string("The Elixir code to evaluate."),
-        "timeout_ms" => integer("Time limit for this call in milliseconds (optional).")
-      },
-      ["code"],
-      &Runs.elixir(&1, config)
-    )
+    config = Options.validate!(opts, Schema.options(:elixir), "ExBashkit.Tool.elixir/1")
+    build(:elixir, config, &Runs.elixir(&1, config))
   end
 
   @doc """
@@ -555,54 +428,14 @@ defmodule ExBashkit.Tool do
       "input_schema" => tool.parameters
     }
 
-  defp new(config, default_name, description, properties, required, function) do
+  defp build(kind, config, function) do
+    {name, description, parameters} = Schema.definition(kind)
+
     %__MODULE__{
-      name: config.name || default_name,
+      name: config.name || name,
       description: config.description || description,
-      parameters: %{
-        "type" => "object",
-        "properties" => properties,
-        "required" => required,
-        "additionalProperties" => false
-      },
+      parameters: parameters,
       function: function
     }
-  end
-
-  defp string(description), do: %{"type" => "string", "description" => description}
-  defp boolean(description), do: %{"type" => "boolean", "description" => description}
-
-  defp integer(description, minimum \\ 1),
-    do: %{"type" => "integer", "minimum" => minimum, "description" => description}
-
-  @doc false
-  def name!(nil), do: nil
-
-  def name!(name) do
-    if is_binary(name) and Regex.match?(~r/^[a-zA-Z0-9_-]{1,64}$/, name) do
-      name
-    else
-      raise ArgumentError,
-            ":name must be 1 to 64 letters, digits, _ or - (what providers accept), got: #{inspect(name)}"
-    end
-  end
-
-  @doc false
-  def text!(nil), do: nil
-  def text!(text) when is_binary(text) and text != "", do: text
-
-  def text!(other),
-    do: raise(ArgumentError, ":description must be a non-empty string, got: #{inspect(other)}")
-
-  @doc false
-  def peer!(opts) do
-    if Keyword.keyword?(opts) and not Keyword.has_key?(opts, :timeout) and
-         not Keyword.has_key?(opts, :max_output) do
-      opts
-    else
-      raise ArgumentError,
-            ":peer must be a keyword list of ExBashkit.Peer.run/2 options other than " <>
-              ":timeout and :max_output (set by :timeout_ms and :max_output_bytes), got: #{inspect(opts)}"
-    end
   end
 end

@@ -1,0 +1,191 @@
+defmodule ExBashkit.Tool.Schema do
+  @moduledoc false
+  # What each tool tells a model — its default name, description and JSON
+  # schema — and the options its constructor takes. The words are part of
+  # the product: a model reads nothing else before it calls a tool.
+
+  @path "Path of the file; relative paths start at the shell's working directory."
+  @call_timeout "Time limit for this call in milliseconds (optional)."
+
+  @common [
+    name: [type: {:custom, &__MODULE__.name!/1}, doc: "the tool's name (default: its kind)."],
+    description: [
+      type: {:custom, &__MODULE__.text!/1},
+      doc: "replaces the description the model reads."
+    ],
+    max_output_bytes: [
+      type: :pos_integer,
+      default: 16_384,
+      doc: "the byte budget of each stream (or file excerpt) the model gets back."
+    ]
+  ]
+
+  @run @common ++
+         [
+           timeout_ms: [
+             type: {:or, [:pos_integer, {:in, [nil]}]},
+             default: nil,
+             doc:
+               "the time limit of a call when the model gives none (default: the " <>
+                 "session's; the elixir tool: `ExBashkit.Peer.run/2`'s)."
+           ]
+         ]
+
+  @elixir @run ++
+            [
+              peer: [
+                type: {:custom, &__MODULE__.peer!/1},
+                default: [],
+                doc: "options for `ExBashkit.Peer.run/2` (`:setup`, `:env`, `:max_heap_size`)."
+              ]
+            ]
+
+  @doc "The options schema of a tool's constructor."
+  @spec options(atom()) :: keyword()
+  def options(:bash), do: @run
+  def options(:elixir), do: @elixir
+  def options(_file_tool), do: @common
+
+  @doc """
+  A tool's default name, description, and the JSON schema of its arguments
+  (an object of `properties`, the `required` ones, nothing else allowed).
+  """
+  @spec definition(atom()) :: {String.t(), String.t(), map()}
+  def definition(:bash) do
+    define(
+      "bash",
+      """
+      Runs a bash script in a sandboxed, persistent shell and returns its exit code, \
+      stdout and stderr. Files, environment variables, functions and the working \
+      directory persist between calls. The sandbox is a virtual machine with its own \
+      filesystem, common Unix tools (grep, sed, awk, jq, find, sort, curl where allowed...) \
+      and no access to the host. Long outputs are cut in the middle.\
+      """,
+      %{
+        "command" => string("The bash script to run; may span several lines."),
+        "timeout_ms" => integer(@call_timeout)
+      },
+      ["command"]
+    )
+  end
+
+  def definition(:read_file) do
+    define(
+      "read_file",
+      """
+      Reads a text file from the sandbox and returns its lines numbered like `cat -n`. \
+      For a large file, read it in parts with offset and limit.\
+      """,
+      %{
+        "path" => string(@path),
+        "offset" => integer("The first line to return, counting from 1.", 1),
+        "limit" => integer("How many lines to return (default 2000).", 1)
+      },
+      ["path"]
+    )
+  end
+
+  def definition(:write_file) do
+    define(
+      "write_file",
+      """
+      Writes a file in the sandbox, replacing it if it exists and creating missing \
+      parent directories. To change part of an existing file, prefer edit_file.\
+      """,
+      %{"path" => string(@path), "content" => string("The file's whole new content.")},
+      ["path", "content"]
+    )
+  end
+
+  def definition(:edit_file) do
+    define(
+      "edit_file",
+      """
+      Edits a file in the sandbox by replacing an exact piece of its text. old_string \
+      must match the file exactly, whitespace included, and occur once unless \
+      replace_all is true. Read the file first.\
+      """,
+      %{
+        "path" => string(@path),
+        "old_string" => string("The exact text to replace."),
+        "new_string" => string("The text to put in its place."),
+        "replace_all" => boolean("Replace every occurrence instead of exactly one.")
+      },
+      ["path", "old_string", "new_string"]
+    )
+  end
+
+  def definition(:list_dir) do
+    define(
+      "list_dir",
+      """
+      Lists a directory in the sandbox: one entry per line, directories end with / \
+      and symbolic links with @.\
+      """,
+      %{"path" => string("The directory; the shell's working directory when not given.")},
+      []
+    )
+  end
+
+  def definition(:elixir) do
+    define(
+      "elixir",
+      """
+      Evaluates Elixir code on a fresh, isolated Erlang node and returns what it \
+      printed and the value of its last expression. Nothing persists between calls.\
+      """,
+      %{
+        "code" => string("The Elixir code to evaluate."),
+        "timeout_ms" => integer(@call_timeout)
+      },
+      ["code"]
+    )
+  end
+
+  defp define(name, description, properties, required) do
+    {name, description,
+     %{
+       "type" => "object",
+       "properties" => properties,
+       "required" => required,
+       "additionalProperties" => false
+     }}
+  end
+
+  defp string(description), do: %{"type" => "string", "description" => description}
+  defp boolean(description), do: %{"type" => "boolean", "description" => description}
+
+  defp integer(description, minimum \\ 1),
+    do: %{"type" => "integer", "minimum" => minimum, "description" => description}
+
+  @doc false
+  def name!(nil), do: nil
+
+  def name!(name) do
+    if is_binary(name) and Regex.match?(~r/^[a-zA-Z0-9_-]{1,64}$/, name) do
+      name
+    else
+      raise ArgumentError,
+            ":name must be 1 to 64 letters, digits, _ or - (what providers accept), got: #{inspect(name)}"
+    end
+  end
+
+  @doc false
+  def text!(nil), do: nil
+  def text!(text) when is_binary(text) and text != "", do: text
+
+  def text!(other),
+    do: raise(ArgumentError, ":description must be a non-empty string, got: #{inspect(other)}")
+
+  @doc false
+  def peer!(opts) do
+    if Keyword.keyword?(opts) and not Keyword.has_key?(opts, :timeout) and
+         not Keyword.has_key?(opts, :max_output) do
+      opts
+    else
+      raise ArgumentError,
+            ":peer must be a keyword list of ExBashkit.Peer.run/2 options other than " <>
+              ":timeout and :max_output (set by :timeout_ms and :max_output_bytes), got: #{inspect(opts)}"
+    end
+  end
+end
