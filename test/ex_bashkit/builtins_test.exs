@@ -230,30 +230,6 @@ defmodule ExBashkit.BuiltinsTest do
 
       assert %Result{stdout: "other says hi\n"} = run(session, "ask_other says hi")
     end
-
-    test "200 sessions whose builtin drives another session all finish" do
-      tasks =
-        for i <- 1..200 do
-          Task.async(fn ->
-            backend = Session.new(files: %{"/value" => "7"})
-
-            session =
-              Session.new(
-                builtins: %{
-                  "lookup" => fn _ ->
-                    {:ok, result} = Session.exec(backend, "sleep 0.2; cat /value")
-                    {:ok, result.stdout}
-                  end
-                }
-              )
-
-            Session.exec(session, "echo $(( $(lookup) * #{i} ))")
-          end)
-        end
-
-      results = Task.await_many(tasks, 60_000)
-      assert Enum.map(results, fn {:ok, r} -> r.stdout end) == Enum.map(1..200, &"#{7 * &1}\n")
-    end
   end
 
   describe "cancellation" do

@@ -10,13 +10,7 @@ defmodule ExBashkit.PlacementTest do
     # Runaways of earlier tests (containment_test's run for tens of
     # seconds) would leave no idle thread to place these on. A frozen
     # script holds its thread for good: those stay hogged.
-    assert wait_until(
-             fn ->
-               stats = ExBashkit.stats()
-               stats.hogged <= stats.frozen_scripts
-             end,
-             12_000
-           )
+    await_no_runaways()
 
     test = self()
     ready = fn _ -> send(test, :asleep_next) && {:ok, ""} end

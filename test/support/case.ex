@@ -34,6 +34,26 @@ defmodule ExBashkit.Case do
   end
 
   @doc """
+  Waits until no interpreter thread of this VM is held by a runaway (a
+  frozen script holds its thread for good: those are not waited for).
+  Earlier tests' runaways go on for seconds after their tests end, and a
+  script started beside one waits for it.
+  """
+  @spec await_no_runaways() :: true
+  def await_no_runaways do
+    ExUnit.Assertions.assert(
+      wait_until(
+        fn ->
+          stats = ExBashkit.stats()
+          stats.hogged <= stats.frozen_scripts
+        end,
+        12_000
+      ),
+      "runaways of earlier tests still hold interpreter threads after 120 s"
+    )
+  end
+
+  @doc """
   Whether `os_pid` names a live process (not a zombie, not a thread of
   another one). Pids wrap fast (threads take them too, and `pid_max` may
   be 32768), so a test that waits on a pid also checks what it names.
