@@ -29,15 +29,26 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::{Cell, RefCell};
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicPtr, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::stack;
 use crate::sync::lock;
+
+// Explicit paths: tests/*.rs include this file by #[path], and a module
+// included that way looks for its children beside it, not under memory/.
+#[path = "memory/budget.rs"]
+mod budget;
+#[path = "memory/freeze.rs"]
+mod freeze;
+#[path = "memory/metered.rs"]
+mod metered;
+
+pub use budget::{budget, set_budget};
+pub use freeze::{answer_frozen, wake_on_freeze};
+use freeze::{freeze, FROZEN_BYTES, FROZEN_SCRIPTS};
+pub use metered::Metered;
 
 /// The global allocator: `A`, with every allocation counted.
 pub struct Counting<A>(pub A);
@@ -80,9 +91,6 @@ pub const MIN_FREEZE_MARGIN: isize = 32 * 1024 * 1024;
 /// [`FLUSH_BYTES`] per thread not yet added.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 
-/// The VM-wide budget: unlimited until [`set_budget`] at load.
-static BUDGET: AtomicIsize = AtomicIsize::new(isize::MAX);
-
 /// A thread never goes closer than this to the end of its stack: there an
 /// allocation freezes it instead (an overflow would abort the VM).
 const STACK_GUARD_BYTES: usize = 1 << 20;
@@ -103,14 +111,14 @@ fn stack_depth(meter: &Meter, sp: usize) -> isize {
 const STACK_RELEASE_BYTES: usize = 4 << 20;
 
 /// What one thread has counted, and the account it charges.
-struct Meter {
-    account: Cell<*const Account>,
+pub(super) struct Meter {
+    pub(super) account: Cell<*const Account>,
     /// The account's `used` when its current poll began.
-    base: Cell<isize>,
+    pub(super) base: Cell<isize>,
     /// Bytes charged to `account` in its current poll.
-    charged: Cell<isize>,
+    pub(super) charged: Cell<isize>,
     /// `charged` past which the account is over a limit.
-    check_at: Cell<isize>,
+    pub(super) check_at: Cell<isize>,
     /// Bytes not yet added to [`LIVE`].
     unflushed: Cell<isize>,
     /// This thread's stack, on our own threads (`watch_stack`); 0 elsewhere.
@@ -126,7 +134,7 @@ struct Meter {
 }
 
 thread_local! {
-    static METER: Meter = const {
+    pub(super) static METER: Meter = const {
         Meter {
             account: Cell::new(std::ptr::null()),
             base: Cell::new(0),
@@ -142,7 +150,7 @@ thread_local! {
     };
 
     /// On an interpreter thread: where its scripts' polls say who they are.
-    static OWN_HELPERS: RefCell<Option<Arc<Helped>>> = const { RefCell::new(None) };
+    pub(super) static OWN_HELPERS: RefCell<Option<Arc<Helped>>> = const { RefCell::new(None) };
 
     /// On one of its blocking-pool threads: whom to charge.
     static HELPING: RefCell<Option<Arc<Helped>>> = const { RefCell::new(None) };
@@ -453,184 +461,6 @@ fn over_budget(meter: &Meter) {
     let hard = account.hard_cap().min(freeze_point(used));
     account.hard.store(hard, Ordering::Relaxed);
     meter.check_at.set(hard.saturating_sub(meter.base.get()));
-}
-
-/// The most scripts whose callers the watchdog answers after a freeze;
-/// beyond it callers are answered at their deadline.
-const FREEZE_SLOTS: usize = 64;
-
-static FROZEN: [AtomicPtr<Account>; FREEZE_SLOTS] =
-    [const { AtomicPtr::new(std::ptr::null_mut()) }; FREEZE_SLOTS];
-static FROZEN_SCRIPTS: AtomicUsize = AtomicUsize::new(0);
-static FROZEN_BYTES: AtomicIsize = AtomicIsize::new(0);
-/// Frozen scripts whose callers are not answered yet.
-static UNANSWERED: AtomicUsize = AtomicUsize::new(0);
-
-/// Stops the calling thread for good, inside the allocation that went too
-/// far. Never allocates.
-fn freeze(account: &Account, used: isize) -> ! {
-    if account.stopped() == Stop::Running {
-        account.stop(Stop::Cap);
-    }
-    account.frozen.store(true, Ordering::Release);
-    account.session_frozen.store(true, Ordering::Release);
-    FROZEN_SCRIPTS.fetch_add(1, Ordering::Relaxed);
-    FROZEN_BYTES.fetch_add(used, Ordering::Relaxed);
-    let pointer = account as *const Account as *mut Account;
-    if FROZEN.iter().any(|slot| {
-        slot.compare_exchange(
-            std::ptr::null_mut(),
-            pointer,
-            Ordering::AcqRel,
-            Ordering::Relaxed,
-        )
-        .is_ok()
-    }) {
-        UNANSWERED.fetch_add(1, Ordering::Release);
-        if let Some(watchdog) = WATCHDOG.get() {
-            watchdog.unpark();
-        }
-    }
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
-}
-
-/// The thread that runs [`answer_frozen`], woken by a thread that freezes
-/// so its caller is answered at once, whatever the watchdog's interval.
-static WATCHDOG: std::sync::OnceLock<std::thread::Thread> = std::sync::OnceLock::new();
-
-/// Names the thread a freeze wakes (the runtime's watchdog).
-pub fn wake_on_freeze(watchdog: std::thread::Thread) {
-    let _ = WATCHDOG.set(watchdog);
-}
-
-/// Answers the callers of scripts frozen since the last call. Run by the
-/// watchdog thread.
-pub fn answer_frozen() {
-    if UNANSWERED.load(Ordering::Acquire) == 0 {
-        return;
-    }
-    for slot in &FROZEN {
-        let pointer = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        if pointer.is_null() {
-            continue;
-        }
-        UNANSWERED.fetch_sub(1, Ordering::AcqRel);
-        // SAFETY: a frozen script's future is never dropped (its thread
-        // never returns), so its account lives for good.
-        let account = unsafe { &*pointer };
-        let answer = lock(&account.on_freeze).take();
-        if let (Some(answer), Some((message, limit))) = (answer, account.verdict()) {
-            let message = format!(
-                "{message}; it was inside work that cannot be interrupted and was frozen \
-                 where it stood: the session can run no more scripts (start a new one)"
-            );
-            answer(message, limit);
-        }
-    }
-}
-
-/// A script's future, with its allocations charged to `account`, and the
-/// allocations of its thread's blocking pool while it is the last polled.
-pub struct Metered<'a, T> {
-    account: &'a Arc<Account>,
-    inner: Pin<Box<dyn Future<Output = T> + Send + 'a>>,
-}
-
-impl<'a, T> Metered<'a, T> {
-    pub fn new(account: &'a Arc<Account>, inner: impl Future<Output = T> + Send + 'a) -> Self {
-        Self {
-            account,
-            inner: Box::pin(inner),
-        }
-    }
-}
-
-/// Puts the thread's meter back as it was when a poll ends, even by panic.
-struct Restore<'m> {
-    meter: &'m Meter,
-    account: &'m Account,
-    previous: (*const Account, isize, isize, isize),
-}
-
-impl Drop for Restore<'_> {
-    fn drop(&mut self) {
-        let meter = self.meter;
-        self.account
-            .used
-            .fetch_add(meter.charged.get(), Ordering::Relaxed);
-        let (account, base, charged, check_at) = self.previous;
-        meter.account.set(account);
-        meter.base.set(base);
-        meter.charged.set(charged);
-        meter.check_at.set(check_at);
-    }
-}
-
-impl<T> Future for Metered<'_, T> {
-    type Output = T;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let _ = OWN_HELPERS.try_with(|own| {
-            if let Some(helped) = own.borrow().as_ref() {
-                let previous =
-                    std::mem::replace(&mut *lock(&helped.0), Arc::downgrade(self.account));
-                drop(previous);
-            }
-        });
-        let account: &Account = self.account;
-        let used = account.used.load(Ordering::Relaxed);
-        let limit = match account.stopped() {
-            Stop::Running => account.cap,
-            _ => account.hard_cap(),
-        };
-        METER.with(|meter| {
-            let _restore = Restore {
-                meter,
-                account,
-                previous: (
-                    meter.account.replace(account),
-                    meter.base.replace(used),
-                    meter.charged.replace(0),
-                    meter.check_at.replace(limit.saturating_sub(used)),
-                ),
-            };
-            self.inner.as_mut().poll(cx)
-        })
-    }
-}
-
-/// The VM-wide budget.
-pub fn budget() -> isize {
-    BUDGET.load(Ordering::Relaxed)
-}
-
-/// Sets the VM-wide budget (`config :ex_bashkit, :memory_budget_bytes`);
-/// `None` sets the default, a quarter of physical memory.
-pub fn set_budget(bytes: Option<u64>) {
-    let bytes = match bytes {
-        Some(bytes) => isize::try_from(bytes).unwrap_or(isize::MAX),
-        None => physical_memory().map_or(isize::MAX, |total| total / 4),
-    };
-    BUDGET.store(bytes.max(1), Ordering::Relaxed);
-}
-
-#[cfg(unix)]
-fn physical_memory() -> Option<isize> {
-    // SAFETY: sysconf only reads its argument.
-    let (pages, page_size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (pages > 0 && page_size > 0).then(|| (pages as isize).saturating_mul(page_size as isize))
-}
-
-#[cfg(not(unix))]
-fn physical_memory() -> Option<isize> {
-    None
 }
 
 /// This library's memory as the NIFs report it.

@@ -49,15 +49,24 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use std::collections::VecDeque;
 
 use tokio::runtime::{Builder, Handle};
 use tokio::sync::Notify;
+
+// Paths, since tests/runtime.rs includes this file by #[path].
+#[path = "runtime/load.rs"]
+mod load;
+#[path = "runtime/timed.rs"]
+mod timed;
+
+use load::{current_tid, set_background, CpuClock, Load};
+pub use timed::job_done;
+use timed::Timed;
 
 /// Stack size of every interpreter thread. Generous because eval recursion is
 /// not depth-limited upstream; it is virtual memory until used.
@@ -84,10 +93,6 @@ pub const HOG_THRESHOLD: Duration = Duration::from_millis(10);
 /// CPU time a hogged thread's poll must burn, as the watchdog measures it
 /// from when it first sees the poll, before the thread is lowered.
 const BURN_THRESHOLD: Duration = Duration::from_millis(5);
-
-/// A poll after which its thread has freed this much since the last
-/// collection hands the free pages back to the OS.
-const COLLECT_AFTER_FREED_BYTES: isize = 64 << 20;
 
 /// The most interpreter threads the pool grows to when all are hogged.
 pub const MAX_THREADS: usize = 64;
@@ -146,209 +151,10 @@ impl Inbox {
     }
 }
 
-/// What a thread is doing, for placement decisions made elsewhere.
-#[derive(Default)]
-struct Load {
-    /// Jobs started on the thread and not yet finished (running or waiting).
-    jobs: AtomicUsize,
-    /// When its current poll began ([`now`]), or 0 between polls.
-    busy_since: AtomicU64,
-    /// The OS thread id, for its priority (0 where unknown).
-    tid: AtomicU64,
-    /// Running at lowered priority.
-    niced: AtomicBool,
-    /// Lowered for good: restoring the priority was refused.
-    demoted: AtomicBool,
-    /// The thread's CPU clock, where the platform has one.
-    cpu_clock: OnceLock<CpuClock>,
-    /// The poll the watchdog last saw (its `busy_since`), and the thread's
-    /// CPU time then, in nanoseconds.
-    seen_poll: AtomicU64,
-    cpu_when_seen: AtomicU64,
-}
-
-impl Load {
-    fn hogged(&self, now: u64) -> bool {
-        let since = self.busy_since.load(Ordering::Relaxed);
-        since != 0 && now.saturating_sub(since) > HOG_THRESHOLD.as_nanos() as u64
-    }
-
-    /// Whether new work may go to this thread.
-    fn available(&self, now: u64) -> bool {
-        !self.hogged(now) && !self.demoted.load(Ordering::Relaxed)
-    }
-
-    /// Whether the thread is hogged and its poll has burned more than
-    /// [`BURN_THRESHOLD`] of CPU since the watchdog first saw it. Where
-    /// there is no CPU clock, whether it is hogged. Called by the watchdog
-    /// alone, which keeps the first sighting.
-    fn burning(&self, now: u64) -> bool {
-        let since = self.busy_since.load(Ordering::Relaxed);
-        if since == 0 {
-            return false;
-        }
-        let Some(cpu) = self.cpu_clock.get().and_then(CpuClock::nanos) else {
-            return self.hogged(now);
-        };
-        if self.seen_poll.swap(since, Ordering::Relaxed) != since {
-            self.cpu_when_seen.store(cpu, Ordering::Relaxed);
-            return false;
-        }
-        let burned = cpu.saturating_sub(self.cpu_when_seen.load(Ordering::Relaxed));
-        self.hogged(now) && burned > BURN_THRESHOLD.as_nanos() as u64
-    }
-
-    /// Lowers the priority of a thread burning CPU in one poll, and
-    /// restores it afterwards.
-    fn adjust_priority(&self, now: u64) {
-        let burning = self.burning(now);
-        if burning == self.niced.load(Ordering::Relaxed) || self.demoted.load(Ordering::Relaxed) {
-            return;
-        }
-        let tid = self.tid.load(Ordering::Relaxed);
-        if burning {
-            if set_background(tid, true) {
-                self.niced.store(true, Ordering::Relaxed);
-            }
-        } else if set_background(tid, false) {
-            self.niced.store(false, Ordering::Relaxed);
-        } else {
-            self.demoted.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-/// A thread's CPU-time clock, readable from any thread.
-#[derive(Clone, Copy)]
-struct CpuClock(#[cfg_attr(not(target_os = "linux"), allow(dead_code))] i64);
-
-impl CpuClock {
-    /// The calling thread's clock.
-    #[cfg(target_os = "linux")]
-    fn current() -> Option<Self> {
-        let mut clock: libc::clockid_t = 0;
-        // SAFETY: pthread_self is the calling thread; `clock` is ours.
-        let status = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
-        (status == 0).then_some(Self(i64::from(clock)))
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn current() -> Option<Self> {
-        None
-    }
-
-    /// CPU time the thread has used.
-    #[cfg(target_os = "linux")]
-    fn nanos(&self) -> Option<u64> {
-        let mut time = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes only `time`; a stale clock fails.
-        let status = unsafe { libc::clock_gettime(self.0 as libc::clockid_t, &mut time) };
-        (status == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
-    }
-
-    #[cfg(not(target_os = "linux"))]
-    fn nanos(&self) -> Option<u64> {
-        None
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn current_tid() -> u64 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u64 }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn current_tid() -> u64 {
-    0
-}
-
-/// Moves one thread to `SCHED_IDLE` (it runs only on a core nothing else
-/// wants) or back to the normal policy. Linux keeps the policy per thread.
-#[cfg(target_os = "linux")]
-fn set_background(tid: u64, background: bool) -> bool {
-    let policy = if background {
-        libc::SCHED_IDLE
-    } else {
-        libc::SCHED_OTHER
-    };
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler only reads its arguments; a stale tid fails.
-    tid != 0 && unsafe { libc::sched_setscheduler(tid as libc::pid_t, policy, &param) } == 0
-}
-
-#[cfg(not(target_os = "linux"))]
-fn set_background(_tid: u64, _background: bool) -> bool {
-    false
-}
-
 /// Nanoseconds since the pool's epoch, never 0.
 fn now() -> u64 {
     static EPOCH: OnceLock<Instant> = OnceLock::new();
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as u64 + 1
-}
-
-/// A job whose polls are timed on its thread's [`Load`], and which counts
-/// in its `jobs` until it says it is done ([`job_done`]) or ends.
-struct Timed {
-    job: Job,
-    load: Arc<Load>,
-    counted: bool,
-}
-
-thread_local! {
-    /// While a job is polled: its thread's [`Load`], and whether the job
-    /// said it is done.
-    static POLLING: Cell<(*const Load, bool)> = const { Cell::new((std::ptr::null(), false)) };
-}
-
-/// The job being polled on this thread has answered its caller: it no
-/// longer counts as work there. Called before the answer is sent, so the
-/// caller's next script finds the thread idle and stays on it.
-pub fn job_done() {
-    let _ = POLLING.try_with(|polling| {
-        let (load, done) = polling.get();
-        if !load.is_null() && !done {
-            // SAFETY: set by `Timed::poll` from the `Arc<Load>` it holds,
-            // for the duration of that poll, which is the caller's.
-            unsafe { &*load }.jobs.fetch_sub(1, Ordering::Relaxed);
-            polling.set((load, true));
-        }
-    });
-}
-
-/// A job's end, however it ends (finished, or dropped with its runtime).
-impl Drop for Timed {
-    fn drop(&mut self) {
-        if self.counted {
-            self.load.jobs.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
-
-impl Future for Timed {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        self.load.busy_since.store(now(), Ordering::Relaxed);
-        let previous = POLLING.replace((Arc::as_ptr(&self.load), !self.counted));
-        let poll = self.job.as_mut().poll(cx);
-        let (_, done) = POLLING.replace(previous);
-        self.counted &= !done;
-        self.load.busy_since.store(0, Ordering::Relaxed);
-        // A script that recursed deep leaves no resident stack behind, and
-        // one that freed much leaves no freed pages resident: mimalloc
-        // keeps them for reuse until it is told to collect.
-        crate::memory::release_stack();
-        if crate::memory::take_freed() > COLLECT_AFTER_FREED_BYTES {
-            // SAFETY: mi_collect has no preconditions.
-            unsafe { libmimalloc_sys::mi_collect(true) };
-        }
-        poll
-    }
 }
 
 /// The pool of interpreter threads. It only grows: an idle thread sleeps
@@ -689,87 +495,5 @@ async fn serve(inbox: Arc<Inbox>, load: Arc<Load>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::mpsc;
-
-    #[test]
-    fn jobs_run_on_interpreter_threads_and_report_back() {
-        let pool = Interpreters::start(2).unwrap();
-        let (tx, rx) = mpsc::channel();
-        for worker in 0..2 {
-            let tx = tx.clone();
-            pool.spawn(worker, async move {
-                let name = std::thread::current().name().map(str::to_owned);
-                tx.send(name).unwrap();
-            });
-        }
-        let mut names: Vec<_> = (0..2).map(|_| rx.recv().unwrap().unwrap()).collect();
-        names.sort();
-        assert_eq!(names, ["ex_bashkit_0", "ex_bashkit_1"]);
-    }
-
-    #[test]
-    fn waiting_jobs_hold_no_thread() {
-        // One thread, many sleepers: they can only overlap if a sleeping
-        // job yields the thread.
-        let pool = Interpreters::start(1).unwrap();
-        let (tx, rx) = mpsc::channel();
-        let started = Instant::now();
-        for _ in 0..100 {
-            let tx = tx.clone();
-            pool.spawn(0, async move {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                tx.send(()).unwrap();
-            });
-        }
-        for _ in 0..100 {
-            rx.recv().unwrap();
-        }
-        assert!(started.elapsed() < Duration::from_secs(10));
-    }
-
-    #[test]
-    fn only_a_poll_that_burns_cpu_is_lowered() {
-        let pool = Interpreters::start(2).unwrap();
-        let hold = Duration::from_millis(400);
-        pool.spawn(0, async move { std::thread::sleep(hold) });
-        pool.spawn(1, async move {
-            let started = Instant::now();
-            while started.elapsed() < hold {
-                std::hint::spin_loop();
-            }
-        });
-        let (blocked, spinning) = (&pool.worker(0).load, &pool.worker(1).load);
-        let (mut blocked_hogged, mut burned) = (false, false);
-        let started = Instant::now();
-        while started.elapsed() < hold / 2 {
-            let now = now();
-            assert!(!blocked.burning(now), "a blocked poll burns no CPU");
-            blocked_hogged |= blocked.hogged(now);
-            burned |= spinning.burning(now);
-            std::thread::sleep(WATCH_INTERVAL);
-        }
-        // No new work goes to either; only the spinning one is lowered.
-        assert!(blocked_hogged);
-        assert!(burned || CpuClock::current().is_none());
-    }
-
-    #[test]
-    fn deep_recursion_fits_the_interpreter_stack() {
-        // 20 MiB of frames: far past a dirty scheduler's or a default
-        // thread's stack, well within ours.
-        fn depth(n: u64) -> u64 {
-            let frame = std::hint::black_box([0u8; 1024]);
-            if n == 0 {
-                u64::from(frame[0])
-            } else {
-                depth(n - 1) + 1
-            }
-        }
-        let pool = Interpreters::start(1).unwrap();
-        let (tx, rx) = mpsc::channel();
-        pool.spawn(0, async move { tx.send(depth(20_000)).unwrap() });
-        assert_eq!(rx.recv().unwrap(), 20_000);
-    }
-}
+#[path = "runtime/tests.rs"]
+mod tests;

@@ -2,7 +2,7 @@
 //! rustler), with the counting allocator as this test binary's own.
 
 #[path = "../src/memory.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod memory;
 #[path = "../src/stack.rs"]
 mod stack;

@@ -2,11 +2,11 @@
 //! dependency, so its tests run without a BEAM.
 
 #[path = "../src/runtime.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod runtime;
 // The watchdog answers frozen scripts (`memory.rs`).
 #[path = "../src/memory.rs"]
-#[allow(dead_code)]
+#[allow(dead_code, unused_imports)]
 mod memory;
 #[path = "../src/stack.rs"]
 mod stack;

@@ -1,0 +1,77 @@
+//! A job as its thread runs it: each poll is timed on the thread's
+//! [`Load`] (a poll that runs long marks the thread hogged), and the job
+//! counts as work there until it answers its caller or ends.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::load::Load;
+use super::{now, Job};
+
+/// A poll after which its thread has freed this much since the last
+/// collection hands the free pages back to the OS.
+const COLLECT_AFTER_FREED_BYTES: isize = 64 << 20;
+
+/// A job whose polls are timed on its thread's [`Load`], and which counts
+/// in its `jobs` until it says it is done ([`job_done`]) or ends.
+pub(super) struct Timed {
+    pub(super) job: Job,
+    pub(super) load: Arc<Load>,
+    pub(super) counted: bool,
+}
+
+thread_local! {
+    /// While a job is polled: its thread's [`Load`], and whether the job
+    /// said it is done.
+    static POLLING: Cell<(*const Load, bool)> = const { Cell::new((std::ptr::null(), false)) };
+}
+
+/// The job being polled on this thread has answered its caller: it no
+/// longer counts as work there. Called before the answer is sent, so the
+/// caller's next script finds the thread idle and stays on it.
+pub fn job_done() {
+    let _ = POLLING.try_with(|polling| {
+        let (load, done) = polling.get();
+        if !load.is_null() && !done {
+            // SAFETY: set by `Timed::poll` from the `Arc<Load>` it holds,
+            // for the duration of that poll, which is the caller's.
+            unsafe { &*load }.jobs.fetch_sub(1, Ordering::Relaxed);
+            polling.set((load, true));
+        }
+    });
+}
+
+/// A job's end, however it ends (finished, or dropped with its runtime).
+impl Drop for Timed {
+    fn drop(&mut self) {
+        if self.counted {
+            self.load.jobs.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Future for Timed {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.load.busy_since.store(now(), Ordering::Relaxed);
+        let previous = POLLING.replace((Arc::as_ptr(&self.load), !self.counted));
+        let poll = self.job.as_mut().poll(cx);
+        let (_, done) = POLLING.replace(previous);
+        self.counted &= !done;
+        self.load.busy_since.store(0, Ordering::Relaxed);
+        // A script that recursed deep leaves no resident stack behind, and
+        // one that freed much leaves no freed pages resident: mimalloc
+        // keeps them for reuse until it is told to collect.
+        crate::memory::release_stack();
+        if crate::memory::take_freed() > COLLECT_AFTER_FREED_BYTES {
+            // SAFETY: mi_collect has no preconditions.
+            unsafe { libmimalloc_sys::mi_collect(true) };
+        }
+        poll
+    }
+}
