@@ -11,6 +11,9 @@ defmodule ExBashkit.Application do
     # the user placed one in their own tree.
     children = [
       ExBashkit.PanicReporter,
+      # The servers of builtin and virtual_fs calls, and the callback chains
+      # their deadlock check reads.
+      ExBashkit.Callbacks.child_specs(),
       ExBashkit.Store.Memory,
       {DynamicSupervisor,
        name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
@@ -29,7 +32,7 @@ defmodule ExBashkit.Application do
       {Task.Supervisor, name: ExBashkit.TaskSupervisor}
     ]
 
-    Supervisor.start_link(children,
+    Supervisor.start_link(List.flatten(children),
       strategy: :one_for_one,
       name: ExBashkit.Supervisor
     )

@@ -146,35 +146,47 @@ defmodule ExBashkit.Approval do
     end
   end
 
+  # The function runs under ExBashkit.Callbacks.Supervisor, with the caller
+  # in `$callers`; a brutal kill at its deadline is no crash to report.
   defp decide(approve, request, timeout_ms) do
-    callers = [self() | Process.get(:"$callers", [])]
+    caller = self()
+    ref = make_ref()
+    supervisor = {:via, PartitionSupervisor, {ExBashkit.Callbacks.Supervisor, caller}}
 
-    {pid, monitor} =
-      spawn_monitor(fn ->
-        Process.put(:"$callers", callers)
+    {:ok, pid} =
+      Task.Supervisor.start_child(
+        supervisor,
+        fn ->
+          answer =
+            try do
+              approve.(request)
+            catch
+              kind, reason -> {:failed, Exception.format_banner(kind, reason, __STACKTRACE__)}
+            end
 
-        answer =
-          try do
-            approve.(request)
-          catch
-            kind, reason -> {:failed, Exception.format_banner(kind, reason, __STACKTRACE__)}
-          end
+          send(caller, {ref, answer})
+        end,
+        shutdown: :brutal_kill
+      )
 
-        exit({__MODULE__, answer})
-      end)
+    monitor = Process.monitor(pid)
 
     receive do
-      {:DOWN, ^monitor, :process, ^pid, {__MODULE__, answer}} ->
+      {^ref, answer} ->
+        Process.demonitor(monitor, [:flush])
         verdict(answer)
 
       {:DOWN, ^monitor, :process, ^pid, reason} ->
         {:deny, "the approve function failed: #{Exception.format_exit(reason)}"}
     after
       timeout_ms ->
-        Process.exit(pid, :kill)
-
+        Task.Supervisor.terminate_child(supervisor, pid)
+        Process.demonitor(monitor, [:flush])
+        # An answer sent as the deadline passed must not linger.
         receive do
-          {:DOWN, ^monitor, :process, ^pid, _} -> :ok
+          {^ref, _} -> :ok
+        after
+          0 -> :ok
         end
 
         {:deny,

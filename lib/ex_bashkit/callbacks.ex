@@ -6,11 +6,12 @@ defmodule ExBashkit.Callbacks do
   # — `target` is `{:builtin, name}` or `{:fs, mount}`, `request` the very
   # map the builtin's function or the backend gets (native/ex_bashkit/src/
   # callback.rs builds both). The first call of a script goes to the caller,
-  # waiting for the script; it starts a server process (monitoring the
-  # caller), hands the call over and points the script's later calls at the
-  # server, so a script that calls nothing costs no process. The server runs
-  # each call in a fresh process, linked (so it dies with the server) and
-  # monitored (so its end is attributed by an unguessable reference).
+  # waiting for the script; it starts a server process (under
+  # `ExBashkit.Callbacks.Supervisor`, monitoring the caller), hands the call
+  # over and points the script's later calls at the server, so a script that
+  # calls nothing costs no process. The server runs each call in a fresh
+  # process, linked (so it dies with the server) and monitored (so its end
+  # is attributed by an unguessable reference).
   # Whichever comes first — the runner's answer, its end for any reason, or
   # the `:builtin_timeout_ms` timer — answers the call; the NIF keeps the
   # first answer and drops the rest. The server acts only on messages it can
@@ -49,8 +50,12 @@ defmodule ExBashkit.Callbacks do
     end
   end
 
-  # The sessions whose callbacks this process is serving, innermost last.
-  @serving {__MODULE__, :serving}
+  # Each process running a callback is registered here under its pid, with
+  # the sessions waiting on it (innermost last): the deadlock check of a
+  # nested exec/2 finds the chain of its own process and of those that
+  # started it as a Task (`$callers`), without reading their dictionaries.
+  @chains ExBashkit.Callbacks.Registry
+  @servers ExBashkit.Callbacks.Supervisor
 
   @doc """
   Runs `fun` with callbacks served for `table`. The script sends its first
@@ -101,7 +106,14 @@ defmodule ExBashkit.Callbacks do
         caller = self()
         stop = make_ref()
         table = %{table | max_reply: max_reply_bytes()}
-        {server, monitor} = spawn_monitor(fn -> init(caller, stop, table, chain) end)
+
+        {:ok, server} =
+          Task.Supervisor.start_child(
+            {:via, PartitionSupervisor, {@servers, caller}},
+            fn -> init(caller, stop, table, chain) end
+          )
+
+        monitor = Process.monitor(server)
         Interpreter.callback_server(session, server)
         Process.put(key, {server, monitor, stop})
         server
@@ -141,18 +153,23 @@ defmodule ExBashkit.Callbacks do
     end
   end
 
-  # The sessions waiting on this process: its own mark, and that of the
-  # processes that started it as a Task (`$callers`), so a Task spawned by a
-  # builtin cannot deadlock on the builtin's session either.
+  # The sessions waiting on this process: those of the callback it runs, and
+  # of the processes that started it as a Task (`$callers`), so a Task
+  # spawned by a builtin cannot deadlock on the builtin's session either.
   defp serving do
-    inherited =
-      for pid <- Process.get(:"$callers", []),
-          {:dictionary, dictionary} <- [Process.info(pid, :dictionary)],
-          {@serving, chain} <- [List.keyfind(dictionary, @serving, 0)],
-          id <- chain,
-          do: id
+    for pid <- [self() | Process.get(:"$callers", [])],
+        {_pid, chain} <- Registry.lookup(@chains, pid),
+        session <- chain,
+        do: session
+  end
 
-    Process.get(@serving, []) ++ inherited
+  @doc "The children that serve callbacks: the chains' registry and the servers' supervisors."
+  @spec child_specs() :: [Supervisor.child_spec()]
+  def child_specs do
+    [
+      {Registry, keys: :unique, name: @chains, partitions: System.schedulers_online()},
+      {PartitionSupervisor, child_spec: Task.Supervisor, name: @servers}
+    ]
   end
 
   defp init(caller, stop, table, chain) do
@@ -254,7 +271,7 @@ defmodule ExBashkit.Callbacks do
   end
 
   defp run(table, chain, pending, request) do
-    Process.put(@serving, chain)
+    {:ok, _} = Registry.register(@chains, self(), chain)
 
     reply =
       try do

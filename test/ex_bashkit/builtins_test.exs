@@ -143,17 +143,25 @@ defmodule ExBashkit.BuiltinsTest do
     test "is started only by a script that calls back" do
       session = Session.new(builtins: %{"hi" => fn _ -> {:ok, "hi\n"} end})
       test = self()
-      # A process cannot receive its own trace messages: relay them.
-      relay = spawn_link(fn -> relay(test) end)
-      :erlang.trace(self(), true, [:procs, {:tracer, relay}])
+      # Servers start under the partition of ExBashkit.Callbacks.Supervisor
+      # that this caller maps to; other tests' servers may start there too,
+      # so only spawns made for this caller (its owner) are relayed.
+      supervisor =
+        GenServer.whereis({:via, PartitionSupervisor, {ExBashkit.Callbacks.Supervisor, test}})
+
+      relay = spawn_link(fn -> relay(test, &mentions?(&1, test)) end)
+      :erlang.trace(supervisor, true, [:procs, {:tracer, relay}])
 
       assert {:ok, %Result{stdout: "quiet\n"}} = Session.exec(session, "echo quiet")
       refute_receive {:trace, _, :spawn, _, _}, 100
 
       assert {:ok, %Result{stdout: "hi\n"}} = Session.exec(session, "hi")
-      assert_receive {:trace, _, :spawn, _, _}
+      assert_receive {:trace, ^supervisor, :spawn, _, _}
     after
-      :erlang.trace(self(), false, [:procs])
+      supervisor =
+        GenServer.whereis({:via, PartitionSupervisor, {ExBashkit.Callbacks.Supervisor, self()}})
+
+      :erlang.trace(supervisor, false, [:procs])
     end
 
     test "leaves nothing in the caller's mailbox, whatever the script's end" do
@@ -322,11 +330,19 @@ defmodule ExBashkit.BuiltinsTest do
     session
   end
 
-  defp relay(to) do
+  defp relay(to, wanted?) do
     receive do
-      message -> send(to, message)
+      {:trace, _, :spawn, _, _} = message -> if wanted?.(message), do: send(to, message)
+      _other -> :ok
     end
 
-    relay(to)
+    relay(to, wanted?)
   end
+
+  # Whether `pid` appears anywhere in `term`: a Task child's start
+  # arguments carry its owner and `$callers`.
+  defp mentions?(pid, pid), do: true
+  defp mentions?(term, pid) when is_tuple(term), do: mentions?(Tuple.to_list(term), pid)
+  defp mentions?(term, pid) when is_list(term), do: Enum.any?(term, &mentions?(&1, pid))
+  defp mentions?(_term, _pid), do: false
 end

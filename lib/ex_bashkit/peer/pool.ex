@@ -236,7 +236,7 @@ defmodule ExBashkit.Peer.Pool do
         continue(%{state | spares: state.spares ++ [peer]})
 
       {:empty, _} ->
-        spawn(fn -> stop(peer) end)
+        Task.Supervisor.start_child(ExBashkit.TaskSupervisor, fn -> stop(peer) end)
         continue(state)
     end
   end
@@ -313,7 +313,7 @@ defmodule ExBashkit.Peer.Pool do
 
     for {node, {controller, monitor, _ref}} <- reclaimed do
       Process.demonitor(monitor, [:flush])
-      spawn(fn -> stop({controller, node}) end)
+      Task.Supervisor.start_child(ExBashkit.TaskSupervisor, fn -> stop({controller, node}) end)
     end
 
     %{state | lent: Map.new(lent)}
