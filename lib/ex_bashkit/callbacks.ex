@@ -164,7 +164,7 @@ defmodule ExBashkit.Callbacks do
   end
 
   @doc "The children that serve callbacks: the chains' registry and the servers' supervisors."
-  @spec child_specs() :: [Supervisor.child_spec()]
+  @spec child_specs() :: [{module(), keyword()}]
   def child_specs do
     [
       {Registry, keys: :unique, name: @chains, partitions: System.schedulers_online()},

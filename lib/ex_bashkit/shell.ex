@@ -307,7 +307,11 @@ defmodule ExBashkit.Shell do
   end
 
   defp close_input(%{kind: :lines, reading: reading}) do
-    if reading, do: Process.exit(elem(reading, 0), :kill)
+    with {reader, _ref} <- reading do
+      Process.unlink(reader)
+      Process.exit(reader, :kill)
+    end
+
     :ok
   end
 
@@ -361,8 +365,9 @@ defmodule ExBashkit.Shell do
     shell = self()
     ref = make_ref()
 
+    # Linked, so that a read still waiting goes if the shell does.
     reader =
-      spawn(fn ->
+      spawn_link(fn ->
         line =
           case IO.gets(prompt) do
             text when is_binary(text) -> String.trim_trailing(text, "\n")
