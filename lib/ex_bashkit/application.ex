@@ -11,8 +11,8 @@ defmodule ExBashkit.Application do
     # the user placed one in their own tree.
     children = [
       ExBashkit.PanicReporter,
-      # The servers of builtin and virtual_fs calls, and the callback chains
-      # their deadlock check reads.
+      # The servers of builtin and virtual_fs calls, and the table of the
+      # callback chains their deadlock check reads.
       ExBashkit.Callbacks.child_specs(),
       ExBashkit.Store.Memory,
       {DynamicSupervisor,

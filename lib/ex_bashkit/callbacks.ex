@@ -23,6 +23,7 @@ defmodule ExBashkit.Callbacks do
   # `config :ex_bashkit, :max_reply_bytes`; error text is truncated to it.
 
   alias ExBashkit.{Builtin, Execution, Interpreter, Result, Telemetry, VirtualFs}
+  alias ExBashkit.Callbacks.Chains
 
   defstruct builtins: %{}, virtual_fs: %{}, timeout: 30_000, max_reply: nil
 
@@ -50,11 +51,6 @@ defmodule ExBashkit.Callbacks do
     end
   end
 
-  # Each process running a callback is registered here under its pid, with
-  # the sessions waiting on it (innermost last): the deadlock check of a
-  # nested exec/2 finds the chain of its own process and of those that
-  # started it as a Task (`$callers`), without reading their dictionaries.
-  @chains ExBashkit.Callbacks.Registry
   @servers ExBashkit.Callbacks.Supervisor
 
   @doc """
@@ -156,20 +152,12 @@ defmodule ExBashkit.Callbacks do
   # The sessions waiting on this process: those of the callback it runs, and
   # of the processes that started it as a Task (`$callers`), so a Task
   # spawned by a builtin cannot deadlock on the builtin's session either.
-  defp serving do
-    for pid <- [self() | Process.get(:"$callers", [])],
-        {_pid, chain} <- Registry.lookup(@chains, pid),
-        session <- chain,
-        do: session
-  end
+  defp serving, do: Chains.of([self() | Process.get(:"$callers", [])])
 
-  @doc "The children that serve callbacks: the chains' registry and the servers' supervisors."
-  @spec child_specs() :: [{module(), keyword()}]
+  @doc "The children that serve callbacks: the chains' table and the servers' supervisors."
+  @spec child_specs() :: [module() | {module(), keyword()}]
   def child_specs do
-    [
-      {Registry, keys: :unique, name: @chains, partitions: System.schedulers_online()},
-      {PartitionSupervisor, child_spec: Task.Supervisor, name: @servers}
-    ]
+    [Chains, {PartitionSupervisor, child_spec: Task.Supervisor, name: @servers}]
   end
 
   defp init(caller, stop, table, chain) do
@@ -209,7 +197,8 @@ defmodule ExBashkit.Callbacks do
           else: state
 
       {:DOWN, ref, :process, _, reason} when is_map_key(calls, ref) ->
-        {{_runner, pending, request, timer}, calls} = Map.pop(calls, ref)
+        {{runner, pending, request, timer}, calls} = Map.pop(calls, ref)
+        Chains.delete(runner)
         cancel(timer)
         # A runner that answered has had its answer kept; one that ended
         # any other way (even with reason :normal) is answered here.
@@ -218,9 +207,8 @@ defmodule ExBashkit.Callbacks do
 
       {:timeout, ref} when is_map_key(calls, ref) ->
         {{runner, pending, request, _timer}, calls} = Map.pop(calls, ref)
-        Process.demonitor(ref, [:flush])
-        Process.exit(runner, :kill)
         answer(pending, request, state.table, :timeout)
+        stop_runner(runner, ref)
         %{state | calls: calls}
 
       {:DOWN, ^caller, :process, _, _} ->
@@ -259,19 +247,22 @@ defmodule ExBashkit.Callbacks do
   defp cancel(timer), do: Process.cancel_timer(timer)
 
   defp shutdown(%{calls: calls}) do
-    for {ref, {runner, _, _, _}} <- calls do
-      Process.exit(runner, :kill)
-
-      receive do
-        {:DOWN, ^ref, :process, _, _} -> :ok
-      end
-    end
-
+    for {ref, {runner, _, _, _}} <- calls, do: stop_runner(runner, ref)
     :stop
   end
 
+  # Once it is gone, its chain can be forgotten: not before, or it could
+  # record the chain again on its way out.
+  defp stop_runner(runner, ref) do
+    Process.exit(runner, :kill)
+
+    receive do
+      {:DOWN, ^ref, :process, _, _} -> Chains.delete(runner)
+    end
+  end
+
   defp run(table, chain, pending, request) do
-    {:ok, _} = Registry.register(@chains, self(), chain)
+    Chains.put(self(), chain)
 
     reply =
       try do

@@ -1,6 +1,6 @@
 defmodule ExBashkit.CallbacksTest do
   # ExBashkit.Callbacks on its own terms: where its processes live, what a
-  # callback's process is registered with, and what crosses back into the
+  # callback's process has recorded, and what crosses back into the
   # interpreter. (What scripts see of builtins and virtual_fs backends is
   # in builtins_test.exs, virtual_fs_test.exs and callback_leak_test.exs.)
   # Not async: one test changes the application's :max_reply_bytes.
@@ -16,7 +16,7 @@ defmodule ExBashkit.CallbacksTest do
       builtins: %{
         "where" => fn _ ->
           runner = self()
-          chain = Registry.lookup(ExBashkit.Callbacks.Registry, runner)
+          chain = :ets.lookup(ExBashkit.Callbacks.Chains, runner)
           send(test, {:runner, runner, chain})
           {:ok, "here\n"}
         end
@@ -55,19 +55,17 @@ defmodule ExBashkit.CallbacksTest do
       :erlang.trace(supervisor, false, [:procs])
     end
 
-    # (Also linked to a partition of the registry its chain is in.)
     assert_received {:trace, ^supervisor, :spawn, server, _}
-    assert_received {:links, {:links, links}}
-    assert server in links
+    assert_received {:links, {:links, [^server]}}
     refute Process.alive?(server), "the server ends with the script"
   end
 
-  test "a callback's process is registered with the session waiting on it, until it ends" do
+  test "a callback's process has its chain recorded: the session waiting on it, until it ends" do
     session = reporting_session()
     assert {:ok, _} = Session.exec(session, "where")
     assert_received {:runner, runner, [{runner, [waiting]}]}
     assert waiting == session.resource
-    assert Registry.lookup(ExBashkit.Callbacks.Registry, runner) == []
+    assert :ets.lookup(ExBashkit.Callbacks.Chains, runner) == []
   end
 
   test "a nested callback's chain holds every session waiting, innermost last" do
@@ -98,6 +96,18 @@ defmodule ExBashkit.CallbacksTest do
     before = Task.Supervisor.children(supervisor)
     assert {:ok, _} = Session.exec(session, "echo quiet")
     assert Task.Supervisor.children(supervisor) -- before == []
+  end
+
+  test "the chains' table outlives anything sent to its owner" do
+    owner = Process.whereis(ExBashkit.Callbacks.Chains)
+    send(owner, {:DOWN, make_ref(), :process, self(), :normal})
+    send(owner, {:EXIT, self(), :kill})
+    GenServer.cast(owner, :junk)
+    assert GenServer.call(owner, :junk) == {:error, :unsupported}
+
+    assert Process.whereis(ExBashkit.Callbacks.Chains) == owner
+    assert {:ok, %Result{stdout: "here\n"}} = Session.exec(reporting_session(), "where")
+    assert_received {:runner, runner, [{runner, [_waiting]}]}
   end
 
   describe "replies" do
