@@ -151,7 +151,7 @@ defmodule ExBashkit.Approval do
   defp decide(approve, request, timeout_ms) do
     caller = self()
     ref = make_ref()
-    supervisor = {:via, PartitionSupervisor, {ExBashkit.Callbacks.Supervisor, caller}}
+    supervisor = ExBashkit.Callbacks.Supervisor.for_caller(caller)
 
     {:ok, pid} =
       Task.Supervisor.start_child(

@@ -24,6 +24,7 @@ defmodule ExBashkit.Callbacks do
 
   alias ExBashkit.{Builtin, Execution, Interpreter, Result, Telemetry, VirtualFs}
   alias ExBashkit.Callbacks.Chains
+  alias ExBashkit.Callbacks.Supervisor, as: Servers
 
   defstruct builtins: %{}, virtual_fs: %{}, timeout: 30_000, max_reply: nil
 
@@ -50,8 +51,6 @@ defmodule ExBashkit.Callbacks do
       _unset_or_malformed -> @default_max_reply_bytes
     end
   end
-
-  @servers ExBashkit.Callbacks.Supervisor
 
   @doc """
   Runs `fun` with callbacks served for `table`. The script sends its first
@@ -104,10 +103,9 @@ defmodule ExBashkit.Callbacks do
         table = %{table | max_reply: max_reply_bytes()}
 
         {:ok, server} =
-          Task.Supervisor.start_child(
-            {:via, PartitionSupervisor, {@servers, caller}},
-            fn -> init(caller, stop, table, chain) end
-          )
+          Task.Supervisor.start_child(Servers.for_caller(caller), fn ->
+            init(caller, stop, table, chain)
+          end)
 
         monitor = Process.monitor(server)
         Interpreter.callback_server(session, server)
@@ -155,10 +153,8 @@ defmodule ExBashkit.Callbacks do
   defp serving, do: Chains.of([self() | Process.get(:"$callers", [])])
 
   @doc "The children that serve callbacks: the chains' table and the servers' supervisors."
-  @spec child_specs() :: [module() | {module(), keyword()}]
-  def child_specs do
-    [Chains, {PartitionSupervisor, child_spec: Task.Supervisor, name: @servers}]
-  end
+  @spec child_specs() :: [module()]
+  def child_specs, do: [Chains, Servers]
 
   defp init(caller, stop, table, chain) do
     Process.flag(:trap_exit, true)

@@ -146,8 +146,7 @@ defmodule ExBashkit.BuiltinsTest do
       # Servers start under the partition of ExBashkit.Callbacks.Supervisor
       # that this caller maps to; other tests' servers may start there too,
       # so only spawns made for this caller (its owner) are relayed.
-      supervisor =
-        GenServer.whereis({:via, PartitionSupervisor, {ExBashkit.Callbacks.Supervisor, test}})
+      supervisor = GenServer.whereis(ExBashkit.Callbacks.Supervisor.for_caller(test))
 
       relay = spawn_link(fn -> relay(test, &mentions?(&1, test)) end)
       :erlang.trace(supervisor, true, [:procs, {:tracer, relay}])
@@ -158,8 +157,7 @@ defmodule ExBashkit.BuiltinsTest do
       assert {:ok, %Result{stdout: "hi\n"}} = Session.exec(session, "hi")
       assert_receive {:trace, ^supervisor, :spawn, _, _}
     after
-      supervisor =
-        GenServer.whereis({:via, PartitionSupervisor, {ExBashkit.Callbacks.Supervisor, self()}})
+      supervisor = GenServer.whereis(ExBashkit.Callbacks.Supervisor.for_caller(self()))
 
       :erlang.trace(supervisor, false, [:procs])
     end

@@ -44,8 +44,7 @@ defmodule ExBashkit.CallbacksTest do
         }
       )
 
-    supervisor =
-      GenServer.whereis({:via, PartitionSupervisor, {ExBashkit.Callbacks.Supervisor, test}})
+    supervisor = GenServer.whereis(ExBashkit.Callbacks.Supervisor.for_caller(test))
 
     :erlang.trace(supervisor, true, [:procs, {:tracer, test}])
 
@@ -90,8 +89,7 @@ defmodule ExBashkit.CallbacksTest do
   test "a script that calls nothing starts no server" do
     session = reporting_session()
 
-    supervisor =
-      GenServer.whereis({:via, PartitionSupervisor, {ExBashkit.Callbacks.Supervisor, self()}})
+    supervisor = GenServer.whereis(ExBashkit.Callbacks.Supervisor.for_caller(self()))
 
     before = Task.Supervisor.children(supervisor)
     assert {:ok, _} = Session.exec(session, "echo quiet")
