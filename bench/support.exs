@@ -151,8 +151,10 @@ defmodule BenchSupport do
         send(from, {:io_reply, reply_as, :ok})
         tee_loop(stdout, [kept | :unicode.characters_to_binary(chars, encoding)])
 
-      {:io_request, from, reply_as, _other} ->
-        send(from, {:io_reply, reply_as, {:error, :enotsup}})
+      # Anything else (setopts, getopts, reads: a peer node started in a
+      # bench asks for its encoding) is the real device's to answer.
+      {:io_request, from, reply_as, other} ->
+        send(stdout, {:io_request, from, reply_as, other})
         tee_loop(stdout, kept)
 
       {:done, caller} ->
