@@ -97,7 +97,7 @@ pub fn main() {
     let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
     let mut input = BufReader::with_capacity(1 << 16, &*stdin);
     loop {
-        match frame::read(&mut input) {
+        match frame::read(&mut input, 0) {
             Ok(Some(term)) => worker.handle(&term),
             Ok(None) | Err(_) => exit_now(),
         }
@@ -163,7 +163,7 @@ impl Worker {
                     let (options, key) = (options?, key?);
                     Ok(with_bash(session, job, stop, move |bash| {
                         crate::snapshot::take(bash, options, key.as_deref())
-                            .map(|snapshot| binary(&snapshot))
+                            .map(codec::owned_binary)
                             .map_err(|e| failure(crate::snapshot::TAKE_FAILED, &e))
                     }))
                 });
@@ -413,7 +413,7 @@ fn file_op(session: &SessionResource, op: &Term, args: &Term) -> Decoded<Term> {
     use crate::fs;
     Ok(match op {
         "read_file" => match fs::read_file(session, &text(0)?) {
-            Ok(content) => ok(binary(&content)),
+            Ok(content) => ok(codec::owned_binary(content)),
             Err(message) => codec::error(&message),
         },
         "write_file" => {

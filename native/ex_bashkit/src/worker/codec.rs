@@ -30,6 +30,12 @@ pub fn binary(bytes: &[u8]) -> Term {
     Term::Binary(Binary::from(bytes))
 }
 
+/// A binary that takes `bytes` over instead of copying them (a snapshot,
+/// a file's content: megabytes).
+pub fn owned_binary(bytes: Vec<u8>) -> Term {
+    Term::Binary(Binary::from(bytes))
+}
+
 pub fn list(elements: Vec<Term>) -> Term {
     Term::List(List::from(elements))
 }
