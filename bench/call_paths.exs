@@ -1,25 +1,18 @@
 # What one call costs on each path a script takes into the library:
 # exec in the VM (bare, with one builtin call, with :approve), through a
 # server, through the bash tool, and in a worker. One VM, each figure
-# after 200 warm-up calls; prints "figure<TAB>p50 µs<TAB>p90 µs" lines.
+# after a tenth as many warm-up calls (BenchSupport.sorted_samples_ns/2);
+# prints "figure<TAB>p50 µs<TAB>p90 µs" lines.
 # Made to compare two commits: run it alternately in a checkout of each
 # (issue 31's before and after, in bench/README.md).
 #
 #   MIX_ENV=prod mix run bench/call_paths.exs
 
+Code.require_file("support.exs", __DIR__)
+
 alias ExBashkit.{Server, Session, Tool}
 
-samples = fn n, fun ->
-  for _ <- 1..200, do: fun.()
-
-  Enum.sort(
-    for _ <- 1..n do
-      started = System.monotonic_time(:nanosecond)
-      fun.()
-      System.monotonic_time(:nanosecond) - started
-    end
-  )
-end
+samples = &BenchSupport.sorted_samples_ns/2
 
 row = fn label, sorted ->
   at = fn p -> Enum.at(sorted, div(length(sorted) * p, 100)) / 1000 end

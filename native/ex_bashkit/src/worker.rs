@@ -33,7 +33,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::mem::ManuallyDrop;
-use std::os::fd::FromRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -97,7 +97,7 @@ pub fn main() {
     let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
     let mut input = BufReader::with_capacity(1 << 16, &*stdin);
     loop {
-        match frame::read(&mut input, 0) {
+        match frame::read(&mut input, stdin.as_raw_fd()) {
             Ok(Some(term)) => worker.handle(&term),
             Ok(None) | Err(_) => exit_now(),
         }

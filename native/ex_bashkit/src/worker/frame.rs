@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::mem::ManuallyDrop;
-use std::os::fd::{FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::Mutex;
 
 use eetf::Term;
@@ -73,7 +73,7 @@ impl Outbox {
         let length = (frame.len() - 4) as u32;
         frame[..4].copy_from_slice(&length.to_be_bytes());
         let mut stdout = lock(&self.0);
-        let large = Large::pipe(1, frame.len());
+        let large = Large::pipe(stdout.as_raw_fd(), frame.len());
         if stdout.write_all(&frame).is_err() {
             super::exit_now();
         }
@@ -84,7 +84,9 @@ impl Outbox {
 /// A pipe grown to `LARGE_PIPE_BYTES` for one large frame, and shrunk
 /// back when dropped, so that an idle session holds no large pipe buffer
 /// in the kernel. Best effort: a pipe that cannot change keeps its size
-/// (shrinking fails while the other side's next frame fills it).
+/// until the next large frame (growing fails past the user's pipe quota;
+/// shrinking fails while more than `PIPE_BYTES` wait in the pipe: a frame
+/// the VM has not read yet, or the start of its next one).
 pub(crate) struct Large(Option<RawFd>);
 
 impl Large {
