@@ -62,15 +62,10 @@ defmodule ExBashkit do
   def exec(script, opts \\ [])
 
   def exec(script, []) do
-    tag = make_ref()
-
-    script = Execution.script!(script)
-    options = Options.defaults(@defaults)
-    call = ExecOptions.validate!([], Options.Limits.timeout_ms(options), "ExBashkit.exec/2")
-
-    Execution.observe(nil, script, call, fn ->
-      options |> Native.exec_once(script, self(), tag) |> Execution.await(tag, call)
-    end)
+    if Application.get_env(:ex_bashkit, :isolation, :none) == :none,
+      do: exec_in_vm(script),
+      # The configured isolation holds for every entry point.
+      else: exec(script, isolation: Application.get_env(:ex_bashkit, :isolation))
   end
 
   def exec(script, opts) do
@@ -86,8 +81,20 @@ defmodule ExBashkit do
       Session.exec(session, script, call_opts)
     after
       # A worker process goes at once, not when the session is collected.
-      with %ExBashkit.Worker{} = worker <- session.resource, do: ExBashkit.Worker.stop(worker)
+      Session.close(session)
     end
+  end
+
+  defp exec_in_vm(script) do
+    tag = make_ref()
+
+    script = Execution.script!(script)
+    options = Options.defaults(@defaults)
+    call = ExecOptions.validate!([], Options.Limits.timeout_ms(options), "ExBashkit.exec/2")
+
+    Execution.observe(nil, script, call, fn ->
+      options |> Native.exec_once(script, self(), tag) |> Execution.await(tag, call)
+    end)
   end
 
   @doc """

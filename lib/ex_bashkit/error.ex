@@ -13,8 +13,10 @@ defmodule ExBashkit.Error do
       names its key), `:parse_error`, `:busy` (the session was still running
       another script when the call's time was up), `:denied` (the session's
       or the call's `:approve` function refused the script, which ran
-      nothing), or `:error` (anything else: a runtime failure, a bad `:cwd`,
-      a caller that exited).
+      nothing), `:protocol` (an `isolation: :process` session's worker sent
+      something no honest worker sends, and was killed: see
+      `guides/isolation.md`), or `:error` (anything else: a runtime failure,
+      a bad `:cwd`, a caller that exited).
     * `:limit` — for `:limit` and `:timeout`, the key of the limit that
       tripped, as in `guides/limits.md` (`:max_commands`, `:timeout_ms`,
       …; `:memory_budget_bytes` is the VM-wide config key); else `nil`.
@@ -36,7 +38,8 @@ defmodule ExBashkit.Error do
 
   defexception [:reason, :limit, :message, stdout: "", stderr: ""]
 
-  @type reason :: :timeout | :cancelled | :limit | :parse_error | :busy | :denied | :error
+  @type reason ::
+          :timeout | :cancelled | :limit | :parse_error | :busy | :denied | :protocol | :error
 
   @type t :: %__MODULE__{
           reason: reason(),

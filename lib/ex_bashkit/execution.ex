@@ -102,6 +102,25 @@ defmodule ExBashkit.Execution do
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
 
+  def reply({:ok, {ExBashkit.Worker.Owner, owner, _id}}, tag) do
+    # A worker's owner answers every job it holds, also when it kills the
+    # worker; one that crashed answers nothing, so it is watched.
+    monitor = Process.monitor(owner)
+
+    receive do
+      {^tag, outcome} ->
+        Process.demonitor(monitor, [:flush])
+        outcome
+
+      {:DOWN, ^monitor, :process, _, _} ->
+        receive do
+          {^tag, outcome} -> outcome
+        after
+          0 -> {:error, ExBashkit.Worker.Owner.gone("its owner process is gone")}
+        end
+    end
+  end
+
   def reply({:ok, _handle}, tag) do
     {outcome, nil} = receive_spinning(tag, deadline(), :infinity, nil, nil)
     outcome

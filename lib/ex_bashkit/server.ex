@@ -444,10 +444,17 @@ defmodule ExBashkit.Server do
   @impl true
   def terminate(_reason, %State{forward_to: nil, store: store} = state) when store != nil do
     if State.awake?(state), do: State.persist(%{state | persist: :after_exec}, :stop)
-    :ok
+    close(state)
   end
 
-  def terminate(_reason, _state), do: :ok
+  def terminate(_reason, state), do: close(state)
+
+  # A stopped server's worker process goes with it, not when its session
+  # is collected.
+  defp close(%State{session: %ExBashkit.Session{} = session}),
+    do: ExBashkit.Session.close(session)
+
+  defp close(_state), do: :ok
 
   # Nothing runs: serve what waited (a move, hibernate or stop, and the
   # calls that came after it), or hibernate later.

@@ -463,6 +463,32 @@ defmodule ExBashkit.Session do
     end
   end
 
+  @doc """
+  Closes the session at once, rather than when it is garbage collected: a
+  running script is cancelled, an `isolation: :process` session's worker
+  process is killed (the kernel takes back whatever it held), and every
+  later call on the session returns `{:error, message}` saying it was
+  closed. Closing a closed session is `:ok`.
+
+      iex> session = ExBashkit.Session.new()
+      iex> ExBashkit.Session.close(session)
+      :ok
+      iex> ExBashkit.Session.close(session)
+      :ok
+      iex> {:error, message} = ExBashkit.Session.exec(session, "echo hi")
+      iex> message =~ "closed"
+      true
+  """
+  @spec close(t()) :: :ok
+  def close(session) do
+    case resource!(session) do
+      %ExBashkit.Worker{} = worker -> ExBashkit.Worker.stop(worker)
+      resource -> Native.session_close(resource)
+    end
+
+    :ok
+  end
+
   @doc false
   @spec id(t()) :: pos_integer()
   def id(session) do

@@ -23,7 +23,8 @@ defmodule ExBashkit.Telemetry do
   | `[:ex_bashkit, :server, :hibernate]` | `duration`, `snapshot_bytes` | `id`, `store` (a module or `nil`) |
   | `[:ex_bashkit, :server, :wake]` | `duration` | `id`, `from` (`:memory` or `:store`) |
   | `[:ex_bashkit, :server, :move]` | `duration`, `snapshot_bytes` | `id`, `from`, `to` (nodes) |
-  | `[:ex_bashkit, :worker, :kill]` | `count` (1) | `reason` (`:timeout`, `:frozen`, `:orphaned`, `:unresponsive`, `:dropped`, `:exited`, `:start`), `os_pid` — an `isolation: :process` worker ended (see `guides/isolation.md`) |
+  | `[:ex_bashkit, :worker, :kill]` | `count` (1) | `reason` (`:timeout`, `:frozen`, `:orphaned`, `:unresponsive`, `:dropped`, `:exited`, `:start`, `:protocol`), `os_pid` — an `isolation: :process` worker ended (see `guides/isolation.md`) |
+  | `[:ex_bashkit, :worker, :protocol_violation]` | `count` (1) | `os_pid`, `why` (what the worker sent, in words; never its bytes) — a worker sent a frame the host does not accept, and was killed (reason `:protocol`) |
 
   For example, to log every script that hit a limit:
 
@@ -122,7 +123,16 @@ defmodule ExBashkit.Telemetry do
     ArgumentError -> []
   end
 
-  @kill_reasons [:timeout, :frozen, :orphaned, :unresponsive, :dropped, :exited, :start]
+  @kill_reasons [
+    :timeout,
+    :frozen,
+    :orphaned,
+    :unresponsive,
+    :dropped,
+    :exited,
+    :start,
+    :protocol
+  ]
 
   @doc false
   # A worker of an `isolation: :process` session ended: counted for
@@ -132,6 +142,17 @@ defmodule ExBashkit.Telemetry do
     :counters.add(kill_counters(), Enum.find_index(@kill_reasons, &(&1 == reason)) + 1, 1)
     execute([:ex_bashkit, :worker, :kill], %{count: 1}, %{reason: reason, os_pid: os_pid})
   end
+
+  @doc false
+  # A worker broke the protocol (`ExBashkit.Worker.Protocol`); its kill is
+  # counted with reason `:protocol`.
+  @spec protocol_violation(pos_integer() | nil, String.t()) :: :ok
+  def protocol_violation(os_pid, why),
+    do:
+      execute([:ex_bashkit, :worker, :protocol_violation], %{count: 1}, %{
+        os_pid: os_pid,
+        why: why
+      })
 
   @doc false
   # Worker ends so far, by reason.

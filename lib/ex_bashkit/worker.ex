@@ -112,7 +112,9 @@ defmodule ExBashkit.Worker do
   @doc false
   def abandon({Owner, pid, id}) do
     case call(pid, {:abandon, id}) do
-      {:error, _} -> :answered
+      # Its owner crashed: the worker went with it (its Port was linked),
+      # and nothing will answer the job.
+      {:error, _} -> {:killed, {"", ""}}
       whereabouts -> whereabouts
     end
   end
@@ -131,9 +133,16 @@ defmodule ExBashkit.Worker do
     true
   end
 
-  @doc "Ends the worker now, rather than when its session is garbage collected."
+  @doc """
+  Ends the worker now, rather than when its session is garbage collected:
+  when this returns, the worker was killed and its owner is gone.
+  """
   @spec stop(t()) :: :ok
-  def stop(%__MODULE__{pid: pid}), do: GenServer.cast(pid, :stop)
+  def stop(%__MODULE__{pid: pid}) do
+    GenServer.call(pid, :stop, :infinity)
+  catch
+    :exit, _ -> :ok
+  end
 
   @doc false
   def info(%__MODULE__{pid: pid}) do
@@ -172,6 +181,6 @@ defmodule ExBashkit.Worker do
   defp call(pid, request) do
     GenServer.call(pid, request, :infinity)
   catch
-    :exit, _ -> {:error, Owner.gone("its owner process is gone")}
+    :exit, _ -> {:error, Owner.gone("the session was closed, or its owner process is gone")}
   end
 end

@@ -17,7 +17,7 @@ defmodule ExBashkit.EscapeTest do
   @eperm "denied 1"
 
   setup_all do
-    probe = build_probe!()
+    probe = ExBashkit.Test.Probe.build!()
     previous = Application.get_env(:ex_bashkit, :worker_executable)
     Application.put_env(:ex_bashkit, :worker_executable, probe)
 
@@ -28,23 +28,6 @@ defmodule ExBashkit.EscapeTest do
     end)
 
     %{probe: probe}
-  end
-
-  defp build_probe! do
-    crate = Path.expand("../../native/ex_bashkit", __DIR__)
-    cargo = System.get_env("CARGO") || System.find_executable("cargo") || flunk("no cargo")
-    args = ~w(build --release --bin ex_bashkit_worker_probe --features escape_probe)
-    {output, status} = System.cmd(cargo, args, cd: crate, stderr_to_stdout: true)
-    assert status == 0, output
-
-    # A copy: a later cargo build may replace the one under target/.
-    dir = tmp_path("ex_bashkit_probe")
-
-    File.mkdir_p!(dir)
-    probe = Path.join(dir, "ex_bashkit_worker_probe")
-    File.cp!(Path.join(crate, "target/release/ex_bashkit_worker_probe"), probe)
-    File.chmod!(probe, 0o755)
-    probe
   end
 
   defp escape(session, op, arg \\ "") do
@@ -153,16 +136,41 @@ defmodule ExBashkit.EscapeTest do
       assert :gen_tcp.accept(ctx.target, 0) == {:error, :timeout}
     end
 
-    test "with :allow_net, TCP only to the allowlist's ports", ctx do
+    test "with :allow_net, still no socket: its requests go through the host", ctx do
       session = hardened(allow_net: ["http://127.0.0.1:#{ctx.allowed_port}"])
+      assert :network_namespace in Session.info(session).layers
 
-      # Positive control: the allowlist's port, connected to for real.
-      assert escape(session, "connect", ctx.allowed_port) == "allowed"
-      assert {:ok, _socket} = :gen_tcp.accept(ctx.allowed, 5_000)
-
-      assert escape(session, "connect", ctx.port) == @eacces
-      assert :gen_tcp.accept(ctx.target, 0) == {:error, :timeout}
+      # Not even the allowlist's own port, from inside.
+      assert escape(session, "socket") == @eperm
+      assert escape(session, "connect", ctx.allowed_port) == @eperm
+      assert escape(session, "connect", ctx.port) == @eperm
       assert escape(session, "unix_socket") == @eperm
+      assert :gen_tcp.accept(ctx.allowed, 0) == {:error, :timeout}
+      assert :gen_tcp.accept(ctx.target, 0) == {:error, :timeout}
+
+      # Positive control: curl to the allowlist's port reaches it, made by
+      # the host for the worker.
+      parent = self()
+
+      server =
+        spawn_link(fn ->
+          {:ok, socket} = :gen_tcp.accept(ctx.allowed, 5_000)
+          {:ok, request} = :gen_tcp.recv(socket, 0, 5_000)
+          send(parent, {:request, request})
+
+          :gen_tcp.send(
+            socket,
+            "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok"
+          )
+
+          :gen_tcp.close(socket)
+        end)
+
+      assert {:ok, %{stdout: "ok", exit_code: 0}} =
+               Session.exec(session, "curl -s http://127.0.0.1:#{ctx.allowed_port}/x")
+
+      assert_receive {:request, "GET /x" <> _}
+      Process.unlink(server)
     end
   end
 

@@ -6,6 +6,7 @@ defmodule ExBashkit.Test.HttpServer do
   # from "reached the server", then as `{:http_headers, path, headers}`.
   #
   #   GET <path>?to=<location> -> 302 with that Location
+  #   GET /bytes/<n>           -> 200 with n bytes of body, streamed
   #   GET <path>               -> 200 with body "hit <path>"
 
   @spec start() :: {pid(), :inet.port_number()}
@@ -45,7 +46,7 @@ defmodule ExBashkit.Test.HttpServer do
       send(owner, {:http_request, path})
       # As received: names lowercased, in order, repeats kept.
       send(owner, {:http_headers, path, headers})
-      :gen_tcp.send(socket, response(path))
+      respond(socket, path)
     end
 
     :gen_tcp.close(socket)
@@ -67,6 +68,29 @@ defmodule ExBashkit.Test.HttpServer do
 
       other ->
         other
+    end
+  end
+
+  # A large body goes out 64 KiB at a time, the same chunk each time: the
+  # server's memory stays flat however much it sends.
+  defp respond(socket, "/bytes/" <> n) do
+    n = String.to_integer(n)
+    header = "HTTP/1.1 200 OK\r\ncontent-length: #{n}\r\nconnection: close\r\n\r\n"
+    :gen_tcp.send(socket, header)
+    chunk = :binary.copy("x", 65_536)
+    stream(socket, chunk, n)
+  end
+
+  defp respond(socket, path), do: :gen_tcp.send(socket, response(path))
+
+  defp stream(_socket, _chunk, 0), do: :ok
+
+  defp stream(socket, chunk, n) do
+    part = binary_part(chunk, 0, min(n, byte_size(chunk)))
+
+    case :gen_tcp.send(socket, part) do
+      :ok -> stream(socket, chunk, n - byte_size(part))
+      {:error, _} -> :ok
     end
   end
 

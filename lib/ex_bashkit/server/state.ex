@@ -161,6 +161,8 @@ defmodule ExBashkit.Server.State do
         store: store
       })
 
+      # A hibernated server keeps no interpreter, nor a worker process.
+      Session.close(state.session)
       {:ok, %{state | session: nil}}
     else
       {:error, message} -> {:error, message, state}

@@ -34,10 +34,9 @@ defmodule ExBashkit.Worker.Hardening do
   `ArgumentError` naming a bad config value.
   """
   @spec plan(struct()) :: %{args: [String.t()], required: [atom()], harden: boolean()}
-  def plan(native) do
+  def plan(_native) do
     harden = config!(:harden_workers, true, &is_boolean/1, "true or false")
     required = config!(:require_layers, [], &required?/1, "a list of #{inspect(@layers)}")
-    network = if native.allow_net == :none, do: "none", else: "host"
 
     user =
       case config!(:worker_user, :nobody, &user?/1, ":nobody, :keep or {uid, gid}") do
@@ -46,16 +45,14 @@ defmodule ExBashkit.Worker.Hardening do
         ids -> user_arg(ids)
       end
 
-    args = ["--harden=#{if harden, do: "on", else: "off"}", "--network=#{network}" | user]
+    # No worker has a network, whatever its session's `:allow_net`: its
+    # requests go through the host (ExBashkit.Worker.Egress).
+    args = ["--harden=#{if harden, do: "on", else: "off"}" | user]
     %{args: args, required: required, harden: harden}
   end
 
   defp user?(user), do: user in [:nobody, :keep] or match?({u, g} when u > 0 and g >= 0, user)
   defp user_arg({uid, gid}), do: ["--user=#{uid}:#{gid}"]
-
-  @doc "Whether spares are kept for workers started with `args`."
-  @spec spare_args?([String.t()]) :: boolean()
-  def spare_args?(args), do: "--network=none" in args
 
   @doc """
   The layers in force from a worker's report (`[{layer, :ok | {:missing,

@@ -11,7 +11,8 @@ defmodule ExBashkit.Worker.Owner do
   use GenServer, restart: :temporary
 
   alias ExBashkit.{Native, Telemetry}
-  alias ExBashkit.Worker.{Hardening, Spares, Zygote}
+  alias ExBashkit.Session.Options.Limits
+  alias ExBashkit.Worker.{Hardening, Protocol, Spares, Zygote}
 
   # How long a worker may take to build its session (host mounts, CPython).
   @start_deadline_ms 30_000
@@ -21,6 +22,18 @@ defmodule ExBashkit.Worker.Owner do
   # A script whose caller died stops at its next await point; one that does
   # not by then is inside work that never yields.
   @orphan_grace_ms 1_000
+  # What a frame may hold besides the data the session's limits allow
+  # (messages, names, framing).
+  @frame_margin 1024 * 1024
+  # Builtin and virtual_fs calls a worker may have waiting at once: each
+  # is a script or one of its background jobs (at most 64 by default)
+  # waiting for its answer.
+  @max_calls_in_flight 256
+  # HTTP requests a worker may have waiting at once (each a `curl` of the
+  # script or of a background job), and the most of a response body one
+  # frame back to the worker holds.
+  @max_requests_in_flight 64
+  @http_chunk 1024 * 1024
 
   @doc false
   def child_spec(start), do: %{super(start) | id: __MODULE__}
@@ -54,7 +67,24 @@ defmodule ExBashkit.Worker.Owner do
       # How the worker was started, until it is ready: a prepared spare
       # that refuses the session (hardened for other needs) is replaced by
       # a plain one.
-      start: nil
+      start: nil,
+      # Frames still arriving, and what the session's limits let a frame
+      # and a script's output hold (ExBashkit.Worker.Protocol).
+      inbox: Protocol.inbox(),
+      bounds: bounds(native.limits),
+      # Ids of jobs this owner stopped waiting for, whose worker may still
+      # send their frames until their `:done`.
+      abandoned: MapSet.new(),
+      # Ids of the builtin and virtual_fs calls the worker is waiting on.
+      calls: MapSet.new(),
+      # The session's way out (`:allow_net`), in this VM: the worker has no
+      # network, and the credentials never leave here. Ids of the requests
+      # the worker is waiting on.
+      egress: egress(native),
+      http: MapSet.new(),
+      # The builtins and virtual_fs mounts the session has: a call of
+      # anything else is forged.
+      callables: {MapSet.new(native.builtins), MapSet.new(native.virtual_fs)}
     }
 
     # Starting the process (~5-10 ms without a spare) happens after init:
@@ -67,6 +97,8 @@ defmodule ExBashkit.Worker.Owner do
     {executable, args} = Zygote.launch(executable, args)
 
     {port, os_pid} = take_or_open(executable, args, :prepared)
+    # The credentials of `:allow_net` stay in this VM (see egress/1).
+    native = %{native | credentials: []}
     frame(port, {:new, native})
     timer = Process.send_after(self(), {:deadline, :start}, @start_deadline_ms)
     {:starting, waiting, nil} = state.status
@@ -90,6 +122,8 @@ defmodule ExBashkit.Worker.Owner do
   end
 
   @impl true
+  def handle_call(:stop, _from, state), do: {:stop, :normal, :ok, closed(state)}
+
   def handle_call(:ready, from, %{status: {:starting, waiting, timer}} = state),
     do: {:noreply, %{state | status: {:starting, [from | waiting], timer}}}
 
@@ -121,8 +155,14 @@ defmodule ExBashkit.Worker.Owner do
       keep: keep,
       out: [],
       err: [],
+      sent: {0, 0},
       started: false
     }
+
+    # A call's fresh credential values replace the session's here, as
+    # they do in the VM; the worker never sees them.
+    if call && call.credentials && state.egress,
+      do: Native.egress_credentials(state.egress, call.credentials)
 
     options =
       call &&
@@ -132,7 +172,6 @@ defmodule ExBashkit.Worker.Owner do
           env: call.env,
           cwd: call.cwd,
           args: call.args,
-          credentials: call.credentials,
           stream: listeners != [] or keep
         }
 
@@ -159,13 +198,13 @@ defmodule ExBashkit.Worker.Owner do
   def handle_call({:fs, guard, op, args}, from, state) do
     {id, state} = next_id(state)
     frame(state.port, {:fs, id, op, args})
-    {:noreply, request(state, id, from, guard)}
+    {:noreply, request(state, id, {:fs, op}, from, guard)}
   end
 
   def handle_call({:cancel, guard}, from, state) do
     {id, state} = next_id(state)
     frame(state.port, {:cancel, id})
-    {:noreply, request(state, id, from, guard)}
+    {:noreply, request(state, id, :cancel, from, guard)}
   end
 
   def handle_call({:abandon, id}, _from, state) do
@@ -178,7 +217,8 @@ defmodule ExBashkit.Worker.Owner do
       %{^id => job} ->
         frame(state.port, {:abandon, id})
         Process.demonitor(job.monitor, [:flush])
-        {:reply, :queued, %{state | jobs: Map.delete(state.jobs, id)}}
+        state = %{state | jobs: Map.delete(state.jobs, id)}
+        {:reply, :queued, %{state | abandoned: MapSet.put(state.abandoned, id)}}
 
       %{} ->
         {:reply, :answered, state}
@@ -196,18 +236,24 @@ defmodule ExBashkit.Worker.Owner do
   end
 
   @impl true
-  def handle_cast(:stop, state) do
-    state =
-      if alive?(state),
-        do: kill(state, :closed, "the session was closed", telemetry: false),
-        else: state
+  def handle_cast(:stop, state), do: {:stop, :normal, closed(state)}
 
-    {:stop, :normal, state}
+  defp closed(state) do
+    if alive?(state),
+      do: kill(state, :closed, "the session was closed", telemetry: false),
+      else: state
   end
 
   @impl true
-  def handle_info({port, {:data, data}}, %{port: port} = state),
-    do: {:noreply, handle_frame(:erlang.binary_to_term(data, [:safe]), state)}
+  def handle_info({port, {:data, data}}, %{port: port} = state) do
+    state =
+      case Protocol.feed(state.inbox, data, max_frame(state)) do
+        {:ok, payloads, inbox} -> handle_payloads(payloads, %{state | inbox: inbox})
+        {:violation, why} -> violation(state, why)
+      end
+
+    {:noreply, tidy(state)}
+  end
 
   def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
     # The Port closes when its pipes do too: a worker forked by the zygote
@@ -222,9 +268,23 @@ defmodule ExBashkit.Worker.Owner do
     end
   end
 
+  def handle_info({:ex_bashkit_egress, id, answer}, state) do
+    if alive?(state) and MapSet.member?(state.http, id) do
+      http_reply(state.port, id, answer)
+      {:noreply, %{state | http: MapSet.delete(state.http, id)}}
+    else
+      # The worker is gone, or stopped waiting (its deadline): dropped.
+      {:noreply, state}
+    end
+  end
+
   def handle_info({:callback_reply, id, reply}, state) do
-    if alive?(state), do: frame(state.port, {:reply, id, reply})
-    {:noreply, state}
+    if alive?(state) and MapSet.member?(state.calls, id) do
+      frame(state.port, {:reply, id, reply})
+      {:noreply, tidy(%{state | calls: MapSet.delete(state.calls, id)})}
+    else
+      {:noreply, state}
+    end
   end
 
   def handle_info({:DOWN, monitor, :process, _pid, _reason}, state) do
@@ -266,11 +326,137 @@ defmodule ExBashkit.Worker.Owner do
   def handle_info(_other, state), do: {:noreply, state}
 
   # ---- frames from the worker ------------------------------------------------
+  #
+  # Each frame is decoded and its shape checked by ExBashkit.Worker.Protocol;
+  # here each event is checked against what this owner is waiting for. An
+  # event that fits nothing pending is a protocol violation: the worker is
+  # killed and nothing of the frame reaches a caller.
 
-  defp handle_frame(
-         {:new, {:ok, {report, cgroups, os_pid}}},
-         %{status: {:starting, waiting, timer}} = state
-       ) do
+  defp handle_payloads([], state), do: state
+
+  defp handle_payloads([payload | rest], state) do
+    if alive?(state) do
+      case Protocol.decode(payload) do
+        {:ok, event} -> handle_payloads(rest, event(event, state))
+        {:violation, why} -> violation(state, why)
+      end
+    else
+      # Frames that were on their way when the worker was killed.
+      state
+    end
+  end
+
+  defp event({:new, answer}, %{status: {:starting, waiting, timer}} = state) do
+    case answer do
+      {:ok, {report, cgroups, os_pid}} -> ready(state, report, cgroups, os_pid, waiting, timer)
+      :unfit -> unfit(state)
+      {:error, message} -> kill(state, :start, message, telemetry: false)
+    end
+  end
+
+  defp event({:new, _answer}, state), do: violation(state, "a second answer to :new")
+
+  defp event({:started, id}, state) do
+    case state.jobs do
+      %{^id => %{started: false} = job} ->
+        target = if job.kind == :exec, do: job.callbacks_to, else: state.target
+        %{state | jobs: %{state.jobs | id => %{job | started: true}}, target: target}
+
+      %{} ->
+        unless_abandoned(state, id, ":started")
+    end
+  end
+
+  defp event({:chunk, id, stream, data}, state) do
+    case state.jobs do
+      %{^id => %{kind: :exec} = job} -> chunk(state, id, job, stream, data)
+      %{} -> unless_abandoned(state, id, "output")
+    end
+  end
+
+  defp event({:call, id, target, request}, state) do
+    cond do
+      MapSet.member?(state.calls, id) ->
+        violation(state, "a call whose id #{id} is waiting already")
+
+      MapSet.size(state.calls) >= @max_calls_in_flight ->
+        violation(state, "more than #{@max_calls_in_flight} calls waiting at once")
+
+      not callable?(target, state.callables) ->
+        violation(state, "a call of #{inspect(target)}, which the session does not have")
+
+      state.target == nil ->
+        reply = {:error, "callbacks are only served while a script of this session runs"}
+        frame(state.port, {:reply, id, reply})
+        state
+
+      true ->
+        send(state.target, {:ex_bashkit_call, {__MODULE__, self(), id}, target, request})
+        %{state | calls: MapSet.put(state.calls, id)}
+    end
+  end
+
+  defp event({:done, id, outcome, usable}, state) do
+    case Map.pop(state.jobs, id) do
+      {nil, _jobs} ->
+        if MapSet.member?(state.abandoned, id),
+          do: frozen(%{state | abandoned: MapSet.delete(state.abandoned, id)}, usable),
+          else: violation(state, "an answer for job #{id}, which is not waiting")
+
+      {job, jobs} ->
+        if Protocol.outcome(job.kind, outcome, state.bounds.output),
+          do: done(%{state | jobs: jobs}, job, outcome, usable),
+          else: violation(state, "an answer that no #{job.kind} can give")
+    end
+  end
+
+  defp event({kind, id, result}, state) when kind in [:fs, :cancelled] do
+    case Map.pop(state.requests, id) do
+      {{from, timer, _guard, what}, requests} ->
+        if answers?(what, kind, result) do
+          Process.cancel_timer(timer)
+          GenServer.reply(from, if(kind == :cancelled, do: {:ok, result}, else: result))
+          %{state | requests: requests}
+        else
+          violation(state, "an answer that no #{inspect(what)} request can have")
+        end
+
+      {nil, _} ->
+        violation(state, "an answer for request #{id}, which is not waiting")
+    end
+  end
+
+  defp event({:http, id, request}, state) do
+    cond do
+      state.egress == nil ->
+        violation(state, "a request to the network from a session without :allow_net")
+
+      MapSet.member?(state.http, id) ->
+        violation(state, "a request whose id #{id} is waiting already")
+
+      MapSet.size(state.http) >= @max_requests_in_flight ->
+        violation(state, "more than #{@max_requests_in_flight} requests waiting at once")
+
+      true ->
+        %{method: method, url: url, headers: headers, body: body, timeout_ms: timeout} = request
+
+        with {:error, message} <-
+               Native.egress_request(
+                 state.egress,
+                 {method, url, headers, body, timeout},
+                 self(),
+                 id
+               ),
+             do: http_reply(state.port, id, {:error, message})
+
+        %{state | http: MapSet.put(state.http, id)}
+    end
+  end
+
+  defp event(event, state),
+    do: violation(state, "#{inspect(elem(event, 0))} while the worker is starting")
+
+  defp ready(state, report, cgroups, os_pid, waiting, timer) do
     state = %{state | cgroups: cgroups, os_pid: os_pid}
 
     case Hardening.check(report, state.plan) do
@@ -287,104 +473,138 @@ defmodule ExBashkit.Worker.Owner do
   # The spare was hardened ahead for the default session's needs (no
   # mounts, no network, the default limits), which are not this session's:
   # a plain spare hardens itself for them.
-  defp handle_frame({:new, :unfit}, %{status: {:starting, _, _}} = state) do
+  defp unfit(state) do
     {executable, args, native} = state.start
     Spares.close(state.port)
     {port, os_pid} = take_or_open(executable, args, :plain)
     frame(port, {:new, native})
-    %{state | port: port, port_pid: os_pid, os_pid: os_pid}
+    %{state | port: port, port_pid: os_pid, os_pid: os_pid, inbox: Protocol.inbox()}
   end
 
-  defp handle_frame({:new, {:error, message}}, %{status: {:starting, _, _}} = state),
-    do: kill(state, :start, message, telemetry: false)
+  # A script's output, counted here: a worker never sends more than the
+  # session's caps (it cuts its stream at them), so one that does lies.
+  defp chunk(state, id, job, stream, data) do
+    {out, err} = job.sent
+    {max_out, max_err} = state.bounds.output
 
-  defp handle_frame({:started, id}, state) do
-    case state.jobs do
-      %{^id => job} ->
-        target = if job.kind == :exec, do: job.callbacks_to, else: state.target
-        %{state | jobs: %{state.jobs | id => %{job | started: true}}, target: target}
+    sent =
+      if stream == :stdout,
+        do: {out + byte_size(data), err},
+        else: {out, err + byte_size(data)}
 
-      %{} ->
-        state
+    if elem(sent, 0) > max_out or elem(sent, 1) > max_err do
+      violation(state, "more #{stream} than the session's :max_#{stream}_bytes")
+    else
+      for {pid, tag} <- job.listeners, do: send(pid, {:ex_bashkit, tag, {stream, data}})
+
+      job =
+        cond do
+          not job.keep -> job
+          stream == :stdout -> %{job | out: [job.out | data]}
+          true -> %{job | err: [job.err | data]}
+        end
+
+      %{state | jobs: %{state.jobs | id => %{job | sent: sent}}}
     end
   end
 
-  defp handle_frame({:chunk, id, stream, data}, state) do
-    case state.jobs do
-      %{^id => job} ->
-        for {pid, tag} <- job.listeners, do: send(pid, {:ex_bashkit, tag, {stream, data}})
-
-        job =
-          cond do
-            not job.keep -> job
-            stream == :stdout -> %{job | out: [job.out | data]}
-            true -> %{job | err: [job.err | data]}
-          end
-
-        %{state | jobs: %{state.jobs | id => job}}
-
-      %{} ->
-        state
-    end
+  defp done(state, job, outcome, usable) do
+    Process.demonitor(job.monitor, [:flush])
+    if job.caller, do: send(job.caller, {job.tag, with_kept(outcome, job)})
+    state = if job.kind == :exec, do: %{state | target: nil}, else: state
+    frozen(state, usable)
   end
 
-  defp handle_frame({:call, id, target, request}, state) do
-    case state.target do
-      nil ->
-        reply = {:error, "callbacks are only served while a script of this session runs"}
-        frame(state.port, {:reply, id, reply})
+  defp frozen(state, true), do: state
 
-      server ->
-        send(server, {:ex_bashkit_call, {__MODULE__, self(), id}, target, request})
-    end
+  defp frozen(state, false),
+    do:
+      kill(
+        state,
+        :frozen,
+        "a script went past its memory limit inside work that cannot be interrupted"
+      )
 
-    state
+  # A response goes back in frames of at most @http_chunk bytes.
+  defp http_reply(port, id, {:ok, {status, headers, body}}) do
+    for chunk <- chunks(body), do: frame(port, {:http_body, id, chunk})
+    frame(port, {:http_reply, id, {:ok, {status, headers}}})
   end
 
-  defp handle_frame({:done, id, outcome, usable}, state) do
-    {job, jobs} = Map.pop(state.jobs, id)
-    state = %{state | jobs: jobs}
+  defp http_reply(port, id, {:error, message}),
+    do: frame(port, {:http_reply, id, {:error, message}})
 
-    if job do
-      Process.demonitor(job.monitor, [:flush])
-      if job.caller, do: send(job.caller, {job.tag, with_kept(outcome, job)})
-    end
+  defp chunks(<<chunk::binary-size(@http_chunk), rest::binary>>), do: [chunk | chunks(rest)]
+  defp chunks(<<>>), do: []
+  defp chunks(rest), do: [rest]
 
-    state = if job && job.kind == :exec, do: %{state | target: nil}, else: state
+  defp callable?({:builtin, name}, {builtins, _mounts}), do: MapSet.member?(builtins, name)
+  defp callable?({:fs, mount}, {_builtins, mounts}), do: MapSet.member?(mounts, mount)
 
-    if usable,
+  defp egress(%{allow_net: :none}), do: nil
+
+  defp egress(native),
+    do: Native.egress_new(native.allow_net, native.block_private_ips, native.credentials)
+
+  defp answers?({:fs, op}, :fs, result), do: Protocol.fs_result(op, result)
+  defp answers?(:cancel, :cancelled, _result), do: true
+  defp answers?(_what, _kind, _result), do: false
+
+  defp unless_abandoned(state, id, what) do
+    if MapSet.member?(state.abandoned, id),
       do: state,
-      else:
-        kill(
-          state,
-          :frozen,
-          "a script went past its memory limit inside work that cannot be interrupted"
-        )
+      else: violation(state, "#{what} for job #{id}, which is not waiting")
   end
 
-  defp handle_frame({kind, id, result}, state) when kind in [:fs, :cancelled] do
-    case Map.pop(state.requests, id) do
-      {{from, timer, _guard}, requests} ->
-        Process.cancel_timer(timer)
-        GenServer.reply(from, if(kind == :cancelled, do: {:ok, result}, else: result))
-        %{state | requests: requests}
-
-      {nil, _} ->
-        state
-    end
+  # The worker broke the protocol: it is killed, everything waiting on it
+  # is answered with an error (reason `:protocol`), and the violation is
+  # counted (`ExBashkit.stats/0`) and reported (telemetry).
+  defp violation(state, why) do
+    Telemetry.protocol_violation(state.os_pid, why)
+    kill(state, :protocol, "it broke the protocol: #{why}")
   end
-
-  defp handle_frame(_unknown, state), do: state
 
   # ---- helpers ---------------------------------------------------------------
 
-  defp frame(port, term), do: Port.command(port, :erlang.term_to_binary(term))
+  defp frame(port, term), do: Port.command(port, Protocol.frame(term))
+
+  # The largest frame the worker may send now: what the session's limits
+  # let a script's result, a file or a callback's arguments hold, and a
+  # snapshot's size while one is being taken.
+  defp max_frame(state) do
+    if Enum.any?(state.jobs, fn {_id, job} -> job.kind == :snapshot end),
+      do: state.bounds.snapshot_frame,
+      else: state.bounds.frame
+  end
+
+  defp bounds(limits) do
+    out = Limits.bytes(limits, :max_stdout_bytes)
+    err = Limits.bytes(limits, :max_stderr_bytes)
+    file = Limits.bytes(limits, :max_file_bytes)
+
+    %{
+      output: {out, err},
+      frame: max(out + err, file) + @frame_margin,
+      snapshot_frame: max(out + err, Limits.bytes(limits, :max_snapshot_bytes)) + @frame_margin
+    }
+  end
+
+  # Once nothing is waiting, this process collects its garbage: the
+  # session's guard, handed over with each call, must not stay on its heap
+  # (a guard is how the worker learns its session was dropped).
+  defp tidy(%{jobs: jobs, requests: requests} = state)
+       when map_size(jobs) == 0 and map_size(requests) == 0 do
+    :erlang.garbage_collect()
+    state
+  end
+
+  defp tidy(state), do: state
 
   defp next_id(state), do: {state.next, %{state | next: state.next + 1}}
 
-  defp request(state, id, from, guard) do
+  defp request(state, id, what, from, guard) do
     timer = Process.send_after(self(), {:deadline, id}, @request_deadline_ms)
-    put_in(state.requests[id], {from, timer, guard})
+    put_in(state.requests[id], {from, timer, guard, what})
   end
 
   defp alive?(state), do: not match?({:dead, _}, state.status)
@@ -434,21 +654,35 @@ defmodule ExBashkit.Worker.Owner do
       send(job.caller, {job.tag, {:error, error(job, reason, message)}})
     end
 
-    for {_id, {from, timer, _guard}} <- state.requests do
+    for {_id, {from, timer, _guard, _what}} <- state.requests do
       Process.cancel_timer(timer)
       GenServer.reply(from, {:error, message})
     end
 
     ExBashkit.Worker.Cgroups.release(state.cgroups)
-    %{state | status: {:dead, message}, jobs: %{}, requests: %{}, target: nil, cgroups: []}
+
+    %{
+      state
+      | status: {:dead, message},
+        jobs: %{},
+        requests: %{},
+        target: nil,
+        cgroups: [],
+        calls: MapSet.new(),
+        abandoned: MapSet.new(),
+        http: MapSet.new(),
+        inbox: Protocol.inbox()
+    }
   end
 
   defp error(%{kind: :exec} = job, reason, message) do
     {out, err} = kept(job)
-
-    {if(reason == :timeout, do: :timeout, else: :error), if(reason == :timeout, do: :timeout_ms),
-     message, out, err}
+    {error_reason(reason), if(reason == :timeout, do: :timeout_ms), message, out, err}
   end
 
   defp error(_job, _reason, message), do: message
+
+  defp error_reason(:timeout), do: :timeout
+  defp error_reason(:protocol), do: :protocol
+  defp error_reason(_reason), do: :error
 end

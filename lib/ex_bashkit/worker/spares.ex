@@ -31,10 +31,7 @@ defmodule ExBashkit.Worker.Spares do
 
   @doc """
   A spare of `kind` started with `args`, connected to the calling process,
-  or `nil` when none is ready (then the caller starts its own). Spares are
-  kept for the arguments of sessions without the network, the common case
-  (a worker's namespaces are made as it starts, see
-  `ExBashkit.Worker.Hardening`).
+  or `nil` when none is ready (then the caller starts its own).
   """
   @spec take(String.t(), [String.t()], :prepared | :plain) :: {port(), pos_integer()} | nil
   def take(executable, args, kind) when kind in @kinds do
@@ -50,7 +47,10 @@ defmodule ExBashkit.Worker.Spares do
     Port.open({:spawn_executable, executable}, [
       :binary,
       {:args, args},
-      {:packet, 4},
+      # A byte stream: the owner frames it itself, so that it can refuse a
+      # frame by its announced size before reading it
+      # (ExBashkit.Worker.Protocol); `{:packet, 4}` reads any size whole.
+      :stream,
       :exit_status,
       :use_stdio,
       # mimalloc commits its arenas lazily: an idle worker keeps ~2.5 MB
@@ -68,9 +68,6 @@ defmodule ExBashkit.Worker.Spares do
   @impl true
   def handle_call({:take, executable, args, kind}, {caller, _}, state) do
     cond do
-      not ExBashkit.Worker.Hardening.spare_args?(args) ->
-        {:reply, nil, state}
-
       {executable, args} == {state.executable, state.args} ->
         {spare, spares} = hand_over(Map.fetch!(state, kind), caller)
         {:reply, spare, Map.put(state, kind, spares), {:continue, :fill}}
@@ -152,7 +149,7 @@ defmodule ExBashkit.Worker.Spares do
   # every session's options too: the spare then waits unprepared, and a
   # session built in it hardens it as a plain one.
   defp prepare(port, default_native) do
-    Port.command(port, :erlang.term_to_binary({:prepare, default_native.()}))
+    Port.command(port, ExBashkit.Worker.Protocol.frame({:prepare, default_native.()}))
   rescue
     ArgumentError -> :ok
   end

@@ -224,7 +224,7 @@ fn exec_once<'a>(
                 nesting::check(&script, options.limits.nesting_depth())
                     .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
                 let mut bash = options
-                    .build(&Arc::default(), &options.credentials())
+                    .build(&Arc::default(), &options.credentials(), None)
                     .await?;
                 let run = Run {
                     max_memory: options.limits.script_memory(),

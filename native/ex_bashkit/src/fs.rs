@@ -39,6 +39,7 @@ fn run<T>(
     path: &str,
     op: impl Future<Output = bashkit::Result<T>>,
 ) -> FsResult<T> {
+    session.open()?;
     reachable(session, path)?;
     interpreters()?
         .block_on(session.worker.load(Ordering::Relaxed), op)

@@ -7,24 +7,23 @@
 //!
 //! | layer                | what it takes away                                        |
 //! |----------------------|-----------------------------------------------------------|
-//! | `:network_namespace` | every network, loopback services of the host included (without `:allow_net`); SysV IPC too |
+//! | `:network_namespace` | every network, loopback services of the host included (`:allow_net` requests go through the host); SysV IPC too |
 //! | `:cgroup`            | memory and threads past the kernel's caps (a VM running as root) |
 //! | `:rlimits`           | core dumps, big files, many descriptors, runaway CPU      |
 //! | `:unprivileged_user` | root: a root host's workers run as `worker_user`          |
 //! | `:no_new_privs`      | gaining privileges through exec                            |
-//! | `:landlock`          | every file but the session's mounts; TCP but to the allowlist's ports; signals out |
+//! | `:landlock`          | every file but the session's mounts; every TCP connection; signals out |
 //! | `:seccomp`           | every system call not on the reviewed list (`syscalls.rs`) |
 //!
 //! Namespaces need a process with one thread, so they are made when the
 //! worker starts (a spare does it ahead of its session); the rest needs the
-//! session's options (its mounts, its network) and is applied on `{:new, …}`,
+//! session's options (its mounts, its limits) and is applied on `{:new, …}`,
 //! still on the only thread, before the interpreter starts its own.
 
 mod cgroup;
 #[cfg(feature = "escape_probe")]
 pub mod escape_probe;
 mod landlock;
-mod ports;
 mod seccomp;
 pub mod syscalls;
 
@@ -32,15 +31,12 @@ use std::ffi::CString;
 use std::time::Duration;
 
 use crate::mounts::Mount;
-use crate::network::AllowNet;
 
 /// How a worker was started (its command line, from `ExBashkit.Worker`).
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// `--harden=off` turns every layer off (for measurements).
     pub enabled: bool,
-    /// `--network=host`: the session has `:allow_net`.
-    pub network: bool,
     /// `--user=UID:GID`: who a worker started as root becomes.
     pub user: Option<(u32, u32)>,
 }
@@ -49,13 +45,11 @@ impl Plan {
     pub fn from_args(args: impl Iterator<Item = String>) -> Plan {
         let mut plan = Plan {
             enabled: true,
-            network: false,
             user: None,
         };
         for arg in args {
             match arg.split_once('=') {
                 Some(("--harden", value)) => plan.enabled = value != "off",
-                Some(("--network", value)) => plan.network = value == "host",
                 Some(("--user", value)) => {
                     plan.user = value
                         .split_once(':')
@@ -100,26 +94,21 @@ pub fn at_start(plan: &Plan) -> Report {
     if !plan.enabled {
         return report;
     }
-    if !plan.network {
-        report.record("network_namespace", unshare_network());
-    }
-    report.filters = Some(seccomp::programs(plan.network));
+    report.record("network_namespace", unshare_network());
+    report.filters = Some(seccomp::programs());
     report.cgroup = Some(cgroup::enter(PIDS_MAX));
     report
 }
 
 /// Work done once in a zygote rather than in each worker it forks: the
-/// seccomp filters of both network modes, compiled.
+/// seccomp filters, compiled.
 pub fn prepare() {
-    for network in [false, true] {
-        let _ = seccomp::programs(network);
-    }
+    let _ = seccomp::programs();
 }
 
 /// What a session needs of its worker (`SessionOptions::worker_needs`).
 pub struct Needs<'a> {
     pub mounts: &'a [Mount],
-    pub allow_net: &'a AllowNet,
     /// What the session may hold: each script's cap, and its files.
     pub script_bytes: u64,
     pub files_bytes: u64,
@@ -130,7 +119,7 @@ pub struct Needs<'a> {
 }
 
 /// What a worker hardened ahead of its session (a spare) was hardened for:
-/// sessions without mounts or the network, whose other needs are these.
+/// sessions without mounts, whose other needs are these.
 /// A session that needs anything else cannot use it: landlock and the
 /// limits only ever narrow, and the worker is no longer root to widen them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,7 +133,7 @@ pub struct Fit {
 impl Needs<'_> {
     /// The fit of a worker hardened for these needs, if one can be.
     pub fn fit(&self) -> Option<Fit> {
-        (self.mounts.is_empty() && matches!(self.allow_net, AllowNet::None)).then_some(Fit {
+        self.mounts.is_empty().then_some(Fit {
             script_bytes: self.script_bytes,
             files_bytes: self.files_bytes,
             file_bytes: self.file_bytes,
@@ -170,12 +159,9 @@ pub fn for_session(plan: &Plan, needs: &Needs, report: &mut Report) {
     report.record("rlimits", rlimits(needs));
     report.record("unprivileged_user", unprivileged_user(plan.user));
     report.record("no_new_privs", no_new_privs());
-    let landlock = landlock::apply(needs.mounts, needs.allow_net).map(|_| ());
+    let landlock = landlock::apply(needs.mounts).map(|_| ());
     report.record("landlock", landlock);
-    let filters = report
-        .filters
-        .take()
-        .unwrap_or_else(|| seccomp::programs(plan.network));
+    let filters = report.filters.take().unwrap_or_else(seccomp::programs);
     report.record(
         "seccomp",
         filters.and_then(|filters| seccomp::apply(&filters)),

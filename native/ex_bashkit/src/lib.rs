@@ -7,6 +7,7 @@ mod builtins;
 mod call_scope;
 mod callback;
 mod cancel;
+mod egress;
 mod error;
 mod exec;
 mod exec_options;

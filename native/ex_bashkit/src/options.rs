@@ -15,6 +15,10 @@ use crate::network::{AllowNet, Credentials};
 use crate::python::{self, PythonRuntime};
 use crate::virtual_fs::ElixirFs;
 
+/// Where a session's HTTP requests go when not straight to the network:
+/// a worker's, to the host (`worker/egress.rs`).
+pub type Egress = Arc<dyn bashkit::HttpTransport>;
+
 /// The decoded `new/1` options: an `%ExBashkit.Session.Options{}`, whose
 /// every field has already been checked and normalized in Elixir, so
 /// decoding failures here are programmer errors.
@@ -50,9 +54,10 @@ impl SessionOptions {
         &self,
         channel: &Arc<Channel>,
         credentials: &Credentials,
+        egress: Option<Egress>,
     ) -> Result<Bash, String> {
         let mut builder = python::register(
-            self.builder(credentials),
+            self.builder(credentials, egress),
             self.python_runtime,
             &self.python,
             &self.limits,
@@ -65,6 +70,7 @@ impl SessionOptions {
         {
             let probe = crate::hardening::escape_probe::EscapeProbe;
             builder = builder.builtin("escape", Box::new(probe));
+            builder = builder.builtin("lie", Box::new(crate::worker::lie::Lie));
         }
         let bash = builder.build();
         mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
@@ -84,7 +90,6 @@ impl SessionOptions {
     pub fn worker_needs(&self) -> crate::hardening::Needs<'_> {
         crate::hardening::Needs {
             mounts: &self.mounts,
-            allow_net: &self.allow_net,
             script_bytes: self.limits.script_memory() as u64,
             files_bytes: self.limits.filesystem().max_total_bytes,
             file_bytes: self.limits.max_file_bytes,
@@ -98,7 +103,7 @@ impl SessionOptions {
     }
 
     #[cfg_attr(not(feature = "network"), allow(unused_variables))]
-    fn builder(&self, credentials: &Credentials) -> BashBuilder {
+    fn builder(&self, credentials: &Credentials, egress: Option<Egress>) -> BashBuilder {
         // bashkit caps a single instance at 1,000 exec calls and 100,000
         // commands by default; a session lives for a whole agent conversation,
         // so per-script limits (ExecutionLimits) are the ones that bound work.
@@ -110,10 +115,23 @@ impl SessionOptions {
             builder = builder.memory_limits(memory);
         }
         #[cfg(feature = "network")]
-        if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
-            builder = builder.network(allowlist);
-            if !self.credentials.is_empty() {
-                builder = builder.before_http(credentials.hook());
+        match egress {
+            // In a worker: the host checks private addresses (the worker
+            // resolves no names), adds the credentials and makes the
+            // request (`egress.rs`); the allowlist here only saves the
+            // trip for a request the host would refuse.
+            Some(egress) => {
+                if let Some(allowlist) = self.allow_net.allowlist(false) {
+                    builder = builder.network(allowlist).http_transport(egress);
+                }
+            }
+            None => {
+                if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
+                    builder = builder.network(allowlist);
+                    if !self.credentials.is_empty() {
+                        builder = builder.before_http(credentials.hook());
+                    }
+                }
             }
         }
         for (key, value) in &self.env {

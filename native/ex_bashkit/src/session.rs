@@ -50,6 +50,8 @@ pub struct SessionResource {
     pub call_scope: CallScope,
     /// `:max_stdout_bytes` and `:max_stderr_bytes`, for streamed output.
     pub output_caps: (usize, usize),
+    /// Set by `ExBashkit.Session.close/1`: the session runs nothing more.
+    pub closed: AtomicBool,
 }
 
 #[rustler::resource_impl]
@@ -70,12 +72,16 @@ impl Drop for SessionResource {
 impl SessionResource {
     /// Builds the session's interpreter on a thread of the pool; its
     /// builtins and virtual_fs backends call out through `callbacks`.
-    pub fn build(options: &SessionOptions, callbacks: Channel) -> Result<Self, String> {
+    pub fn build(
+        options: &SessionOptions,
+        callbacks: Channel,
+        egress: Option<crate::options::Egress>,
+    ) -> Result<Self, String> {
         let pool = interpreters()?;
         let worker = pool.assign();
         let callbacks = Arc::new(callbacks);
         let credentials = options.credentials();
-        let bash = pool.block_on(worker, options.build(&callbacks, &credentials))?;
+        let bash = pool.block_on(worker, options.build(&callbacks, &credentials, egress))?;
         let fs = bash.fs();
         let running = Running::new(bash.cancellation_token());
         let limits = options.limits.execution();
@@ -100,11 +106,13 @@ impl SessionResource {
             credentials,
             call_scope: CallScope::default(),
             output_caps: (limits.max_stdout_bytes, limits.max_stderr_bytes),
+            closed: AtomicBool::new(false),
         })
     }
 
     /// Refuses work for a session whose interpreter a frozen script holds.
     pub fn usable(&self) -> Result<(), String> {
+        self.open()?;
         if self.frozen.load(Ordering::Acquire) {
             return Err(
                 "the session can run no more scripts: a script on it went past its \
@@ -115,6 +123,29 @@ impl SessionResource {
         }
         Ok(())
     }
+}
+
+impl SessionResource {
+    /// Refuses everything once the session was closed.
+    pub fn open(&self) -> Result<(), String> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(CLOSED.to_string());
+        }
+        Ok(())
+    }
+}
+
+/// What every call on a closed session answers.
+pub const CLOSED: &str =
+    "the session was closed (ExBashkit.Session.close/1): it can run nothing more, start a new session";
+
+/// Closes the session: its running script is cancelled and every later
+/// call refused. Its memory goes when the last handle is collected.
+#[rustler::nif]
+fn session_close(session: ResourceArc<SessionResource>) -> rustler::Atom {
+    session.closed.store(true, Ordering::Release);
+    session.running.cancel();
+    crate::atoms::ok()
 }
 
 /// Builds a session without host mounts and with few entries (see
@@ -138,7 +169,7 @@ fn session_new_dirty<'a>(env: Env<'a>, options: SessionOptions) -> Term<'a> {
 }
 
 fn new_session<'a>(env: Env<'a>, options: &SessionOptions) -> Term<'a> {
-    SessionResource::build(options, Channel::default())
+    SessionResource::build(options, Channel::default(), None)
         .map(ResourceArc::new)
         .encode(env)
 }

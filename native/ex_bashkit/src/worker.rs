@@ -7,27 +7,23 @@
 //! session is the NIF's own (`session.rs`, `exec.rs`, `fs.rs`,
 //! `snapshot.rs`); only the way answers travel differs.
 //!
-//! Frames from the VM (`frame.rs`), each an Erlang term:
-//!
-//! | frame                                   | answer                          |
-//! |-----------------------------------------|---------------------------------|
-//! | `{:prepare, options}`                    | (a spare hardens for `options` ahead of its session) |
-//! | `{:new, options}`                        | `{:new, {:ok, …} \| :unfit \| {:error, msg}}` |
-//! | `{:exec, id, script, call}`              | `{:started, id}`, `{:chunk, …}`, `{:call, …}`, then `{:done, id, outcome, usable}` |
-//! | `{:snapshot, id, exclude_fs, exclude_functions, key}` | as `:exec`          |
-//! | `{:restore, id, snapshot, key}`          | as `:exec`                      |
-//! | `{:abandon, id}`                         | (the job stops at its next await) |
-//! | `{:cancel, id}`                          | `{:cancelled, id, boolean}`      |
-//! | `{:fs, id, op, args}`                    | `{:fs, id, result}`              |
-//! | `{:reply, call_id, reply}`               | (a builtin's or backend's answer) |
+//! Frames cross the Port's pipes (`frame.rs`); what each holds, in both
+//! directions, is defined once in `protocol.rs`. The VM treats everything
+//! this process sends as possibly forged (`ExBashkit.Worker.Protocol`).
+//! The worker has no network: its HTTP requests go to the host
+//! (`egress.rs`), which keeps the session's credentials.
 //!
 //! The process ends when the VM closes the pipe, and with its parent
 //! (`PR_SET_PDEATHSIG`), however the VM dies.
 
 mod calls;
 mod codec;
+mod egress;
 mod frame;
 mod job;
+#[cfg(feature = "escape_probe")]
+pub(crate) mod lie;
+pub mod protocol;
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -38,24 +34,20 @@ use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bashkit::{ExecResult, SnapshotOptions};
-use eetf::Term;
 use futures_util::FutureExt;
 
 use self::calls::HostCalls;
-use self::codec::{
-    atom, atom_name, binary, boolean, bytes, done, elements, file_kind, integer, integer_of, items,
-    list, ok, optional, pairs, string, tuple, Decoded, Fields,
-};
+use self::egress::HostEgress;
 use self::frame::Outbox;
 use self::job::WorkerJob;
+use self::protocol::{Event, ExecCall, FileOp, FsAnswer, NewAnswer, Outcome, Request};
 use crate::callback::Channel;
 use crate::exec::run_on_session;
 use crate::exec_options::Call;
 use crate::hardening::{self, Fit, Plan, Report};
 use crate::job::Job;
 use crate::jobs::Stop;
-use crate::network::AllowNet;
+use crate::options::SessionOptions;
 use crate::runtime::{self, interpreters};
 use crate::session::SessionResource;
 use crate::sync::lock;
@@ -86,6 +78,7 @@ pub fn main() {
     let outbox = Arc::new(Outbox::stdout());
     let mut worker = Worker {
         calls: Arc::new(HostCalls::new(outbox.clone())),
+        egress: Arc::new(HostEgress::new(outbox.clone())),
         outbox,
         session: None,
         jobs: Arc::default(),
@@ -98,7 +91,11 @@ pub fn main() {
     let mut input = BufReader::with_capacity(1 << 16, &*stdin);
     loop {
         match frame::read(&mut input, stdin.as_raw_fd()) {
-            Ok(Some(term)) => worker.handle(&term),
+            Ok(Some(term)) => {
+                if let Some(request) = protocol::decode(term) {
+                    worker.handle(request);
+                }
+            }
             Ok(None) | Err(_) => exit_now(),
         }
     }
@@ -134,6 +131,7 @@ type Jobs = Arc<Mutex<HashMap<u64, Arc<WorkerJob>>>>;
 struct Worker {
     outbox: Arc<Outbox>,
     calls: Arc<HostCalls>,
+    egress: Arc<HostEgress>,
     session: Option<Arc<SessionResource>>,
     jobs: Jobs,
     plan: Plan,
@@ -143,70 +141,56 @@ struct Worker {
 }
 
 impl Worker {
-    fn handle(&mut self, term: &Term) {
-        let Ok(frame) = elements(term) else {
-            return;
-        };
-        let kind = frame.first().and_then(atom_name).unwrap_or("");
-        match (kind, &frame[1..], &self.session) {
-            ("prepare", [options], None) => self.prepare_ahead(options),
-            ("new", [options], None) => self.start(options),
-            ("exec", [id, script, call], Some(session)) => {
-                let session = session.clone();
-                self.job(id, |job, stop| exec(session, job, stop, script, call));
+    fn handle(&mut self, request: Request) {
+        let session = self.session.clone();
+        match (request, session) {
+            (Request::Prepare(options), None) => self.prepare_ahead(&options),
+            (Request::New(options), None) => self.start(options),
+            (Request::Exec { id, script, call }, Some(session)) => {
+                self.job(id, &session, |job, stop| {
+                    exec(session.clone(), job, stop, script, call)
+                });
             }
-            ("snapshot", [id, exclude_fs, exclude_functions, key], Some(session)) => {
-                let options = snapshot_options(exclude_fs, exclude_functions);
-                let key = optional(key, bytes);
-                let session = session.clone();
-                self.job(id, |job, stop| {
-                    let (options, key) = (options?, key?);
-                    Ok(with_bash(session, job, stop, move |bash| {
+            (Request::Snapshot { id, options, key }, Some(session)) => {
+                self.job(id, &session, |job, stop| {
+                    Ok(with_bash(session.clone(), job, stop, move |bash| {
                         crate::snapshot::take(bash, options, key.as_deref())
-                            .map(codec::owned_binary)
+                            .map(Outcome::Snapshot)
                             .map_err(|e| failure(crate::snapshot::TAKE_FAILED, &e))
                     }))
                 });
             }
-            ("restore", [id, snapshot, key], Some(session)) => {
-                let (snapshot, key) = (bytes(snapshot), optional(key, bytes));
-                let session = session.clone();
+            (Request::Restore { id, snapshot, key }, Some(session)) => {
                 let max = session.max_snapshot_bytes;
-                self.job(id, |job, stop| {
-                    let (snapshot, key) = (snapshot?, key?);
-                    Ok(with_bash(session, job, stop, move |bash| {
+                self.job(id, &session, |job, stop| {
+                    Ok(with_bash(session.clone(), job, stop, move |bash| {
                         crate::snapshot::restore(bash, &snapshot, key.as_deref(), max)
-                            .map(|()| atom("ok"))
+                            .map(|()| Outcome::Restored)
                             .map_err(|e| failure(crate::snapshot::RESTORE_FAILED, &e))
                     }))
                 });
             }
-            ("abandon", [id], _) => {
-                let job = integer_of(id).ok().and_then(|id| {
-                    let jobs = lock(&self.jobs);
-                    jobs.get(&(id as u64)).cloned()
-                });
+            (Request::Abandon(id), _) => {
+                let job = lock(&self.jobs).get(&id).cloned();
                 if let Some(job) = job {
                     job.stop(Stop::Abandoned);
                 }
             }
-            ("cancel", [id], Some(session)) => {
+            (Request::Cancel(id), Some(session)) => {
                 let cancelled = session.running.cancel();
-                self.outbox.send(&tuple(vec![
-                    atom("cancelled"),
-                    id.clone(),
-                    boolean(cancelled),
-                ]));
+                self.outbox.send(Event::Cancelled { id, cancelled });
             }
-            ("fs", [id, op, args], Some(session)) => {
-                let result = file_op(session, op, args).unwrap_or_else(|e| codec::error(&e));
-                self.outbox
-                    .send(&tuple(vec![atom("fs"), id.clone(), result]));
+            (Request::Fs { id, op }, Some(session)) => {
+                let answer = file_op(&session, op);
+                self.outbox.send(Event::Fs { id, answer });
             }
-            ("reply", [id, reply], _) => {
-                if let Ok(id) = integer_of(id) {
-                    self.calls.answer(id as u64, codec::reply(reply));
-                }
+            (Request::Reply { id, reply }, _) => self.calls.answer(id, reply),
+            (Request::HttpBody { id, chunk }, _) => self.egress.body(id, &chunk),
+            (Request::HttpReply { id, answer }, _) => self.egress.reply(id, answer),
+            (Request::Malformed { id, why }, Some(session)) => {
+                self.job(id, &session, |_job, _stop| {
+                    Err::<std::future::Ready<Outcome>, _>(why)
+                });
             }
             // Anything else is a bug in ExBashkit.Worker; the VM's deadline
             // for it ends this process.
@@ -220,10 +204,7 @@ impl Worker {
     /// (lazy setup, pages copied from the zygote on first write) no longer
     /// cost the session. Nothing is answered: a `{:new, …}` queued behind
     /// it waits for it.
-    fn prepare_ahead(&mut self, options: &Term) {
-        let Ok(options) = codec::session_options(options) else {
-            return;
-        };
+    fn prepare_ahead(&mut self, options: &SessionOptions) {
         let needs = options.worker_needs();
         let (Some(fit), None) = (needs.fit(), self.prepared) else {
             return;
@@ -231,8 +212,8 @@ impl Worker {
         hardening::for_session(&self.plan, &needs, &mut self.report);
         self.prepared = Some(fit);
         let channel = Channel::remote(self.calls.clone());
-        let (Ok(session), Ok(pool)) = (SessionResource::build(&options, channel), interpreters())
-        else {
+        let built = SessionResource::build(options, channel, Some(self.egress.clone()));
+        let (Ok(session), Ok(pool)) = (built, interpreters()) else {
             return;
         };
         let (ran, done) = std::sync::mpsc::sync_channel(1);
@@ -243,62 +224,53 @@ impl Worker {
         let _ = done.recv_timeout(Duration::from_secs(5));
     }
 
-    fn start(&mut self, options: &Term) {
-        let answer = match codec::session_options(options) {
-            Ok(options) if self.unfit(&options) => atom("unfit"),
+    fn start(&mut self, options: Result<SessionOptions, String>) {
+        let answer = match options {
+            Ok(options) if self.unfit(&options) => NewAnswer::Unfit,
             decoded => match decoded.and_then(|options| self.build(&options)) {
                 Ok(session) => {
                     self.session = Some(Arc::new(session));
-                    tuple(vec![atom("ok"), codec::hardening(&self.report)])
+                    NewAnswer::Ready(&self.report)
                 }
-                Err(message) => codec::error(&message),
+                Err(message) => NewAnswer::Failed(message),
             },
         };
-        self.outbox.send(&tuple(vec![atom("new"), answer]));
+        self.outbox.send(Event::New(answer));
     }
 
     /// Whether this worker was hardened ahead for needs other than the
     /// session's: the VM then starts one of its own for it.
-    fn unfit(&self, options: &crate::options::SessionOptions) -> bool {
+    fn unfit(&self, options: &SessionOptions) -> bool {
         self.prepared
             .is_some_and(|fit| options.worker_needs().fit() != Some(fit))
     }
 
-    fn build(
-        &mut self,
-        options: &crate::options::SessionOptions,
-    ) -> Result<SessionResource, String> {
-        if !matches!(options.allow_net, AllowNet::None) && !self.plan.network {
-            return Err("this worker was started without the network".into());
-        }
+    fn build(&mut self, options: &SessionOptions) -> Result<SessionResource, String> {
         if self.prepared.is_none() {
             hardening::for_session(&self.plan, &options.worker_needs(), &mut self.report);
         }
         let channel = Channel::remote(self.calls.clone());
-        SessionResource::build(options, channel)
+        SessionResource::build(options, channel, Some(self.egress.clone()))
     }
 
     /// Queues a job on the session's interpreter thread; `start` gives the
     /// work, or an error for a frame that does not decode.
     fn job<F>(
         &self,
-        id: &Term,
-        start: impl FnOnce(Arc<WorkerJob>, crate::jobs::StopSignal) -> Decoded<F>,
+        id: u64,
+        session: &SessionResource,
+        start: impl FnOnce(Arc<WorkerJob>, crate::jobs::StopSignal) -> Result<F, String>,
     ) where
-        F: std::future::Future<Output = Result<Term, Term>> + Send + 'static,
+        F: std::future::Future<Output = Outcome> + Send + 'static,
     {
-        let (Ok(id), Some(session)) = (integer_of(id), &self.session) else {
-            return;
-        };
-        let id = id as u64;
         let (job, stop) = WorkerJob::new(id, self.outbox.clone(), session.frozen.clone());
         let work = match start(job.clone(), stop) {
             Ok(work) => work,
-            Err(message) => return job.answer(codec::error(&message)),
+            Err(message) => return job.answer(Outcome::Failed(message)),
         };
         let pool = match interpreters() {
             Ok(pool) => pool,
-            Err(message) => return job.answer(codec::error(&message)),
+            Err(message) => return job.answer(Outcome::Failed(message)),
         };
         lock(&self.jobs).insert(id, job.clone());
         let jobs = self.jobs.clone();
@@ -306,13 +278,12 @@ impl Worker {
             let outcome = AssertUnwindSafe(work)
                 .catch_unwind()
                 .await
-                .unwrap_or_else(|_| Err(codec::error("internal error: the interpreter panicked")));
+                .unwrap_or_else(|_| {
+                    Outcome::Failed("internal error: the interpreter panicked".into())
+                });
             lock(&jobs).remove(&id);
             runtime::job_done();
-            job.answer(match outcome {
-                Ok(value) => ok(value),
-                Err(error) => tuple(vec![atom("error"), error]),
-            });
+            job.answer(outcome);
         });
     }
 }
@@ -321,121 +292,78 @@ fn failure(context: &str, error: &bashkit::Error) -> String {
     format!("{context}: {}", crate::error::message(error))
 }
 
-fn snapshot_options(exclude_fs: &Term, exclude_functions: &Term) -> Decoded<SnapshotOptions> {
-    Ok(SnapshotOptions {
-        exclude_filesystem: codec::flag(exclude_fs)?,
-        exclude_functions: codec::flag(exclude_functions)?,
-    })
-}
-
 /// A snapshot or restore: behind the session's scripts, on its thread.
 async fn with_bash(
     session: Arc<SessionResource>,
     job: Arc<WorkerJob>,
     stop: crate::jobs::StopSignal,
-    work: impl FnOnce(&mut bashkit::Bash) -> Result<Term, String> + Send,
-) -> Result<Term, Term> {
+    work: impl FnOnce(&mut bashkit::Bash) -> Result<Outcome, String> + Send,
+) -> Outcome {
     let run = async {
         session.usable()?;
         let mut bash = session.bash.lock().await;
         job.started();
         work(&mut bash)
     };
-    stop.guard(run)
-        .await
-        .map_err(|message| binary(message.as_bytes()))
+    stop.guard(run).await.unwrap_or_else(Outcome::Failed)
 }
 
-/// The call's options, as `ExBashkit.Session.ExecOptions` gives them to the
-/// NIF, less the listeners: the VM streams to them itself.
+/// A script, with the call's options less its listeners and credentials:
+/// the VM streams to the listeners itself and keeps the credentials.
 fn exec(
     session: Arc<SessionResource>,
     job: Arc<WorkerJob>,
     stop: crate::jobs::StopSignal,
-    script: &Term,
-    call: &Term,
-) -> Decoded<impl std::future::Future<Output = Result<Term, Term>> + Send + 'static> {
-    let script = crate::exec::script_text(&bytes(script)?)?;
+    script: Vec<u8>,
+    call: Option<ExecCall>,
+) -> Result<impl std::future::Future<Output = Outcome> + Send + 'static, String> {
+    let script = crate::exec::script_text(&script)?;
     session.usable()?;
-    let mut plan = Call::default();
-    if !codec::is_nil(call) {
-        let fields = Fields::of(call)?;
-        plan.timeout =
-            optional(fields.get("timeout_ms")?, codec::u64_of)?.map(Duration::from_millis);
-        plan.stdin = optional(fields.get("stdin")?, bytes)?;
-        plan.env = pairs(fields.get("env")?)?;
-        plan.cwd = optional(fields.get("cwd")?, string)?;
-        plan.args = optional(fields.get("args")?, |args| {
-            items(args)?.into_iter().map(string).collect()
-        })?;
-        plan.credentials = optional(fields.get("credentials")?, codec::credentials)?;
-        if codec::flag(fields.get("stream")?)? {
-            plan.output = Some(job.output(session.output_caps));
-        }
-    }
-    let timeout = plan.timeout;
+    let call = call.unwrap_or_default();
+    let timeout = call.timeout();
+    let plan = Call {
+        timeout,
+        stdin: call.stdin,
+        env: call.env,
+        cwd: call.cwd,
+        args: call.args,
+        credentials: None,
+        output: call.stream.then(|| job.output(session.output_caps)),
+    };
     Ok(async move {
         if let Some(timeout) = timeout {
             hardening::cpu_backstop(timeout);
         }
         let job: Arc<dyn Job> = job;
-        run_on_session(&session, &script, plan, job, None, stop)
-            .await
-            .map(|result| exec_result(&result))
-            .map_err(|error| codec::script_error(&error))
-    })
-}
-
-/// `{stdout, stderr, exit_code, truncated}`, as the NIF answers.
-fn exec_result(result: &ExecResult) -> Term {
-    tuple(vec![
-        binary(result.stdout.as_bytes()),
-        binary(result.stderr.as_bytes()),
-        integer(result.exit_code.into()),
-        boolean(result.stdout_truncated || result.stderr_truncated),
-    ])
-}
-
-/// The file API: `{:fs, id, op, args}` with the NIF's arguments.
-fn file_op(session: &SessionResource, op: &Term, args: &Term) -> Decoded<Term> {
-    let args = items(args)?;
-    let op = atom_name(op).unwrap_or("");
-    let text = |index: usize| {
-        args.get(index)
-            .ok_or("missing argument".to_string())
-            .and_then(|t| string(t))
-    };
-    let flag = |index: usize| {
-        args.get(index)
-            .ok_or("missing argument".to_string())
-            .and_then(|t| codec::flag(t))
-    };
-    use crate::fs;
-    Ok(match op {
-        "read_file" => match fs::read_file(session, &text(0)?) {
-            Ok(content) => ok(codec::owned_binary(content)),
-            Err(message) => codec::error(&message),
-        },
-        "write_file" => {
-            let content = args.get(1).ok_or("missing content").map_err(String::from)?;
-            done(fs::write_file(session, &text(0)?, &bytes(content)?))
+        match run_on_session(&session, &script, plan, job, None, stop).await {
+            Ok(result) => Outcome::Ran {
+                truncated: result.stdout_truncated || result.stderr_truncated,
+                stdout: result.stdout.into_bytes(),
+                stderr: result.stderr.into_bytes(),
+                exit_code: result.exit_code,
+            },
+            Err(error) => Outcome::ScriptError(error),
         }
-        "list_dir" => match fs::list_dir(session, &text(0)?) {
-            Ok(entries) => ok(list(
-                entries
-                    .into_iter()
-                    .map(|(name, kind)| tuple(vec![binary(name.as_bytes()), file_kind(kind)]))
-                    .collect(),
-            )),
-            Err(message) => codec::error(&message),
-        },
-        "mkdir" => done(fs::mkdir(session, &text(0)?, flag(1)?)),
-        "remove" => done(fs::remove(session, &text(0)?, flag(1)?)),
-        "rename" => done(fs::rename(session, &text(0)?, &text(1)?)),
-        "stat" => match fs::stat(session, &text(0)?) {
-            Ok((kind, size)) => ok(tuple(vec![file_kind(kind), integer(size as i64)])),
-            Err(message) => codec::error(&message),
-        },
-        other => return Err(format!("unknown file operation {other:?}")),
     })
+}
+
+/// The file API, with the NIF's arguments.
+fn file_op(session: &SessionResource, op: FileOp) -> FsAnswer {
+    use crate::fs;
+    let done = |result: Result<(), String>| match result {
+        Ok(()) => FsAnswer::Done,
+        Err(message) => FsAnswer::Failed(message),
+    };
+    let answer = match op {
+        FileOp::ReadFile(path) => fs::read_file(session, &path).map(FsAnswer::Content),
+        FileOp::WriteFile(path, content) => Ok(done(fs::write_file(session, &path, &content))),
+        FileOp::ListDir(path) => fs::list_dir(session, &path).map(FsAnswer::Entries),
+        FileOp::Mkdir(path, parents) => Ok(done(fs::mkdir(session, &path, parents))),
+        FileOp::Remove(path, recursive) => Ok(done(fs::remove(session, &path, recursive))),
+        FileOp::Rename(from, to) => Ok(done(fs::rename(session, &from, &to))),
+        FileOp::Stat(path) => {
+            fs::stat(session, &path).map(|(kind, size)| FsAnswer::Stat(kind, size))
+        }
+    };
+    answer.unwrap_or_else(FsAnswer::Failed)
 }

@@ -176,7 +176,7 @@ const KERNEL_EXEMPT: &[libc::c_long] = &[];
 /// probe); everything else, numbers no kernel defines included, must be
 /// refused by the filter before the kernel sees it.
 fn sweep() -> String {
-    let skipped: Vec<libc::c_long> = syscalls::allowed(true)
+    let skipped: Vec<libc::c_long> = syscalls::allowed()
         .chain(syscalls::CONDITIONAL.iter().copied())
         .chain(syscalls::UNSUPPORTED.iter().copied())
         .chain(syscalls::fatal())

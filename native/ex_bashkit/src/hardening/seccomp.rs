@@ -25,24 +25,20 @@ pub fn apply(programs: &[BpfProgram]) -> Result<(), String> {
     Ok(())
 }
 
-/// The compiled filters, in the order they are installed. `network` allows
-/// IP sockets and the calls that use them. Compiled once per process (a
-/// zygote compiles them for the workers it forks).
-pub fn programs(network: bool) -> Result<Vec<BpfProgram>, String> {
-    static COMPILED: [OnceLock<Result<Vec<BpfProgram>, String>>; 2] =
-        [OnceLock::new(), OnceLock::new()];
-    COMPILED[usize::from(network)]
-        .get_or_init(|| compile(network))
-        .clone()
+/// The compiled filters, in the order they are installed. Compiled once
+/// per process (a zygote compiles them for the workers it forks).
+pub fn programs() -> Result<Vec<BpfProgram>, String> {
+    static COMPILED: OnceLock<Result<Vec<BpfProgram>, String>> = OnceLock::new();
+    COMPILED.get_or_init(compile).clone()
 }
 
-fn compile(network: bool) -> Result<Vec<BpfProgram>, String> {
+fn compile() -> Result<Vec<BpfProgram>, String> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| e.to_string())?;
 
-    let mut allowed: BTreeMap<i64, Vec<SeccompRule>> = syscalls::allowed(network)
+    let mut allowed: BTreeMap<i64, Vec<SeccompRule>> = syscalls::allowed()
         .map(|(_, number)| (number, vec![]))
         .collect();
-    allowed.extend(conditional_rules(network)?);
+    allowed.extend(conditional_rules()?);
     let unsupported: BTreeMap<i64, Vec<SeccompRule>> = syscalls::UNSUPPORTED
         .iter()
         .map(|&(_, number)| (number, vec![]))
@@ -77,9 +73,9 @@ fn compile(network: bool) -> Result<Vec<BpfProgram>, String> {
 
 /// The calls allowed only with some arguments: each rule is one allowed
 /// shape (rules are alternatives, conditions within one all hold).
-fn conditional_rules(network: bool) -> Result<Vec<(i64, Vec<SeccompRule>)>, String> {
+fn conditional_rules() -> Result<Vec<(i64, Vec<SeccompRule>)>, String> {
     let pid = std::process::id() as u64;
-    let mut rules = vec![
+    let rules = vec![
         (
             libc::SYS_clone,
             vec![rule(vec![long(
@@ -134,12 +130,6 @@ fn conditional_rules(network: bool) -> Result<Vec<(i64, Vec<SeccompRule>)>, Stri
             )?,
         ),
     ];
-    if network {
-        rules.push((
-            libc::SYS_socket,
-            one_of(0, &[libc::AF_INET as u64, libc::AF_INET6 as u64])?,
-        ));
-    }
     Ok(rules)
 }
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::oneshot;
 
-use super::codec::{atom, integer, tuple};
 use super::frame::Outbox;
+use super::protocol::Event;
 use crate::callback::{Remote, Reply, Request};
 use crate::sync::lock;
 
@@ -41,13 +41,7 @@ impl Remote for HostCalls {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (sender, answer) = oneshot::channel();
         lock(&self.pending).insert(id, sender);
-        let (target, request) = super::codec::request(request);
-        self.outbox.send(&tuple(vec![
-            atom("call"),
-            integer(id as i64),
-            target,
-            request,
-        ]));
+        self.outbox.send(Event::Call { id, request });
         Ok(answer)
     }
 }

@@ -59,14 +59,6 @@ pub fn error(message: &str) -> Term {
     tuple(vec![atom("error"), binary(message.as_bytes())])
 }
 
-/// `:ok` or `{:error, message}`.
-pub fn done(result: Result<(), String>) -> Term {
-    match result {
-        Ok(()) => atom("ok"),
-        Err(message) => error(&message),
-    }
-}
-
 pub fn file_kind(kind: FileKind) -> Term {
     atom(match kind {
         FileKind::File => "file",
@@ -97,10 +89,7 @@ pub fn script_error(error: &ScriptError) -> Term {
 /// `{{:builtin, name} | {:fs, mount}, request}`: the call as
 /// `ExBashkit.Callbacks` receives it.
 pub fn request(request: &Request<'_>) -> (Term, Term) {
-    let pairs = |pairs: Vec<(&str, Term)>| {
-        let map: HashMap<Term, Term> = pairs.into_iter().map(|(k, v)| (atom(k), v)).collect();
-        Term::Map(Map::from(map))
-    };
+    let pairs = fields;
     match request {
         Request::Builtin {
             name,
@@ -144,6 +133,12 @@ pub fn request(request: &Request<'_>) -> (Term, Term) {
             )
         }
     }
+}
+
+/// A map with atom keys, as Elixir reads options and requests.
+pub fn fields(pairs: Vec<(&str, Term)>) -> Term {
+    let map: HashMap<Term, Term> = pairs.into_iter().map(|(k, v)| (atom(k), v)).collect();
+    Term::Map(Map::from(map))
 }
 
 // ---- decoding -------------------------------------------------------------

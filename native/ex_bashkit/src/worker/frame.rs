@@ -1,6 +1,6 @@
-//! Frames between a worker process and the VM: a Port opened with
-//! `{:packet, 4}`, so each frame is a 4-byte big-endian length and an
-//! Erlang external term (`:erlang.term_to_binary/1` on the other side).
+//! Frames between a worker process and the VM: each a 4-byte big-endian
+//! length and an Erlang external term (`ExBashkit.Worker.Protocol` frames
+//! and checks them on the other side; `protocol.rs` says what they hold).
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use eetf::Term;
 
+use super::protocol::Event;
 use crate::sync::lock;
 
 /// The largest frame the VM may send: a restore of the largest snapshot
@@ -62,9 +63,13 @@ impl Outbox {
         })))
     }
 
-    /// Sends `term`. A VM that is gone cannot be told anything: the process
-    /// exits, as it would when its stdin closes.
-    pub fn send(&self, term: &Term) {
+    /// Sends `event`. A VM that is gone cannot be told anything: the
+    /// process exits, as it would when its stdin closes.
+    pub fn send(&self, event: Event<'_>) {
+        self.send_term(&event.into_term());
+    }
+
+    fn send_term(&self, term: &Term) {
         let mut frame = Vec::with_capacity(4 + 1 + encoded_size_hint(term));
         frame.extend_from_slice(&[0; 4]);
         if term.encode(&mut frame).is_err() {

@@ -1,14 +1,13 @@
 //! One script, snapshot or restore of a worker's session, answered to the
-//! VM as `{:done, id, outcome, usable}` frames.
+//! VM as a `Done` event.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use eetf::Term;
 use tokio::sync::oneshot;
 
-use super::codec::{atom, binary, boolean, integer, script_error, tuple};
 use super::frame::Outbox;
+use super::protocol::{Event, Outcome};
 use crate::job::Job;
 use crate::jobs::{Stop, StopSignal};
 use crate::script_error::ScriptError;
@@ -39,17 +38,16 @@ impl WorkerJob {
     }
 
     /// Sends the outcome, unless the job was answered already.
-    pub fn answer(&self, outcome: Term) {
+    pub fn answer(&self, outcome: Outcome) {
         if self.answered.swap(true, Ordering::AcqRel) {
             return;
         }
         let usable = !self.frozen.load(Ordering::Acquire);
-        self.outbox.send(&tuple(vec![
-            atom("done"),
-            integer(self.id as i64),
+        self.outbox.send(Event::Done {
+            id: self.id,
             outcome,
-            boolean(usable),
-        ]));
+            usable,
+        });
     }
 
     /// Streams the job's output to the VM, which fans it out to the call's
@@ -65,8 +63,7 @@ impl WorkerJob {
 
 impl Job for WorkerJob {
     fn started(&self) {
-        self.outbox
-            .send(&tuple(vec![atom("started"), integer(self.id as i64)]));
+        self.outbox.send(Event::Started(self.id));
     }
 
     fn stop(&self, stop: Stop) {
@@ -76,7 +73,7 @@ impl Job for WorkerJob {
     }
 
     fn fail(&self, error: ScriptError) {
-        self.answer(tuple(vec![atom("error"), script_error(&error)]));
+        self.answer(Outcome::ScriptError(error));
     }
 
     fn follow_output(&self, _output: Option<Arc<Output>>) {
@@ -84,20 +81,18 @@ impl Job for WorkerJob {
     }
 }
 
-/// `{:chunk, id, :stdout | :stderr, data}` frames.
+/// `Chunk` events: the output as it is written, within the session's caps.
 struct Chunks {
     id: u64,
     outbox: Arc<Outbox>,
 }
 
 impl Listen for Chunks {
-    fn send(&self, stdout: bool, chunk: &[u8]) {
-        let stream = if stdout { "stdout" } else { "stderr" };
-        self.outbox.send(&tuple(vec![
-            atom("chunk"),
-            integer(self.id as i64),
-            atom(stream),
-            binary(chunk),
-        ]));
+    fn send(&self, stdout: bool, data: &[u8]) {
+        self.outbox.send(Event::Chunk {
+            id: self.id,
+            stdout,
+            data,
+        });
     }
 }

@@ -1,0 +1,168 @@
+//! The host's side of a worker's network (`isolation: :process`).
+//!
+//! A worker has no network of its own: its `curl`, `wget` and `http` hand
+//! each request to the host as a frame (`worker/egress.rs`), and the
+//! worker's owner (`ExBashkit.Worker.Owner`) makes it here, with the
+//! session's own policy, which the worker never holds in full: the
+//! allowlist is checked again (each redirect hop is a request of its own),
+//! names are resolved here and private addresses refused at connect time
+//! (bashkit's client pins the check to the connection), the credential
+//! headers of matching `:allow_net` entries are added here (their values
+//! never reach the worker), and the response is cut at its size cap while
+//! it streams in. Requests run on the interpreter threads, so a slow
+//! server holds no scheduler; the answer comes back by message.
+
+use rustler::{Atom, Binary, Encoder, Env, LocalPid, OwnedEnv, Resource, ResourceArc, Term};
+
+use crate::network::{AllowNet, CredentialRules, Credentials};
+
+mod atoms {
+    rustler::atoms! { ex_bashkit_egress }
+}
+
+/// The largest response the host reads for a worker: bashkit's own
+/// default for sessions, which the in-VM path applies too.
+#[cfg(feature = "network")]
+const MAX_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
+
+/// One session's way out: its allowlist and credentials, in the host.
+pub struct EgressResource {
+    #[cfg(feature = "network")]
+    client: bashkit::HttpClient,
+    credentials: Credentials,
+}
+
+#[rustler::resource_impl]
+impl Resource for EgressResource {}
+
+/// The egress of a session with `allow_net` (`nil` without it, or in a
+/// build without the network part). Encoded here: the client inside is
+/// not `RefUnwindSafe`, which rustler's return path wants.
+#[rustler::nif]
+fn egress_new(
+    env: Env<'_>,
+    allow_net: AllowNet,
+    block_private_ips: bool,
+    credentials: CredentialRules,
+) -> Term<'_> {
+    egress(allow_net, block_private_ips, credentials).encode(env)
+}
+
+fn egress(
+    allow_net: AllowNet,
+    block_private_ips: bool,
+    credentials: CredentialRules,
+) -> Option<ResourceArc<EgressResource>> {
+    let credentials = Credentials::new(&credentials, block_private_ips);
+    #[cfg(feature = "network")]
+    {
+        let allowlist = allow_net.allowlist(block_private_ips)?;
+        let mut client = bashkit::HttpClient::with_config(
+            allowlist,
+            std::time::Duration::from_secs(30),
+            MAX_RESPONSE_BYTES,
+        );
+        client.set_before_http(vec![credentials.hook()]);
+        Some(ResourceArc::new(EgressResource {
+            client,
+            credentials,
+        }))
+    }
+    #[cfg(not(feature = "network"))]
+    {
+        let _ = (allow_net, credentials);
+        None
+    }
+}
+
+/// A call's fresh credential values (header functions): they replace the
+/// session's from now on, as in the VM.
+#[rustler::nif]
+fn egress_credentials(egress: ResourceArc<EgressResource>, rules: CredentialRules) -> Atom {
+    egress.credentials.replace(&rules);
+    crate::atoms::ok()
+}
+
+/// A worker's request: `{method, url, headers, body | nil, timeout_ms}`.
+type Request<'a> = (
+    String,
+    String,
+    Vec<(String, String)>,
+    Option<Binary<'a>>,
+    u64,
+);
+
+/// Makes `request` and sends `{:ex_bashkit_egress, id, {:ok, {status,
+/// headers, body}} | {:error, message}}` to `to` when it is answered.
+#[rustler::nif]
+fn egress_request(
+    egress: ResourceArc<EgressResource>,
+    request: Request<'_>,
+    to: LocalPid,
+    id: u64,
+) -> Result<Atom, String> {
+    let (method, url, headers, body, timeout_ms) = request;
+    let body = body.map(|body| body.as_slice().to_vec());
+    let pool = crate::runtime::interpreters()?;
+    pool.spawn(pool.assign(), async move {
+        let outcome = send(&egress, &method, &url, &headers, body, timeout_ms).await;
+        let _ = OwnedEnv::new().send_and_clear(&to, |env| {
+            let outcome = match outcome {
+                Ok((status, headers, body)) => {
+                    Ok((status, headers, crate::terms::bytes(env, &body)))
+                }
+                Err(message) => Err(message),
+            };
+            (atoms::ex_bashkit_egress(), id, outcome).encode(env)
+        });
+    });
+    Ok(crate::atoms::ok())
+}
+
+type Answer = Result<(u16, Vec<(String, String)>, Vec<u8>), String>;
+
+#[cfg(feature = "network")]
+async fn send(
+    egress: &EgressResource,
+    method: &str,
+    url: &str,
+    headers: &[(String, String)],
+    body: Option<Vec<u8>>,
+    timeout_ms: u64,
+) -> Answer {
+    use bashkit::HttpMethod;
+    let method = match method {
+        "GET" => HttpMethod::Get,
+        "POST" => HttpMethod::Post,
+        "PUT" => HttpMethod::Put,
+        "DELETE" => HttpMethod::Delete,
+        "HEAD" => HttpMethod::Head,
+        "PATCH" => HttpMethod::Patch,
+        other => return Err(format!("access denied: method {other:?} is not supported")),
+    };
+    // bashkit counts request timeouts in whole seconds (1 to 600).
+    let seconds = timeout_ms.div_ceil(1000).max(1);
+    egress
+        .client
+        .request_with_timeouts(method, url, body.as_deref(), headers, Some(seconds), None)
+        .await
+        .map(|response| (response.status, response.headers, response.body))
+        .map_err(|error| match error {
+            // The message alone: the worker's transport gives it to curl,
+            // which picks its exit code from its words.
+            bashkit::Error::Network(message) => message,
+            other => crate::error::message(&other),
+        })
+}
+
+#[cfg(not(feature = "network"))]
+async fn send(
+    _egress: &EgressResource,
+    _method: &str,
+    _url: &str,
+    _headers: &[(String, String)],
+    _body: Option<Vec<u8>>,
+    _timeout_ms: u64,
+) -> Answer {
+    Err("access denied: this build has no network".into())
+}

@@ -1,0 +1,421 @@
+defmodule ExBashkit.LyingWorkerTest do
+  # A compromised worker, for real: the probe worker (test builds only,
+  # native/ex_bashkit/src/worker/lie.rs) speaks the protocol honestly until
+  # a script runs `lie FILE`, which writes FILE's bytes, forged frames, to
+  # the VM's pipe, as code that took over the interpreter could. For each
+  # forgery: the caller is answered with an error by the deadline, nothing
+  # of the forgery reaches it, no process of the host crashes, the worker
+  # is gone, the host's memory does not grow past 64 MB, and a bystander
+  # session answers throughout.
+  use ExBashkit.Case, async: false
+
+  alias ExBashkit.Test.{Memory, Probe}
+  alias ExBashkit.Worker.Protocol
+
+  import Bitwise, only: [<<<: 2]
+
+  @moduletag timeout: 900_000
+
+  @timeout_ms 5_000
+  # How far past its deadline a caller may be answered (the contract).
+  @margin_ms 250
+  @max_growth_kb 64 * 1024
+
+  setup_all do
+    probe = Probe.build!()
+    previous = Application.get_env(:ex_bashkit, :worker_executable)
+    Application.put_env(:ex_bashkit, :worker_executable, probe)
+
+    on_exit(fn ->
+      if previous,
+        do: Application.put_env(:ex_bashkit, :worker_executable, previous),
+        else: Application.delete_env(:ex_bashkit, :worker_executable)
+    end)
+
+    bystander = Session.new(isolation: :process)
+    assert {:ok, %{stdout: "ok\n"}} = Session.exec(bystander, "echo ok")
+    %{bystander: bystander}
+  end
+
+  defp frame(payload), do: <<byte_size(payload)::32, payload::binary>>
+  defp term(term), do: frame(:erlang.term_to_binary(term))
+
+  @ran {:ok, {"", "", 0, false}}
+
+  defp call(id),
+    do: term({:call, id, {:builtin, "x"}, %{args: [], stdin: "", env: %{}, cwd: "/"}})
+
+  # name, the forged bytes for the lie's job id, `lie` arguments after the
+  # file, session options
+  defp forgeries do
+    [
+      {"bytes that are no term", fn _id -> frame(<<1, 2, 3, 4, 5>>) end},
+      {"a term naming an atom the VM lacks",
+       fn _id -> frame(<<131, 104, 2, 119, 17, "no_such_atom_zzzz", 97, 1>>) end},
+      {"bytes after the term", &frame(:erlang.term_to_binary({:started, &1}) <> "xx")},
+      {"a compressed term",
+       fn id ->
+         frame(
+           :erlang.term_to_binary({:chunk, id, :stdout, :binary.copy("a", 100_000)},
+             compressed: 9
+           )
+         )
+       end},
+      {"a done whose outcome is no outcome", &term({:done, &1, {:ok, 5}, true})},
+      {"a done whose exit code is text", &term({:done, &1, {:ok, {"", "", "0", false}}, true})},
+      {"a done whose exit code is out of range",
+       &term({:done, &1, {:ok, {"", "", 1_000_000, false}}, true})},
+      {"a done with an unknown reason",
+       &term({:done, &1, {:error, {:boom, nil, "m", "", ""}}, true})},
+      {"a done with an unknown limit",
+       &term({:done, &1, {:error, {:limit, :no_such_limit, "m", "", ""}}, true})},
+      {"a done whose output is past the caps",
+       &term({:done, &1, {:ok, {:binary.copy("a", 1_048_577), "", 0, false}}, true})},
+      {"a done whose usable flag is not a boolean", &term({:done, &1, @ran, :yes})},
+      {"a started whose id is text", fn _id -> term({:started, "1"}) end},
+      {"a started whose id is a pid", fn _id -> term({:started, self()}) end},
+      {"a started for an id never issued", fn _id -> term({:started, 999}) end},
+      {"a done for an id never issued", fn _id -> term({:done, 999, @ran, true}) end},
+      {"a chunk that is a number", &term({:chunk, &1, :stdout, 5})},
+      {"a chunk on no stream", &term({:chunk, &1, :stdin, "x"})},
+      {"an answer to no file request", fn _id -> term({:fs, 7, {:ok, "x"}}) end},
+      {"an answer to no cancel", fn _id -> term({:cancelled, 7, true}) end},
+      {"a second :new", fn _id -> term({:new, {:ok, {[], [], 1}}}) end},
+      {"a call whose arguments are numbers",
+       fn _id -> term({:call, 1, {:builtin, "x"}, %{args: [1]}}) end},
+      {"a call of no known kind", fn _id -> term({:call, 1, {:shell, "x"}, %{}}) end},
+      {"a request to the network without :allow_net",
+       fn _id ->
+         request = %{
+           method: "GET",
+           url: "http://127.0.0.1/",
+           headers: [],
+           body: nil,
+           timeout_ms: 1
+         }
+
+         term({:http, 1, request})
+       end},
+      {"an event nobody knows", &term({:hello, &1})},
+      {"a term that is no tuple", &term([:started, &1])},
+      {"a frame header of 2 GiB, then 1.5 GiB of it", fn _id -> <<0x8000_0000::32>> end,
+       ["1", "#{3 <<< 29}"]},
+      {"a result of 1 GiB", fn _id -> <<(1 <<< 30) + 64::32, 131, 104, 4>> end,
+       ["1", "#{1 <<< 30}"]},
+      {"2 GiB of output in 1 MiB chunks",
+       &term({:chunk, &1, :stdout, :binary.copy("a", 1 <<< 20)}), ["2048"]},
+      {"a call of a builtin the session does not have", fn _id -> call(1) end},
+      # The builtin exists and never answers: the calls pile up to the cap.
+      {"100,000 callback calls", fn _id -> Enum.map_join(1..100_000, &call/1) end, ["1"],
+       [
+         limits: [max_file_bytes: 64_000_000, max_fs_bytes: 128_000_000],
+         builtins: %{"x" => fn _ -> Process.sleep(:infinity) end}
+       ]}
+    ]
+  end
+
+  # Runs `lie` with `forgery` in a fresh isolated session, from a process
+  # of its own; returns what its caller got, how long it took, the host's
+  # peak memory growth, and how that process ended.
+  defp lie(forge, args \\ ["1"], opts \\ []) do
+    session =
+      Session.new(
+        [isolation: :process, limits: [timeout_ms: @timeout_ms]]
+        |> Keyword.merge(opts, fn
+          :limits, a, b -> Keyword.merge(a, b)
+          _, _, b -> b
+        end)
+      )
+
+    os_pid = Session.info(session).os_pid
+    assert is_integer(os_pid)
+    # The owner numbers jobs and requests alike: the write below takes the
+    # next id, the lie's script the one after it.
+    %ExBashkit.Worker{pid: owner} = session.resource
+    id = :sys.get_state(owner).next + 1
+    :ok = Session.write_file(session, "/frames", forge.(id))
+    script = Enum.join(["lie /frames" | args], " ")
+
+    {{outcome, elapsed_ms, exit}, growth_kb} =
+      Memory.peak_growth_kb(fn ->
+        started = System.monotonic_time(:millisecond)
+        caller = Task.async(fn -> Session.exec(session, script, errors: :struct) end)
+        outcome = Task.await(caller, :infinity)
+        elapsed = System.monotonic_time(:millisecond) - started
+        {outcome, elapsed, :normal}
+      end)
+
+    %{
+      session: session,
+      os_pid: os_pid,
+      outcome: outcome,
+      elapsed_ms: elapsed_ms,
+      exit: exit,
+      growth_kb: growth_kb
+    }
+  end
+
+  defp assert_held(run, bystander, name) do
+    assert run.elapsed_ms <= @timeout_ms + @margin_ms,
+           "#{name}: answered after #{run.elapsed_ms} ms"
+
+    assert run.growth_kb <= @max_growth_kb, "#{name}: the host grew by #{run.growth_kb} KiB"
+    assert wait_until(fn -> not process?(run.os_pid) end), "#{name}: the worker lives on"
+    assert Session.info(run.session).os_pid == nil, "#{name}: the session still has a worker"
+    assert {:ok, %{stdout: "ok\n"}} = Session.exec(bystander, "echo ok"), name
+  end
+
+  test "every forgery kills the worker and answers its caller with an error",
+       %{bystander: bystander} do
+    for {name, forge, args, opts} <- Enum.map(forgeries(), &pad/1) do
+      kills = ExBashkit.stats().workers.kills.protocol
+      run = lie(forge, args, opts)
+
+      error =
+        case run.outcome do
+          {:error, %ExBashkit.Error{reason: :protocol} = error} -> error
+          other -> flunk("#{name}: #{inspect(other, limit: 5, printable_limit: 100)}")
+        end
+
+      assert error.message =~ "broke the protocol"
+      assert_held(run, bystander, name)
+      assert ExBashkit.stats().workers.kills.protocol == kills + 1, name
+    end
+  end
+
+  defp pad({name, forgery}), do: {name, forgery, ["1"], []}
+  defp pad({name, forgery, args}), do: {name, forgery, args, []}
+  defp pad(full), do: full
+
+  test "a forged but well-formed answer ends the job; anything after it is a violation",
+       %{bystander: bystander} do
+    forge = fn id ->
+      term({:done, id, {:ok, {"forged\n", "", 0, false}}, true}) <>
+        term({:chunk, id, :stdout, "late"})
+    end
+
+    run = lie(forge)
+    # The caller gets what an honest worker could have answered, nothing else.
+    assert {:ok, %Result{stdout: "forged\n", exit_code: 0}} = run.outcome
+    assert_held(run, bystander, "frames after done")
+  end
+
+  test "a violation reaches telemetry with what was wrong, never the frame's bytes" do
+    parent = self()
+    id = {__MODULE__, :violation}
+
+    :telemetry.attach(
+      id,
+      [:ex_bashkit, :worker, :protocol_violation],
+      fn _, measure, meta, _ ->
+        send(parent, {:violation, measure, meta})
+      end,
+      nil
+    )
+
+    try do
+      run = lie(&term({:done, &1, {:ok, "secret-bytes"}, true}))
+      assert {:error, %ExBashkit.Error{reason: :protocol}} = run.outcome
+      assert_receive {:violation, %{count: 1}, %{os_pid: os_pid, why: why}}
+      assert os_pid == run.os_pid
+      assert why =~ "answer"
+      refute why =~ "secret-bytes"
+    after
+      :telemetry.detach(id)
+    end
+  end
+
+  test "a caller waiting on a worker whose owner crashed is answered" do
+    session = Session.new(isolation: :process, limits: [timeout_ms: 2_000])
+    %ExBashkit.Worker{pid: owner} = session.resource
+    parent = self()
+
+    script =
+      Task.async(fn -> Session.exec(session, "echo started; sleep 10", stream_to: parent) end)
+
+    # Once the script runs, a snapshot waits behind it.
+    assert_receive {:ex_bashkit, _, {:stdout, "started\n"}}, 5_000
+    snapshot = Task.async(fn -> Session.snapshot(session) end)
+    assert wait_until(fn -> map_size(:sys.get_state(owner).jobs) == 2 end)
+    Process.exit(owner, :kill)
+    assert {:error, _} = Task.await(snapshot, 1_000)
+    assert {:error, _} = Task.await(script, 2_000 + 1_000)
+    assert {:error, _} = Session.exec(session, "echo hi")
+  end
+
+  test "what a worker answers is checked against what was asked" do
+    caps = {10, 10}
+    assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"much too long", "", 0, false}}, caps)
+    refute Protocol.outcome(:exec, {:ok, "snapshot"}, caps)
+    assert Protocol.outcome(:snapshot, {:ok, "snapshot"}, caps)
+    refute Protocol.outcome(:snapshot, {:ok, :ok}, caps)
+    assert Protocol.outcome(:restore, {:ok, :ok}, caps)
+    assert Protocol.outcome(:restore, {:error, "why"}, caps)
+    refute Protocol.outcome(:restore, {:error, :why}, caps)
+
+    assert Protocol.fs_result(:stat, {:ok, {:file, 3}})
+    refute Protocol.fs_result(:stat, {:ok, {:not_a_kind, 3}})
+    refute Protocol.fs_result(:stat, {:ok, {:file, -1}})
+    assert Protocol.fs_result(:read_file, {:ok, "content"})
+    refute Protocol.fs_result(:read_file, {:ok, ~c"content"})
+    assert Protocol.fs_result(:list_dir, {:ok, [{"a", :dir}]})
+    refute Protocol.fs_result(:list_dir, {:ok, [{"a", :dir, 3}]})
+    assert Protocol.fs_result(:mkdir, :ok)
+    refute Protocol.fs_result(:read_file, :ok)
+  end
+
+  test "a frame is refused by its announced size, before its bytes are kept" do
+    assert {:violation, why} = Protocol.feed(Protocol.inbox(), <<0x8000_0000::32, 0, 0>>, 1_000)
+    assert why =~ "2147483648 bytes"
+    assert {:ok, [], inbox} = Protocol.feed(Protocol.inbox(), <<0, 0>>, 1_000)
+    assert {:violation, _} = Protocol.feed(inbox, <<4, 0>>, 1_000)
+  end
+
+  test "a large frame may not hold more terms than any event" do
+    many = :erlang.term_to_binary({:done, 1, {:ok, List.duplicate(1, 300_000)}, true})
+    assert byte_size(many) > 64 * 1024
+    assert {:violation, why} = Protocol.decode(many)
+    assert why =~ "more terms"
+
+    large = :erlang.term_to_binary({:done, 1, {:ok, :binary.copy("a", 5_000_000)}, true})
+    assert {:ok, {:done, 1, {:ok, _}, true}} = Protocol.decode(large)
+  end
+
+  describe "random frames (seeded)" do
+    @tag :random_frames
+    test "10,000 random frames decode to a known event or a violation, never a crash" do
+      :rand.seed(:exsss, {41, 41, 41})
+
+      for _ <- 1..10_000 do
+        payload = random_payload(1)
+
+        case Protocol.decode(payload) do
+          {:ok, event} ->
+            assert elem(event, 0) in [
+                     :new,
+                     :started,
+                     :chunk,
+                     :call,
+                     :done,
+                     :fs,
+                     :cancelled,
+                     :http
+                   ]
+
+          {:violation, why} ->
+            assert is_binary(why)
+        end
+      end
+    end
+
+    test "framing reassembles frames however the pipe splits them" do
+      :rand.seed(:exsss, {7, 7, 7})
+
+      for _ <- 1..200 do
+        payloads = for _ <- 1..:rand.uniform(8), do: :crypto.strong_rand_bytes(:rand.uniform(300))
+        stream = Enum.map_join(payloads, &frame/1)
+        assert reassemble(stream) == payloads
+      end
+    end
+
+    test "300 random frames, each to a worker of its own: callers answered, the host unharmed",
+         %{bystander: bystander} do
+      :rand.seed(:exsss, {43, 43, 43})
+
+      for n <- 1..300 do
+        run = lie(&frame(random_payload(&1)))
+
+        case run.outcome do
+          {:ok, %Result{}} -> :ok
+          {:error, %ExBashkit.Error{}} -> :ok
+        end
+
+        assert run.elapsed_ms <= @timeout_ms + @margin_ms, "frame #{n}"
+        Session.close(run.session)
+        assert wait_until(fn -> not process?(run.os_pid) end), "frame #{n}: the worker lives on"
+      end
+
+      assert {:ok, %{stdout: "ok\n"}} = Session.exec(bystander, "echo ok")
+    end
+  end
+
+  defp reassemble(stream) do
+    {frames, inbox} =
+      stream
+      |> random_splits()
+      |> Enum.reduce({[], Protocol.inbox()}, fn part, {done, inbox} ->
+        {:ok, frames, inbox} = Protocol.feed(inbox, part, 1_000_000)
+        {done ++ frames, inbox}
+      end)
+
+    assert inbox == Protocol.inbox()
+    frames
+  end
+
+  defp random_splits(<<>>), do: []
+
+  defp random_splits(bytes) do
+    n = min(:rand.uniform(40), byte_size(bytes))
+    <<part::binary-size(n), rest::binary>> = bytes
+    [part | random_splits(rest)]
+  end
+
+  # A mutation of a real event, garbled bytes, or a random term.
+  defp random_payload(id) do
+    case :rand.uniform(4) do
+      1 -> :erlang.term_to_binary(mutate(template(id)))
+      2 -> garble(:erlang.term_to_binary(template(id)))
+      3 -> :erlang.term_to_binary(random_term(3))
+      4 -> :crypto.strong_rand_bytes(:rand.uniform(64))
+    end
+  end
+
+  defp template(id) do
+    Enum.random([
+      {:started, id},
+      {:chunk, id, :stdout, "out"},
+      {:done, id, @ran, true},
+      {:done, id, {:error, {:timeout, :timeout_ms, "m", "", ""}}, true},
+      {:fs, 2, {:ok, "content"}},
+      {:cancelled, 2, true},
+      {:call, 1, {:builtin, "b"}, %{args: ["a"], stdin: "", env: %{"K" => "V"}, cwd: "/"}},
+      {:call, 1, {:fs, "/m"}, %{op: :write, path: "/m/f", data: "d"}},
+      {:http, 1, %{method: "GET", url: "http://x/", headers: [], body: nil, timeout_ms: 5}},
+      {:new, {:ok, {[seccomp: :ok], [], 1}}}
+    ])
+  end
+
+  defp mutate(tuple) when is_tuple(tuple) do
+    i = :rand.uniform(tuple_size(tuple)) - 1
+
+    put_elem(
+      tuple,
+      i,
+      if(:rand.uniform(2) == 1, do: random_term(2), else: mutate(elem(tuple, i)))
+    )
+  end
+
+  defp mutate(_leaf), do: random_term(2)
+
+  defp garble(bytes) do
+    i = :rand.uniform(byte_size(bytes)) - 1
+    <<head::binary-size(i), _, tail::binary>> = bytes
+    Enum.random([head <> <<:rand.uniform(256) - 1>> <> tail, head, head <> tail])
+  end
+
+  defp random_term(0), do: Enum.random([1, -1, 0, 1 <<< 70, 1.5, :ok, nil, "", "x", []])
+
+  defp random_term(depth) do
+    case :rand.uniform(8) do
+      1 -> :rand.uniform(1 <<< 64) - (1 <<< 63)
+      2 -> Enum.random([:ok, :error, :stdout, :stderr, :done, true, false, nil, :file])
+      3 -> :crypto.strong_rand_bytes(:rand.uniform(16))
+      4 -> List.to_tuple(for _ <- 1..:rand.uniform(4), do: random_term(depth - 1))
+      5 -> for _ <- 1..:rand.uniform(3), do: random_term(depth - 1)
+      6 -> Map.new(1..:rand.uniform(3), fn _ -> {random_term(0), random_term(depth - 1)} end)
+      7 -> 1
+      8 -> random_term(0)
+    end
+  end
+end
