@@ -3,8 +3,8 @@ defmodule ExBashkit.Test.Probe do
   # The probe worker (cargo feature `escape_probe`): the real worker plus
   # an `escape` builtin that makes raw system calls
   # (native/ex_bashkit/src/hardening/escape_probe.rs) and a `lie` builtin
-  # that writes forged frames to the VM (native/ex_bashkit/src/worker/
-  # lie.rs). Built for the suite only, never shipped.
+  # that writes forged frames to the VM (native/ex_bashkit/src/hardening/
+  # lie_probe.rs). Built for the suite only, never shipped.
 
   import ExUnit.Assertions
 

@@ -106,6 +106,11 @@ defmodule ExBashkit.Worker.Owner do
     {:noreply, %{state | status: {:starting, waiting, timer}, start: {executable, args, native}}}
   end
 
+  def handle_continue(:collect, state) do
+    :erlang.garbage_collect()
+    {:noreply, state}
+  end
+
   defp take_or_open(executable, args, kind) do
     case Spares.take(executable, args, kind) do
       nil ->
@@ -252,7 +257,7 @@ defmodule ExBashkit.Worker.Owner do
         {:violation, why} -> violation(state, why)
       end
 
-    {:noreply, tidy(state)}
+    tidy(state)
   end
 
   def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
@@ -281,7 +286,7 @@ defmodule ExBashkit.Worker.Owner do
   def handle_info({:callback_reply, id, reply}, state) do
     if alive?(state) and MapSet.member?(state.calls, id) do
       frame(state.port, {:reply, id, reply})
-      {:noreply, tidy(%{state | calls: MapSet.delete(state.calls, id)})}
+      tidy(%{state | calls: MapSet.delete(state.calls, id)})
     else
       {:noreply, state}
     end
@@ -591,14 +596,14 @@ defmodule ExBashkit.Worker.Owner do
 
   # Once nothing is waiting, this process collects its garbage: the
   # session's guard, handed over with each call, must not stay on its heap
-  # (a guard is how the worker learns its session was dropped).
+  # (a guard is how the worker learns its session was dropped). After the
+  # callback, not in it: until it returns, gen_server still refers to the
+  # state that held the guard.
   defp tidy(%{jobs: jobs, requests: requests} = state)
-       when map_size(jobs) == 0 and map_size(requests) == 0 do
-    :erlang.garbage_collect()
-    state
-  end
+       when map_size(jobs) == 0 and map_size(requests) == 0,
+       do: {:noreply, state, {:continue, :collect}}
 
-  defp tidy(state), do: state
+  defp tidy(state), do: {:noreply, state}
 
   defp next_id(state), do: {state.next, %{state | next: state.next + 1}}
 

@@ -23,6 +23,8 @@
 mod cgroup;
 #[cfg(feature = "escape_probe")]
 pub mod escape_probe;
+#[cfg(feature = "escape_probe")]
+pub mod lie_probe;
 mod landlock;
 mod seccomp;
 pub mod syscalls;

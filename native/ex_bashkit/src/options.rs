@@ -70,7 +70,7 @@ impl SessionOptions {
         {
             let probe = crate::hardening::escape_probe::EscapeProbe;
             builder = builder.builtin("escape", Box::new(probe));
-            builder = builder.builtin("lie", Box::new(crate::worker::lie::Lie));
+            builder = builder.builtin("lie", Box::new(crate::hardening::lie_probe::Lie));
         }
         let bash = builder.build();
         mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;

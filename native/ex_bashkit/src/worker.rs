@@ -21,8 +21,6 @@ mod codec;
 mod egress;
 mod frame;
 mod job;
-#[cfg(feature = "escape_probe")]
-pub(crate) mod lie;
 pub mod protocol;
 
 use std::collections::HashMap;

@@ -16,7 +16,7 @@ use bashkit::{HttpResponse, HttpTransport, HttpTransportError, HttpTransportRequ
 use tokio::sync::oneshot;
 
 use super::frame::Outbox;
-use super::protocol::Event;
+use super::protocol::{Event, HttpAnswer};
 use crate::sync::lock;
 
 type Answer = Result<HttpResponse, HttpTransportError>;
@@ -62,7 +62,7 @@ impl HostEgress {
     }
 
     /// The end of request `id`: its status and headers, or why it failed.
-    pub fn reply(&self, id: u64, reply: Result<(u16, Vec<(String, String)>), String>) {
+    pub fn reply(&self, id: u64, reply: HttpAnswer) {
         let Some(request) = lock(&self.pending).remove(&id) else {
             return;
         };

@@ -10,7 +10,6 @@ use std::sync::Mutex;
 
 use eetf::Term;
 
-use super::protocol::Event;
 use crate::sync::lock;
 
 /// The largest frame the VM may send: a restore of the largest snapshot
@@ -50,6 +49,11 @@ pub fn read(input: &mut impl Read, fd: RawFd) -> io::Result<Option<Term>> {
         .map_err(|e| io::Error::other(format!("undecodable frame: {e}")))
 }
 
+/// What a frame holds: an event, as `protocol.rs` encodes it.
+pub trait IntoTerm {
+    fn into_term(self) -> Term;
+}
+
 /// The VM's end: this process's stdout, written one whole frame at a time
 /// from any thread.
 pub struct Outbox(Mutex<ManuallyDrop<File>>);
@@ -63,10 +67,10 @@ impl Outbox {
         })))
     }
 
-    /// Sends `event`. A VM that is gone cannot be told anything: the
-    /// process exits, as it would when its stdin closes.
-    pub fn send(&self, event: Event<'_>) {
-        self.send_term(&event.into_term());
+    /// Sends `frame` (a `protocol::Event`). A VM that is gone cannot be
+    /// told anything: the process exits, as it would when its stdin closes.
+    pub fn send(&self, frame: impl IntoTerm) {
+        self.send_term(&frame.into_term());
     }
 
     fn send_term(&self, term: &Term) {

@@ -27,6 +27,7 @@ use super::codec::{
     self, atom, atom_name, binary, boolean, elements, integer, integer_of, items, list, optional,
     owned_binary, pairs, string, tuple, u64_of, Decoded, Fields,
 };
+use super::frame::IntoTerm;
 use crate::callback::{Reply, Request as CallRequest};
 use crate::file_kind::FileKind;
 use crate::hardening::Report;
@@ -68,7 +69,7 @@ pub enum Request {
     },
     HttpReply {
         id: u64,
-        answer: Result<(u16, Vec<(String, String)>), String>,
+        answer: HttpAnswer,
     },
     /// A job's frame with an id and fields that do not decode: the job is
     /// answered with the error.
@@ -77,6 +78,10 @@ pub enum Request {
         why: String,
     },
 }
+
+/// How the host answered an HTTP request: the response's status and
+/// headers (its body came before, in `HttpBody` frames), or why not.
+pub type HttpAnswer = Result<(u16, Vec<(String, String)>), String>;
 
 /// A call's options (`ExBashkit.Session.ExecOptions`), less its listeners
 /// and credentials, which stay in the VM.
@@ -254,7 +259,7 @@ fn file_op(rest: Vec<Term>) -> Decoded<Request> {
     Ok(Request::Fs { id, op })
 }
 
-fn http_answer(term: &Term) -> Decoded<Result<(u16, Vec<(String, String)>), String>> {
+fn http_answer(term: &Term) -> Decoded<HttpAnswer> {
     match elements(term)? {
         [tag, status_and_headers] if atom_name(tag) == Some("ok") => {
             match elements(status_and_headers)? {
@@ -340,9 +345,9 @@ pub enum FsAnswer {
     Failed(String),
 }
 
-impl Event<'_> {
+impl IntoTerm for Event<'_> {
     /// The frame's term. Large binaries are moved into it, not copied.
-    pub fn into_term(self) -> Term {
+    fn into_term(self) -> Term {
         match self {
             Event::New(answer) => {
                 let answer = match answer {
