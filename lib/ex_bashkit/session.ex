@@ -315,7 +315,8 @@ defmodule ExBashkit.Session do
   Returns `{:ok, binary}` — including for files a script wrote — or
   `{:error, message}` if the file does not exist or cannot be read. The
   result is a raw binary, so it round-trips arbitrary (including non-UTF-8)
-  content.
+  content. A file larger than the session's `:max_file_bytes` (a host file
+  under a mount) is refused with `{:error, message}` naming the limit.
 
       iex> session = ExBashkit.Session.new()
       iex> {:ok, _} = ExBashkit.Session.exec(session, "echo result > /out.txt")
@@ -348,7 +349,8 @@ defmodule ExBashkit.Session do
 
   Returns `{:ok, [{name, type}]}` sorted by name (names are the immediate
   children, not full paths), or `{:error, message}` if `path` is not a
-  readable directory.
+  readable directory or holds more than 100,000 entries (a host directory
+  under a mount).
 
       iex> session = ExBashkit.Session.new()
       iex> {:ok, _} = ExBashkit.Session.exec(session, "mkdir /d; echo x > /d/a.txt; mkdir /d/sub")

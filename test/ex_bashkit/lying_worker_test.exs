@@ -225,6 +225,47 @@ defmodule ExBashkit.LyingWorkerTest do
     end
   end
 
+  describe "an honest worker keeps inside the host's bounds" do
+    test "a mounted file larger than :max_file_bytes is refused by read_file, in both modes" do
+      dir = host_dir!("bounds")
+      File.write!(Path.join(dir, "big.bin"), :binary.copy("x", 200_000))
+
+      for isolation <- [:process, :none] do
+        session =
+          Session.new(
+            isolation: isolation,
+            mounts: [{"/m", dir, :read_only}],
+            allowed_mount_paths: [dir],
+            limits: [max_file_bytes: 100_000]
+          )
+
+        assert {:error, message} = Session.read_file(session, "/m/big.bin")
+        assert message =~ "limit :max_file_bytes"
+        # Still a working session: nothing was sent past the bound.
+        assert {:ok, %{stdout: "200000\n"}} = Session.exec(session, "wc -c < /m/big.bin")
+      end
+    end
+
+    test "a callback carrying more than :max_file_bytes fails its command, not the worker" do
+      count = fn %{stdin: stdin} -> {:ok, "#{byte_size(stdin)}\n"} end
+
+      session =
+        Session.new(
+          isolation: :process,
+          builtins: %{"count" => count},
+          limits: [max_file_bytes: 100_000]
+        )
+
+      os_pid = Session.info(session).os_pid
+      assert %Result{stdout: "50000\n"} = run(session, "head -c 50000 /dev/zero | count")
+      result = run(session, "head -c 200000 /dev/zero | count")
+      assert result.exit_code == 1
+      assert result.stderr =~ "limit :max_file_bytes"
+      assert Session.info(session).os_pid == os_pid
+      assert %Result{stdout: "still\n"} = run(session, "echo still")
+    end
+  end
+
   test "a caller waiting on a worker whose owner crashed is answered" do
     session = Session.new(isolation: :process, limits: [timeout_ms: 2_000])
     %ExBashkit.Worker{pid: owner} = session.resource
@@ -273,7 +314,7 @@ defmodule ExBashkit.LyingWorkerTest do
   end
 
   test "a large frame may not hold more terms than any event" do
-    many = :erlang.term_to_binary({:done, 1, {:ok, List.duplicate(1, 300_000)}, true})
+    many = :erlang.term_to_binary({:done, 1, {:ok, List.duplicate(1, 500_000)}, true})
     assert byte_size(many) > 64 * 1024
     assert {:violation, why} = Protocol.decode(many)
     assert why =~ "more terms"

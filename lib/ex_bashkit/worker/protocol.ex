@@ -9,7 +9,7 @@ defmodule ExBashkit.Worker.Protocol do
   #      send *before* any of the payload is kept;
   #   2. decoding (`decode/1`): an uncompressed external term, every byte
   #      of it used, no atom the VM lacks, and for a large frame no more
-  #      than `@max_nodes` terms in it (so a frame cannot decode to many
+  #      than 400,000 terms in it (so a frame cannot decode to many
   #      times its size);
   #   3. shape (`event/1`, `outcome/2`, `fs_result/2`): one of the events
   #      below, with the types each field must have. Whether its id names
@@ -47,9 +47,10 @@ defmodule ExBashkit.Worker.Protocol do
   # Past this size a frame's terms are counted before it is decoded: a
   # smaller one cannot decode to more than a few MB whatever it holds.
   @walk_above 64 * 1024
-  # The most terms a large frame may hold: a listing of the most files a
-  # session may have (10,000 by default), four terms each, with room.
-  @max_nodes 200_000
+  # The most terms a large frame may hold: a listing of the most entries
+  # `list_dir/2` returns (100,000, three terms each), with room. Decoded,
+  # that is ~12 MB at most beside the frame's own bytes.
+  @max_nodes 400_000
 
   @doc "An inbox with nothing in it."
   @spec inbox() :: inbox()

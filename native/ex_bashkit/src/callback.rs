@@ -48,6 +48,36 @@ pub enum Request<'r> {
     },
 }
 
+impl Request<'_> {
+    /// About how many bytes the request carries: its data, arguments and
+    /// environment.
+    pub fn bytes(&self) -> usize {
+        match self {
+            Request::Builtin {
+                name,
+                args,
+                stdin,
+                env,
+                cwd,
+            } => {
+                name.len()
+                    + stdin.len()
+                    + cwd.len()
+                    + args.iter().map(String::len).sum::<usize>()
+                    + env.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+            }
+            Request::Fs { mount, op, path } => {
+                let data = match op {
+                    FsOp::Write(data) | FsOp::Append(data) => data.len(),
+                    FsOp::Rename { to } => to.len(),
+                    _ => 0,
+                };
+                mount.len() + path.len() + data
+            }
+        }
+    }
+}
+
 /// A virtual_fs operation and the value that goes with it.
 pub enum FsOp<'r> {
     Read,

@@ -48,8 +48,27 @@ fn run<T>(
 
 /// The file API on one session, shared by the NIFs below and by worker
 /// processes (`worker.rs`).
+/// A file larger than `:max_file_bytes` (a host file under a mount) is
+/// refused before it is read, in the VM and in a worker alike: the host
+/// holds a worker's answers to that size (`ExBashkit.Worker.Protocol`).
 pub(crate) fn read_file(session: &SessionResource, path: &str) -> FsResult<Vec<u8>> {
-    run(session, path, session.fs.read_file(Path::new(path)))
+    let size = run(session, path, session.fs.stat(Path::new(path)))?.size;
+    if size > session.max_file_bytes {
+        return Err(format!(
+            "{path}: the file is {size} bytes, larger than the session's {} \
+             (limit :max_file_bytes)",
+            session.max_file_bytes
+        ));
+    }
+    let content = run(session, path, session.fs.read_file(Path::new(path)))?;
+    // It may have grown between the two calls.
+    if content.len() as u64 > session.max_file_bytes {
+        return Err(format!(
+            "{path}: the file is larger than the session's {} (limit :max_file_bytes)",
+            session.max_file_bytes
+        ));
+    }
+    Ok(content)
 }
 
 pub(crate) fn write_file(session: &SessionResource, path: &str, content: &[u8]) -> FsResult<()> {
@@ -59,8 +78,18 @@ pub(crate) fn write_file(session: &SessionResource, path: &str, content: &[u8]) 
         .and_then(|()| run(session, path, session.fs.write_file(target, content)))
 }
 
+/// The most entries `list_dir/2` returns; a larger directory (under a
+/// mount) is refused, in the VM and in a worker alike.
+pub(crate) const MAX_LISTED: usize = 100_000;
+
 pub(crate) fn list_dir(session: &SessionResource, path: &str) -> FsResult<Vec<(String, FileKind)>> {
     let mut entries = run(session, path, session.fs.read_dir(Path::new(path)))?;
+    if entries.len() > MAX_LISTED {
+        return Err(format!(
+            "{path}: the directory has {} entries, more than the {MAX_LISTED} list_dir returns",
+            entries.len()
+        ));
+    }
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(entries
         .into_iter()

@@ -52,6 +52,8 @@ pub struct SessionResource {
     pub output_caps: (usize, usize),
     /// Set by `ExBashkit.Session.close/1`: the session runs nothing more.
     pub closed: AtomicBool,
+    /// `:max_file_bytes`: the largest file `read_file/2` returns.
+    pub max_file_bytes: u64,
 }
 
 #[rustler::resource_impl]
@@ -107,6 +109,7 @@ impl SessionResource {
             call_scope: CallScope::default(),
             output_caps: (limits.max_stdout_bytes, limits.max_stderr_bytes),
             closed: AtomicBool::new(false),
+            max_file_bytes: options.limits.filesystem().max_file_size,
         })
     }
 

@@ -244,6 +244,7 @@ impl Worker {
     }
 
     fn build(&mut self, options: &SessionOptions) -> Result<SessionResource, String> {
+        self.calls.limit(options.limits.filesystem().max_file_size);
         if self.prepared.is_none() {
             hardening::for_session(&self.plan, &options.worker_needs(), &mut self.report);
         }

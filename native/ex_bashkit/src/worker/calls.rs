@@ -15,6 +15,9 @@ use crate::sync::lock;
 
 pub struct HostCalls {
     outbox: Arc<Outbox>,
+    /// The most a call may carry: the host refuses a larger frame
+    /// (`:max_file_bytes`, set with the session).
+    max_bytes: AtomicU64,
     next: AtomicU64,
     pending: Mutex<HashMap<u64, oneshot::Sender<Reply>>>,
 }
@@ -23,9 +26,15 @@ impl HostCalls {
     pub fn new(outbox: Arc<Outbox>) -> Self {
         Self {
             outbox,
+            max_bytes: AtomicU64::new(u64::MAX),
             next: AtomicU64::new(1),
             pending: Mutex::default(),
         }
+    }
+
+    /// The most a call may carry from now on.
+    pub fn limit(&self, max_bytes: u64) {
+        self.max_bytes.store(max_bytes, Ordering::Relaxed);
     }
 
     /// Delivers the answer to call `id`; a late or unknown one is dropped.
@@ -38,6 +47,14 @@ impl HostCalls {
 
 impl Remote for HostCalls {
     fn send(&self, request: &Request<'_>) -> Result<oneshot::Receiver<Reply>, String> {
+        let max = self.max_bytes.load(Ordering::Relaxed);
+        if request.bytes() as u64 > max {
+            return Err(format!(
+                "the call carries {} bytes, more than a worker may send the host ({max}, \
+                 limit :max_file_bytes)",
+                request.bytes()
+            ));
+        }
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (sender, answer) = oneshot::channel();
         lock(&self.pending).insert(id, sender);
