@@ -18,6 +18,15 @@ defmodule ExBashkit.Interpreter do
   def id(%Worker{id: id}), do: id
   def id(resource), do: Native.session_id(resource)
 
+  @doc """
+  Keeps `interpreter` referenced by the calling process until here: called
+  after a job's answer, so that the session cannot be garbage collected
+  while its job runs however the caller's code is compiled (a worker ends
+  when its session is collected, and its owner holds no reference to it).
+  """
+  @spec keep(t()) :: :ok
+  def keep(_interpreter), do: :ok
+
   @spec exec(t(), binary(), pid(), reference(), pid() | nil, struct() | nil) ::
           {:ok, job()} | {:error, String.t()}
   def exec(%Worker{} = worker, script, caller, tag, callbacks_to, call),

@@ -76,34 +76,34 @@ defmodule ExBashkit.Worker do
 
   # ---- calls, as ExBashkit.Interpreter makes them ----------------------------
   #
-  # Each call hands the owner the session's guard, which it keeps until the
-  # call is answered: a caller's last use of a session may leave nothing
-  # else referring to it, and its garbage collection mid-call would end the
-  # worker under the script (the NIF's jobs hold their resource the same way).
+  # The owner is never handed the session's guard: a guard on its heap would
+  # keep the worker alive after its session was dropped, until the owner's
+  # next garbage collection. The caller keeps its session referenced until
+  # each call is answered instead (`ExBashkit.Interpreter.keep/1`).
 
   @doc false
-  def exec(%__MODULE__{pid: pid, guard: guard}, script, caller, tag, callbacks_to, call),
-    do: call(pid, {:exec, guard, script, caller, tag, callbacks_to, call})
+  def exec(%__MODULE__{pid: pid}, script, caller, tag, callbacks_to, call),
+    do: call(pid, {:exec, script, caller, tag, callbacks_to, call})
 
   @doc false
-  def snapshot(%__MODULE__{pid: pid, guard: guard}, options, key, caller, tag),
+  def snapshot(%__MODULE__{pid: pid}, options, key, caller, tag),
     do:
       call(
         pid,
-        {:job, guard, :snapshot, [options.exclude_filesystem, options.exclude_functions, key],
-         caller, tag}
+        {:job, :snapshot, [options.exclude_filesystem, options.exclude_functions, key], caller,
+         tag}
       )
 
   @doc false
-  def restore(%__MODULE__{pid: pid, guard: guard}, snapshot, key, caller, tag),
-    do: call(pid, {:job, guard, :restore, [snapshot, key], caller, tag})
+  def restore(%__MODULE__{pid: pid}, snapshot, key, caller, tag),
+    do: call(pid, {:job, :restore, [snapshot, key], caller, tag})
 
   @doc false
-  def file(%__MODULE__{pid: pid, guard: guard}, op, args), do: call(pid, {:fs, guard, op, args})
+  def file(%__MODULE__{pid: pid}, op, args), do: call(pid, {:fs, op, args})
 
   @doc false
-  def cancel(%__MODULE__{pid: pid, guard: guard}) do
-    case call(pid, {:cancel, guard}) do
+  def cancel(%__MODULE__{pid: pid}) do
+    case call(pid, :cancel) do
       {:ok, cancelled} -> cancelled
       {:error, _} -> false
     end

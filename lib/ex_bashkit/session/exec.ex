@@ -63,10 +63,14 @@ defmodule ExBashkit.Session.Exec do
     tag = make_ref()
     callbacks_to = if forward, do: self()
 
-    resource
-    |> Guard.call(fn ->
-      Interpreter.exec(resource, script, self(), tag, callbacks_to, call.native)
-    end)
-    |> Execution.await(tag, call, forward)
+    outcome =
+      resource
+      |> Guard.call(fn ->
+        Interpreter.exec(resource, script, self(), tag, callbacks_to, call.native)
+      end)
+      |> Execution.await(tag, call, forward)
+
+    Interpreter.keep(resource)
+    outcome
   end
 end

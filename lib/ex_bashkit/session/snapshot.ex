@@ -50,9 +50,13 @@ defmodule ExBashkit.Session.Snapshot do
       [:ex_bashkit, :snapshot],
       %{session: session},
       fn ->
-        resource
-        |> Guard.call(fn -> Interpreter.snapshot(resource, options, key, self(), tag) end)
-        |> Execution.reply(tag)
+        outcome =
+          resource
+          |> Guard.call(fn -> Interpreter.snapshot(resource, options, key, self(), tag) end)
+          |> Execution.reply(tag)
+
+        Interpreter.keep(resource)
+        outcome
       end,
       fn
         {:ok, bytes} -> {%{bytes: byte_size(bytes)}, %{status: :ok}}

@@ -72,6 +72,7 @@ defmodule ExBashkit.Worker.Owner do
       # and a script's output hold (ExBashkit.Worker.Protocol).
       inbox: Protocol.inbox(),
       bounds: bounds(native.limits),
+      max_frame: bounds(native.limits).frame,
       # Ids of jobs this owner stopped waiting for, whose worker may still
       # send their frames until their `:done`.
       abandoned: MapSet.new(),
@@ -104,11 +105,6 @@ defmodule ExBashkit.Worker.Owner do
     {:starting, waiting, nil} = state.status
     state = %{state | port: port, port_pid: os_pid, os_pid: os_pid}
     {:noreply, %{state | status: {:starting, waiting, timer}, start: {executable, args, native}}}
-  end
-
-  def handle_continue(:collect, state) do
-    :erlang.garbage_collect()
-    {:noreply, state}
   end
 
   defp take_or_open(executable, args, kind) do
@@ -144,14 +140,13 @@ defmodule ExBashkit.Worker.Owner do
   def handle_call(_request, _from, %{status: {:dead, message}} = state),
     do: {:reply, {:error, message}, state}
 
-  def handle_call({:exec, guard, script, caller, tag, callbacks_to, call}, _from, state) do
+  def handle_call({:exec, script, caller, tag, callbacks_to, call}, _from, state) do
     {id, state} = next_id(state)
     listeners = if call, do: call.stream_to, else: []
     keep = call != nil and call.keep_output
 
     job = %{
       kind: :exec,
-      guard: guard,
       caller: caller,
       tag: tag,
       monitor: Process.monitor(caller),
@@ -184,12 +179,11 @@ defmodule ExBashkit.Worker.Owner do
     {:reply, {:ok, {__MODULE__, self(), id}}, put_in(state.jobs[id], job)}
   end
 
-  def handle_call({:job, guard, kind, args, caller, tag}, _from, state) do
+  def handle_call({:job, kind, args, caller, tag}, _from, state) do
     {id, state} = next_id(state)
 
     job = %{
       kind: kind,
-      guard: guard,
       caller: caller,
       tag: tag,
       monitor: Process.monitor(caller),
@@ -197,19 +191,21 @@ defmodule ExBashkit.Worker.Owner do
     }
 
     frame(state.port, List.to_tuple([kind, id | args]))
-    {:reply, {:ok, {__MODULE__, self(), id}}, put_in(state.jobs[id], job)}
+    state = put_in(state.jobs[id], job)
+    state = if kind == :snapshot, do: max_frame(state), else: state
+    {:reply, {:ok, {__MODULE__, self(), id}}, state}
   end
 
-  def handle_call({:fs, guard, op, args}, from, state) do
+  def handle_call({:fs, op, args}, from, state) do
     {id, state} = next_id(state)
     frame(state.port, {:fs, id, op, args})
-    {:noreply, request(state, id, {:fs, op}, from, guard)}
+    {:noreply, request(state, id, {:fs, op}, from)}
   end
 
-  def handle_call({:cancel, guard}, from, state) do
+  def handle_call(:cancel, from, state) do
     {id, state} = next_id(state)
     frame(state.port, {:cancel, id})
-    {:noreply, request(state, id, :cancel, from, guard)}
+    {:noreply, request(state, id, :cancel, from)}
   end
 
   def handle_call({:abandon, id}, _from, state) do
@@ -252,12 +248,12 @@ defmodule ExBashkit.Worker.Owner do
   @impl true
   def handle_info({port, {:data, data}}, %{port: port} = state) do
     state =
-      case Protocol.feed(state.inbox, data, max_frame(state)) do
+      case Protocol.feed(state.inbox, data, state.max_frame) do
         {:ok, payloads, inbox} -> handle_payloads(payloads, %{state | inbox: inbox})
         {:violation, why} -> violation(state, why)
       end
 
-    tidy(state)
+    {:noreply, state}
   end
 
   def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
@@ -286,7 +282,7 @@ defmodule ExBashkit.Worker.Owner do
   def handle_info({:callback_reply, id, reply}, state) do
     if alive?(state) and MapSet.member?(state.calls, id) do
       frame(state.port, {:reply, id, reply})
-      tidy(%{state | calls: MapSet.delete(state.calls, id)})
+      {:noreply, %{state | calls: MapSet.delete(state.calls, id)}}
     else
       {:noreply, state}
     end
@@ -417,7 +413,7 @@ defmodule ExBashkit.Worker.Owner do
 
   defp event({kind, id, result}, state) when kind in [:fs, :cancelled] do
     case Map.pop(state.requests, id) do
-      {{from, timer, _guard, what}, requests} ->
+      {{from, timer, what}, requests} ->
         if answers?(what, kind, result) do
           Process.cancel_timer(timer)
           GenServer.reply(from, if(kind == :cancelled, do: {:ok, result}, else: result))
@@ -516,7 +512,14 @@ defmodule ExBashkit.Worker.Owner do
   defp done(state, job, outcome, usable) do
     Process.demonitor(job.monitor, [:flush])
     if job.caller, do: send(job.caller, {job.tag, with_kept(outcome, job)})
-    state = if job.kind == :exec, do: %{state | target: nil}, else: state
+
+    state =
+      case job.kind do
+        :exec -> %{state | target: nil}
+        :snapshot -> max_frame(state)
+        _ -> state
+      end
+
     frozen(state, usable)
   end
 
@@ -575,11 +578,12 @@ defmodule ExBashkit.Worker.Owner do
 
   # The largest frame the worker may send now: what the session's limits
   # let a script's result, a file or a callback's arguments hold, and a
-  # snapshot's size while one is being taken.
+  # snapshot's size while one is being taken. Kept in the state, so that
+  # each frame's check is one comparison.
   defp max_frame(state) do
     if Enum.any?(state.jobs, fn {_id, job} -> job.kind == :snapshot end),
-      do: state.bounds.snapshot_frame,
-      else: state.bounds.frame
+      do: %{state | max_frame: state.bounds.snapshot_frame},
+      else: %{state | max_frame: state.bounds.frame}
   end
 
   defp bounds(limits) do
@@ -594,22 +598,11 @@ defmodule ExBashkit.Worker.Owner do
     }
   end
 
-  # Once nothing is waiting, this process collects its garbage: the
-  # session's guard, handed over with each call, must not stay on its heap
-  # (a guard is how the worker learns its session was dropped). After the
-  # callback, not in it: until it returns, gen_server still refers to the
-  # state that held the guard.
-  defp tidy(%{jobs: jobs, requests: requests} = state)
-       when map_size(jobs) == 0 and map_size(requests) == 0,
-       do: {:noreply, state, {:continue, :collect}}
-
-  defp tidy(state), do: {:noreply, state}
-
   defp next_id(state), do: {state.next, %{state | next: state.next + 1}}
 
-  defp request(state, id, what, from, guard) do
+  defp request(state, id, what, from) do
     timer = Process.send_after(self(), {:deadline, id}, @request_deadline_ms)
-    put_in(state.requests[id], {from, timer, guard, what})
+    put_in(state.requests[id], {from, timer, what})
   end
 
   defp alive?(state), do: not match?({:dead, _}, state.status)
@@ -659,7 +652,7 @@ defmodule ExBashkit.Worker.Owner do
       send(job.caller, {job.tag, {:error, error(job, reason, message)}})
     end
 
-    for {_id, {from, timer, _guard, _what}} <- state.requests do
+    for {_id, {from, timer, _what}} <- state.requests do
       Process.cancel_timer(timer)
       GenServer.reply(from, {:error, message})
     end

@@ -70,6 +70,11 @@ defmodule ExBashkit.Worker.Protocol do
   """
   @spec feed(inbox(), binary(), pos_integer()) ::
           {:ok, [binary()], inbox()} | {:violation, String.t()}
+  # Most reads hold exactly one whole frame.
+  def feed({:header, <<>>} = inbox, <<length::32, payload::binary-size(length)>>, max)
+      when length <= max,
+      do: {:ok, [payload], inbox}
+
   def feed({:header, <<>>}, data, max), do: split(data, max, [])
   def feed({:header, prefix}, data, max), do: split(prefix <> data, max, [])
 

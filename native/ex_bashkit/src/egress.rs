@@ -25,6 +25,11 @@ mod atoms {
 #[cfg(feature = "network")]
 const MAX_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
 
+/// bashkit's default request timeout, which a worker's request carries
+/// unless the script set `--max-time`.
+#[cfg(feature = "network")]
+const DEFAULT_TIMEOUT_SECS: u64 = 30;
+
 /// One session's way out: its allowlist and credentials, in the host.
 pub struct EgressResource {
     #[cfg(feature = "network")]
@@ -59,7 +64,7 @@ fn egress(
         let allowlist = allow_net.allowlist(block_private_ips)?;
         let mut client = bashkit::HttpClient::with_config(
             allowlist,
-            std::time::Duration::from_secs(30),
+            std::time::Duration::from_secs(DEFAULT_TIMEOUT_SECS),
             MAX_RESPONSE_BYTES,
         );
         client.set_before_http(vec![credentials.hook()]);
@@ -140,11 +145,14 @@ async fn send(
         "PATCH" => HttpMethod::Patch,
         other => return Err(format!("access denied: method {other:?} is not supported")),
     };
-    // bashkit counts request timeouts in whole seconds (1 to 600).
+    // bashkit counts request timeouts in whole seconds (1 to 600), and
+    // builds a client of its own for a request with one: the default is
+    // left to the shared client, whose connections and setup are reused.
     let seconds = timeout_ms.div_ceil(1000).max(1);
+    let timeout = (seconds != DEFAULT_TIMEOUT_SECS).then_some(seconds);
     egress
         .client
-        .request_with_timeouts(method, url, body.as_deref(), headers, Some(seconds), None)
+        .request_with_timeouts(method, url, body.as_deref(), headers, timeout, None)
         .await
         .map(|response| (response.status, response.headers, response.body))
         .map_err(|error| match error {
