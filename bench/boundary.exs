@@ -2,6 +2,7 @@
 #
 #   MIX_ENV=prod mix run bench/boundary.exs
 #   ONLY=paths MIX_ENV=prod mix run bench/boundary.exs   # the first two rows
+#   ROUNDS=7 ...                                         # more rounds (5)
 #
 # Rows:
 #   * exec("true") on a live isolated session, and in the VM (ROUNDS
@@ -14,9 +15,11 @@
 #     ExBashkit.Worker.Protocol; skipped on older ones).
 #
 # The first two rows use only calls every release has, so the script runs
-# unchanged in a checkout of an earlier commit, for a side-by-side run:
+# unchanged in a checkout of an earlier commit, for a side-by-side run
+# (alternate the two a few times: runs differ by more than rounds do):
 #
-#   (cd ../prev && MIX_ENV=prod mix run ../main/bench/boundary.exs)
+#   git worktree add ../prev 8307ccc
+#   (cd ../prev && ONLY=paths MIX_ENV=prod mix run ../main/bench/boundary.exs)
 
 Code.require_file("support.exs", __DIR__)
 
@@ -212,4 +215,8 @@ defmodule BoundaryBench do
   end
 end
 
-BoundaryBench.run()
+# A checkout without the protocol (an earlier commit, for a side-by-side
+# run) prints only: bench/README.md is this checkout's.
+if Code.ensure_loaded?(ExBashkit.Worker.Protocol),
+  do: BenchSupport.publish(__ENV__.file, ["ROUNDS", "ONLY"], &BoundaryBench.run/0),
+  else: BoundaryBench.run()

@@ -360,11 +360,13 @@ defmodule ExBashkit.LyingWorkerTest do
       end
     end
 
-    test "300 random frames, each to a worker of its own: callers answered, the host unharmed",
+    test "10,000 random frames, each to a worker of its own: callers answered, the host unharmed",
          %{bystander: bystander} do
       :rand.seed(:exsss, {43, 43, 43})
+      :erlang.garbage_collect()
+      before_kb = Memory.rss_kb()
 
-      for n <- 1..300 do
+      for n <- 1..10_000 do
         run = lie(&frame(random_payload(&1)))
 
         case run.outcome do
@@ -373,11 +375,18 @@ defmodule ExBashkit.LyingWorkerTest do
         end
 
         assert run.elapsed_ms <= @timeout_ms + @margin_ms, "frame #{n}"
+
+        assert run.growth_kb <= @max_growth_kb,
+               "frame #{n}: the host grew by #{run.growth_kb} KiB"
+
         Session.close(run.session)
         assert wait_until(fn -> not process?(run.os_pid) end), "frame #{n}: the worker lives on"
+        if rem(n, 1_000) == 0, do: assert({:ok, _} = Session.exec(bystander, "echo ok"))
       end
 
       assert {:ok, %{stdout: "ok\n"}} = Session.exec(bystander, "echo ok")
+      :erlang.garbage_collect()
+      assert Memory.rss_kb() - before_kb <= @max_growth_kb
     end
   end
 

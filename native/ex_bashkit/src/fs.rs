@@ -52,7 +52,8 @@ fn run<T>(
 /// refused before it is read, in the VM and in a worker alike: the host
 /// holds a worker's answers to that size (`ExBashkit.Worker.Protocol`).
 pub(crate) fn read_file(session: &SessionResource, path: &str) -> FsResult<Vec<u8>> {
-    let size = run(session, path, session.fs.stat(Path::new(path)))?.size;
+    // A path that cannot be stat'ed is read anyway, for read's own error.
+    let size = run(session, path, session.fs.stat(Path::new(path))).map_or(0, |m| m.size);
     if size > session.max_file_bytes {
         return Err(format!(
             "{path}: the file is {size} bytes, larger than the session's {} \

@@ -23,9 +23,9 @@
 mod cgroup;
 #[cfg(feature = "escape_probe")]
 pub mod escape_probe;
+mod landlock;
 #[cfg(feature = "escape_probe")]
 pub mod lie_probe;
-mod landlock;
 mod seccomp;
 pub mod syscalls;
 
