@@ -25,14 +25,7 @@ defmodule ExBashkit.Worker.Owner do
   # What a frame may hold besides the data the session's limits allow
   # (messages, names, framing).
   @frame_margin 1024 * 1024
-  # Builtin and virtual_fs calls a worker may have waiting at once: each
-  # is a script or one of its background jobs (at most 64 by default)
-  # waiting for its answer.
-  @max_calls_in_flight 256
-  # HTTP requests a worker may have waiting at once (each a `curl` of the
-  # script or of a background job), and the most of a response body one
-  # frame back to the worker holds.
-  @max_requests_in_flight 64
+  # The most of a response body one frame back to the worker holds.
   @http_chunk 1024 * 1024
 
   @doc false
@@ -380,8 +373,8 @@ defmodule ExBashkit.Worker.Owner do
       MapSet.member?(state.calls, id) ->
         violation(state, "a call whose id #{id} is waiting already")
 
-      MapSet.size(state.calls) >= @max_calls_in_flight ->
-        violation(state, "more than #{@max_calls_in_flight} calls waiting at once")
+      MapSet.size(state.calls) >= state.bounds.calls ->
+        violation(state, "more than #{state.bounds.calls} calls waiting at once")
 
       not callable?(target, state.callables) ->
         violation(state, "a call of #{inspect(target)}, which the session does not have")
@@ -435,8 +428,8 @@ defmodule ExBashkit.Worker.Owner do
       MapSet.member?(state.http, id) ->
         violation(state, "a request whose id #{id} is waiting already")
 
-      MapSet.size(state.http) >= @max_requests_in_flight ->
-        violation(state, "more than #{@max_requests_in_flight} requests waiting at once")
+      MapSet.size(state.http) >= state.bounds.requests ->
+        violation(state, "more than #{state.bounds.requests} requests waiting at once")
 
       true ->
         %{method: method, url: url, headers: headers, body: body, timeout_ms: timeout} = request
@@ -587,14 +580,21 @@ defmodule ExBashkit.Worker.Owner do
   end
 
   defp bounds(limits) do
-    out = Limits.bytes(limits, :max_stdout_bytes)
-    err = Limits.bytes(limits, :max_stderr_bytes)
-    file = Limits.bytes(limits, :max_file_bytes)
+    out = Limits.value(limits, :max_stdout_bytes)
+    err = Limits.value(limits, :max_stderr_bytes)
+    file = Limits.value(limits, :max_file_bytes)
+
+    # Each waiting call or request is the script's or one of its
+    # background jobs' (each waits for one answer at a time): an honest
+    # worker has at most that many, which these leave room for.
+    jobs = Limits.value(limits, :max_background_jobs) + 1
 
     %{
+      calls: max(256, 4 * jobs),
+      requests: max(64, 2 * jobs),
       output: {out, err},
       frame: max(out + err, file) + @frame_margin,
-      snapshot_frame: max(out + err, Limits.bytes(limits, :max_snapshot_bytes)) + @frame_margin
+      snapshot_frame: max(out + err, Limits.value(limits, :max_snapshot_bytes)) + @frame_margin
     }
   end
 

@@ -78,24 +78,23 @@ defmodule ExBashkit.Session.Options.Limits do
           ":limits key #{inspect(key)} must be a non-negative integer, got: #{inspect(value)}"
   end
 
-  # The byte limits' defaults, as numbers (the table's third column).
-  @byte_defaults for {key, default, _doc} <- @rows,
-                     digits = String.replace(default, ",", ""),
-                     match?({_, ""}, Integer.parse(digits)),
-                     String.ends_with?(Atom.to_string(key), "_bytes"),
-                     into: %{},
-                     do: {key, String.to_integer(digits)}
+  # The defaults that are plain numbers (the table's third column).
+  @number_defaults for {key, default, _doc} <- @rows,
+                       digits = String.replace(default, ",", ""),
+                       match?({_, ""}, Integer.parse(digits)),
+                       into: %{},
+                       do: {key, String.to_integer(digits)}
 
   @doc false
-  # A byte limit of validated `limits` (a session's), its default when not
-  # given: what the host holds a worker's frames to.
-  @spec bytes(map(), atom()) :: non_neg_integer()
-  def bytes(limits, :max_snapshot_bytes) do
+  # A limit of validated `limits` (a session's), its default when not
+  # given: what the host holds a worker's frames and calls to.
+  @spec value(map(), atom()) :: non_neg_integer()
+  def value(limits, :max_snapshot_bytes) do
     limits[:max_snapshot_bytes] ||
-      bytes(limits, :max_fs_bytes) + bytes(limits, :max_memory_bytes) + 16 * 1024 * 1024
+      value(limits, :max_fs_bytes) + value(limits, :max_memory_bytes) + 16 * 1024 * 1024
   end
 
-  def bytes(limits, key), do: limits[key] || Map.fetch!(@byte_defaults, key)
+  def value(limits, key), do: limits[key] || Map.fetch!(@number_defaults, key)
 
   # bashkit's own default, which the operator's ceiling may lower.
   @default_timeout_ms 30_000
