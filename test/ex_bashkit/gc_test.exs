@@ -18,13 +18,17 @@ defmodule ExBashkit.GCTest do
         Task.async(fn ->
           sessions = for _ <- 1..1_000, do: Session.new(files: %{"/f" => "round #{round}"})
           {:ok, _} = Session.exec(List.last(sessions), "cat /f")
-          Native.live_sessions()
+          live = Native.live_sessions()
+          # Referenced until counted: a list used last above is dead to
+          # the compiler, and a collection during exec would free it.
+          {live, length(sessions)}
         end)
 
       # At least these 1,000 are alive while referenced. (Not baseline +
       # 1,000: sessions an earlier module left running may be freed
       # meanwhile, as a runaway of containment_test ends.)
-      assert Task.await(task, 60_000) >= 1_000
+      assert {live, 1_000} = Task.await(task, 60_000)
+      assert live >= 1_000
     end
 
     :erlang.garbage_collect()
