@@ -18,14 +18,7 @@ defmodule ExBashkit.EscapeTest do
 
   setup_all do
     probe = ExBashkit.Test.Probe.build!()
-    previous = Application.get_env(:ex_bashkit, :worker_executable)
-    Application.put_env(:ex_bashkit, :worker_executable, probe)
-
-    on_exit(fn ->
-      if previous,
-        do: Application.put_env(:ex_bashkit, :worker_executable, previous),
-        else: Application.delete_env(:ex_bashkit, :worker_executable)
-    end)
+    put_config(:worker_executable, probe)
 
     %{probe: probe}
   end

@@ -23,14 +23,7 @@ defmodule ExBashkit.LyingWorkerTest do
 
   setup_all do
     probe = Probe.build!()
-    previous = Application.get_env(:ex_bashkit, :worker_executable)
-    Application.put_env(:ex_bashkit, :worker_executable, probe)
-
-    on_exit(fn ->
-      if previous,
-        do: Application.put_env(:ex_bashkit, :worker_executable, previous),
-        else: Application.delete_env(:ex_bashkit, :worker_executable)
-    end)
+    put_config(:worker_executable, probe)
 
     bystander = Session.new(isolation: :process)
     assert {:ok, %{stdout: "ok\n"}} = Session.exec(bystander, "echo ok")

@@ -158,18 +158,9 @@ defmodule ExBashkit.WorkerLifetimeTest do
       nil
     )
 
-    previous = Application.get_env(:ex_bashkit, :isolation)
-    Application.put_env(:ex_bashkit, :isolation, :process)
-
-    try do
-      assert {:ok, %{stdout: "hi\n"}} = ExBashkit.exec("echo hi")
-      assert_receive {:exec_in, %ExBashkit.Worker{}}
-    after
-      :telemetry.detach(id)
-
-      if previous,
-        do: Application.put_env(:ex_bashkit, :isolation, previous),
-        else: Application.delete_env(:ex_bashkit, :isolation)
-    end
+    on_exit(fn -> :telemetry.detach(id) end)
+    put_config(:isolation, :process)
+    assert {:ok, %{stdout: "hi\n"}} = ExBashkit.exec("echo hi")
+    assert_receive {:exec_in, %ExBashkit.Worker{}}
   end
 end

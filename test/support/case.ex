@@ -106,6 +106,25 @@ defmodule ExBashkit.Case do
   @spec unique_name(String.t()) :: String.t()
   def unique_name(prefix), do: "#{prefix}_#{System.pid()}_#{System.unique_integer([:positive])}"
 
+  @doc """
+  Sets `config :ex_bashkit, key` to `value` until the test ends (or, from
+  `setup_all`, the module), then puts back what was there.
+  """
+  @spec put_config(atom(), term()) :: :ok
+  def put_config(key, value) do
+    previous = Application.fetch_env(:ex_bashkit, key)
+    Application.put_env(:ex_bashkit, key, value)
+
+    ExUnit.Callbacks.on_exit(fn ->
+      case previous do
+        {:ok, previous} -> Application.put_env(:ex_bashkit, key, previous)
+        :error -> Application.delete_env(:ex_bashkit, key)
+      end
+    end)
+
+    :ok
+  end
+
   @doc "A path under the system temp dir, named by `unique_name/1`."
   @spec tmp_path(String.t()) :: Path.t()
   def tmp_path(prefix), do: Path.join(System.tmp_dir!(), unique_name(prefix))

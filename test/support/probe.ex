@@ -29,19 +29,4 @@ defmodule ExBashkit.Test.Probe do
     File.chmod!(probe, 0o755)
     probe
   end
-
-  @doc "Runs `fun` with `probe` as the worker executable of new sessions."
-  @spec with_worker(String.t(), (() -> result)) :: result when result: term()
-  def with_worker(probe, fun) do
-    previous = Application.get_env(:ex_bashkit, :worker_executable)
-    Application.put_env(:ex_bashkit, :worker_executable, probe)
-
-    try do
-      fun.()
-    after
-      if previous,
-        do: Application.put_env(:ex_bashkit, :worker_executable, previous),
-        else: Application.delete_env(:ex_bashkit, :worker_executable)
-    end
-  end
 end
