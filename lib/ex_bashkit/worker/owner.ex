@@ -42,6 +42,8 @@ defmodule ExBashkit.Worker.Owner do
 
   @impl true
   def init({executable, plan, native}) do
+    bounds = bounds(native.limits)
+
     state = %{
       port: nil,
       # The Port's process, which the owner kills (a zygote's launcher,
@@ -64,8 +66,8 @@ defmodule ExBashkit.Worker.Owner do
       # Frames still arriving, and what the session's limits let a frame
       # and a script's output hold (ExBashkit.Worker.Protocol).
       inbox: Protocol.inbox(),
-      bounds: bounds(native.limits),
-      max_frame: bounds(native.limits).frame,
+      bounds: bounds,
+      max_frame: bounds.frame,
       # Ids of jobs this owner stopped waiting for, whose worker may still
       # send their frames until their `:done`.
       abandoned: MapSet.new(),
