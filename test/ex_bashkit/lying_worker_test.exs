@@ -282,6 +282,12 @@ defmodule ExBashkit.LyingWorkerTest do
     assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false}}, caps)
     refute Protocol.outcome(:exec, {:ok, {"much too long", "", 0, false}}, caps)
     refute Protocol.outcome(:exec, {:ok, "snapshot"}, caps)
+    # Every limit an honest worker can name, the VM-wide budget included.
+    for limit <- [nil, :memory_budget_bytes | ExBashkit.Session.Options.Limits.keys()] do
+      assert Protocol.outcome(:exec, {:error, {:limit, limit, "m", "", ""}}, caps)
+    end
+
+    refute Protocol.outcome(:exec, {:error, {:limit, :no_such_limit, "m", "", ""}}, caps)
     assert Protocol.outcome(:snapshot, {:ok, "snapshot"}, caps)
     refute Protocol.outcome(:snapshot, {:ok, :ok}, caps)
     assert Protocol.outcome(:restore, {:ok, :ok}, caps)

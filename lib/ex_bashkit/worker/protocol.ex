@@ -231,7 +231,8 @@ defmodule ExBashkit.Worker.Protocol do
              is_binary(err),
       do:
         byte_size(out) <= max_out and byte_size(err) <= max_err and
-          (limit == nil or limit in ExBashkit.Session.Options.Limits.keys())
+          (limit in [nil, :memory_budget_bytes] or
+             limit in ExBashkit.Session.Options.Limits.keys())
 
   def outcome(:snapshot, {:ok, snapshot}, _caps), do: is_binary(snapshot)
   def outcome(:restore, {:ok, :ok}, _caps), do: true
