@@ -126,7 +126,8 @@ fn egress_request(
 
 type Answer = Result<(u16, Vec<(String, String)>, Vec<u8>), String>;
 
-#[cfg(feature = "network")]
+/// The request, made with the session's policy; `Err` with the message
+/// curl reads its exit code from.
 async fn send(
     egress: &EgressResource,
     method: &str,
@@ -135,42 +136,39 @@ async fn send(
     body: Option<Vec<u8>>,
     timeout_ms: u64,
 ) -> Answer {
-    use bashkit::HttpMethod;
-    let method = match method {
-        "GET" => HttpMethod::Get,
-        "POST" => HttpMethod::Post,
-        "PUT" => HttpMethod::Put,
-        "DELETE" => HttpMethod::Delete,
-        "HEAD" => HttpMethod::Head,
-        "PATCH" => HttpMethod::Patch,
-        other => return Err(format!("access denied: method {other:?} is not supported")),
-    };
-    // bashkit counts request timeouts in whole seconds (1 to 600), and
-    // builds a client of its own for a request with one: the default is
-    // left to the shared client, whose connections and setup are reused.
-    let seconds = timeout_ms.div_ceil(1000).max(1);
-    let timeout = (seconds != DEFAULT_TIMEOUT_SECS).then_some(seconds);
-    egress
-        .client
-        .request_with_timeouts(method, url, body.as_deref(), headers, timeout, None)
-        .await
-        .map(|response| (response.status, response.headers, response.body))
-        .map_err(|error| match error {
-            // The message alone: the worker's transport gives it to curl,
-            // which picks its exit code from its words.
-            bashkit::Error::Network(message) => message,
-            other => crate::error::message(&other),
-        })
-}
-
-#[cfg(not(feature = "network"))]
-async fn send(
-    _egress: &EgressResource,
-    _method: &str,
-    _url: &str,
-    _headers: &[(String, String)],
-    _body: Option<Vec<u8>>,
-    _timeout_ms: u64,
-) -> Answer {
-    Err("access denied: this build has no network".into())
+    // Without the network part no egress exists to be asked.
+    #[cfg(not(feature = "network"))]
+    {
+        let _ = (egress, method, url, headers, body, timeout_ms);
+        Err("access denied: this build has no network".into())
+    }
+    #[cfg(feature = "network")]
+    {
+        use bashkit::HttpMethod;
+        let method = match method {
+            "GET" => HttpMethod::Get,
+            "POST" => HttpMethod::Post,
+            "PUT" => HttpMethod::Put,
+            "DELETE" => HttpMethod::Delete,
+            "HEAD" => HttpMethod::Head,
+            "PATCH" => HttpMethod::Patch,
+            other => return Err(format!("access denied: method {other:?} is not supported")),
+        };
+        // bashkit counts request timeouts in whole seconds (1 to 600), and
+        // builds a client of its own for a request with one: the default is
+        // left to the shared client, whose connections and setup are reused.
+        let seconds = timeout_ms.div_ceil(1000).max(1);
+        let timeout = (seconds != DEFAULT_TIMEOUT_SECS).then_some(seconds);
+        egress
+            .client
+            .request_with_timeouts(method, url, body.as_deref(), headers, timeout, None)
+            .await
+            .map(|response| (response.status, response.headers, response.body))
+            .map_err(|error| match error {
+                // The message alone: the worker's transport gives it to
+                // curl, which picks its exit code from its words.
+                bashkit::Error::Network(message) => message,
+                other => crate::error::message(&other),
+            })
+    }
 }
