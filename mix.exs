@@ -24,8 +24,8 @@ defmodule ExBashkit.MixProject do
       package: [
         licenses: ["MIT"],
         links: %{"GitHub" => @source_url, "Changelog" => "#{@source_url}/blob/main/CHANGELOG.md"},
-        files: ~w(lib guides native/ex_bashkit/src native/ex_bashkit/Cargo.toml
-                  native/ex_bashkit/Cargo.lock native/ex_bashkit/build.rs
+        files: ~w(lib guides native/ex_bashkit/src native/ex_bashkit/crates
+                  native/ex_bashkit/Cargo.toml native/ex_bashkit/Cargo.lock
                   native/ex_bashkit/limits.table native/mix priv/native/.gitkeep
                   checksum-ex_bashkit.exs mix.exs README.md LICENSE CHANGELOG.md)
       ]

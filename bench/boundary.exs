@@ -192,7 +192,10 @@ defmodule BoundaryBench do
 
   defp build_probe do
     crate = Path.expand("../native/ex_bashkit", __DIR__)
-    args = ~w(build --release --quiet --bin ex_bashkit_worker_probe --features escape_probe)
+
+    args =
+      ~w(build --release --quiet -p ex_bashkit_worker --bin ex_bashkit_worker_probe --features escape_probe)
+
     {_, 0} = System.cmd("cargo", args, cd: crate, into: IO.stream(:stdio, :line))
     probe = Path.join(System.tmp_dir!(), "ex_bashkit_bench_probe_#{System.pid()}")
     File.cp!(Path.join(crate, "target/release/ex_bashkit_worker_probe"), probe)

@@ -1,5 +1,5 @@
 # The hot path, figure by figure, against bashkit in plain Rust
-# (native/ex_bashkit/src/bin/bench_exec.rs), side by side in one run:
+# (native/ex_bashkit/crates/core/src/bin/bench_exec.rs), side by side in one run:
 #
 #   mix run bench/hot_path.exs
 #

@@ -3,7 +3,7 @@
 #   mix run bench/run.exs
 #
 # Prints a Markdown table (copied into bench/README.md).
-# Rust baselines come from native/ex_bashkit/src/bin/bench_exec.rs, built here.
+# Rust baselines come from native/ex_bashkit/crates/core/src/bin/bench_exec.rs, built here.
 
 Code.require_file("support.exs", __DIR__)
 

@@ -3,10 +3,10 @@
 defmodule BenchSupport do
   @moduledoc false
 
-  @doc "Builds the Rust baselines (src/bin/bench_exec.rs); returns the binary's path."
+  @doc "Builds the Rust baselines (crates/core/src/bin/bench_exec.rs); returns the binary's path."
   def build_rust_baseline do
     crate = Path.expand("../native/ex_bashkit", __DIR__)
-    args = ["build", "--release", "--quiet", "--bin", "bench_exec"]
+    args = ["build", "--release", "--quiet", "-p", "ex_bashkit_core", "--bin", "bench_exec"]
     {_, 0} = System.cmd("cargo", args, cd: crate, into: IO.stream(:stdio, :line))
     target = System.get_env("CARGO_TARGET_DIR") || Path.join(crate, "target")
     Path.join(target, "release/bench_exec")

@@ -28,15 +28,20 @@ EX_BASHKIT_ISOLATION=process mix test test/ex_bashkit/session_test.exs \
   test/ex_bashkit/hostile_test.exs
 
 cd native/ex_bashkit
-echo "==> cargo fmt --check"
-cargo fmt --check
+echo "==> cargo fmt --all --check"
+cargo fmt --all --check
 # --release reuses the artifacts the NIF build above already produced.
 echo "==> cargo clippy -- -D warnings"
-cargo clippy --release --all-targets -- -D warnings
+cargo clippy --release --workspace --all-targets -- -D warnings
 # The escape probe's worker (test builds only, test/ex_bashkit/escape_test.exs).
-cargo clippy --release --bin ex_bashkit_worker_probe --features escape_probe -- -D warnings
+cargo clippy --release -p ex_bashkit_worker --bin ex_bashkit_worker_probe \
+  --features escape_probe -- -D warnings
+# The smallest build (`config :ex_bashkit, features: []`): every part a
+# feature gates must compile without it.
+cargo clippy --release -p ex_bashkit -p ex_bashkit_worker --lib --bins \
+  --no-default-features -- -D warnings
 echo "==> cargo test"
-cargo test --release
+cargo test --release --workspace
 
 cd ../..
 echo "==> the Elixir suite on Debian 13's Elixir/OTP"

@@ -100,7 +100,7 @@ defmodule ExBashkit.PrecompiledTest do
     {output, status} = mix(consumer, ctx, ["compile"])
     assert output =~ "Could not fetch http://127.0.0.1:1/#{ctx.name}"
     assert output =~ "building the NIF library from source with cargo instead"
-    assert File.read!(ctx.cargo_log) =~ "build --release --lib"
+    assert File.read!(ctx.cargo_log) =~ "build --release -p ex_bashkit -p ex_bashkit_worker --lib"
     # The stand-in cargo fails, so the compile does too.
     assert status != 0
   end
@@ -121,7 +121,9 @@ defmodule ExBashkit.PrecompiledTest do
 
     {output, _status} = mix(consumer, ctx, ["compile"])
     assert output =~ "Building the NIF library from source (features [:jq] were chosen)"
-    assert File.read!(ctx.cargo_log) =~ "--no-default-features --features jq"
+    # Each package's own feature: the NIF's and the worker's are built together.
+    assert File.read!(ctx.cargo_log) =~
+             "--no-default-features --features ex_bashkit/jq,ex_bashkit_worker/jq"
   end
 
   # This package as Hex would ship it (its `files`), without a library.

@@ -1,7 +1,7 @@
 defmodule ExBashkit.Worker do
   @moduledoc false
   # One `isolation: :process` session: the OS process that holds its
-  # interpreter (native/ex_bashkit/src/worker.rs, started as a Port) and its
+  # interpreter (native/ex_bashkit/crates/worker/src/serve.rs, started as a Port) and its
   # owner, an `ExBashkit.Worker.Owner` under `ExBashkit.Worker.Supervisor`,
   # which kills the worker (SIGKILL) when a script outlives its deadline, is
   # frozen over its memory cap, its caller dies mid-script, or the session

@@ -170,10 +170,16 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   # checkout of older sources, or an edit in the second of the last build,
   # must rebuild all the same.
   defp sources_digest(features) do
+    # The workspace: the NIF crate at its root, the core and the worker
+    # under crates/.
+    crates = [@crate | Path.wildcard(Path.join(@crate, "crates/*"))]
+
     sources =
-      [Path.join(@crate, "Cargo.toml"), Path.join(@crate, "Cargo.lock")] ++
-        (Path.wildcard(Path.join(@crate, "src/**/*.rs")) --
-           Path.wildcard(Path.join(@crate, "src/bin/bench_*.rs")))
+      [Path.join(@crate, "Cargo.lock"), Path.join(@crate, "limits.table")] ++
+        (Enum.flat_map(crates, fn dir ->
+           Path.wildcard(Path.join(dir, "{Cargo.toml,build.rs}")) ++
+             Path.wildcard(Path.join(dir, "src/**/*.rs"))
+         end) -- Path.wildcard(Path.join(@crate, "crates/*/src/bin/bench_*.rs")))
 
     sources
     |> Enum.sort()
@@ -209,20 +215,33 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
           "or use a precompiled library (see the README's \"Installing\")"
       )
     else
+      # One cargo run for the NIF library and the worker's executables,
+      # so the core they share is compiled once.
       args =
-        ["build", "--release", "--lib", "--bin", @worker, "--bin", @launcher] ++
+        ["build", "--release", "-p", "ex_bashkit", "-p", @worker] ++
+          ["--lib", "--bin", @worker, "--bin", @launcher] ++
           ["--manifest-path", Path.join(@crate, "Cargo.toml")] ++
           if features == @features,
             do: [],
-            else: ["--no-default-features", "--features", Enum.join(features, ",")]
+            else: ["--no-default-features", "--features", package_features(features)]
 
-      Mix.shell().info("Compiling NIF crate native/ex_bashkit (cargo #{Enum.join(args, " ")})")
+      Mix.shell().info(
+        "Compiling the NIF workspace native/ex_bashkit (cargo #{Enum.join(args, " ")})"
+      )
 
       case System.cmd(cargo, args, into: IO.stream(:stdio, :line), stderr_to_stdout: true) do
         {_, 0} -> install_built(stamp)
         {_, status} -> error("cargo build failed with exit status #{status}")
       end
     end
+  end
+
+  # `--features` names each package's own when cargo builds several.
+  defp package_features(features) do
+    for package <- ["ex_bashkit", @worker], feature <- features, into: [] do
+      "#{package}/#{feature}"
+    end
+    |> Enum.join(",")
   end
 
   defp install_built(stamp) do

@@ -1,5 +1,5 @@
 defmodule ExBashkit.ZygoteTest do
-  # The zygote that forks workers (native/ex_bashkit/src/zygote.rs) and the
+  # The zygote that forks workers (native/ex_bashkit/crates/worker/src/zygote.rs) and the
   # launcher the VM starts for each (ex_bashkit_worker_stub), for real. It
   # kills the zygote and changes the application's config, so it runs alone.
   use ExBashkit.Case, async: false

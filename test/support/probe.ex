@@ -2,8 +2,8 @@ defmodule ExBashkit.Test.Probe do
   @moduledoc false
   # The probe worker (cargo feature `escape_probe`): the real worker plus
   # an `escape` builtin that makes raw system calls
-  # (native/ex_bashkit/src/hardening/escape_probe.rs) and a `lie` builtin
-  # that writes forged frames to the VM (native/ex_bashkit/src/hardening/
+  # (native/ex_bashkit/crates/core/src/hardening/escape_probe.rs) and a `lie` builtin
+  # that writes forged frames to the VM (native/ex_bashkit/crates/core/src/hardening/
   # lie_probe.rs). Built for the suite only, never shipped.
 
   import ExUnit.Assertions
@@ -17,7 +17,10 @@ defmodule ExBashkit.Test.Probe do
   def build! do
     crate = Path.expand("../../native/ex_bashkit", __DIR__)
     cargo = System.get_env("CARGO") || System.find_executable("cargo") || flunk("no cargo")
-    args = ~w(build --release --bin ex_bashkit_worker_probe --features escape_probe)
+
+    args =
+      ~w(build --release -p ex_bashkit_worker --bin ex_bashkit_worker_probe --features escape_probe)
+
     {output, status} = System.cmd(cargo, args, cd: crate, stderr_to_stdout: true)
     assert status == 0, output
 

@@ -2,7 +2,7 @@ defmodule ExBashkit.Session.Options do
   @moduledoc false
   # The options of `ExBashkit.Session.new/1`: their schema (types, defaults
   # and the docs the Session moduledoc shows), the checks across options,
-  # and the struct the NIF decodes (native/ex_bashkit/src/options.rs).
+  # and the struct the NIF decodes (native/ex_bashkit/src/convert.rs).
   # Every problem raises ArgumentError naming the option, before anything
   # native is built.
 

@@ -17,7 +17,7 @@ defmodule ExBashkit.Worker.Protocol do
   #
   # Anything else is a violation: the owner kills the worker and answers
   # everything waiting on it; nothing of the frame reaches a caller. The
-  # worker's side of the same protocol is native/ex_bashkit/src/worker/
+  # worker's side of the same protocol is native/ex_bashkit/crates/worker/src/
   # (`protocol.rs` names every request and event).
   #
   # Frames from the VM to the worker are the owner's own terms, framed by

@@ -1,6 +1,6 @@
 defmodule ExBashkit.Worker.Zygote do
   @moduledoc false
-  # The zygote (native/ex_bashkit/src/zygote.rs): a worker process loaded
+  # The zygote (native/ex_bashkit/crates/worker/src/zygote.rs): a worker process loaded
   # once, which forks the workers of `isolation: :process` sessions. A
   # worker's Port is then the small launcher `ex_bashkit_worker_stub`, which
   # hands its pipes to the zygote, rather than an exec of the 80 MB worker

@@ -12,8 +12,8 @@ use std::sync::{mpsc, Mutex, OnceLock};
 use bashkit::{analysis, ExecutionLimits};
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, Term};
 
-use crate::exec::script_text;
 use crate::jobs::Recipient;
+use ex_bashkit_core::exec::script_text;
 
 /// The parser's stack for one analysis: the same as for a script's parse.
 const ANALYSIS_STACK_BYTES: usize = 64 << 20;
@@ -97,7 +97,7 @@ fn analyst() -> Result<mpsc::Sender<Request>, String> {
             .map_err(|e| format!("cannot start the analysis thread: {e}"))
     });
     match analyst {
-        Ok(inbox) => Ok(crate::sync::lock(inbox).clone()),
+        Ok(inbox) => Ok(ex_bashkit_core::sync::lock(inbox).clone()),
         Err(why) => Err(why.clone()),
     }
 }
@@ -108,10 +108,10 @@ fn analyst() -> Result<mpsc::Sender<Request>, String> {
 fn analyze(script: &[u8]) -> Result<Analysis, String> {
     let script = script_text(script)?;
     let limits = ExecutionLimits::default();
-    crate::nesting::check(&script, limits.max_ast_depth.saturating_mul(2))?;
+    ex_bashkit_core::nesting::check(&script, limits.max_ast_depth.saturating_mul(2))?;
     analysis::analyze_with_limits(&script, limits.max_ast_depth, limits.max_parser_operations)
         .map(|found| project(&found))
-        .map_err(|e| crate::error::message(&e))
+        .map_err(|e| ex_bashkit_core::error::message(&e))
 }
 
 fn project(found: &analysis::ScriptAnalysis) -> Analysis {

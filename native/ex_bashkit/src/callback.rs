@@ -1,93 +1,27 @@
-//! Calls from a running script back into Elixir, shared by custom builtins
-//! (`builtins.rs`) and virtual-filesystem backends (`virtual_fs.rs`).
+//! Callbacks in the VM: a script's builtin and virtual_fs calls sent to
+//! the Elixir process serving them (`ExBashkit.Callbacks`).
 //!
-//! Each `exec/2` on a session with callbacks starts a short-lived Elixir
-//! server process (`ExBashkit.Callbacks`) and names it here for the length of
-//! the script. A call sends `{:ex_bashkit_call, pending, request}` to that
-//! server and awaits the answer, which arrives through the `callback_reply`
-//! NIF. The interpreter thread holds no lock on Elixir while it waits: the
-//! script is a parked task, and the thread keeps serving other sessions.
+//! Each `exec/2` on a session with callbacks starts a short-lived server
+//! process and names it here for the length of the script. A call sends
+//! `{:ex_bashkit_call, pending, target, request}` to that server and awaits
+//! the answer, which arrives through the `callback_reply` NIF.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
+use ex_bashkit_core::callback::{Failure, FsOp, Remote, Reply, Request};
+use ex_bashkit_core::file_kind::FileKind;
+use ex_bashkit_core::sync::lock;
 use rustler::{
     Atom, Decoder, Encoder, Env, LocalPid, NifResult, NifTaggedEnum, NifUnitEnum, OwnedEnv,
     Resource, ResourceArc, Term,
 };
 use tokio::sync::oneshot;
 
-use crate::file_kind::FileKind;
-use crate::runtime;
-use crate::sync::lock;
+use crate::convert::Nif;
 use crate::terms::{bytes, Bytes};
 
 mod atoms {
     rustler::atoms! { ex_bashkit_call, builtin, fs, args, stdin, env, cwd, op, path, data, recursive, to }
-}
-
-/// A call as the user's code receives it. The message is
-/// `{:ex_bashkit_call, pending, target, request}`: `target` says who serves
-/// it (`{:builtin, name}` or `{:fs, mount}`) and `request` is the very map
-/// handed to the builtin's function or the virtual_fs backend.
-pub enum Request<'r> {
-    /// `%{args: [..], stdin: binary, env: %{..}, cwd: path}` for builtin `name`.
-    Builtin {
-        name: &'r str,
-        args: &'r [String],
-        stdin: &'r [u8],
-        env: &'r HashMap<String, String>,
-        cwd: &'r str,
-    },
-    /// `%{op: op, path: path}`, plus `data:`, `recursive:` or `to:` as `op`
-    /// needs, for the backend mounted at `mount`.
-    Fs {
-        mount: &'r str,
-        op: FsOp<'r>,
-        path: &'r str,
-    },
-}
-
-impl Request<'_> {
-    /// About how many bytes the request carries: its data, arguments and
-    /// environment.
-    pub fn bytes(&self) -> usize {
-        match self {
-            Request::Builtin {
-                name,
-                args,
-                stdin,
-                env,
-                cwd,
-            } => {
-                name.len()
-                    + stdin.len()
-                    + cwd.len()
-                    + args.iter().map(String::len).sum::<usize>()
-                    + env.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
-            }
-            Request::Fs { mount, op, path } => {
-                let data = match op {
-                    FsOp::Write(data) | FsOp::Append(data) => data.len(),
-                    FsOp::Rename { to } => to.len(),
-                    _ => 0,
-                };
-                mount.len() + path.len() + data
-            }
-        }
-    }
-}
-
-/// A virtual_fs operation and the value that goes with it.
-pub enum FsOp<'r> {
-    Read,
-    List,
-    Stat,
-    Write(&'r [u8]),
-    Append(&'r [u8]),
-    Mkdir { recursive: bool },
-    Remove { recursive: bool },
-    Rename { to: &'r str },
 }
 
 #[derive(NifUnitEnum)]
@@ -102,115 +36,105 @@ enum OpName {
     Rename,
 }
 
-impl Request<'_> {
-    fn target<'a>(&self, env: Env<'a>) -> Term<'a> {
-        match self {
-            Request::Builtin { name, .. } => (atoms::builtin(), *name).encode(env),
-            Request::Fs { mount, .. } => (atoms::fs(), *mount).encode(env),
+/// `{:builtin, name}` or `{:fs, mount}`: who serves the call.
+fn target_of<'a>(request: &Request<'_>, env: Env<'a>) -> Term<'a> {
+    match request {
+        Request::Builtin { name, .. } => (atoms::builtin(), *name).encode(env),
+        Request::Fs { mount, .. } => (atoms::fs(), *mount).encode(env),
+    }
+}
+
+/// The request map the builtin's function or the backend receives.
+fn map<'a>(request: &Request<'_>, env: Env<'a>) -> Term<'a> {
+    let (keys, values): (Vec<Term<'a>>, Vec<Term<'a>>) = match request {
+        Request::Builtin {
+            args,
+            stdin,
+            env: vars,
+            cwd,
+            ..
+        } => {
+            let (names, values): (Vec<Term>, Vec<Term>) = vars
+                .iter()
+                .map(|(name, value)| (name.encode(env), value.encode(env)))
+                .unzip();
+            // Names are unique (they come from a map), so this cannot fail.
+            let vars = Term::map_from_term_arrays(env, &names, &values)
+                .unwrap_or_else(|_| Term::map_new(env));
+            let keys = [atoms::args(), atoms::stdin(), atoms::env(), atoms::cwd()];
+            (
+                keys.iter().map(|key| key.encode(env)).collect(),
+                vec![
+                    args.encode(env),
+                    bytes(env, stdin).encode(env),
+                    vars,
+                    cwd.encode(env),
+                ],
+            )
         }
-    }
-
-    fn map<'a>(&self, env: Env<'a>) -> Term<'a> {
-        let (keys, values): (Vec<Term<'a>>, Vec<Term<'a>>) = match self {
-            Request::Builtin {
-                args,
-                stdin,
-                env: vars,
-                cwd,
-                ..
-            } => {
-                let (names, values): (Vec<Term>, Vec<Term>) = vars
-                    .iter()
-                    .map(|(name, value)| (name.encode(env), value.encode(env)))
-                    .unzip();
-                // Names are unique (they come from a map), so this cannot fail.
-                let vars = Term::map_from_term_arrays(env, &names, &values)
-                    .unwrap_or_else(|_| Term::map_new(env));
-                let keys = [atoms::args(), atoms::stdin(), atoms::env(), atoms::cwd()];
-                (
-                    keys.iter().map(|key| key.encode(env)).collect(),
-                    vec![
-                        args.encode(env),
-                        bytes(env, stdin).encode(env),
-                        vars,
-                        cwd.encode(env),
-                    ],
-                )
+        Request::Fs { op, path, .. } => {
+            let (name, extra) = match op {
+                FsOp::Read => (OpName::Read, None),
+                FsOp::List => (OpName::List, None),
+                FsOp::Stat => (OpName::Stat, None),
+                FsOp::Write(data) => (
+                    OpName::Write,
+                    Some((atoms::data(), bytes(env, data).encode(env))),
+                ),
+                FsOp::Append(data) => (
+                    OpName::Append,
+                    Some((atoms::data(), bytes(env, data).encode(env))),
+                ),
+                FsOp::Mkdir { recursive } => (
+                    OpName::Mkdir,
+                    Some((atoms::recursive(), recursive.encode(env))),
+                ),
+                FsOp::Remove { recursive } => (
+                    OpName::Remove,
+                    Some((atoms::recursive(), recursive.encode(env))),
+                ),
+                FsOp::Rename { to } => (OpName::Rename, Some((atoms::to(), to.encode(env)))),
+            };
+            let mut keys = vec![atoms::op().encode(env), atoms::path().encode(env)];
+            let mut values = vec![name.encode(env), path.encode(env)];
+            if let Some((key, value)) = extra {
+                keys.push(key.encode(env));
+                values.push(value);
             }
-            Request::Fs { op, path, .. } => {
-                let (name, extra) = match op {
-                    FsOp::Read => (OpName::Read, None),
-                    FsOp::List => (OpName::List, None),
-                    FsOp::Stat => (OpName::Stat, None),
-                    FsOp::Write(data) => (
-                        OpName::Write,
-                        Some((atoms::data(), bytes(env, data).encode(env))),
-                    ),
-                    FsOp::Append(data) => (
-                        OpName::Append,
-                        Some((atoms::data(), bytes(env, data).encode(env))),
-                    ),
-                    FsOp::Mkdir { recursive } => (
-                        OpName::Mkdir,
-                        Some((atoms::recursive(), recursive.encode(env))),
-                    ),
-                    FsOp::Remove { recursive } => (
-                        OpName::Remove,
-                        Some((atoms::recursive(), recursive.encode(env))),
-                    ),
-                    FsOp::Rename { to } => (OpName::Rename, Some((atoms::to(), to.encode(env)))),
-                };
-                let mut keys = vec![atoms::op().encode(env), atoms::path().encode(env)];
-                let mut values = vec![name.encode(env), path.encode(env)];
-                if let Some((key, value)) = extra {
-                    keys.push(key.encode(env));
-                    values.push(value);
-                }
-                (keys, values)
-            }
-        };
-        // The keys are distinct atoms.
-        Term::map_from_term_arrays(env, &keys, &values).unwrap_or_else(|_| Term::map_new(env))
-    }
+            (keys, values)
+        }
+    };
+    // The keys are distinct atoms.
+    Term::map_from_term_arrays(env, &keys, &values).unwrap_or_else(|_| Term::map_new(env))
 }
 
-/// An answer from Elixir, decoded by shape: `ExBashkit.Callbacks` has already
-/// checked and normalized it, and anything else is refused here.
+/// An answer as `ExBashkit.Callbacks` sends it, by shape.
 #[derive(NifTaggedEnum)]
-pub enum Reply {
-    /// `:ok`: a filesystem operation that returns nothing.
+enum Answer {
     Ok,
-    /// `{:output, stdout, stderr, exit_code}`: a builtin's result.
     Output(Bytes, Bytes, i32),
-    /// `{:data, binary}`: a file's contents.
     Data(Bytes),
-    /// `{:entries, [{name, kind, size}]}`: a directory listing.
-    Entries(Vec<(String, FileKind, u64)>),
-    /// `{:stat, kind, size}`.
-    Stat(FileKind, u64),
-    /// `{:error, reason}`: a POSIX-style atom (`:enoent`) or a message.
-    Error(Failure),
+    Entries(Vec<(String, Nif<FileKind>, u64)>),
+    Stat(Nif<FileKind>, u64),
+    Error(Why),
 }
 
-/// Why a filesystem operation failed.
-pub enum Failure {
-    /// A POSIX-style code: `enoent`.
-    Code(String),
-    Message(String),
-}
+/// `{:error, reason}`'s reason: a POSIX-style atom or a message.
+struct Why(Failure);
 
-impl<'a> Decoder<'a> for Failure {
+impl<'a> Decoder<'a> for Why {
     fn decode(term: Term<'a>) -> NifResult<Self> {
         match term.atom_to_string() {
-            Ok(code) => Ok(Failure::Code(code)),
-            Err(_) => Ok(Failure::Message(term.decode()?)),
+            Ok(code) => Ok(Why(Failure::Code(code))),
+            Err(_) => Ok(Why(Failure::Message(term.decode()?))),
         }
     }
 }
 
-impl Encoder for Failure {
+// The derive encodes too (nothing here does).
+impl Encoder for Why {
     fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
-        match self {
+        match &self.0 {
             Failure::Code(code) => Atom::from_str(env, code)
                 .map(|atom| atom.encode(env))
                 .unwrap_or_else(|_| code.encode(env)),
@@ -219,23 +143,35 @@ impl Encoder for Failure {
     }
 }
 
-/// The sessions's link to the Elixir process serving its callbacks.
-#[derive(Default)]
-pub struct Channel {
-    server: Mutex<Option<LocalPid>>,
-    /// A session in a worker process sends its calls to its host instead.
-    remote: Option<Arc<dyn Remote>>,
+impl From<Answer> for Reply {
+    fn from(answer: Answer) -> Self {
+        match answer {
+            Answer::Ok => Reply::Ok,
+            Answer::Output(Bytes(stdout), Bytes(stderr), code) => {
+                Reply::Output(stdout, stderr, code)
+            }
+            Answer::Data(Bytes(data)) => Reply::Data(data),
+            Answer::Entries(entries) => Reply::Entries(
+                entries
+                    .into_iter()
+                    .map(|(name, Nif(kind), size)| (name, kind, size))
+                    .collect(),
+            ),
+            Answer::Stat(Nif(kind), size) => Reply::Stat(kind, size),
+            Answer::Error(Why(failure)) => Reply::Error(failure),
+        }
+    }
 }
 
-/// How a worker process's session sends a call to its host
-/// (`worker/calls.rs`); the answer arrives on the receiver.
-pub trait Remote: Send + Sync {
-    fn send(&self, request: &Request<'_>) -> Result<oneshot::Receiver<Reply>, String>;
+/// The process serving the running script's callbacks, if one runs.
+#[derive(Default)]
+pub struct Callbacks {
+    server: Mutex<Option<LocalPid>>,
 }
 
 /// Names the server for the current script; clears it when dropped, so a
 /// cancelled script leaves no stale target behind.
-pub struct Serving<'a>(&'a Channel);
+pub struct Serving<'a>(&'a Callbacks);
 
 impl Drop for Serving<'_> {
     fn drop(&mut self) {
@@ -243,15 +179,7 @@ impl Drop for Serving<'_> {
     }
 }
 
-impl Channel {
-    /// A channel whose calls go to `remote`.
-    pub fn remote(remote: Arc<dyn Remote>) -> Self {
-        Self {
-            server: Mutex::default(),
-            remote: Some(remote),
-        }
-    }
-
+impl Callbacks {
     pub fn serve(&self, server: Option<LocalPid>) -> Serving<'_> {
         *lock(&self.server) = server;
         Serving(self)
@@ -277,46 +205,26 @@ impl Channel {
             *current = None;
         }
     }
+}
 
+impl Remote for Callbacks {
     /// Sends the call under the lock: once `done/2` has cleared the target,
     /// no call is still on its way to it.
-    fn send(&self, request: &Request<'_>, pending: ResourceArc<PendingCall>) -> Result<(), String> {
+    fn send(&self, request: &Request<'_>) -> Result<oneshot::Receiver<Reply>, String> {
+        let (sender, answer) = oneshot::channel();
+        let pending = ResourceArc::new(PendingCall {
+            reply: Mutex::new(Some(sender)),
+        });
         let target = lock(&self.server);
         let server =
             (*target).ok_or("callbacks are only served while a script of this session runs")?;
         OwnedEnv::new()
             .send_and_clear(&server, |env| {
-                let call = (atoms::ex_bashkit_call(), pending, request.target(env));
-                (call.0, call.1, call.2, request.map(env)).encode(env)
+                let call = (atoms::ex_bashkit_call(), pending, target_of(request, env));
+                (call.0, call.1, call.2, map(request, env)).encode(env)
             })
-            .map_err(|_| "the callback server is gone".to_string())
-    }
-
-    /// Sends `request` to the server and waits for the answer.
-    pub async fn call(&self, request: Request<'_>) -> Result<Reply, String> {
-        // The file API runs on a dirty scheduler and can reach a virtual
-        // mount through a symlink: from there a call would block the
-        // scheduler on Elixir, and sending from a BEAM thread panics.
-        if !runtime::on_interpreter_thread() {
-            return Err("builtins and virtual_fs backends serve scripts only".into());
-        }
-        let answer = match &self.remote {
-            Some(remote) => remote.send(&request)?,
-            None => {
-                let (sender, answer) = oneshot::channel();
-                let pending = ResourceArc::new(PendingCall {
-                    reply: Mutex::new(Some(sender)),
-                });
-                self.send(&request, pending)?;
-                answer
-            }
-        };
-        // The answer usually comes back within microseconds: stay awake.
-        runtime::stay_awake();
-        // The sender is dropped unanswered only if Elixir dropped the call.
-        answer
-            .await
-            .map_err(|_| "the callback was dropped without an answer".into())
+            .map_err(|_| "the callback server is gone".to_string())?;
+        Ok(answer)
     }
 }
 
@@ -341,7 +249,8 @@ fn callback_reply(call: Term, reply: Term) -> bool {
         return false;
     };
     let reply = reply
-        .decode::<Reply>()
+        .decode::<Answer>()
+        .map(Reply::from)
         .unwrap_or_else(|_| Reply::Error(Failure::Message("invalid reply from Elixir".into())));
     sender.send(reply).is_ok()
 }

@@ -14,7 +14,9 @@
 
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, OwnedEnv, Resource, ResourceArc, Term};
 
-use crate::network::{AllowNet, CredentialRules, Credentials};
+use ex_bashkit_core::network::{AllowNet, CredentialRules, Credentials};
+
+use crate::convert::NifAllowNet;
 
 mod atoms {
     rustler::atoms! { ex_bashkit_egress }
@@ -46,11 +48,11 @@ impl Resource for EgressResource {}
 #[rustler::nif]
 fn egress_new(
     env: Env<'_>,
-    allow_net: AllowNet,
+    allow_net: NifAllowNet,
     block_private_ips: bool,
     credentials: CredentialRules,
 ) -> Term<'_> {
-    egress(allow_net, block_private_ips, credentials).encode(env)
+    egress(allow_net.0, block_private_ips, credentials).encode(env)
 }
 
 fn egress(
@@ -108,7 +110,7 @@ fn egress_request(
 ) -> Result<Atom, String> {
     let (method, url, headers, body, timeout_ms) = request;
     let body = body.map(|body| body.as_slice().to_vec());
-    let pool = crate::runtime::interpreters()?;
+    let pool = ex_bashkit_core::runtime::interpreters()?;
     pool.spawn(pool.assign(), async move {
         let outcome = send(&egress, &method, &url, &headers, body, timeout_ms).await;
         let _ = OwnedEnv::new().send_and_clear(&to, |env| {
@@ -168,7 +170,7 @@ async fn send(
                 // The message alone: the worker's transport gives it to
                 // curl, which picks its exit code from its words.
                 bashkit::Error::Network(message) => message,
-                other => crate::error::message(&other),
+                other => ex_bashkit_core::error::message(&other),
             })
     }
 }

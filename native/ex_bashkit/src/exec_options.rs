@@ -6,8 +6,11 @@ use std::time::Duration;
 
 use rustler::{LocalPid, NifStruct, Term};
 
-use crate::network::CredentialRules;
-use crate::streaming::{Listen, Listener, Output};
+use ex_bashkit_core::call::Call;
+use ex_bashkit_core::network::CredentialRules;
+use ex_bashkit_core::streaming::{Listen, Output};
+
+use crate::streaming::Listener;
 use crate::terms::Bytes;
 
 #[derive(NifStruct)]
@@ -26,65 +29,27 @@ pub struct ExecOptions<'a> {
     pub credentials: Option<CredentialRules>,
 }
 
-/// What one call asks for, owned by its job.
-#[derive(Default)]
-pub struct Call {
-    pub timeout: Option<Duration>,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<String>,
-    pub output: Option<Arc<Output>>,
-    pub stdin: Option<Vec<u8>>,
-    pub args: Option<Vec<String>>,
-    pub credentials: Option<CredentialRules>,
-}
-
-impl Call {
-    /// The call's plan; output beyond `caps` (stdout, stderr) is neither
-    /// sent nor kept.
-    pub fn new(options: Option<ExecOptions<'_>>, caps: (usize, usize)) -> Self {
-        let Some(options) = options else {
-            return Self::default();
-        };
-        let streamed = !options.stream_to.is_empty() || options.keep_output;
-        Self {
-            timeout: options.timeout_ms.map(Duration::from_millis),
-            env: options.env,
-            cwd: options.cwd,
-            output: streamed.then(|| {
-                let listeners = options
-                    .stream_to
-                    .into_iter()
-                    .map(|(pid, tag)| Box::new(Listener::new(pid, tag)) as Box<dyn Listen>)
-                    .collect();
-                Arc::new(Output::new(listeners, options.keep_output, caps))
-            }),
-            stdin: options.stdin.map(|Bytes(bytes)| bytes),
-            args: options.args,
-            credentials: options.credentials,
-        }
-    }
-
-    /// bashkit's options for the run: stdin, positional parameters, and
-    /// the output callback.
-    pub fn bashkit_options(&mut self) -> bashkit::ExecOptions {
-        let mut options = bashkit::ExecOptions::new();
-        if let Some(stdin) = self.stdin.take() {
-            options = options.stdin(stdin);
-        }
-        if let Some(args) = self.args.take() {
-            options = options.positional(args);
-        }
-        if let Some(output) = &self.output {
-            options = options.streaming(output.callback());
-        }
-        options
-    }
-
-    /// What the script printed so far, if it was kept.
-    pub fn kept_output(&self) -> (Vec<u8>, Vec<u8>) {
-        self.output
-            .as_ref()
-            .map(|output| output.take_kept())
-            .unwrap_or_default()
+/// The call's plan; output beyond `caps` (stdout, stderr) is neither
+/// sent nor kept.
+pub fn call(options: Option<ExecOptions<'_>>, caps: (usize, usize)) -> Call {
+    let Some(options) = options else {
+        return Call::default();
+    };
+    let streamed = !options.stream_to.is_empty() || options.keep_output;
+    Call {
+        timeout: options.timeout_ms.map(Duration::from_millis),
+        env: options.env,
+        cwd: options.cwd,
+        output: streamed.then(|| {
+            let listeners = options
+                .stream_to
+                .into_iter()
+                .map(|(pid, tag)| Box::new(Listener::new(pid, tag)) as Box<dyn Listen>)
+                .collect();
+            Arc::new(Output::new(listeners, options.keep_output, caps))
+        }),
+        stdin: options.stdin.map(|Bytes(bytes)| bytes),
+        args: options.args,
+        credentials: options.credentials,
     }
 }

@@ -10,14 +10,18 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
+use ex_bashkit_core::job::{Job, Outcome};
+use ex_bashkit_core::runtime::{self, interpreters};
+use ex_bashkit_core::script_error::ScriptError;
+use ex_bashkit_core::stop::{Stop, StopSignal};
+use ex_bashkit_core::streaming::Output;
+use ex_bashkit_core::sync::lock;
 use futures_util::FutureExt;
 use rustler::env::SavedTerm;
 use rustler::{Encoder, Env, LocalPid, Monitor, OwnedEnv, Resource, ResourceArc, Term};
 use tokio::sync::oneshot;
 
-use crate::runtime::interpreters;
-use crate::streaming::Output;
-use crate::sync::lock;
+use crate::convert::NifError;
 
 /// A running script as seen from Elixir. Firing `stop` (the caller died or
 /// gave up, or `ExBashkit.Session.cancel/1`) makes the script stop at its
@@ -58,57 +62,9 @@ impl Resource for JobHandle {
     }
 }
 
-/// Why a job was stopped from outside.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stop {
-    /// Its caller exited.
-    CallerExited,
-    /// Its caller stopped waiting; nobody will read the answer.
-    Abandoned,
-    /// `ExBashkit.Session.cancel/1`.
-    Cancelled,
-}
-
-impl From<Stop> for String {
-    fn from(stop: Stop) -> String {
-        match stop {
-            Stop::CallerExited => "execution cancelled: the caller exited".into(),
-            Stop::Abandoned => "execution cancelled: the caller stopped waiting".into(),
-            Stop::Cancelled => "execution cancelled by ExBashkit.Session.cancel/1".into(),
-        }
-    }
-}
-
-/// The job's end of its [`JobHandle::stop`]: work run under [`guard`]
-/// is dropped, at its next await point, once the job is stopped.
-///
-/// [`guard`]: StopSignal::guard
-pub struct StopSignal(oneshot::Receiver<Stop>);
-
-impl StopSignal {
-    /// A signal and the sender that raises it.
-    pub fn new() -> (oneshot::Sender<Stop>, Self) {
-        let (sender, receiver) = oneshot::channel();
-        (sender, Self(receiver))
-    }
-
-    /// Runs `work` to its end, or until the job is stopped: then `work` is
-    /// dropped and the answer is the stop, as an `E`.
-    pub async fn guard<T, E: From<Stop>>(
-        self,
-        work: impl Future<Output = Result<T, E>>,
-    ) -> Result<T, E> {
-        tokio::select! {
-            biased;
-            Ok(stop) = self.0 => Err(E::from(stop)),
-            outcome = work => outcome,
-        }
-    }
-}
-
 impl JobHandle {
     fn new(reply: Recipient) -> (Self, StopSignal) {
-        let (tx, rx) = oneshot::channel();
+        let (tx, stop) = StopSignal::new();
         let handle = Self {
             stop: Mutex::new(Some(tx)),
             monitor: Mutex::new(None),
@@ -116,7 +72,7 @@ impl JobHandle {
             reply: Mutex::new(Some(reply)),
             output: Mutex::new(None),
         };
-        (handle, StopSignal(rx))
+        (handle, stop)
     }
 
     /// Sends `{tag, payload}` unless the job has answered already or its
@@ -193,6 +149,27 @@ impl JobHandle {
     }
 }
 
+/// The handle as the core's script runner sees it.
+pub struct VmJob(pub ResourceArc<JobHandle>);
+
+impl Job for VmJob {
+    fn started(&self) {
+        self.0.started();
+    }
+
+    fn stop(&self, stop: Stop) {
+        self.0.stop(stop);
+    }
+
+    fn fail(&self, error: ScriptError) {
+        self.0.fail(NifError(error));
+    }
+
+    fn follow_output(&self, output: Option<Arc<Output>>) {
+        self.0.follow_output(output);
+    }
+}
+
 /// Where an abandoned job was, as `ExBashkit.Execution` reads it: not begun
 /// on its thread, behind its session's other scripts, running, or answered
 /// (the reply is then in the caller's mailbox).
@@ -203,10 +180,6 @@ pub enum Whereabouts {
     Running,
     Answered,
 }
-
-/// What a finished job reports back: a value, or an error (a message,
-/// unless the job says more).
-pub type Outcome<T, E = String> = Result<T, E>;
 
 /// Starts the job `start` builds on interpreter thread `worker` for the
 /// process `pid`, which gets `{tag, {:ok, encode(value)}}` or
@@ -251,7 +224,7 @@ where
         if let Some(monitor) = lock(&running.monitor).take() {
             running.demonitor(None, &monitor);
         }
-        crate::runtime::job_done();
+        runtime::job_done();
         running.answer(|env| match outcome {
             Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
             Err(error) => (crate::atoms::error(), error).encode(env),

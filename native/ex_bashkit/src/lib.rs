@@ -1,48 +1,27 @@
 //! NIF entry point for `ExBashkit.Native`. Only wiring lives here; each
-//! concept has its own module.
+//! concept has its own module, and the interpreter itself is the core crate
+//! (`crates/core`), which the worker executables share without the VM.
 
 mod analysis;
 mod atoms;
-mod builtins;
-mod call_scope;
 mod callback;
-mod cancel;
+mod convert;
 mod egress;
-mod error;
 mod exec;
 mod exec_options;
 mod features;
-mod file_kind;
 mod fs;
-mod hardening;
-mod job;
 mod jobs;
 mod json;
-mod limits;
-mod memory;
-#[cfg(feature = "python")]
-mod monty_paths;
-mod mounts;
-mod nesting;
-mod network;
-mod options;
 mod panics;
-mod python;
-pub mod runtime;
-mod script_error;
 mod session;
 mod snapshot;
-mod snapshot_bound;
-mod stack;
 mod stats;
 mod streaming;
-mod sync;
 mod terms;
-mod tidy;
-mod virtual_fs;
-pub mod worker;
 mod worker_host;
-mod zygote;
+
+use ex_bashkit_core::memory;
 
 /// Inside the VM, glibc's malloc handed large buffers back to the kernel and
 /// faulted them in again: a 10 MB snapshot took 2× as long as in a plain

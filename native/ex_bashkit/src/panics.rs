@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use rustler::{Encoder, LocalPid, OwnedEnv};
 
-use crate::runtime;
-use crate::sync::lock;
+use ex_bashkit_core::runtime;
+use ex_bashkit_core::sync::lock;
 
 mod atoms {
     rustler::atoms! { ex_bashkit_panic }

@@ -8,13 +8,14 @@
 //! it was.
 
 use bashkit::{Bash, SnapshotOptions};
+use ex_bashkit_core::error;
+use ex_bashkit_core::runtime::interpreters;
+use ex_bashkit_core::snapshot::{restore, take, RESTORE_FAILED, TAKE_FAILED};
+use ex_bashkit_core::stop::StopSignal;
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, ResourceArc, Term};
 
-use crate::error;
-use crate::jobs::{spawn_job, JobHandle, StopSignal};
-use crate::runtime::interpreters;
+use crate::jobs::{spawn_job, JobHandle};
 use crate::session::SessionResource;
-use crate::snapshot_bound;
 use crate::terms::bytes;
 
 #[derive(NifMap)]
@@ -58,36 +59,6 @@ fn session_restore<'a>(
     let max_bytes = session.max_snapshot_bytes;
     let restore = move |bash: &mut Bash| restore(bash, &snapshot, key.as_deref(), max_bytes);
     queue(env, session, pid, tag, RESTORE_FAILED, restore, encode_ok)
-}
-
-pub(crate) const TAKE_FAILED: &str = "cannot take a snapshot";
-pub(crate) const RESTORE_FAILED: &str = "cannot restore the snapshot";
-
-/// Takes a snapshot of `bash`, sealed under `key` if there is one.
-pub(crate) fn take(
-    bash: &mut Bash,
-    options: SnapshotOptions,
-    key: Option<&[u8]>,
-) -> bashkit::Result<Vec<u8>> {
-    match key {
-        Some(key) => bash.snapshot_to_bytes_keyed_with_options(key, options),
-        None => bash.snapshot_with_options(options),
-    }
-}
-
-/// Restores `snapshot` into `bash` if it decodes within `max_bytes` (and
-/// opens under `key`); otherwise `bash` is left as it was.
-pub(crate) fn restore(
-    bash: &mut Bash,
-    snapshot: &[u8],
-    key: Option<&[u8]>,
-    max_bytes: u64,
-) -> bashkit::Result<()> {
-    snapshot_bound::check(snapshot, max_bytes).map_err(bashkit::Error::CommandFailure)?;
-    match key {
-        Some(key) => bash.restore_snapshot_keyed(snapshot, key),
-        None => bash.restore_snapshot(snapshot),
-    }
 }
 
 fn encode_bytes(env: Env<'_>, snapshot: Vec<u8>) -> Term<'_> {

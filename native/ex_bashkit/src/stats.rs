@@ -3,8 +3,8 @@
 
 use rustler::NifMap;
 
-use crate::memory;
-use crate::runtime::{self, interpreters};
+use ex_bashkit_core::memory;
+use ex_bashkit_core::runtime::{self, interpreters};
 
 #[derive(NifMap)]
 pub struct Stats {

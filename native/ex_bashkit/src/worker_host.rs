@@ -43,13 +43,13 @@ fn worker_kill(os_pid: u32) -> bool {
 /// user_namespaces, root}` (`hardening.rs`).
 #[rustler::nif]
 fn host_isolation() -> (bool, u32, bool, bool) {
-    crate::hardening::host_offers()
+    ex_bashkit_core::hardening::host_offers()
 }
 
 /// The directories workers' cgroups are made in (`hardening/cgroup.rs`).
 #[rustler::nif]
 fn worker_cgroup_bases() -> Vec<String> {
-    crate::hardening::cgroup_bases()
+    ex_bashkit_core::hardening::cgroup_bases()
         .into_iter()
         .map(|dir| dir.to_string_lossy().into_owned())
         .collect()

@@ -1,13 +1,22 @@
-//! The crate's modules form a DAG: a module only uses modules below it
-//! (NIFs → sessions, jobs, callbacks → runtime), never one that uses it
-//! back. Checked from the sources: an edge is a `crate::<module>` path.
+//! The workspace's shape, checked from the sources. In each crate the
+//! modules form a DAG: a module only uses modules below it (NIFs →
+//! sessions, jobs, callbacks → runtime), never one that uses it back; an
+//! edge is a `crate::<module>` path. Across crates, the core and the
+//! worker never reach the VM: rustler is the NIF crate's alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
-fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The workspace's crates, by the directory of each.
+const CRATES: [&str; 3] = [".", "crates/core", "crates/worker"];
+
+fn crate_dir(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+fn module_graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = crate_dir(name).join("src");
     let mut graph = BTreeMap::new();
     for entry in fs::read_dir(&src).expect("src/ is readable") {
         let path = entry.expect("a directory entry").path();
@@ -61,26 +70,64 @@ fn cycle_from(
 
 #[test]
 fn the_module_graph_is_acyclic() {
-    let graph = module_graph();
-    assert!(graph.len() > 10, "found only {:?}", graph.keys());
-    for module in graph.keys() {
-        if let Some(cycle) = cycle_from(&graph, module, &mut Vec::new()) {
-            panic!("module cycle: {}", cycle.join(" → "));
+    for name in CRATES {
+        let graph = module_graph(name);
+        assert!(graph.len() > 5, "{name}: found only {:?}", graph.keys());
+        for module in graph.keys() {
+            if let Some(cycle) = cycle_from(&graph, module, &mut Vec::new()) {
+                panic!("{name}: module cycle: {}", cycle.join(" → "));
+            }
         }
     }
 }
 
 #[test]
 fn every_used_module_exists() {
-    let graph = module_graph();
-    for (module, uses) in &graph {
-        for used in uses {
-            // `atoms` and friends are real modules; anything else is a typo
-            // in this test's parsing or a module that moved.
-            assert!(
-                graph.contains_key(used),
-                "{module} uses crate::{used}, which is not a module in src/"
-            );
+    for name in CRATES {
+        let graph = module_graph(name);
+        for (module, uses) in &graph {
+            for used in uses {
+                // `atoms` and friends are real modules; anything else is a
+                // typo in this test's parsing or a module that moved.
+                assert!(
+                    graph.contains_key(used),
+                    "{name}: {module} uses crate::{used}, which is not a module in src/"
+                );
+            }
+        }
+    }
+}
+
+/// Every Rust source file under `dir`.
+fn sources(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).expect("a readable directory") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            found.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+    found
+}
+
+#[test]
+fn only_the_nif_crate_knows_the_vm() {
+    for name in ["crates/core", "crates/worker"] {
+        let dir = crate_dir(name);
+        let manifest = fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest");
+        let depends = manifest
+            .lines()
+            .any(|line| !line.trim_start().starts_with('#') && line.contains("rustler"));
+        assert!(!depends, "{name}/Cargo.toml depends on rustler");
+        let files = sources(&dir.join("src"));
+        assert!(files.len() > 5, "{name}: found only {files:?}");
+        for file in files {
+            let text = fs::read_to_string(&file).expect("a readable source file");
+            for vm in ["rustler", "enif_"] {
+                assert!(!text.contains(vm), "{} names {vm}", file.display());
+            }
         }
     }
 }

@@ -1,0 +1,47 @@
+//! What one `exec` call asks for beyond its script (`:timeout_ms`, `:env`,
+//! `:cwd`, stdin, arguments, live output, fresh credentials), owned by its
+//! job; built from the VM's terms by the NIF and from a frame by a worker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::network::CredentialRules;
+use crate::streaming::Output;
+
+/// What one call asks for, owned by its job.
+#[derive(Default)]
+pub struct Call {
+    pub timeout: Option<Duration>,
+    pub env: Vec<(String, String)>,
+    pub cwd: Option<String>,
+    pub output: Option<Arc<Output>>,
+    pub stdin: Option<Vec<u8>>,
+    pub args: Option<Vec<String>>,
+    pub credentials: Option<CredentialRules>,
+}
+
+impl Call {
+    /// bashkit's options for the run: stdin, positional parameters, and
+    /// the output callback.
+    pub fn bashkit_options(&mut self) -> bashkit::ExecOptions {
+        let mut options = bashkit::ExecOptions::new();
+        if let Some(stdin) = self.stdin.take() {
+            options = options.stdin(stdin);
+        }
+        if let Some(args) = self.args.take() {
+            options = options.positional(args);
+        }
+        if let Some(output) = &self.output {
+            options = options.streaming(output.callback());
+        }
+        options
+    }
+
+    /// What the script printed so far, if it was kept.
+    pub fn kept_output(&self) -> (Vec<u8>, Vec<u8>) {
+        self.output
+            .as_ref()
+            .map(|output| output.take_kept())
+            .unwrap_or_default()
+    }
+}

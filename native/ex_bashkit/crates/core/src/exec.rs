@@ -1,0 +1,142 @@
+//! Running a script on a session (or on a fresh interpreter), for a job
+//! that waits for it in the VM or in a worker process.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use bashkit::{Bash, ExecResult, LimitExceeded};
+
+use crate::call::Call;
+use crate::callback::Channel;
+use crate::job::{Job, Outcome};
+use crate::memory::{Account, Metered};
+use crate::nesting;
+use crate::options::SessionOptions;
+use crate::script_error::ScriptError;
+use crate::session::Session;
+use crate::stop::StopSignal;
+use crate::tidy::Tidy;
+
+/// The script as text; scripts arrive as bytes.
+pub fn script_text(script: &[u8]) -> Result<String, String> {
+    String::from_utf8(script.to_vec()).map_err(|e| {
+        format!(
+            "script is not valid UTF-8 (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// One script's run: its memory cap, the flag set if it is frozen (then
+/// `job` is answered at once), and the call's own options.
+struct Run<'r> {
+    max_memory: usize,
+    frozen: &'r Arc<AtomicBool>,
+    job: Arc<dyn Job>,
+    call: &'r mut Call,
+}
+
+/// Runs `script` with its allocations charged to a fresh [`Account`]; a
+/// script stopped over a memory limit, or past the call's own timeout,
+/// answers with an error naming it.
+async fn run_script(
+    bash: &mut Bash,
+    script: &str,
+    run: Run<'_>,
+) -> Outcome<ExecResult, ScriptError> {
+    let cancel = bash.cancellation_token();
+    let account = Arc::new(Account::new(
+        run.max_memory,
+        cancel.clone(),
+        run.frozen.clone(),
+    ));
+    let answer = run.job;
+    account.on_freeze(move |message, limit| answer.fail(ScriptError::limit(message, limit)));
+    let options = run.call.bashkit_options();
+    let metered = Metered::new(&account, bash.exec_with_options(script, options));
+    let outcome = match run.call.timeout {
+        Some(timeout) => tokio::time::timeout(timeout, metered)
+            .await
+            .unwrap_or_else(|_| Err(LimitExceeded::Timeout(timeout).into())),
+        None => metered.await,
+    };
+    // A memory stop raised the flag; the session's next script must not see it.
+    cancel.store(false, Ordering::Release);
+    match account.verdict() {
+        Some((message, limit)) => Err(ScriptError::limit(message, limit)),
+        None => outcome.map_err(|e| ScriptError::classify(&e)),
+    }
+}
+
+/// Runs `script` on `session` once the scripts queued before it are done,
+/// for `job` (in the VM or in a worker process). `serve` is called when the
+/// script takes the session, and what it returns is dropped when the
+/// script is done with it: the VM names the process serving this script's
+/// callbacks for that long.
+pub async fn run_on_session<S>(
+    session: &Session,
+    script: &str,
+    mut call: Call,
+    job: Arc<dyn Job>,
+    serve: impl FnOnce() -> S,
+    stop: StopSignal,
+) -> Outcome<ExecResult, ScriptError> {
+    job.follow_output(call.output.clone());
+    let work = async {
+        nesting::check(script, session.max_nesting)
+            .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+        let mut bash = session.bash.lock().await;
+        session.usable()?;
+        job.started();
+        if let Some(fresh) = call.credentials.take() {
+            session.credentials.replace(&fresh);
+        }
+        let _serving = serve();
+        let tidy = Tidy::before(&session.untidy, &mut bash).await;
+        session.call_scope.settle(&mut bash);
+        let scope = session
+            .call_scope
+            .enter(&mut bash, &call.env, call.cwd.as_deref());
+        let outcome = match scope.await {
+            Ok(()) => {
+                let _running = session.running.enter(job.clone());
+                let run = Run {
+                    max_memory: session.max_script_memory,
+                    frozen: &session.frozen,
+                    job: job.clone(),
+                    call: &mut call,
+                };
+                run_script(&mut bash, script, run).await
+            }
+            Err(message) => Err(ScriptError::from(message)),
+        };
+        session.call_scope.settle(&mut bash);
+        tidy.after(&mut bash, &outcome).await;
+        outcome
+    };
+    let outcome = stop.guard(work).await;
+    outcome.map_err(|error| error.with_output(call.kept_output()))
+}
+
+/// Runs `script` on a fresh interpreter built from `options`, dropped
+/// afterwards; its callbacks go out through `callbacks`.
+pub async fn run_once(
+    options: &SessionOptions,
+    script: &str,
+    job: Arc<dyn Job>,
+    callbacks: Channel,
+) -> Outcome<ExecResult, ScriptError> {
+    job.started();
+    nesting::check(script, options.limits.nesting_depth())
+        .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+    let mut bash = options
+        .build(&Arc::new(callbacks), &options.credentials(), None)
+        .await?;
+    let run = Run {
+        max_memory: options.limits.script_memory(),
+        frozen: &Arc::new(AtomicBool::new(false)),
+        job,
+        call: &mut Call::default(),
+    };
+    run_script(&mut bash, script, run).await
+}

@@ -1,0 +1,39 @@
+//! The interpreter core of ex_bashkit: sessions over bashkit, their
+//! options, limits and memory accounting, the scripts' runtime, the file
+//! API, snapshots, and the kernel hardening of worker processes. It knows
+//! nothing of the BEAM: the NIF crate (`native/ex_bashkit`) and the worker
+//! crate (`crates/worker`) each reach Elixir their own way, through the
+//! traits here (`callback::Remote`, `job::Job`, `streaming::Listen`).
+
+pub mod builtins;
+pub mod call;
+pub mod call_scope;
+pub mod callback;
+pub mod cancel;
+pub mod error;
+pub mod exec;
+pub mod file_kind;
+pub mod fs;
+pub mod hardening;
+pub mod job;
+pub mod limits;
+pub mod memory;
+#[cfg(feature = "python")]
+mod monty_paths;
+pub mod mounts;
+pub mod named;
+pub mod nesting;
+pub mod network;
+pub mod options;
+pub mod python;
+pub mod runtime;
+pub mod script_error;
+pub mod session;
+pub mod snapshot;
+pub mod snapshot_bound;
+pub mod stack;
+pub mod stop;
+pub mod streaming;
+pub mod sync;
+pub mod tidy;
+pub mod virtual_fs;

@@ -1,0 +1,147 @@
+//! Session construction options, validated on the Elixir side
+//! (`ExBashkit.Session.Options`) and applied to a `BashBuilder` here.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use bashkit::{Bash, BashBuilder, SessionLimits};
+
+use crate::builtins::ElixirBuiltin;
+use crate::callback::Channel;
+use crate::limits::Limits;
+use crate::mounts::{self, Mount};
+use crate::network::{AllowNet, Credentials};
+use crate::python::{self, PythonRuntime};
+use crate::virtual_fs::ElixirFs;
+
+/// Where a session's HTTP requests go when not straight to the network:
+/// a worker's, to the host (the worker's `egress.rs`).
+#[cfg(feature = "network")]
+pub type Egress = Arc<dyn bashkit::HttpTransport>;
+
+/// A build without the network part makes no requests at all.
+#[cfg(not(feature = "network"))]
+pub type Egress = std::convert::Infallible;
+
+/// The decoded `new/1` options: an `%ExBashkit.Session.Options{}`, whose
+/// every field has already been checked and normalized in Elixir, so
+/// decoding failures here are programmer errors.
+pub struct SessionOptions {
+    pub env: Vec<(String, String)>,
+    pub cwd: String,
+    pub username: String,
+    pub hostname: String,
+    pub limits: Limits,
+    pub mounts: Vec<Mount>,
+    pub allowed_mount_paths: Option<Vec<String>>,
+    pub allow_net: AllowNet,
+    /// Headers injected into the requests an allowlist pattern matches:
+    /// secrets a script uses without seeing them.
+    pub credentials: crate::network::CredentialRules,
+    pub block_private_ips: bool,
+    /// Names of the `:builtins`; their functions stay in Elixir.
+    pub builtins: Vec<String>,
+    /// Mount paths of the `:virtual_fs` backends.
+    pub virtual_fs: Vec<String>,
+    /// Command names of the sandboxed Python builtin; empty for none.
+    pub python: Vec<String>,
+    pub python_runtime: PythonRuntime,
+}
+
+impl SessionOptions {
+    /// Builds the interpreter with its mounts attached and its working
+    /// directory in place; callbacks reach Elixir through `channel`. Async
+    /// because the filesystem is.
+    pub async fn build(
+        &self,
+        channel: &Arc<Channel>,
+        credentials: &Credentials,
+        egress: Option<Egress>,
+    ) -> Result<Bash, String> {
+        let mut builder = python::register(
+            self.builder(credentials, egress),
+            self.python_runtime,
+            &self.python,
+            &self.limits,
+        );
+        for name in &self.builtins {
+            let builtin = ElixirBuiltin::new(name.clone(), channel.clone());
+            builder = builder.builtin(name, Box::new(builtin));
+        }
+        #[cfg(feature = "escape_probe")]
+        {
+            let probe = crate::hardening::escape_probe::EscapeProbe;
+            builder = builder.builtin("escape", Box::new(probe));
+            builder = builder.builtin("lie", Box::new(crate::hardening::lie_probe::Lie));
+        }
+        let bash = builder.build();
+        mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
+        for path in &self.virtual_fs {
+            let backend = ElixirFs::new(path.clone(), channel.clone());
+            bash.mount(path, Arc::new(backend))
+                .map_err(|e| format!("virtual_fs {path:?}: {e}"))?;
+        }
+        bash.fs()
+            .mkdir(Path::new(&self.cwd), true)
+            .await
+            .map_err(|e| format!("cannot create cwd {:?}: {e}", self.cwd))?;
+        Ok(bash)
+    }
+
+    /// What the session needs of a worker process, for its hardening.
+    pub fn worker_needs(&self) -> crate::hardening::Needs<'_> {
+        crate::hardening::Needs {
+            mounts: &self.mounts,
+            script_bytes: self.limits.script_memory() as u64,
+            files_bytes: self.limits.filesystem().max_total_bytes,
+            file_bytes: self.limits.max_file_bytes,
+            python_vm: self.python_runtime == PythonRuntime::Cpython && !self.python.is_empty(),
+        }
+    }
+
+    /// The headers this session injects, with its own values.
+    pub fn credentials(&self) -> Credentials {
+        Credentials::new(&self.credentials, self.block_private_ips)
+    }
+
+    #[cfg_attr(not(feature = "network"), allow(unused_variables))]
+    fn builder(&self, credentials: &Credentials, egress: Option<Egress>) -> BashBuilder {
+        // bashkit caps a single instance at 1,000 exec calls and 100,000
+        // commands by default; a session lives for a whole agent conversation,
+        // so per-script limits (ExecutionLimits) are the ones that bound work.
+        let mut builder = Bash::builder()
+            .session_limits(SessionLimits::unlimited())
+            .limits(self.limits.execution())
+            .filesystem_limits(self.limits.filesystem());
+        if let Some(memory) = self.limits.memory() {
+            builder = builder.memory_limits(memory);
+        }
+        #[cfg(feature = "network")]
+        match egress {
+            // In a worker: the host checks private addresses (the worker
+            // resolves no names), adds the credentials and makes the
+            // request (`egress.rs`); the allowlist here only saves the
+            // trip for a request the host would refuse.
+            Some(egress) => {
+                if let Some(allowlist) = self.allow_net.allowlist(false) {
+                    builder = builder.network(allowlist).http_transport(egress);
+                }
+            }
+            None => {
+                if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
+                    builder = builder.network(allowlist);
+                    if !self.credentials.is_empty() {
+                        builder = builder.before_http(credentials.hook());
+                    }
+                }
+            }
+        }
+        for (key, value) in &self.env {
+            builder = builder.env(key, value);
+        }
+        builder
+            .cwd(&self.cwd)
+            .username(&self.username)
+            .hostname(&self.hostname)
+    }
+}

@@ -1,0 +1,110 @@
+//! The `:python` option: which Python serves the session's Python commands
+//! (Monty, bashkit's in-process interpreter, or CPython 3.14 in a
+//! WebAssembly guest) and the session limits it runs under.
+
+#[cfg(any(feature = "python", feature = "cpython"))]
+use std::time::Duration;
+
+#[cfg(any(feature = "python", feature = "cpython"))]
+use crate::limits::count;
+use crate::limits::Limits;
+#[cfg(feature = "python")]
+use crate::monty_paths::MontyBuiltin;
+use bashkit::BashBuilder;
+
+/// `runtime:` of the `:python` option, checked in Elixir against what this
+/// build has (`features.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum PythonRuntime {
+    Monty,
+    Cpython,
+}
+
+/// Registers `runtime` under each of `names`; nothing for no names.
+#[cfg_attr(
+    not(any(feature = "python", feature = "cpython")),
+    allow(unused_variables)
+)]
+pub fn register(
+    builder: BashBuilder,
+    runtime: PythonRuntime,
+    names: &[String],
+    limits: &Limits,
+) -> BashBuilder {
+    if names.is_empty() {
+        return builder;
+    }
+    match runtime {
+        #[cfg(feature = "python")]
+        PythonRuntime::Monty => {
+            // bashkit's opt-in for running Monty inside this process.
+            let mut builder = builder.env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1");
+            let monty = monty_limits(limits);
+            for name in names {
+                let python = bashkit::Python::with_limits(monty.clone());
+                builder = builder.builtin(name, Box::new(MontyBuiltin(python)));
+            }
+            builder
+        }
+        #[cfg(feature = "cpython")]
+        PythonRuntime::Cpython => {
+            let mut builder = builder;
+            let cpython = cpython_limits(limits);
+            for name in names {
+                let python = bashkit::CPython::with_limits(cpython.clone());
+                builder = builder.builtin(name, Box::new(python));
+            }
+            builder
+        }
+        // Refused in Elixir before a session is built.
+        #[allow(unreachable_patterns)]
+        _ => builder,
+    }
+}
+
+/// The limits both runtimes share, from the session's, over the runtime's
+/// own defaults. Python gets four fifths of the session's wall clock (its
+/// `:timeout_ms`, or bashkit's default when none is given), not its
+/// runtime's 30-second default, so that a runaway Python program ends with
+/// its own timeout (and the script can go on) rather than racing the
+/// script's deadline, which a loaded machine decides at random.
+#[cfg(any(feature = "python", feature = "cpython"))]
+fn common(limits: &Limits, mut common: bashkit::RuntimeLimits) -> bashkit::RuntimeLimits {
+    common.max_duration = python_deadline(limits);
+    if let Some(bytes) = limits.max_python_memory_bytes {
+        common.max_memory = count(bytes);
+    }
+    if let Some(depth) = limits.max_python_recursion {
+        common.max_call_depth = count(depth);
+    }
+    common
+}
+
+/// Four fifths of the session's timeout.
+#[cfg(any(feature = "python", feature = "cpython"))]
+pub fn python_deadline(limits: &Limits) -> Duration {
+    limits.execution().timeout * 4 / 5
+}
+
+#[cfg(feature = "python")]
+fn monty_limits(limits: &Limits) -> bashkit::PythonLimits {
+    let mut monty = bashkit::PythonLimits::default();
+    monty.common = common(limits, monty.common);
+    monty
+}
+
+/// CPython's output buffer holds at most what the session would keep of
+/// it, instead of its own 16 MB default.
+#[cfg(feature = "cpython")]
+fn cpython_limits(limits: &Limits) -> bashkit::CPythonLimits {
+    let execution = limits.execution();
+    let mut cpython = bashkit::CPythonLimits::default().max_output(
+        execution
+            .max_stdout_bytes
+            .saturating_add(execution.max_stderr_bytes),
+    );
+    cpython.common = common(limits, cpython.common);
+    cpython
+}
+
+crate::named!(PythonRuntime { Monty = "monty", Cpython = "cpython" });

@@ -1,0 +1,153 @@
+//! A persistent interpreter: one `Bash`, its filesystem, and everything a
+//! session keeps between scripts. The NIF holds one as a resource, a worker
+//! process holds its one.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bashkit::{normalize_path, Bash, FileSystem};
+use tokio::sync::Mutex;
+
+use crate::call_scope::CallScope;
+use crate::callback::Channel;
+use crate::cancel::Running;
+use crate::network::Credentials;
+use crate::options::SessionOptions;
+use crate::runtime::interpreters;
+use crate::tidy::Untidy;
+
+/// One long-lived `Bash`. Scripts take the async mutex, so concurrent
+/// `exec/2` calls queue in arrival order without holding any thread; file
+/// operations go straight to `fs`, so they answer while a script runs.
+pub struct Session {
+    pub id: u64,
+    /// The interpreter thread this session's scripts run on; it moves when
+    /// that thread is hogged (see `runtime.rs`).
+    pub worker: AtomicUsize,
+    pub bash: Mutex<Bash>,
+    pub fs: Arc<dyn FileSystem>,
+    /// How this session's builtins and virtual_fs backends reach Elixir.
+    pub callbacks: Arc<Channel>,
+    /// Where `:virtual_fs` backends are mounted, normalized: the file API
+    /// refuses these.
+    pub virtual_mounts: Vec<PathBuf>,
+    /// The largest snapshot `restore/3` decodes (`:max_snapshot_bytes`).
+    pub max_snapshot_bytes: u64,
+    /// Set when a script was dropped before it could be tidied after.
+    pub untidy: Untidy,
+    /// How deep a script may nest before it is parsed (`nesting.rs`).
+    pub max_nesting: usize,
+    /// The most one script may allocate (`memory.rs`).
+    pub max_script_memory: usize,
+    /// Set when a script was frozen over its memory limit: it holds the
+    /// interpreter for good, so nothing else may queue for it.
+    pub frozen: Arc<AtomicBool>,
+    /// The running script, for `cancel/1`.
+    pub running: Running,
+    /// The headers its requests carry (`:allow_net` entries with headers).
+    pub credentials: Credentials,
+    /// A call's `:env` and `:cwd`, to put back after it.
+    pub call_scope: CallScope,
+    /// `:max_stdout_bytes` and `:max_stderr_bytes`, for streamed output.
+    pub output_caps: (usize, usize),
+    /// Set by `ExBashkit.Session.close/1`: the session runs nothing more.
+    pub closed: AtomicBool,
+    /// `:max_file_bytes`: the largest file `read_file/2` returns.
+    pub max_file_bytes: u64,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Sessions built and not yet freed: lets tests and benchmarks see that
+/// garbage collection really releases interpreters.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Session {
+    /// Builds the session's interpreter on a thread of the pool; its
+    /// builtins and virtual_fs backends call out through `callbacks`.
+    pub fn build(
+        options: &SessionOptions,
+        callbacks: Channel,
+        egress: Option<crate::options::Egress>,
+    ) -> Result<Self, String> {
+        let pool = interpreters()?;
+        let worker = pool.assign();
+        let callbacks = Arc::new(callbacks);
+        let credentials = options.credentials();
+        let bash = pool.block_on(worker, options.build(&callbacks, &credentials, egress))?;
+        let fs = bash.fs();
+        let running = Running::new(bash.cancellation_token());
+        let limits = options.limits.execution();
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        Ok(Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            worker: AtomicUsize::new(worker),
+            bash: Mutex::new(bash),
+            fs,
+            callbacks,
+            virtual_mounts: options
+                .virtual_fs
+                .iter()
+                .map(|mount| normalize_path(Path::new(mount)))
+                .collect(),
+            max_snapshot_bytes: options.limits.snapshot_bytes(),
+            untidy: Untidy::default(),
+            max_nesting: options.limits.nesting_depth(),
+            max_script_memory: options.limits.script_memory(),
+            frozen: Arc::new(AtomicBool::new(false)),
+            running,
+            credentials,
+            call_scope: CallScope::default(),
+            output_caps: (limits.max_stdout_bytes, limits.max_stderr_bytes),
+            closed: AtomicBool::new(false),
+            max_file_bytes: options.limits.filesystem().max_file_size,
+        })
+    }
+
+    /// Refuses work for a session whose interpreter a frozen script holds.
+    pub fn usable(&self) -> Result<(), String> {
+        self.open()?;
+        if self.frozen.load(Ordering::Acquire) {
+            return Err(
+                "the session can run no more scripts: a script on it went past its \
+                        memory limit inside work that cannot be interrupted and was frozen \
+                        (start a new session)"
+                    .to_string(),
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Session {
+    /// Closes the session: its running script is cancelled and every later
+    /// call refused. Its memory goes when the last handle is dropped.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.running.cancel();
+    }
+
+    /// Refuses everything once the session was closed.
+    pub fn open(&self) -> Result<(), String> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(CLOSED.to_string());
+        }
+        Ok(())
+    }
+}
+
+/// What every call on a closed session answers.
+pub const CLOSED: &str =
+    "the session was closed (ExBashkit.Session.close/1): it can run nothing more, start a new session";
+
+/// How many sessions are alive in this process.
+pub fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}

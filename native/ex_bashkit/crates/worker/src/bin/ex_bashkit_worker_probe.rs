@@ -1,0 +1,7 @@
+//! The worker with the escape probe builtin (the core's `hardening/escape_probe.rs`),
+//! built by test/ex_bashkit/escape_test.exs to attack the hardening from
+//! inside. Never installed or shipped.
+
+fn main() {
+    ex_bashkit_worker::main()
+}
