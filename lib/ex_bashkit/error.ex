@@ -13,7 +13,8 @@ defmodule ExBashkit.Error do
       names its key), `:parse_error`, `:busy` (the session was still running
       another script when the call's time was up), `:denied` (the session's
       or the call's `:approve` function refused the script, which ran
-      nothing), `:protocol` (an `isolation: :process` session's worker sent
+      nothing; or, with `:command_policy_abort`, the command policy
+      stopped it at a command it denies), `:protocol` (an `isolation: :process` session's worker sent
       something no honest worker sends, and was killed: see
       `guides/isolation.md`), or `:error` (anything else: a runtime failure,
       a bad `:cwd`, a caller that exited).

@@ -15,6 +15,8 @@ defmodule ExBashkit.Execution do
   alias ExBashkit.{Error, Result, Telemetry}
   alias ExBashkit.Session.ExecOptions
 
+  @aborted ~r/\A(.+?): (.+) \(the script was stopped: command_policy_abort\)\z/s
+
   # How long past its :timeout_ms a caller waits for a script that has not
   # stopped by itself. In the VM an abandoned script computes on, so it is
   # given longer to stop; a worker's is killed, which ends it exactly.
@@ -48,7 +50,9 @@ defmodule ExBashkit.Execution do
         halt(sink)
         abandon(handle, tag, call.timeout_ms)
 
-      {{:ok, {stdout, stderr, exit_code, truncated}}, sink} ->
+      {{:ok, {stdout, stderr, exit_code, truncated, denials}}, sink} ->
+        report(denials)
+
         {:ok,
          %Result{
            stdout: collected(sink, stdout),
@@ -59,9 +63,28 @@ defmodule ExBashkit.Execution do
 
       {{:error, error}, sink} ->
         halt(sink)
-        {:error, Error.from_job(error)}
+        error = Error.from_job(error)
+        report_abort(error)
+        {:error, error}
     end
   end
+
+  # A telemetry event per command the policy denied.
+  defp report([]), do: :ok
+
+  defp report(denials),
+    do: Enum.each(denials, fn {name, reason} -> Telemetry.denied(name, reason, false) end)
+
+  # A script the policy stopped (command_policy_abort): its message is
+  # "NAME: reason (the script was stopped: command_policy_abort)" (exec.rs).
+  defp report_abort(%Error{reason: :denied, message: message}) do
+    case Regex.run(@aborted, message, capture: :all_but_first) do
+      [name, reason] -> Telemetry.denied(name, reason, true)
+      nil -> :ok
+    end
+  end
+
+  defp report_abort(_error), do: :ok
 
   defp margin_ms({ExBashkit.Worker.Owner, _pid, _id}), do: @worker_margin_ms
   defp margin_ms(_handle), do: @margin_ms
@@ -207,8 +230,10 @@ defmodule ExBashkit.Execution do
      }}
   end
 
-  defp await_answered({:ok, {stdout, stderr, exit_code, truncated}}),
-    do: {:ok, %Result{stdout: stdout, stderr: stderr, exit_code: exit_code, truncated: truncated}}
+  defp await_answered({:ok, {stdout, stderr, exit_code, truncated, denials}}) do
+    report(denials)
+    {:ok, %Result{stdout: stdout, stderr: stderr, exit_code: exit_code, truncated: truncated}}
+  end
 
   defp busy(message), do: {:error, %Error{reason: :busy, limit: :timeout_ms, message: message}}
 

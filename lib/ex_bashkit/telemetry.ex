@@ -24,6 +24,7 @@ defmodule ExBashkit.Telemetry do
   | `[:ex_bashkit, :server, :wake]` | `duration` | `id`, `from` (`:memory` or `:store`) |
   | `[:ex_bashkit, :server, :move]` | `duration`, `snapshot_bytes` | `id`, `from`, `to` (nodes) |
   | `[:ex_bashkit, :worker, :kill]` | `count` (1) | `reason` (`:timeout`, `:frozen`, `:orphaned`, `:unresponsive`, `:dropped`, `:exited`, `:start`, `:protocol`), `os_pid` — an `isolation: :process` worker ended (see `guides/isolation.md`) |
+  | `[:ex_bashkit, :command, :denied]` | `count` (1) | `name` (the command), `reason`, `aborted` (whether it ended the script) — the `:command_policy` refused a command |
   | `[:ex_bashkit, :worker, :protocol_violation]` | `count` (1) | `os_pid`, `why` (what the worker sent, in words; never its bytes) — a worker sent a frame the host does not accept, and was killed (reason `:protocol`) |
 
   For example, to log every script that hit a limit:
@@ -146,6 +147,16 @@ defmodule ExBashkit.Telemetry do
   @doc false
   # A worker broke the protocol (`ExBashkit.Worker.Protocol`); its kill is
   # counted with reason `:protocol`.
+  @spec denied(String.t(), String.t(), boolean()) :: :ok
+  def denied(name, reason, aborted) do
+    execute([:ex_bashkit, :command, :denied], %{count: 1}, %{
+      name: name,
+      reason: reason,
+      aborted: aborted
+    })
+  end
+
+  @doc false
   @spec protocol_violation(pos_integer() | nil, String.t()) :: :ok
   def protocol_violation(os_pid, why),
     do:

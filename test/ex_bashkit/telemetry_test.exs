@@ -24,7 +24,8 @@ defmodule ExBashkit.TelemetryTest do
     [:ex_bashkit, :server, :hibernate],
     [:ex_bashkit, :server, :wake],
     [:ex_bashkit, :server, :move],
-    [:ex_bashkit, :worker, :kill]
+    [:ex_bashkit, :worker, :kill],
+    [:ex_bashkit, :command, :denied]
   ]
 
   setup do
@@ -39,6 +40,23 @@ defmodule ExBashkit.TelemetryTest do
     on_exit(fn -> :telemetry.detach(id) end)
     assert ExBashkit.Telemetry.enabled?()
     :ok
+  end
+
+  test "command denied: an event per command the :command_policy refused" do
+    session = Session.new(command_policy: {:deny, ["rm", "ls"]}, files: %{"/k" => "k"})
+    run(session, "rm /k; ls; echo done")
+
+    assert_receive {:event, [:ex_bashkit, :command, :denied], %{count: 1},
+                    %{name: "rm", reason: "denied by the command policy", aborted: false}}
+
+    assert_receive {:event, [:ex_bashkit, :command, :denied], %{count: 1},
+                    %{name: "ls", aborted: false}}
+
+    aborting = Session.new(command_policy: {:deny, ["rm"]}, command_policy_abort: true)
+    assert {:error, _} = Session.exec(aborting, "rm /k")
+
+    assert_receive {:event, [:ex_bashkit, :command, :denied], %{count: 1},
+                    %{name: "rm", reason: "denied by the command policy", aborted: true}}
   end
 
   test "worker kill: an event with the reason and the worker's pid" do

@@ -6,6 +6,7 @@ defmodule ExBashkit.Session.ExecOptions do
   # in Elixir; the NIF sees the processes that follow the output.
 
   alias ExBashkit.Options
+  alias ExBashkit.Session.Options.CommandPolicy
 
   @schema [
     timeout_ms: [
@@ -59,6 +60,19 @@ defmodule ExBashkit.Session.ExecOptions do
           "`{:ex_bashkit, tag, {:exit, outcome}}` (`tag` is `nil` for a bare pid; " <>
           "`outcome` is `{:ok, %ExBashkit.Result{}}` or `{:error, %ExBashkit.Error{}}`)."
     ],
+    command_policy: [
+      type: {:custom, &CommandPolicy.policy!/1},
+      default: nil,
+      doc:
+        "a `:command_policy` for this call only, in place of the session's (see " <>
+          "`ExBashkit.Session.new/1`). The session must have been created with one " <>
+          "(`{:deny, []}` denies nothing): only a policed session checks its commands."
+    ],
+    command_policy_abort: [
+      type: {:in, [true, false]},
+      default: false,
+      doc: "`:command_policy_abort` for this call's own `:command_policy`."
+    ],
     errors: [
       type: {:in, [:message, :struct]},
       default: :message,
@@ -75,6 +89,7 @@ defmodule ExBashkit.Session.ExecOptions do
     :cwd,
     :args,
     :credentials,
+    :command_policy,
     env: [],
     stream_to: [],
     keep_output: false
@@ -121,7 +136,8 @@ defmodule ExBashkit.Session.ExecOptions do
         cwd: opts.cwd,
         args: opts.args,
         stream_to: listeners,
-        keep_output: opts.errors == :struct or opts.stream_to != nil
+        keep_output: opts.errors == :struct or opts.stream_to != nil,
+        command_policy: CommandPolicy.native(opts.command_policy, opts.command_policy_abort)
       },
       timeout_ms: min(opts.timeout_ms || timeout_ms, timeout_ms),
       into: opts.into,

@@ -7,7 +7,7 @@ defmodule ExBashkit.Session.Options do
   # native is built.
 
   alias ExBashkit.Options
-  alias ExBashkit.Session.Options.{Capabilities, Filesystem, Limits, Network}
+  alias ExBashkit.Session.Options.{Capabilities, CommandPolicy, Filesystem, Limits, Network}
   import ExBashkit.Options, only: [text?: 1]
 
   @schema [
@@ -85,6 +85,16 @@ defmodule ExBashkit.Session.Options do
           "(`ExBashkit.analyze/1`) and answers `:ok` or `{:deny, reason}`: a denied " <>
           "script runs nothing (see \"Approval\" in `ExBashkit.Session.exec/3`)."
     ],
+    command_policy: [
+      type: {:custom, &CommandPolicy.policy!/1},
+      default: nil,
+      doc: CommandPolicy.doc()
+    ],
+    command_policy_abort: [
+      type: {:in, [true, false]},
+      default: false,
+      doc: CommandPolicy.abort_doc()
+    ],
     builtins: [
       type: {:custom, &Capabilities.builtins!/1},
       default: %{},
@@ -134,7 +144,9 @@ defmodule ExBashkit.Session.Options do
   @derive {Inspect, except: [:credentials]}
   @enforce_keys [
     :python_runtime,
-    :credentials | Keyword.keys(@schema) -- [:files, :builtin_timeout_ms, :isolation, :approve]
+    :credentials
+    | Keyword.keys(@schema) --
+        [:files, :builtin_timeout_ms, :isolation, :approve, :command_policy_abort]
   ]
   defstruct @enforce_keys
 
@@ -236,7 +248,11 @@ defmodule ExBashkit.Session.Options do
         }
         |> Map.put(:credentials, credentials)
         |> Map.put(:python_runtime, python_runtime)
-        |> Map.drop([:files, :builtin_timeout_ms, :isolation, :approve])
+        |> Map.put(
+          :command_policy,
+          CommandPolicy.native(opts.command_policy, opts.command_policy_abort)
+        )
+        |> Map.drop([:files, :builtin_timeout_ms, :isolation, :approve, :command_policy_abort])
       )
 
     %{

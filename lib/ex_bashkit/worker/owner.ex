@@ -167,7 +167,8 @@ defmodule ExBashkit.Worker.Owner do
           env: call.env,
           cwd: call.cwd,
           args: call.args,
-          stream: listeners != [] or keep
+          stream: listeners != [] or keep,
+          command_policy: call.command_policy
         }
 
     frame(state.port, {:exec, id, script, options})

@@ -215,16 +215,21 @@ defmodule ExBashkit.Worker.Protocol do
 
   # ---- outcomes and results ----------------------------------------------
 
-  @reasons [:timeout, :cancelled, :limit, :parse_error, :error]
+  @reasons [:timeout, :cancelled, :limit, :parse_error, :denied, :error]
+  # The most denials a script reports (policy.rs).
+  @max_denials 100
 
   @doc """
   Whether `outcome` is what a job of `kind` can end with, within the
   `caps` on what it may carry (`{max_stdout_bytes, max_stderr_bytes}`).
   """
   @spec outcome(:exec | :snapshot | :restore, term(), {pos_integer(), pos_integer()}) :: boolean()
-  def outcome(:exec, {:ok, {out, err, code, truncated}}, {max_out, max_err})
-      when is_binary(out) and is_binary(err) and is_integer(code) and is_boolean(truncated),
-      do: byte_size(out) <= max_out and byte_size(err) <= max_err and code in -255..255
+  def outcome(:exec, {:ok, {out, err, code, truncated, denials}}, {max_out, max_err})
+      when is_binary(out) and is_binary(err) and is_integer(code) and is_boolean(truncated) and
+             is_list(denials),
+      do:
+        byte_size(out) <= max_out and byte_size(err) <= max_err and code in -255..255 and
+          denials?(denials, @max_denials)
 
   def outcome(:exec, {:error, {reason, limit, message, out, err}}, {max_out, max_err})
       when reason in @reasons and is_atom(limit) and is_binary(message) and is_binary(out) and
@@ -255,6 +260,15 @@ defmodule ExBashkit.Worker.Protocol do
   defp entry?(_), do: false
 
   defp kind?(kind), do: kind in [:file, :dir, :symlink, :fifo]
+
+  # `[{name, reason}]`, at most `room` of them.
+  defp denials?([], _room), do: true
+
+  defp denials?([{name, reason} | rest], room)
+       when room > 0 and is_binary(name) and is_binary(reason),
+       do: denials?(rest, room - 1)
+
+  defp denials?(_denials, _room), do: false
 
   # ---- counting a large frame's terms --------------------------------------
 

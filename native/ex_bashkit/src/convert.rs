@@ -6,6 +6,7 @@ use ex_bashkit_core::limits::Limits;
 use ex_bashkit_core::named::Named;
 use ex_bashkit_core::network::AllowNet;
 use ex_bashkit_core::options::SessionOptions;
+use ex_bashkit_core::policy::{CommandPolicy, Rule};
 use ex_bashkit_core::script_error::ScriptError;
 use rustler::{Atom, Decoder, Encoder, Env, Error, NifResult, Term};
 
@@ -15,7 +16,7 @@ mod atoms {
     rustler::atoms! {
         env, cwd, username, hostname, limits, mounts, allowed_mount_paths, allow_net,
         credentials, block_private_ips, builtins, virtual_fs, python, python_runtime,
-        none, all, only,
+        command_policy, none, all, only, deny, allow,
     }
 }
 
@@ -66,6 +67,9 @@ impl<'a> Decoder<'a> for NifOptions {
             virtual_fs: field(atoms::virtual_fs())?.decode()?,
             python: field(atoms::python())?.decode()?,
             python_runtime,
+            command_policy: field(atoms::command_policy())?
+                .decode::<Option<NifPolicy>>()?
+                .map(|NifPolicy(policy)| policy),
         }))
     }
 }
@@ -92,6 +96,34 @@ impl<'a> Decoder<'a> for NifAllowNet {
             (tag, patterns) if tag == atoms::only() => Ok(NifAllowNet(AllowNet::Only(patterns))),
             _ => Err(Error::BadArg),
         }
+    }
+}
+
+/// `:command_policy`: `{:deny | :allow, names, abort}`.
+pub struct NifPolicy(pub CommandPolicy);
+
+impl<'a> Decoder<'a> for NifPolicy {
+    fn decode(term: Term<'a>) -> NifResult<Self> {
+        let (kind, names, abort): (Atom, Vec<String>, bool) = term.decode()?;
+        let names = names.into_iter().collect();
+        let rule = match kind {
+            kind if kind == atoms::deny() => Rule::Deny(names),
+            kind if kind == atoms::allow() => Rule::Allow(names),
+            _ => return Err(Error::BadArg),
+        };
+        Ok(NifPolicy(CommandPolicy { rule, abort }))
+    }
+}
+
+// The struct derive of the options encodes too (nothing here does).
+impl Encoder for NifPolicy {
+    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
+        let (kind, names) = match &self.0.rule {
+            Rule::Deny(names) => (atoms::deny(), names),
+            Rule::Allow(names) => (atoms::allow(), names),
+        };
+        let names: Vec<&String> = names.iter().collect();
+        (kind, names, self.0.abort).encode(env)
     }
 }
 

@@ -5,9 +5,8 @@
 
 use std::sync::Arc;
 
-use bashkit::ExecResult;
 use ex_bashkit_core::callback::Channel;
-use ex_bashkit_core::exec::{run_on_session, run_once, script_text};
+use ex_bashkit_core::exec::{run_on_session, run_once, script_text, Ran};
 use ex_bashkit_core::job::Job;
 use ex_bashkit_core::runtime::interpreters;
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, ResourceArc, Term};
@@ -34,12 +33,18 @@ fn exec_output_so_far(env: Env<'_>, handle: ResourceArc<JobHandle>) -> Term<'_> 
     (bytes(env, &stdout), bytes(env, &stderr)).encode(env)
 }
 
-/// `{stdout, stderr, exit_code, truncated}`, as `ExBashkit.Execution` reads it.
-fn encode_result(env: Env<'_>, result: ExecResult) -> Term<'_> {
+/// `{stdout, stderr, exit_code, truncated, denials}`, as
+/// `ExBashkit.Execution` reads it; `denials` are `{name, reason}` pairs.
+fn encode_result(env: Env<'_>, ran: Ran) -> Term<'_> {
+    let Ran { result, denials } = ran;
     let stdout = bytes(env, result.stdout.as_bytes());
     let stderr = bytes(env, result.stderr.as_bytes());
     let truncated = result.stdout_truncated || result.stderr_truncated;
-    (stdout, stderr, result.exit_code, truncated).encode(env)
+    let denials: Vec<(String, String)> = denials
+        .into_iter()
+        .map(|denial| (denial.name, denial.reason))
+        .collect();
+    (stdout, stderr, result.exit_code, truncated, denials).encode(env)
 }
 
 /// Runs `script` on the session, after any script already queued on it.

@@ -10,6 +10,7 @@ use ex_bashkit_core::call::Call;
 use ex_bashkit_core::network::CredentialRules;
 use ex_bashkit_core::streaming::{Listen, Output};
 
+use crate::convert::NifPolicy;
 use crate::streaming::Listener;
 use crate::terms::Bytes;
 
@@ -27,6 +28,8 @@ pub struct ExecOptions<'a> {
     pub keep_output: bool,
     /// Fresh values of the session's injected headers (header functions).
     pub credentials: Option<CredentialRules>,
+    /// The call's own command policy, instead of the session's.
+    pub command_policy: Option<NifPolicy>,
 }
 
 /// The call's plan; output beyond `caps` (stdout, stderr) is neither
@@ -51,5 +54,6 @@ pub fn call(options: Option<ExecOptions<'_>>, caps: (usize, usize)) -> Call {
         stdin: options.stdin.map(|Bytes(bytes)| bytes),
         args: options.args,
         credentials: options.credentials,
+        command_policy: options.command_policy.map(|NifPolicy(policy)| policy),
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::network::CredentialRules;
+use crate::policy::CommandPolicy;
 use crate::streaming::Output;
 
 /// What one call asks for, owned by its job.
@@ -18,6 +19,8 @@ pub struct Call {
     pub stdin: Option<Vec<u8>>,
     pub args: Option<Vec<String>>,
     pub credentials: Option<CredentialRules>,
+    /// The call's own `:command_policy`, instead of the session's.
+    pub command_policy: Option<CommandPolicy>,
 }
 
 impl Call {

@@ -12,7 +12,8 @@ use crate::job::{Job, Outcome};
 use crate::memory::{Account, Metered};
 use crate::nesting;
 use crate::options::SessionOptions;
-use crate::script_error::ScriptError;
+use crate::policy::{Denial, Entered, Gate};
+use crate::script_error::{Reason, ScriptError};
 use crate::session::Session;
 use crate::stop::StopSignal;
 use crate::tidy::Tidy;
@@ -31,18 +32,39 @@ pub fn script_text(script: &[u8]) -> Result<String, String> {
 /// `job` is answered at once), and the call's own options.
 struct Run<'r> {
     max_memory: usize,
+    gate: &'r Gate,
     frozen: &'r Arc<AtomicBool>,
     job: Arc<dyn Job>,
     call: &'r mut Call,
 }
 
+/// A script's result, and the commands the command policy denied in it.
+pub struct Ran {
+    pub result: ExecResult,
+    pub denials: Vec<Denial>,
+}
+
 /// Runs `script` with its allocations charged to a fresh [`Account`]; a
-/// script stopped over a memory limit, or past the call's own timeout,
-/// answers with an error naming it.
-async fn run_script(
+/// script stopped over a memory limit, past the call's own timeout, or by
+/// the command policy answers with an error naming it.
+async fn run_script(bash: &mut Bash, script: &str, mut run: Run<'_>) -> Outcome<Ran, ScriptError> {
+    let policy = run.gate.enter(run.call.command_policy.take())?;
+    let outcome = run_metered(bash, script, &mut run).await;
+    let (denials, aborted) = policy.map(Entered::leave).unwrap_or_default();
+    if let Some(denial) = aborted {
+        let message = format!(
+            "{}: {} (the script was stopped: command_policy_abort)",
+            denial.name, denial.reason
+        );
+        return Err(ScriptError::new(Reason::Denied, None, message));
+    }
+    outcome.map(|result| Ran { result, denials })
+}
+
+async fn run_metered(
     bash: &mut Bash,
     script: &str,
-    run: Run<'_>,
+    run: &mut Run<'_>,
 ) -> Outcome<ExecResult, ScriptError> {
     let cancel = bash.cancellation_token();
     let account = Arc::new(Account::new(
@@ -50,7 +72,7 @@ async fn run_script(
         cancel.clone(),
         run.frozen.clone(),
     ));
-    let answer = run.job;
+    let answer = run.job.clone();
     account.on_freeze(move |message, limit| answer.fail(ScriptError::limit(message, limit)));
     let options = run.call.bashkit_options();
     let metered = Metered::new(&account, bash.exec_with_options(script, options));
@@ -80,7 +102,7 @@ pub async fn run_on_session<S>(
     job: Arc<dyn Job>,
     serve: impl FnOnce() -> S,
     stop: StopSignal,
-) -> Outcome<ExecResult, ScriptError> {
+) -> Outcome<Ran, ScriptError> {
     job.follow_output(call.output.clone());
     let work = async {
         nesting::check(script, session.max_nesting)
@@ -102,6 +124,7 @@ pub async fn run_on_session<S>(
                 let _running = session.running.enter(job.clone());
                 let run = Run {
                     max_memory: session.max_script_memory,
+                    gate: &session.gate,
                     frozen: &session.frozen,
                     job: job.clone(),
                     call: &mut call,
@@ -111,7 +134,8 @@ pub async fn run_on_session<S>(
             Err(message) => Err(ScriptError::from(message)),
         };
         session.call_scope.settle(&mut bash);
-        tidy.after(&mut bash, &outcome).await;
+        tidy.after(&mut bash, outcome.as_ref().map(|ran| ran.result.exit_code))
+            .await;
         outcome
     };
     let outcome = stop.guard(work).await;
@@ -125,15 +149,17 @@ pub async fn run_once(
     script: &str,
     job: Arc<dyn Job>,
     callbacks: Channel,
-) -> Outcome<ExecResult, ScriptError> {
+) -> Outcome<Ran, ScriptError> {
     job.started();
     nesting::check(script, options.limits.nesting_depth())
         .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+    let gate = Gate::new(options.command_policy.clone());
     let mut bash = options
-        .build(&Arc::new(callbacks), &options.credentials(), None)
+        .build(&Arc::new(callbacks), &options.credentials(), None, &gate)
         .await?;
     let run = Run {
         max_memory: options.limits.script_memory(),
+        gate: &gate,
         frozen: &Arc::new(AtomicBool::new(false)),
         job,
         call: &mut Call::default(),

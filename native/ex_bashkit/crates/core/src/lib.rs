@@ -25,6 +25,7 @@ pub mod named;
 pub mod nesting;
 pub mod network;
 pub mod options;
+pub mod policy;
 pub mod python;
 pub mod runtime;
 pub mod script_error;

@@ -11,6 +11,7 @@ use crate::callback::Channel;
 use crate::limits::Limits;
 use crate::mounts::{self, Mount};
 use crate::network::{AllowNet, Credentials};
+use crate::policy::{CommandPolicy, Gate};
 use crate::python::{self, PythonRuntime};
 use crate::virtual_fs::ElixirFs;
 
@@ -46,6 +47,8 @@ pub struct SessionOptions {
     /// Command names of the sandboxed Python builtin; empty for none.
     pub python: Vec<String>,
     pub python_runtime: PythonRuntime,
+    /// `:command_policy`: what every script's commands must pass.
+    pub command_policy: Option<CommandPolicy>,
 }
 
 impl SessionOptions {
@@ -57,6 +60,7 @@ impl SessionOptions {
         channel: &Arc<Channel>,
         credentials: &Credentials,
         egress: Option<Egress>,
+        gate: &Arc<Gate>,
     ) -> Result<Bash, String> {
         let mut builder = python::register(
             self.builder(credentials, egress),
@@ -64,6 +68,11 @@ impl SessionOptions {
             &self.python,
             &self.limits,
         );
+        // Only a policed session pays for the hook, on every command
+        // (bashkit copies each command's name and arguments for it).
+        if gate.polices() {
+            builder = builder.before_tool(gate.hook());
+        }
         for name in &self.builtins {
             let builtin = ElixirBuiltin::new(name.clone(), channel.clone());
             builder = builder.builtin(name, Box::new(builtin));
@@ -75,6 +84,7 @@ impl SessionOptions {
             builder = builder.builtin("lie", Box::new(crate::hardening::lie_probe::Lie));
         }
         let bash = builder.build();
+        gate.stop_with(bash.cancellation_token());
         mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
         for path in &self.virtual_fs {
             let backend = ElixirFs::new(path.clone(), channel.clone());

@@ -14,6 +14,8 @@ pub enum Reason {
     Limit,
     ParseError,
     Error,
+    /// The command policy stopped the script (`command_policy_abort`).
+    Denied,
 }
 
 crate::named!(Reason {
@@ -22,6 +24,7 @@ crate::named!(Reason {
     Limit = "limit",
     ParseError = "parse_error",
     Error = "error",
+    Denied = "denied",
 });
 
 /// A failed script: `{reason, limit, message, stdout, stderr}` to Elixir,

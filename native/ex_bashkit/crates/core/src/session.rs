@@ -14,6 +14,7 @@ use crate::callback::Channel;
 use crate::cancel::Running;
 use crate::network::Credentials;
 use crate::options::SessionOptions;
+use crate::policy::Gate;
 use crate::runtime::interpreters;
 use crate::tidy::Untidy;
 
@@ -55,6 +56,8 @@ pub struct Session {
     pub closed: AtomicBool,
     /// `:max_file_bytes`: the largest file `read_file/2` returns.
     pub max_file_bytes: u64,
+    /// The command policy in force (`policy.rs`).
+    pub gate: Arc<Gate>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -81,7 +84,11 @@ impl Session {
         let worker = pool.assign();
         let callbacks = Arc::new(callbacks);
         let credentials = options.credentials();
-        let bash = pool.block_on(worker, options.build(&callbacks, &credentials, egress))?;
+        let gate = Gate::new(options.command_policy.clone());
+        let bash = pool.block_on(
+            worker,
+            options.build(&callbacks, &credentials, egress, &gate),
+        )?;
         let fs = bash.fs();
         let running = Running::new(bash.cancellation_token());
         let limits = options.limits.execution();
@@ -108,6 +115,7 @@ impl Session {
             output_caps: (limits.max_stdout_bytes, limits.max_stderr_bytes),
             closed: AtomicBool::new(false),
             max_file_bytes: options.limits.filesystem().max_file_size,
+            gate,
         })
     }
 

@@ -23,7 +23,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use bashkit::{Bash, ExecResult};
+use bashkit::Bash;
 
 /// Per session: whether a script was dropped before it could be tidied after.
 #[derive(Default)]
@@ -49,10 +49,11 @@ impl<'a> Tidy<'a> {
     }
 
     /// Tidies up after this script, given how it ended.
-    pub async fn after<E>(mut self, bash: &mut Bash, outcome: &Result<ExecResult, E>) {
+    /// `outcome` is the script's exit status, or its error.
+    pub async fn after<E>(mut self, bash: &mut Bash, outcome: Result<i32, E>) {
         self.armed = false;
         match outcome {
-            Ok(result) if result.exit_code == 0 => {}
+            Ok(0) => {}
             // bashkit waited for every job before it answered. The drain
             // costs an exec (about 7 µs); stderr cannot tell when it is
             // needed, since a spilled error need not have printed anything.

@@ -12,6 +12,7 @@ use ex_bashkit_core::limits::Limits;
 use ex_bashkit_core::named::Named;
 use ex_bashkit_core::network::AllowNet;
 use ex_bashkit_core::options::SessionOptions;
+use ex_bashkit_core::policy::{CommandPolicy, Denial, Rule};
 use ex_bashkit_core::python::PythonRuntime;
 use ex_bashkit_core::script_error::ScriptError;
 
@@ -275,7 +276,40 @@ fn allow_net(term: &Term) -> Decoded<AllowNet> {
     }
 }
 
-/// An `%ExBashkit.Session.Options{}`, as `options.rs` decodes it in the VM.
+/// `{:deny | :allow, names, abort}`: a `:command_policy`.
+pub fn command_policy(term: &Term) -> Decoded<CommandPolicy> {
+    match elements(term)? {
+        [kind, names, abort] => {
+            let names = strings(names)?.into_iter().collect();
+            let rule = match atom_name(kind) {
+                Some("deny") => Rule::Deny(names),
+                Some("allow") => Rule::Allow(names),
+                _ => return Err(format!("unknown command policy {term}")),
+            };
+            Ok(CommandPolicy {
+                rule,
+                abort: flag(abort)?,
+            })
+        }
+        _ => Err("expected {:deny | :allow, names, abort}".into()),
+    }
+}
+
+/// `[{name, reason}]`: what a script's command policy denied.
+pub fn denials(denials: &[Denial]) -> Term {
+    let pairs = denials
+        .iter()
+        .map(|denial| {
+            tuple(vec![
+                binary(denial.name.as_bytes()),
+                binary(denial.reason.as_bytes()),
+            ])
+        })
+        .collect();
+    list(pairs)
+}
+
+/// An `%ExBashkit.Session.Options{}`, as the NIF's `convert.rs` decodes it.
 pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
     let fields = Fields::of(term)?;
     let python_runtime: PythonRuntime = named(fields.get("python_runtime")?)?;
@@ -297,6 +331,7 @@ pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
         virtual_fs: strings(fields.get("virtual_fs")?)?,
         python: strings(fields.get("python")?)?,
         python_runtime,
+        command_policy: optional(fields.get("command_policy")?, command_policy)?,
     })
 }
 

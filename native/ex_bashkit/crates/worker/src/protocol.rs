@@ -32,6 +32,7 @@ use ex_bashkit_core::callback::{Reply, Request as CallRequest};
 use ex_bashkit_core::file_kind::FileKind;
 use ex_bashkit_core::hardening::Report;
 use ex_bashkit_core::options::SessionOptions;
+use ex_bashkit_core::policy::{CommandPolicy, Denial};
 use ex_bashkit_core::script_error::ScriptError;
 
 /// A frame from the VM.
@@ -94,6 +95,8 @@ pub struct ExecCall {
     pub args: Option<Vec<String>>,
     /// Whether the VM wants the output as it is written.
     pub stream: bool,
+    /// The call's own command policy, instead of the session's.
+    pub command_policy: Option<CommandPolicy>,
 }
 
 impl ExecCall {
@@ -197,6 +200,7 @@ fn exec_call(call: &Term) -> Decoded<ExecCall> {
             items(args)?.into_iter().map(string).collect()
         })?,
         stream: codec::flag(fields.get("stream")?)?,
+        command_policy: optional(fields.get("command_policy")?, codec::command_policy)?,
     })
 }
 
@@ -321,12 +325,13 @@ pub enum NewAnswer<'a> {
 
 /// How a job ended.
 pub enum Outcome {
-    /// `{stdout, stderr, exit_code, truncated}` of a script.
+    /// `{stdout, stderr, exit_code, truncated, denials}` of a script.
     Ran {
         stdout: Vec<u8>,
         stderr: Vec<u8>,
         exit_code: i32,
         truncated: bool,
+        denials: Vec<Denial>,
     },
     Snapshot(Vec<u8>),
     Restored,
@@ -420,11 +425,13 @@ fn outcome_term(outcome: Outcome) -> Term {
             stderr,
             exit_code,
             truncated,
+            denials,
         } => codec::ok(tuple(vec![
             owned_binary(stdout),
             owned_binary(stderr),
             integer(exit_code.into()),
             boolean(truncated),
+            codec::denials(&denials),
         ])),
         Outcome::Snapshot(bytes) => codec::ok(owned_binary(bytes)),
         Outcome::Restored => codec::ok(atom("ok")),

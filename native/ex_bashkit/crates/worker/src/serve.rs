@@ -35,7 +35,7 @@ use crate::job::WorkerJob;
 use crate::protocol::{Event, ExecCall, FileOp, FsAnswer, NewAnswer, Outcome, Request};
 use ex_bashkit_core::call::Call;
 use ex_bashkit_core::callback::Channel;
-use ex_bashkit_core::exec::run_on_session;
+use ex_bashkit_core::exec::{run_on_session, Ran};
 use ex_bashkit_core::hardening::{self, Fit, Plan, Report};
 use ex_bashkit_core::job::Job;
 use ex_bashkit_core::options::{Egress, SessionOptions};
@@ -333,6 +333,7 @@ fn exec(
         args: call.args,
         credentials: None,
         output: call.stream.then(|| job.output(session.output_caps)),
+        command_policy: call.command_policy,
     };
     Ok(async move {
         if let Some(timeout) = timeout {
@@ -340,11 +341,12 @@ fn exec(
         }
         let job: Arc<dyn Job> = job;
         match run_on_session(&session, &script, plan, job, || (), stop).await {
-            Ok(result) => Outcome::Ran {
+            Ok(Ran { result, denials }) => Outcome::Ran {
                 truncated: result.stdout_truncated || result.stderr_truncated,
                 stdout: result.stdout.into_bytes(),
                 stderr: result.stderr.into_bytes(),
                 exit_code: result.exit_code,
+                denials,
             },
             Err(error) => Outcome::ScriptError(error),
         }

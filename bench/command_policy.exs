@@ -1,0 +1,90 @@
+# The cost of `:command_policy` (issue 42) on a 20-line script: without a
+# policy, under a name list (`{:deny, names}`; `{:allow, names}` naming
+# every command the script runs), and under `:approve` for comparison,
+# side by side, in a session in the VM and one in a worker process.
+#
+#   mix run bench/command_policy.exs
+#
+# Rounds alternate the columns; each figure is the median of the rounds'
+# p50s, with their spread (min–max), in µs per exec. The policy is checked
+# in Rust each time a command is about to run (bashkit's `before_tool`
+# hook), with no Elixir round trip.
+
+Code.require_file("support.exs", __DIR__)
+
+defmodule CommandPolicyBench do
+  alias ExBashkit.Session
+
+  @script """
+  set -e
+  mkdir -p /work/out
+  cd /work
+  for i in 1 2 3; do echo "line $i" >> notes.txt; done
+  count=$(wc -l < notes.txt)
+  echo "count=$count"
+  grep -c line notes.txt > out/grep.txt
+  sed 's/line/row/' notes.txt > out/sed.txt
+  sort -r notes.txt | head -n 2
+  total=0
+  for n in $(seq 1 10); do total=$((total + n)); done
+  echo "total=$total"
+  name=world
+  printf 'hello %s\\n' "$name"
+  if [ -f out/sed.txt ]; then cat out/sed.txt | tr a-z A-Z; fi
+  case $count in 3) echo three ;; *) echo other ;; esac
+  echo done > out/status
+  ls out | sort
+  rm -f notes.txt
+  true
+  """
+
+  # Every command the script runs, `set` and `cd` included.
+  @used ~w(set mkdir cd echo wc grep sed sort head seq printf [ cat tr ls rm true)
+
+  @rounds 5
+  @calls 300
+
+  def run do
+    20 = @script |> String.split("\n", trim: true) |> length()
+
+    IO.puts("""
+    ## :command_policy on a 20-line script (µs per exec; median of #{@rounds} rounds' p50, min–max)
+    | session | no policy | `{:deny, ["curl", "wget"]}` | `{:allow, used}` | `:approve` (allows all) | deny list's cost | allow list's cost |
+    |---|---|---|---|---|---|---|\
+    """)
+
+    for isolation <- [:none, :process] do
+      # A session per column: only a policed session has the hook.
+      columns = [
+        {[], []},
+        {[command_policy: {:deny, ["curl", "wget"]}], []},
+        {[command_policy: {:allow, @used}], []},
+        {[], [approve: fn _ -> :ok end]}
+      ]
+
+      sessions =
+        for {new, call} <- columns, do: {Session.new([isolation: isolation] ++ new), call}
+
+      rounds =
+        for _ <- 1..@rounds do
+          for {session, opts} <- sessions do
+            BenchSupport.p50_us(@calls, fn -> {:ok, %{exit_code: 0}} = exec(session, opts) end)
+          end
+        end
+
+      [plain, deny, allow, approve] = Enum.zip_with(rounds, & &1)
+      cost = fn with -> Enum.zip_with(plain, with, &Float.round((&2 - &1) * 100 / &1, 1)) end
+      spread = &BenchSupport.spread/1
+
+      IO.puts(
+        "| #{isolation} | #{spread.(plain)} | #{spread.(deny)} | #{spread.(allow)} | " <>
+          "#{spread.(approve)} | #{spread.(cost.(deny))} % | #{spread.(cost.(allow))} % |"
+      )
+    end
+  end
+
+  defp exec(session, []), do: Session.exec(session, @script)
+  defp exec(session, opts), do: Session.exec(session, @script, opts)
+end
+
+BenchSupport.publish(__ENV__.file, &CommandPolicyBench.run/0)

@@ -1,0 +1,234 @@
+//! The command policy (`:command_policy`): every command a script is about
+//! to run passes it, however the command was reached (directly, through a
+//! wrapper such as `env`, `xargs` or `find -exec`, `eval`, `source`, a
+//! trap, a function, a script run by its path). The seam is bashkit's
+//! `before_tool` hook, which fires before each builtin with its name and
+//! arguments, and every command in bashkit is a builtin.
+//!
+//! A denied command does not run: bashkit fails it with exit status 1 and
+//! `NAME: cancelled by before_tool hook` on stderr, and the script goes on
+//! as after any failed command; with `abort`, the whole script is stopped
+//! and its caller told why. Each denial is recorded for the caller.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bashkit::hooks::{HookAction, ToolEvent};
+
+use crate::sync::lock;
+
+/// Which commands may run.
+#[derive(Debug, Clone)]
+pub enum Rule {
+    /// Any command but these.
+    Deny(HashSet<String>),
+    /// Only these commands.
+    Allow(HashSet<String>),
+}
+
+/// A policy as given to `new/1` or `exec/3`.
+#[derive(Debug, Clone)]
+pub struct CommandPolicy {
+    pub rule: Rule,
+    /// Stop the whole script at a denial, instead of failing the command.
+    pub abort: bool,
+}
+
+impl CommandPolicy {
+    /// Why `name` may not run, if it may not.
+    fn refuses(&self, name: &str) -> Option<&'static str> {
+        match &self.rule {
+            Rule::Deny(names) if names.contains(name) => Some("denied by the command policy"),
+            Rule::Allow(names) if !names.contains(name) => {
+                Some("not allowed by the command policy")
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A command the policy stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denial {
+    pub name: String,
+    pub reason: String,
+}
+
+/// The most denials one script reports; it is stopped or failed at each
+/// all the same.
+const MAX_REPORTED: usize = 100;
+
+/// A session's gate: the policy in force (the session's own, or a call's
+/// instead) and what it denied during the running script.
+#[derive(Default)]
+pub struct Gate {
+    /// The session's own policy, fixed when it is built.
+    session: Option<Arc<CommandPolicy>>,
+    state: Mutex<State>,
+    /// Set while a script runs under a policy: the hook's only cost
+    /// otherwise. The session's own work between scripts (tidying after a
+    /// failed one, a call's `:env` and `:cwd`) is not the script's.
+    active: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    /// The policy in force for the running script.
+    policy: Option<Arc<CommandPolicy>>,
+    denials: Vec<Denial>,
+    /// The interpreter's cancellation flag, to stop a script at a denial.
+    cancel: Option<Arc<AtomicBool>>,
+    aborted: Option<Denial>,
+}
+
+impl Gate {
+    /// A gate enforcing `policy` for every script of the session.
+    pub fn new(policy: Option<CommandPolicy>) -> Arc<Self> {
+        Arc::new(Self {
+            session: policy.map(Arc::new),
+            ..Self::default()
+        })
+    }
+
+    /// Whether the session polices its commands: it was given a policy,
+    /// which a call may replace with its own.
+    pub fn polices(&self) -> bool {
+        self.session.is_some()
+    }
+
+    /// The `before_tool` hook that consults this gate.
+    pub fn hook(self: &Arc<Self>) -> bashkit::hooks::Interceptor<ToolEvent> {
+        let gate = self.clone();
+        Box::new(move |event: ToolEvent| match gate.check(&event.name) {
+            None => HookAction::Continue(event),
+            Some(reason) => HookAction::Cancel(reason),
+        })
+    }
+
+    /// Stops a script of this session through `flag` when a policy says so.
+    pub fn stop_with(&self, flag: Arc<AtomicBool>) {
+        lock(&self.state).cancel = Some(flag);
+    }
+
+    /// The reason `name` may not run, recorded, or `None`.
+    fn check(&self, name: &str) -> Option<String> {
+        if !self.active.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut state = lock(&self.state);
+        let policy = state.policy.clone()?;
+        let why = policy.refuses(name)?;
+        let denial = Denial {
+            name: name.to_string(),
+            reason: why.to_string(),
+        };
+        if policy.abort && state.aborted.is_none() {
+            state.aborted = Some(denial.clone());
+            if let Some(flag) = &state.cancel {
+                flag.store(true, Ordering::Release);
+            }
+        }
+        if state.denials.len() < MAX_REPORTED {
+            state.denials.push(denial);
+        }
+        Some(format!("{name}: {why}"))
+    }
+
+    /// Puts the session's policy in force for one script, or `policy`
+    /// instead of it, until the returned guard is dropped: `None` (and
+    /// nothing to do) when there is no policy at all, the common case.
+    pub fn enter(&self, policy: Option<CommandPolicy>) -> Result<Option<Entered<'_>>, String> {
+        if policy.is_some() && !self.polices() {
+            return Err(UNPOLICED.to_string());
+        }
+        let Some(policy) = policy.map(Arc::new).or_else(|| self.session.clone()) else {
+            return Ok(None);
+        };
+        let mut state = lock(&self.state);
+        state.denials.clear();
+        state.aborted = None;
+        state.policy = Some(policy);
+        self.active.store(true, Ordering::Release);
+        Ok(Some(Entered(self)))
+    }
+}
+
+/// What a call with its own policy on a session without one answers.
+const UNPOLICED: &str = "a :command_policy for one call needs a session created with a \
+     :command_policy (`{:deny, []}` denies nothing and lets each call bring its own)";
+
+/// A policy in force for one script.
+pub struct Entered<'a>(&'a Gate);
+
+impl Entered<'_> {
+    /// Ends the script's policy: what it denied, and the denial that
+    /// stopped it, if one did.
+    pub fn leave(self) -> (Vec<Denial>, Option<Denial>) {
+        let mut state = lock(&self.0.state);
+        (std::mem::take(&mut state.denials), state.aborted.take())
+    }
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.state).policy = None;
+        self.0.active.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deny(names: &[&str], abort: bool) -> CommandPolicy {
+        let names = names.iter().map(|n| n.to_string()).collect();
+        CommandPolicy {
+            rule: Rule::Deny(names),
+            abort,
+        }
+    }
+
+    #[test]
+    fn a_call_policy_replaces_the_sessions_for_its_script_only() {
+        let gate = Gate::new(Some(deny(&["rm"], false)));
+        assert!(gate.check("rm").is_none(), "no script runs");
+        {
+            let _call = gate.enter(Some(deny(&["curl"], false))).unwrap();
+            assert!(gate.check("rm").is_none());
+            assert!(gate.check("curl").is_some());
+        }
+        let _script = gate.enter(None).unwrap();
+        assert!(gate.check("rm").is_some());
+        assert!(gate.check("curl").is_none());
+        let unpoliced = Gate::new(None);
+        assert!(unpoliced.enter(None).unwrap().is_none(), "nothing to do");
+        assert!(unpoliced.enter(Some(deny(&["rm"], false))).is_err());
+    }
+
+    #[test]
+    fn an_allow_list_refuses_everything_else_and_denials_are_recorded() {
+        let names = ["echo".to_string()].into_iter().collect();
+        let policy = CommandPolicy {
+            rule: Rule::Allow(names),
+            abort: true,
+        };
+        let gate = Gate::new(Some(deny(&[], false)));
+        let flag = Arc::new(AtomicBool::new(false));
+        gate.stop_with(flag.clone());
+        assert!(gate.check("cat").is_none(), "no script runs");
+        let call = gate
+            .enter(Some(policy))
+            .unwrap()
+            .expect("a policy in force");
+        assert!(gate.check("echo").is_none());
+        assert_eq!(
+            gate.check("cat").as_deref(),
+            Some("cat: not allowed by the command policy")
+        );
+        assert!(flag.load(Ordering::Acquire), "abort stops the script");
+        let (denials, aborted) = call.leave();
+        assert_eq!(denials.len(), 1);
+        assert_eq!(aborted.map(|d| d.name).as_deref(), Some("cat"));
+    }
+}
