@@ -6,6 +6,7 @@ defmodule ExBashkit.Approval do
   # session's `:builtin_timeout_ms`; one that raises, exits, answers
   # anything but `:ok` or `{:deny, reason}`, or takes too long denies.
 
+  alias ExBashkit.Approval.Wrapped
   alias ExBashkit.Error
 
   @docs """
@@ -46,8 +47,9 @@ defmodule ExBashkit.Approval do
             %{
               name: String.t() | nil,
               args: [String.t() | nil],
-              context: :direct | :substitution | :function_body,
-              assignments: [String.t()]
+              context: :direct | :substitution | :function_body | :wrapped,
+              assignments: [String.t()],
+              wrapper: String.t() | nil
             }
           ],
           redirects: [%{path: String.t() | nil, mode: :read | :write | :append}],
@@ -70,16 +72,36 @@ defmodule ExBashkit.Approval do
   @doc "The analysis of `script`, or `{:error, why}` when it does not parse."
   @spec analyze(binary()) :: {:ok, analysis()} | {:error, String.t()}
   def analyze(script) do
+    with {:ok, found} <- base(script) do
+      wrapped = Wrapped.expand(found.commands, &base/1)
+      dynamic = found.dynamic_commands or wrapped.dynamic
+      reentry = found.reentry or wrapped.reentry
+
+      found = %{
+        found
+        | commands: found.commands ++ wrapped.commands,
+          wrappers: Enum.uniq(found.wrappers ++ wrapped.wrappers),
+          dynamic_commands: dynamic,
+          reentry: reentry
+      }
+
+      {:ok, Map.put(found, :opaque, dynamic or reentry or found.truncated)}
+    end
+  end
+
+  # bashkit's analysis, in our terms; the commands inside others are
+  # Wrapped's.
+  defp base(script) do
     with {:ok, found} <- analysis(script) do
       commands =
         for command <- found.commands,
-            do: %{command | context: Map.fetch!(@contexts, command.context)}
+            do:
+              Map.merge(command, %{context: Map.fetch!(@contexts, command.context), wrapper: nil})
 
       redirects =
         for redirect <- found.redirects, do: %{redirect | mode: Map.fetch!(@modes, redirect.mode)}
 
-      opaque = found.dynamic_commands or found.reentry or found.truncated
-      {:ok, %{found | commands: commands, redirects: redirects} |> Map.put(:opaque, opaque)}
+      {:ok, %{found | commands: commands, redirects: redirects}}
     end
   end
 

@@ -186,6 +186,58 @@ defmodule ExBashkit.CommandPolicyTest do
     end
   end
 
+  # The policy guides/agent_tools.md teaches, applied before anything runs.
+  defp static_policy(%{opaque: true}), do: {:deny, "the command hides what it runs"}
+
+  defp static_policy(%{commands: commands}) do
+    case Enum.find(commands, &(&1.name in ~w(curl wget rm))) do
+      nil -> :ok
+      %{name: name} -> {:deny, "#{name} is not allowed"}
+    end
+  end
+
+  describe "the guide's static approval policy" do
+    test "denies every spelling before anything runs" do
+      for script <- @bypasses do
+        session = fresh(:none, approve: &static_policy/1)
+
+        assert {:error, "denied: " <> _} = Session.exec(session, "echo ran > /ran\n" <> script),
+               "#{inspect(script)} was let through"
+
+        assert {:ok, %Result{exit_code: 1}} = Session.exec(session, "cat /ran"), inspect(script)
+        assert kept?(session)
+      end
+    end
+
+    test "sees the command inside each wrapper, trap and find -exec" do
+      for {script, wrapper} <- [
+            {"env -i A=b rm -rf /", "env"},
+            {"timeout -s KILL 5 nice -n 3 rm -rf /", "nice"},
+            {"trap 'rm -rf /' EXIT", "trap"},
+            {"find / -name x -exec rm -f {} \\;", "find"},
+            {"echo / | xargs -n 1 rm -rf", "xargs"},
+            {"command -p rm -rf /", "command"}
+          ] do
+        assert {:ok, found} = ExBashkit.analyze(script)
+
+        assert Enum.any?(
+                 found.commands,
+                 &match?(%{name: "rm", context: :wrapped, wrapper: ^wrapper}, &1)
+               ),
+               "#{script}: #{inspect(found.commands)}"
+
+        refute found.opaque, script
+      end
+    end
+
+    test "a file run by its path is reentry, a name wrappers cannot read is dynamic" do
+      assert {:ok, %{reentry: true, opaque: true}} = ExBashkit.analyze("/s; ./t")
+      assert {:ok, %{dynamic_commands: true, opaque: true}} = ExBashkit.analyze("env $cmd /x")
+      assert {:ok, %{opaque: false, commands: commands}} = ExBashkit.analyze("command -v rm")
+      refute Enum.any?(commands, &(&1.context == :wrapped))
+    end
+  end
+
   describe "bad arguments" do
     test "raise ArgumentError naming the option" do
       for bad <- [
