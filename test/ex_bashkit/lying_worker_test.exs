@@ -34,7 +34,7 @@ defmodule ExBashkit.LyingWorkerTest do
   defp frame(payload), do: <<byte_size(payload)::32, payload::binary>>
   defp term(term), do: frame(:erlang.term_to_binary(term))
 
-  @ran {:ok, {"", "", 0, false}}
+  @ran {:ok, {"", "", 0, false, []}}
 
   defp call(id),
     do: term({:call, id, {:builtin, "x"}, %{args: [], stdin: "", env: %{}, cwd: "/"}})
@@ -56,15 +56,16 @@ defmodule ExBashkit.LyingWorkerTest do
          )
        end},
       {"a done whose outcome is no outcome", &term({:done, &1, {:ok, 5}, true})},
-      {"a done whose exit code is text", &term({:done, &1, {:ok, {"", "", "0", false}}, true})},
+      {"a done whose exit code is text",
+       &term({:done, &1, {:ok, {"", "", "0", false, []}}, true})},
       {"a done whose exit code is out of range",
-       &term({:done, &1, {:ok, {"", "", 1_000_000, false}}, true})},
+       &term({:done, &1, {:ok, {"", "", 1_000_000, false, []}}, true})},
       {"a done with an unknown reason",
        &term({:done, &1, {:error, {:boom, nil, "m", "", ""}}, true})},
       {"a done with an unknown limit",
        &term({:done, &1, {:error, {:limit, :no_such_limit, "m", "", ""}}, true})},
       {"a done whose output is past the caps",
-       &term({:done, &1, {:ok, {:binary.copy("a", 1_048_577), "", 0, false}}, true})},
+       &term({:done, &1, {:ok, {:binary.copy("a", 1_048_577), "", 0, false, []}}, true})},
       {"a done whose usable flag is not a boolean", &term({:done, &1, @ran, :yes})},
       {"a started whose id is text", fn _id -> term({:started, "1"}) end},
       {"a started whose id is a pid", fn _id -> term({:started, self()}) end},
@@ -173,7 +174,7 @@ defmodule ExBashkit.LyingWorkerTest do
   test "a forged but well-formed answer ends the job; anything after it is a violation",
        %{bystander: bystander} do
     forge = fn id ->
-      term({:done, id, {:ok, {"forged\n", "", 0, false}}, true}) <>
+      term({:done, id, {:ok, {"forged\n", "", 0, false, []}}, true}) <>
         term({:chunk, id, :stdout, "late"})
     end
 
@@ -269,8 +270,15 @@ defmodule ExBashkit.LyingWorkerTest do
 
   test "what a worker answers is checked against what was asked" do
     caps = {10, 10}
-    assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false}}, caps)
-    refute Protocol.outcome(:exec, {:ok, {"much too long", "", 0, false}}, caps)
+    assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false, []}}, caps)
+    assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false, [{"rm", "denied"}]}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"much too long", "", 0, false, []}}, caps)
+    # Denials: {name, reason} pairs, no more than a script reports.
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [{:rm, "denied"}]}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, :none}}, caps)
+    many = List.duplicate({"rm", "denied"}, 101)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, many}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false}}, caps)
     refute Protocol.outcome(:exec, {:ok, "snapshot"}, caps)
     # Every limit an honest worker can name, the VM-wide budget included.
     for limit <- [nil, :memory_budget_bytes | ExBashkit.Session.Options.Limits.keys()] do
