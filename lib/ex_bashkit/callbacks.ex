@@ -26,11 +26,12 @@ defmodule ExBashkit.Callbacks do
   alias ExBashkit.Callbacks.Chains
   alias ExBashkit.Callbacks.Supervisor, as: Servers
 
-  defstruct builtins: %{}, virtual_fs: %{}, timeout: 30_000, max_reply: nil
+  defstruct builtins: %{}, virtual_fs: %{}, policy: nil, timeout: 30_000, max_reply: nil
 
   @type t :: %__MODULE__{
           builtins: %{String.t() => Builtin.t()},
           virtual_fs: %{String.t() => VirtualFs.backend()},
+          policy: (map() -> :ok | {:deny, String.t()}) | nil,
           timeout: pos_integer(),
           max_reply: pos_integer() | nil
         }
@@ -237,6 +238,10 @@ defmodule ExBashkit.Callbacks do
     do: is_map_key(table.builtins, name)
 
   defp known?(table, {{:fs, mount}, %{op: _, path: _}}), do: is_map_key(table.virtual_fs, mount)
+
+  defp known?(table, {{:policy, "command"}, %{name: _, args: _}}),
+    do: is_function(table.policy, 1)
+
   defp known?(_table, _call), do: false
 
   defp cancel(nil), do: :ok
@@ -286,6 +291,12 @@ defmodule ExBashkit.Callbacks do
     end)
   end
 
+  defp invoke({{:policy, _}, request}, table) do
+    observed(%{type: :policy, name: request.name, operation: :check}, fn ->
+      table.policy.(request)
+    end)
+  end
+
   defp observed(metadata, fun) do
     Telemetry.span([:ex_bashkit, :callback], metadata, fun, fn answer ->
       ok? = answer == :ok or (is_tuple(answer) and elem(answer, 0) == :ok)
@@ -317,6 +328,14 @@ defmodule ExBashkit.Callbacks do
 
   defp reply(value, {{:builtin, _}, _} = request, table),
     do: invalid(request, value, table)
+
+  # A function :command_policy: anything but :ok denies.
+  defp reply(:ok, {{:policy, _}, _}, _table), do: :ok
+
+  defp reply({:deny, reason}, {{:policy, _}, _}, table) when is_binary(reason),
+    do: {:error, truncate(reason, table.max_reply)}
+
+  defp reply(value, {{:policy, _}, _} = request, table), do: invalid(request, value, table)
 
   defp reply(value, {{:fs, mount}, %{op: op}} = request, table) do
     case VirtualFs.reply(op, value) do
@@ -368,6 +387,12 @@ defmodule ExBashkit.Callbacks do
     {:output, "", "#{name}: #{truncate(message, table.max_reply)}\n", 1}
   end
 
+  defp invalid({{:policy, _}, _}, value, table) do
+    message = "the command policy answered #{short(value)}; expected :ok or {:deny, reason}"
+
+    {:error, truncate(message, table.max_reply)}
+  end
+
   defp invalid({{:fs, mount}, %{op: op}}, value, table) do
     message =
       "the virtual_fs backend at #{mount} answered #{op} with an invalid value: #{short(value)}"
@@ -385,6 +410,9 @@ defmodule ExBashkit.Callbacks do
   defp failure_reply(text, {{:builtin, name}, _}, why) do
     {:output, "", "#{name}: #{text}\n", if(why == :timeout, do: 124, else: 1)}
   end
+
+  defp failure_reply(text, {{:policy, _}, _}, _why),
+    do: {:error, "the command policy failed: #{text}"}
 
   defp failure_reply(_text, {{:fs, _}, _}, :timeout), do: {:error, :etimedout}
 

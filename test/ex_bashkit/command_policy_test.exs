@@ -186,6 +186,63 @@ defmodule ExBashkit.CommandPolicyTest do
     end
   end
 
+  describe "a function policy (isolation: :process)" do
+    test "decides each command, with its arguments, however it is reached" do
+      test = self()
+
+      policy = fn %{name: name, args: args} ->
+        send(test, {:asked, name, args})
+        if name == "rm" and "/data" in args, do: {:deny, "not /data"}, else: :ok
+      end
+
+      session = fresh(:process, command_policy: policy)
+
+      assert %Result{stdout: "1\n0\n", stderr: stderr} =
+               run(session, "env rm -rf /data; echo $?; rm -f /other; echo $?")
+
+      assert stderr =~ "rm: cancelled by before_tool hook"
+      assert kept?(session)
+      assert_received {:asked, "env", ["rm", "-rf", "/data"]}
+      assert_received {:asked, "rm", ["-rf", "/data"]}
+      assert_received {:asked, "rm", ["-f", "/other"]}
+    end
+
+    test "one that raises, answers anything else or takes too long denies" do
+      for {policy, opts} <- [
+            {fn _ -> raise "boom" end, []},
+            {fn _ -> :yes end, []},
+            {fn _ -> Process.sleep(:infinity) end, [builtin_timeout_ms: 200]}
+          ] do
+        session = fresh(:process, [command_policy: policy] ++ opts)
+        # echo is denied too: every command is.
+        assert %Result{stdout: "", stderr: stderr} = run(session, "rm -rf /data; echo $?")
+        assert stderr =~ "rm: cancelled by before_tool hook"
+        assert stderr =~ "echo: cancelled by before_tool hook"
+        assert kept?(session)
+      end
+    end
+
+    test "aborts with the function's reason" do
+      policy = fn %{name: name} -> if name == "rm", do: {:deny, "no deleting"}, else: :ok end
+      session = fresh(:process, command_policy: policy, command_policy_abort: true)
+
+      assert {:error, "rm: no deleting (the script was stopped: command_policy_abort)"} =
+               Session.exec(session, "echo a; rm -rf /data; echo b")
+    end
+
+    test "is refused in the VM and per call" do
+      assert_raise ArgumentError, ~r/needs isolation: :process/, fn ->
+        Session.new(command_policy: fn _ -> :ok end, isolation: :none)
+      end
+
+      session = fresh(:none, command_policy: {:deny, []})
+
+      assert_raise ArgumentError, ~r/given to ExBashkit.Session.new\/1 only/, fn ->
+        Session.exec(session, "true", command_policy: fn _ -> :ok end)
+      end
+    end
+  end
+
   # The policy guides/agent_tools.md teaches, applied before anything runs.
   defp static_policy(%{opaque: true}), do: {:deny, "the command hides what it runs"}
 

@@ -137,7 +137,10 @@ defmodule ExBashkit.Session.ExecOptions do
         args: opts.args,
         stream_to: listeners,
         keep_output: opts.errors == :struct or opts.stream_to != nil,
-        command_policy: CommandPolicy.native(opts.command_policy, opts.command_policy_abort)
+        command_policy:
+          opts.command_policy
+          |> CommandPolicy.listed!()
+          |> CommandPolicy.native(opts.command_policy_abort)
       },
       timeout_ms: min(opts.timeout_ms || timeout_ms, timeout_ms),
       into: opts.into,

@@ -204,9 +204,12 @@ defmodule ExBashkit.Session.Options do
   def validate!(opts) do
     opts = Options.validate!(default_isolation(opts), @schema, "ExBashkit.Session.new/1")
 
+    CommandPolicy.where!(opts.command_policy, opts.isolation)
+
     callbacks = %ExBashkit.Callbacks{
       builtins: opts.builtins,
       virtual_fs: opts.virtual_fs,
+      policy: CommandPolicy.function(opts.command_policy),
       timeout: opts.builtin_timeout_ms
     }
 
@@ -263,7 +266,10 @@ defmodule ExBashkit.Session.Options do
       # Header functions are called again before each call.
       secrets: if(Network.dynamic?(secrets), do: secrets),
       callbacks:
-        if(callbacks.builtins == %{} and callbacks.virtual_fs == %{}, do: nil, else: callbacks)
+        if(callbacks.builtins == %{} and callbacks.virtual_fs == %{} and callbacks.policy == nil,
+          do: nil,
+          else: callbacks
+        )
     }
   end
 

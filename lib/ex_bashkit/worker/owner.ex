@@ -78,9 +78,11 @@ defmodule ExBashkit.Worker.Owner do
       # the worker is waiting on.
       egress: egress(native),
       http: MapSet.new(),
-      # The builtins and virtual_fs mounts the session has: a call of
-      # anything else is forged.
-      callables: {MapSet.new(native.builtins), MapSet.new(native.virtual_fs)}
+      # The builtins and virtual_fs mounts the session has, and whether a
+      # function decides its commands: a call of anything else is forged.
+      callables:
+        {MapSet.new(native.builtins), MapSet.new(native.virtual_fs),
+         match?({:ask, _, _}, native.command_policy)}
     }
 
     # Starting the process (~5-10 ms without a spare) happens after init:
@@ -542,8 +544,10 @@ defmodule ExBashkit.Worker.Owner do
   defp chunks(<<>>), do: []
   defp chunks(rest), do: [rest]
 
-  defp callable?({:builtin, name}, {builtins, _mounts}), do: MapSet.member?(builtins, name)
-  defp callable?({:fs, mount}, {_builtins, mounts}), do: MapSet.member?(mounts, mount)
+  defp callable?({:builtin, name}, {builtins, _, _}), do: MapSet.member?(builtins, name)
+  defp callable?({:fs, mount}, {_, mounts, _}), do: MapSet.member?(mounts, mount)
+  defp callable?({:policy, "command"}, {_, _, asks?}), do: asks?
+  defp callable?(_target, _callables), do: false
 
   defp egress(%{allow_net: :none}), do: nil
 

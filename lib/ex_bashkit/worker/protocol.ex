@@ -35,7 +35,8 @@ defmodule ExBashkit.Worker.Protocol do
           | {:new, {:error, binary()}}
           | {:started, id()}
           | {:chunk, id(), :stdout | :stderr, binary()}
-          | {:call, pos_integer(), {:builtin, binary()} | {:fs, binary()}, map()}
+          | {:call, pos_integer(), {:builtin, binary()} | {:fs, binary()} | {:policy, binary()},
+             map()}
           | {:done, id(), term(), boolean()}
           | {:fs, id(), term()}
           | {:cancelled, id(), boolean()}
@@ -192,6 +193,10 @@ defmodule ExBashkit.Worker.Protocol do
       _ -> false
     end
   end
+
+  defp call?({:policy, "command"}, %{name: name, args: args} = request)
+       when is_binary(name) and is_list(args) and map_size(request) == 2,
+       do: Enum.all?(args, &is_binary/1)
 
   defp call?(_target, _request), do: false
 

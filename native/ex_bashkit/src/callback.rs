@@ -21,7 +21,7 @@ use crate::convert::Nif;
 use crate::terms::{bytes, Bytes};
 
 mod atoms {
-    rustler::atoms! { ex_bashkit_call, builtin, fs, args, stdin, env, cwd, op, path, data, recursive, to }
+    rustler::atoms! { ex_bashkit_call, builtin, fs, policy, name, args, stdin, env, cwd, op, path, data, recursive, to }
 }
 
 #[derive(NifUnitEnum)]
@@ -41,6 +41,7 @@ fn target_of<'a>(request: &Request<'_>, env: Env<'a>) -> Term<'a> {
     match request {
         Request::Builtin { name, .. } => (atoms::builtin(), *name).encode(env),
         Request::Fs { mount, .. } => (atoms::fs(), *mount).encode(env),
+        Request::Policy { .. } => (atoms::policy(), "command").encode(env),
     }
 }
 
@@ -72,6 +73,10 @@ fn map<'a>(request: &Request<'_>, env: Env<'a>) -> Term<'a> {
                 ],
             )
         }
+        Request::Policy { name, args } => (
+            vec![atoms::name().encode(env), atoms::args().encode(env)],
+            vec![name.encode(env), args.encode(env)],
+        ),
         Request::Fs { op, path, .. } => {
             let (name, extra) = match op {
                 FsOp::Read => (OpName::Read, None),

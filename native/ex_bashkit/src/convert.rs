@@ -16,7 +16,7 @@ mod atoms {
     rustler::atoms! {
         env, cwd, username, hostname, limits, mounts, allowed_mount_paths, allow_net,
         credentials, block_private_ips, builtins, virtual_fs, python, python_runtime,
-        command_policy, none, all, only, deny, allow,
+        command_policy, none, all, only, deny, allow, ask,
     }
 }
 
@@ -99,7 +99,8 @@ impl<'a> Decoder<'a> for NifAllowNet {
     }
 }
 
-/// `:command_policy`: `{:deny | :allow, names, abort}`.
+/// `:command_policy`: `{:deny | :allow | :ask, names, abort}` (`:ask`:
+/// the session's function decides, in a worker).
 pub struct NifPolicy(pub CommandPolicy);
 
 impl<'a> Decoder<'a> for NifPolicy {
@@ -109,6 +110,7 @@ impl<'a> Decoder<'a> for NifPolicy {
         let rule = match kind {
             kind if kind == atoms::deny() => Rule::Deny(names),
             kind if kind == atoms::allow() => Rule::Allow(names),
+            kind if kind == atoms::ask() => Rule::Ask,
             _ => return Err(Error::BadArg),
         };
         Ok(NifPolicy(CommandPolicy { rule, abort }))
@@ -118,11 +120,11 @@ impl<'a> Decoder<'a> for NifPolicy {
 // The struct derive of the options encodes too (nothing here does).
 impl Encoder for NifPolicy {
     fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
-        let (kind, names) = match &self.0.rule {
-            Rule::Deny(names) => (atoms::deny(), names),
-            Rule::Allow(names) => (atoms::allow(), names),
+        let (kind, names): (Atom, Vec<&String>) = match &self.0.rule {
+            Rule::Deny(names) => (atoms::deny(), names.iter().collect()),
+            Rule::Allow(names) => (atoms::allow(), names.iter().collect()),
+            Rule::Ask => (atoms::ask(), Vec::new()),
         };
-        let names: Vec<&String> = names.iter().collect();
         (kind, names, self.0.abort).encode(env)
     }
 }

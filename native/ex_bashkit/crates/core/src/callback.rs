@@ -35,6 +35,9 @@ pub enum Request<'r> {
         op: FsOp<'r>,
         path: &'r str,
     },
+    /// `%{name: name, args: [..]}`: may this command run? For the
+    /// session's `:command_policy` function (`policy.rs`).
+    Policy { name: &'r str, args: &'r [String] },
 }
 
 impl Request<'_> {
@@ -62,6 +65,9 @@ impl Request<'_> {
                     _ => 0,
                 };
                 mount.len() + path.len() + data
+            }
+            Request::Policy { name, args } => {
+                name.len() + args.iter().map(String::len).sum::<usize>()
             }
         }
     }

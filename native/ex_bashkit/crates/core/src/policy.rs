@@ -9,13 +9,22 @@
 //! `NAME: cancelled by before_tool hook` on stderr, and the script goes on
 //! as after any failed command; with `abort`, the whole script is stopped
 //! and its caller told why. Each denial is recorded for the caller.
+//!
+//! A policy that is an Elixir function is asked through the session's
+//! callback channel, and the hook, which bashkit calls synchronously,
+//! blocks its thread for the answer: only a worker process's sessions
+//! (whose interpreter thread is their own) may have one.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
 
 use bashkit::hooks::{HookAction, ToolEvent};
 
+use crate::callback::{Channel, Failure, Reply, Request};
 use crate::sync::lock;
 
 /// Which commands may run.
@@ -25,6 +34,8 @@ pub enum Rule {
     Deny(HashSet<String>),
     /// Only these commands.
     Allow(HashSet<String>),
+    /// Whatever the session's Elixir function answers, command by command.
+    Ask,
 }
 
 /// A policy as given to `new/1` or `exec/3`.
@@ -36,15 +47,53 @@ pub struct CommandPolicy {
 }
 
 impl CommandPolicy {
-    /// Why `name` may not run, if it may not.
-    fn refuses(&self, name: &str) -> Option<&'static str> {
+    /// Why `name args` may not run, if it may not.
+    fn refuses(&self, name: &str, args: &[String], ask: Option<&Channel>) -> Option<String> {
         match &self.rule {
-            Rule::Deny(names) if names.contains(name) => Some("denied by the command policy"),
-            Rule::Allow(names) if !names.contains(name) => {
-                Some("not allowed by the command policy")
+            Rule::Deny(names) if names.contains(name) => {
+                Some("denied by the command policy".into())
             }
+            Rule::Allow(names) if !names.contains(name) => {
+                Some("not allowed by the command policy".into())
+            }
+            Rule::Ask => asked(ask, name, args),
             _ => None,
         }
+    }
+}
+
+/// The function's answer: `None` to run the command, else why not. Any
+/// failure to answer denies.
+fn asked(channel: Option<&Channel>, name: &str, args: &[String]) -> Option<String> {
+    let Some(channel) = channel else {
+        return Some("the command policy cannot be asked here".into());
+    };
+    match wait(channel.call(Request::Policy { name, args })) {
+        Ok(Reply::Ok) => None,
+        Ok(Reply::Error(Failure::Message(why) | Failure::Code(why))) => Some(why),
+        Ok(_) => Some("the command policy gave no answer".into()),
+        Err(why) => Some(why),
+    }
+}
+
+/// Runs `future` to its end on this thread, parked between polls.
+fn wait<F: Future>(future: F) -> F::Output {
+    struct Unpark(Thread);
+
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
     }
 }
 
@@ -65,6 +114,8 @@ const MAX_REPORTED: usize = 100;
 pub struct Gate {
     /// The session's own policy, fixed when it is built.
     session: Option<Arc<CommandPolicy>>,
+    /// How a function policy is asked (the session's callbacks).
+    ask: Mutex<Option<Arc<Channel>>>,
     state: Mutex<State>,
     /// Set while a script runs under a policy: the hook's only cost
     /// otherwise. The session's own work between scripts (tidying after a
@@ -97,13 +148,20 @@ impl Gate {
         self.session.is_some()
     }
 
+    /// Asks a function policy through `channel`.
+    pub fn ask_through(&self, channel: Arc<Channel>) {
+        *lock(&self.ask) = Some(channel);
+    }
+
     /// The `before_tool` hook that consults this gate.
     pub fn hook(self: &Arc<Self>) -> bashkit::hooks::Interceptor<ToolEvent> {
         let gate = self.clone();
-        Box::new(move |event: ToolEvent| match gate.check(&event.name) {
-            None => HookAction::Continue(event),
-            Some(reason) => HookAction::Cancel(reason),
-        })
+        Box::new(
+            move |event: ToolEvent| match gate.check(&event.name, &event.args) {
+                None => HookAction::Continue(event),
+                Some(reason) => HookAction::Cancel(reason),
+            },
+        )
     }
 
     /// Stops a script of this session through `flag` when a policy says so.
@@ -111,18 +169,21 @@ impl Gate {
         lock(&self.state).cancel = Some(flag);
     }
 
-    /// The reason `name` may not run, recorded, or `None`.
-    fn check(&self, name: &str) -> Option<String> {
+    /// The reason `name args` may not run, recorded, or `None`.
+    fn check(&self, name: &str, args: &[String]) -> Option<String> {
         if !self.active.load(Ordering::Acquire) {
             return None;
         }
-        let mut state = lock(&self.state);
-        let policy = state.policy.clone()?;
-        let why = policy.refuses(name)?;
+        let policy = lock(&self.state).policy.clone()?;
+        // Not under the state's lock: a function may take its time.
+        let ask = lock(&self.ask).clone();
+        let why = policy.refuses(name, args, ask.as_deref())?;
+        let message = format!("{name}: {why}");
         let denial = Denial {
             name: name.to_string(),
-            reason: why.to_string(),
+            reason: why,
         };
+        let mut state = lock(&self.state);
         if policy.abort && state.aborted.is_none() {
             state.aborted = Some(denial.clone());
             if let Some(flag) = &state.cancel {
@@ -132,7 +193,7 @@ impl Gate {
         if state.denials.len() < MAX_REPORTED {
             state.denials.push(denial);
         }
-        Some(format!("{name}: {why}"))
+        Some(message)
     }
 
     /// Puts the session's policy in force for one script, or `policy`
@@ -151,6 +212,13 @@ impl Gate {
         state.policy = Some(policy);
         self.active.store(true, Ordering::Release);
         Ok(Some(Entered(self)))
+    }
+}
+
+#[cfg(test)]
+impl Gate {
+    fn check_name(&self, name: &str) -> Option<String> {
+        self.check(name, &[])
     }
 }
 
@@ -192,15 +260,15 @@ mod tests {
     #[test]
     fn a_call_policy_replaces_the_sessions_for_its_script_only() {
         let gate = Gate::new(Some(deny(&["rm"], false)));
-        assert!(gate.check("rm").is_none(), "no script runs");
+        assert!(gate.check_name("rm").is_none(), "no script runs");
         {
             let _call = gate.enter(Some(deny(&["curl"], false))).unwrap();
-            assert!(gate.check("rm").is_none());
-            assert!(gate.check("curl").is_some());
+            assert!(gate.check_name("rm").is_none());
+            assert!(gate.check_name("curl").is_some());
         }
         let _script = gate.enter(None).unwrap();
-        assert!(gate.check("rm").is_some());
-        assert!(gate.check("curl").is_none());
+        assert!(gate.check_name("rm").is_some());
+        assert!(gate.check_name("curl").is_none());
         let unpoliced = Gate::new(None);
         assert!(unpoliced.enter(None).unwrap().is_none(), "nothing to do");
         assert!(unpoliced.enter(Some(deny(&["rm"], false))).is_err());
@@ -216,14 +284,14 @@ mod tests {
         let gate = Gate::new(Some(deny(&[], false)));
         let flag = Arc::new(AtomicBool::new(false));
         gate.stop_with(flag.clone());
-        assert!(gate.check("cat").is_none(), "no script runs");
+        assert!(gate.check_name("cat").is_none(), "no script runs");
         let call = gate
             .enter(Some(policy))
             .unwrap()
             .expect("a policy in force");
-        assert!(gate.check("echo").is_none());
+        assert!(gate.check_name("echo").is_none());
         assert_eq!(
-            gate.check("cat").as_deref(),
+            gate.check_name("cat").as_deref(),
             Some("cat: not allowed by the command policy")
         );
         assert!(flag.load(Ordering::Acquire), "abort stops the script");

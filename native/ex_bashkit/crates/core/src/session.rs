@@ -85,6 +85,7 @@ impl Session {
         let callbacks = Arc::new(callbacks);
         let credentials = options.credentials();
         let gate = Gate::new(options.command_policy.clone());
+        gate.ask_through(callbacks.clone());
         let bash = pool.block_on(
             worker,
             options.build(&callbacks, &credentials, egress, &gate),

@@ -120,6 +120,14 @@ pub fn request(request: &Request<'_>) -> (Term, Term) {
                 pairs(fields),
             )
         }
+        Request::Policy { name, args } => {
+            let args = args.iter().map(|arg| binary(arg.as_bytes())).collect();
+            let request = pairs(vec![
+                ("name", binary(name.as_bytes())),
+                ("args", list(args)),
+            ]);
+            (tuple(vec![atom("policy"), binary(b"command")]), request)
+        }
     }
 }
 
@@ -284,6 +292,7 @@ pub fn command_policy(term: &Term) -> Decoded<CommandPolicy> {
             let rule = match atom_name(kind) {
                 Some("deny") => Rule::Deny(names),
                 Some("allow") => Rule::Allow(names),
+                Some("ask") => Rule::Ask,
                 _ => return Err(format!("unknown command policy {term}")),
             };
             Ok(CommandPolicy {
