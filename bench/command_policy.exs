@@ -5,8 +5,9 @@
 #
 #   mix run bench/command_policy.exs
 #
-# Rounds alternate the columns; each figure is the median of the rounds'
-# p50s, with their spread (min–max), in µs per exec. The policy is checked
+# Each round runs the columns' calls interleaved, one call of each in
+# turn; each figure is the median of the rounds' p50s, with their spread
+# (min–max), in µs per exec. The policy is checked
 # in Rust each time a command is about to run (bashkit's `before_tool`
 # hook), with no Elixir round trip.
 
@@ -71,11 +72,20 @@ defmodule CommandPolicyBench do
       sessions =
         for {new, call} <- columns, do: {Session.new([isolation: isolation] ++ new), call}
 
+      # Calls interleave column by column, so that the machine's drift
+      # (this host is bimodal) falls on every column alike; a round's
+      # figure is each column's p50 over its calls.
       rounds =
-        for _ <- 1..@rounds do
-          for {session, opts} <- sessions do
-            BenchSupport.p50_us(@calls, fn -> {:ok, %{exit_code: 0}} = exec(session, opts) end)
-          end
+        for _round <- 1..@rounds do
+          samples =
+            for _call <- 1..@calls do
+              for {session, opts} <- sessions do
+                {time, {:ok, %{exit_code: 0}}} = :timer.tc(fn -> exec(session, opts) end)
+                time
+              end
+            end
+
+          samples |> Enum.zip_with(& &1) |> Enum.map(&median/1)
         end
 
       [plain, deny, allow, approve | asked] = Enum.zip_with(rounds, & &1)
@@ -95,6 +105,8 @@ defmodule CommandPolicyBench do
       )
     end
   end
+
+  defp median(samples), do: samples |> Enum.sort() |> Enum.at(div(length(samples), 2))
 
   defp exec(session, []), do: Session.exec(session, @script)
   defp exec(session, opts), do: Session.exec(session, @script, opts)

@@ -174,17 +174,26 @@ impl Gate {
         if !self.active.load(Ordering::Acquire) {
             return None;
         }
-        let policy = lock(&self.state).policy.clone()?;
-        // Not under the state's lock: a function may take its time.
-        let ask = lock(&self.ask).clone();
-        let why = policy.refuses(name, args, ask.as_deref())?;
+        let mut state = lock(&self.state);
+        let policy = state.policy.as_ref()?;
+        let (why, abort) = match &policy.rule {
+            // Not under the state's lock: a function may take its time.
+            Rule::Ask => {
+                let policy = policy.clone();
+                drop(state);
+                let ask = lock(&self.ask).clone();
+                let why = policy.refuses(name, args, ask.as_deref())?;
+                state = lock(&self.state);
+                (why, policy.abort)
+            }
+            _ => (policy.refuses(name, args, None)?, policy.abort),
+        };
         let message = format!("{name}: {why}");
         let denial = Denial {
             name: name.to_string(),
             reason: why,
         };
-        let mut state = lock(&self.state);
-        if policy.abort && state.aborted.is_none() {
+        if abort && state.aborted.is_none() {
             state.aborted = Some(denial.clone());
             if let Some(flag) = &state.cancel {
                 flag.store(true, Ordering::Release);
