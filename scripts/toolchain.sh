@@ -13,6 +13,10 @@ fi
 if [ "${EX_BASHKIT_NEED_TMUX:-0}" = 1 ] && ! command -v tmux >/dev/null 2>&1; then
   missing="$missing tmux"
 fi
+# Real Node: what the sandbox's `node` is checked against (javascript_test.exs).
+if [ "${EX_BASHKIT_NEED_NODE:-0}" = 1 ] && ! command -v node >/dev/null 2>&1; then
+  missing="$missing nodejs"
+fi
 if [ -n "$missing" ]; then
   echo "==> installing from Debian:$missing" | tr -s ' '
   SUDO=""

@@ -13,9 +13,10 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.ComingFrom017
   doctest ExBashkit.Guides.Isolation
   doctest ExBashkit.Guides.Security
+  doctest ExBashkit.Guides.Javascript
 
   test "every guide is doctested here" do
     guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 11
+    assert length(guides) == 12
   end
 end

@@ -55,6 +55,7 @@ defmodule ExBashkit.Session do
     * `guides/host_access.md` — host directories (`:mounts`), the network (`:allow_net`).
     * `guides/callbacks.md` — `:builtins` and `:virtual_fs`: Elixir code scripts call.
     * `guides/python.md` — the sandboxed Pythons: Monty and CPython side by side.
+    * `guides/javascript.md` — `node` in a worker process: what it has, its limits.
     * `guides/how_scripts_run.md` — threads, timeouts, cancellation and panics.
     * `guides/isolation.md` — `isolation: :process`: sessions in worker processes.
     * `guides/sandbox_per_conversation.md` — sessions as supervised processes (`ExBashkit.Server`).

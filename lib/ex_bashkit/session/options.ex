@@ -127,6 +127,15 @@ defmodule ExBashkit.Session.Options do
           "(`:monty` by default), `name: \"py\"` or `names: [...]` to add a " <>
           "sandboxed Python (see `guides/python.md`)."
     ],
+    javascript: [
+      type: {:in, [true, false]},
+      default: false,
+      doc:
+        "`true` adds a `node` command: real JavaScript (ES2023, QuickJS-ng) with " <>
+          "`console`, `process`, `require(\"fs\")` and `require(\"path\")` on the session's " <>
+          "files (see `guides/javascript.md`). It needs `isolation: :process`: the engine " <>
+          "runs only in worker processes."
+    ],
     isolation: [
       type: {:in, [:none, :process]},
       default: :none,
@@ -228,8 +237,11 @@ defmodule ExBashkit.Session.Options do
       python: python != [] and python_runtime == :monty,
       cpython: python != [] and python_runtime == :cpython,
       allow_net: opts.allow_net != :none,
-      mounts: opts.mounts != []
+      mounts: opts.mounts != [],
+      javascript: opts.javascript
     )
+
+    Capabilities.javascript!(opts.javascript, opts.isolation)
 
     {allow_net, secrets} = Network.credentials(opts.allow_net)
 

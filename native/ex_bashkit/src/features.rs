@@ -21,6 +21,9 @@ fn features() -> Vec<&'static str> {
     if cfg!(feature = "mounts") {
         built.push("mounts");
     }
+    if cfg!(feature = "javascript") {
+        built.push("javascript");
+    }
     built
 }
 

@@ -33,7 +33,7 @@ impl SessionResource {
     /// process serving each script (`callback.rs`).
     pub fn build(options: &SessionOptions) -> Result<Self, String> {
         let callbacks = Arc::new(Callbacks::default());
-        let session = Session::build(options, Channel::new(callbacks.clone()), None)?;
+        let session = Session::build(options, Channel::new(callbacks.clone()), None, Vec::new())?;
         Ok(Self { session, callbacks })
     }
 }

@@ -8,12 +8,12 @@ defmodule ExBashkit.Session.Options.Capabilities do
 
   @doc false
   # The optional parts this build has (`ExBashkit.features/0`).
-  @spec built_features() :: [:python | :cpython | :jq | :network | :mounts]
+  @spec built_features() :: [:python | :cpython | :jq | :network | :mounts | :javascript]
   def built_features do
     built = ExBashkit.Native.features()
     # A fixed list, so no atom is made from what the library reports, and
     # none has to exist already (a fresh VM may never have seen :jq).
-    for feature <- [:python, :cpython, :jq, :network, :mounts],
+    for feature <- [:python, :cpython, :jq, :network, :mounts, :javascript],
         Atom.to_string(feature) in built,
         do: feature
   end
@@ -58,7 +58,13 @@ defmodule ExBashkit.Session.Options.Capabilities do
     end
   end
 
-  @features %{python: :python, cpython: :cpython, allow_net: :network, mounts: :mounts}
+  @features %{
+    python: :python,
+    cpython: :cpython,
+    allow_net: :network,
+    mounts: :mounts,
+    javascript: :javascript
+  }
   @feature_options %{cpython: "python: :cpython"}
 
   @doc false
@@ -87,6 +93,19 @@ defmodule ExBashkit.Session.Options.Capabilities do
 
         :ok
     end
+  end
+
+  @doc false
+  # JavaScript runs in worker processes only: its engine is C, and a crash
+  # or a runaway of it must cost a worker, never the VM.
+  def javascript!(false, _isolation), do: :ok
+  def javascript!(true, :process), do: :ok
+
+  def javascript!(true, _isolation) do
+    raise ArgumentError,
+          "javascript: true needs isolation: :process: the JavaScript engine (QuickJS) runs " <>
+            "only in a worker process, where a crash or a runaway of it costs that process " <>
+            "and never the VM"
   end
 
   @doc false

@@ -14,9 +14,15 @@ pub fn message(err: &bashkit::Error) -> String {
 }
 
 /// The `:limits` key that sets `limit`, if one does.
+/// How the worker's `node` words a run over its memory cap.
+pub const JAVASCRIPT_HEAP: &str = "JavaScript heap out of memory";
+
 pub fn limit_key(limit: &LimitExceeded) -> Option<&'static str> {
     match limit {
         LimitExceeded::Memory(what) if variable_budget(what) => Some("max_memory_bytes"),
+        LimitExceeded::Memory(what) if what.starts_with(JAVASCRIPT_HEAP) => {
+            Some("max_javascript_memory_bytes")
+        }
         other => crate::limits::key_of_variant(other),
     }
 }

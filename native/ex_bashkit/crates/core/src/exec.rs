@@ -155,7 +155,13 @@ pub async fn run_once(
         .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
     let gate = Gate::new(options.command_policy.clone());
     let mut bash = options
-        .build(&Arc::new(callbacks), &options.credentials(), None, &gate)
+        .build(
+            &Arc::new(callbacks),
+            &options.credentials(),
+            None,
+            &gate,
+            Vec::new(),
+        )
         .await?;
     let run = Run {
         max_memory: options.limits.script_memory(),

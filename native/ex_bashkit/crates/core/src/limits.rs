@@ -21,6 +21,9 @@ const DEFAULT_MAX_INPUT_BYTES: usize = 1_000_000;
 /// ordinary scripts use (a few MB), far below what a runaway takes.
 const DEFAULT_MAX_SCRIPT_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 
+/// The JavaScript engine's heap, per run: Node-sized programs, not more.
+const DEFAULT_MAX_JAVASCRIPT_MEMORY_BYTES: u64 = 64 * 1024 * 1024;
+
 /// Room in a snapshot for what is neither file content nor variables:
 /// directory entries, metadata, the container's own framing.
 const SNAPSHOT_OVERHEAD_BYTES: u64 = 16 * 1024 * 1024;
@@ -37,6 +40,14 @@ fn set(target: &mut usize, value: Option<u64>) {
 }
 
 impl Limits {
+    /// The most one `node` run's engine may allocate.
+    pub fn javascript_memory(&self) -> usize {
+        count(
+            self.max_javascript_memory_bytes
+                .unwrap_or(DEFAULT_MAX_JAVASCRIPT_MEMORY_BYTES),
+        )
+    }
+
     pub fn execution(&self) -> ExecutionLimits {
         let mut limits = ExecutionLimits::default();
         set(&mut limits.max_commands, self.max_commands);
@@ -157,6 +168,10 @@ mod tests {
         })
         .unwrap();
         assert_eq!(limits.max_commands, Some(0));
-        assert_eq!(limits.max_python_recursion, Some(KEYS.len() as u64 - 1));
+        assert_eq!(limits.max_python_recursion, Some(KEYS.len() as u64 - 2));
+        assert_eq!(
+            limits.max_javascript_memory_bytes,
+            Some(KEYS.len() as u64 - 1)
+        );
     }
 }

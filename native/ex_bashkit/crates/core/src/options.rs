@@ -20,6 +20,9 @@ use crate::virtual_fs::ElixirFs;
 #[cfg(feature = "network")]
 pub type Egress = Arc<dyn bashkit::HttpTransport>;
 
+/// Commands a session gets from whoever builds it, by name.
+pub type Extra = Vec<(String, Box<dyn bashkit::Builtin>)>;
+
 /// A build without the network part makes no requests at all.
 #[cfg(not(feature = "network"))]
 pub type Egress = std::convert::Infallible;
@@ -49,6 +52,8 @@ pub struct SessionOptions {
     pub python_runtime: PythonRuntime,
     /// `:command_policy`: what every script's commands must pass.
     pub command_policy: Option<CommandPolicy>,
+    /// `javascript: true`: a `node` command (worker processes only).
+    pub javascript: bool,
 }
 
 impl SessionOptions {
@@ -61,6 +66,7 @@ impl SessionOptions {
         credentials: &Credentials,
         egress: Option<Egress>,
         gate: &Arc<Gate>,
+        extra: Extra,
     ) -> Result<Bash, String> {
         let mut builder = python::register(
             self.builder(credentials, egress),
@@ -72,6 +78,9 @@ impl SessionOptions {
         // (bashkit copies each command's name and arguments for it).
         if gate.polices() {
             builder = builder.before_tool(gate.hook());
+        }
+        for (name, builtin) in extra {
+            builder = builder.builtin(name, builtin);
         }
         for name in &self.builtins {
             let builtin = ElixirBuiltin::new(name.clone(), channel.clone());

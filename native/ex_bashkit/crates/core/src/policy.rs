@@ -16,16 +16,13 @@
 //! (whose interpreter thread is their own) may have one.
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 
 use bashkit::hooks::{HookAction, ToolEvent};
 
 use crate::callback::{Channel, Failure, Reply, Request};
-use crate::sync::lock;
+use crate::sync::{block_on, lock};
 
 /// Which commands may run.
 #[derive(Debug, Clone)]
@@ -68,32 +65,11 @@ fn asked(channel: Option<&Channel>, name: &str, args: &[String]) -> Option<Strin
     let Some(channel) = channel else {
         return Some("the command policy cannot be asked here".into());
     };
-    match wait(channel.call(Request::Policy { name, args })) {
+    match block_on(channel.call(Request::Policy { name, args })) {
         Ok(Reply::Ok) => None,
         Ok(Reply::Error(Failure::Message(why) | Failure::Code(why))) => Some(why),
         Ok(_) => Some("the command policy gave no answer".into()),
         Err(why) => Some(why),
-    }
-}
-
-/// Runs `future` to its end on this thread, parked between polls.
-fn wait<F: Future>(future: F) -> F::Output {
-    struct Unpark(Thread);
-
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut context = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
-            return output;
-        }
-        std::thread::park();
     }
 }
 

@@ -13,7 +13,7 @@ use crate::call_scope::CallScope;
 use crate::callback::Channel;
 use crate::cancel::Running;
 use crate::network::Credentials;
-use crate::options::SessionOptions;
+use crate::options::{Extra, SessionOptions};
 use crate::policy::Gate;
 use crate::runtime::interpreters;
 use crate::tidy::Untidy;
@@ -74,11 +74,13 @@ impl Drop for Session {
 
 impl Session {
     /// Builds the session's interpreter on a thread of the pool; its
-    /// builtins and virtual_fs backends call out through `callbacks`.
+    /// builtins and virtual_fs backends call out through `callbacks`;
+    /// `extra` are commands of the caller's own (a worker's `node`).
     pub fn build(
         options: &SessionOptions,
         callbacks: Channel,
         egress: Option<crate::options::Egress>,
+        extra: Extra,
     ) -> Result<Self, String> {
         let pool = interpreters()?;
         let worker = pool.assign();
@@ -88,7 +90,7 @@ impl Session {
         gate.ask_through(callbacks.clone());
         let bash = pool.block_on(
             worker,
-            options.build(&callbacks, &credentials, egress, &gate),
+            options.build(&callbacks, &credentials, egress, &gate, extra),
         )?;
         let fs = bash.fs();
         let running = Running::new(bash.cancellation_token());

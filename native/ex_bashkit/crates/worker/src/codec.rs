@@ -341,6 +341,7 @@ pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
         python: strings(fields.get("python")?)?,
         python_runtime,
         command_policy: optional(fields.get("command_policy")?, command_policy)?,
+        javascript: flag(fields.get("javascript")?)?,
     })
 }
 

@@ -4,11 +4,15 @@
 
 mod calls;
 mod codec;
+mod deadline;
 // Without the network part, bashkit makes no requests to send.
 #[cfg(feature = "network")]
 mod egress;
 mod frame;
 mod job;
+// JavaScript runs only here, never in the VM.
+#[cfg(feature = "javascript")]
+mod js;
 pub mod protocol;
 mod serve;
 pub mod zygote;

@@ -28,6 +28,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 
 use crate::calls::HostCalls;
+use crate::deadline::Deadline;
 #[cfg(feature = "network")]
 use crate::egress::HostEgress;
 use crate::frame::{exit_now, Outbox};
@@ -78,6 +79,7 @@ pub fn main() {
         plan,
         report,
         prepared: None,
+        deadline: Arc::default(),
     };
     // SAFETY: fd 0 is the Port's pipe, never closed by anything else.
     let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
@@ -125,6 +127,8 @@ struct Worker {
     report: Report,
     /// What the worker was hardened for ahead of its session, if it was.
     prepared: Option<Fit>,
+    /// The running script's deadline, for commands that block (`node`).
+    deadline: Arc<Deadline>,
 }
 
 impl Worker {
@@ -146,7 +150,14 @@ impl Worker {
             (Request::New(options), None) => self.start(options),
             (Request::Exec { id, script, call }, Some(session)) => {
                 self.job(id, &session, |job, stop| {
-                    exec(session.clone(), job, stop, script, call)
+                    exec(
+                        session.clone(),
+                        job,
+                        stop,
+                        script,
+                        call,
+                        self.deadline.clone(),
+                    )
                 });
             }
             (Request::Snapshot { id, options, key }, Some(session)) => {
@@ -215,7 +226,7 @@ impl Worker {
         hardening::for_session(&self.plan, &needs, &mut self.report);
         self.prepared = Some(fit);
         let channel = Channel::new(self.calls.clone());
-        let built = Session::build(options, channel, self.egress());
+        let built = Session::build(options, channel, self.egress(), self.commands(options));
         let (Ok(session), Ok(pool)) = (built, interpreters()) else {
             return;
         };
@@ -248,13 +259,29 @@ impl Worker {
             .is_some_and(|fit| options.worker_needs().fit() != Some(fit))
     }
 
+    /// The commands only a worker has: `node` for `javascript: true`.
+    fn commands(&self, options: &SessionOptions) -> ex_bashkit_core::options::Extra {
+        self.deadline.session(options.limits.execution().timeout);
+        #[cfg(feature = "javascript")]
+        if options.javascript {
+            let limits = options.limits.execution();
+            let node = crate::js::Node {
+                max_memory: options.limits.javascript_memory(),
+                max_output: (limits.max_stdout_bytes, limits.max_stderr_bytes),
+                deadline: self.deadline.clone(),
+            };
+            return vec![("node".to_string(), Box::new(node))];
+        }
+        Vec::new()
+    }
+
     fn build(&mut self, options: &SessionOptions) -> Result<Session, String> {
         self.calls.limit(options.limits.filesystem().max_file_size);
         if self.prepared.is_none() {
             hardening::for_session(&self.plan, &options.worker_needs(), &mut self.report);
         }
         let channel = Channel::new(self.calls.clone());
-        Session::build(options, channel, self.egress())
+        Session::build(options, channel, self.egress(), self.commands(options))
     }
 
     /// Queues a job on the session's interpreter thread; `start` gives the
@@ -320,6 +347,7 @@ fn exec(
     stop: ex_bashkit_core::stop::StopSignal,
     script: Vec<u8>,
     call: Option<ExecCall>,
+    deadline: Arc<Deadline>,
 ) -> Result<impl std::future::Future<Output = Outcome> + Send + 'static, String> {
     let script = ex_bashkit_core::exec::script_text(&script)?;
     session.usable()?;
@@ -340,7 +368,8 @@ fn exec(
             hardening::cpu_backstop(timeout);
         }
         let job: Arc<dyn Job> = job;
-        match run_on_session(&session, &script, plan, job, || (), stop).await {
+        let start = || deadline.start(timeout);
+        match run_on_session(&session, &script, plan, job, start, stop).await {
             Ok(Ran { result, denials }) => Outcome::Ran {
                 truncated: result.stdout_truncated || result.stderr_truncated,
                 stdout: result.stdout.into_bytes(),

@@ -1,0 +1,63 @@
+# `node` in an isolated session (issue 43), side by side with real Node on
+# this machine (Debian's `nodejs`):
+#
+#   mix run bench/javascript.exs
+#
+# Startup: p50/p99 of `node -e 'console.log(1)'` in a live session (a fresh
+# engine each call), against `node -e` as a process. CPU: sorting 10^6
+# numbers, and JSON.parse + JSON.stringify of ~10 MB, each timed inside
+# the script (Date.now()), median of 5 runs.
+
+Code.require_file("support.exs", __DIR__)
+
+defmodule JavaScriptBench do
+  alias ExBashkit.Session
+
+  @sort "const a = Array.from({length: 1e6}, (_, i) => (i * 7919) % 1000003); const t = Date.now(); a.sort((x, y) => x - y); console.log(Date.now() - t)"
+  @json "const o = Array.from({length: 1e5}, (_, i) => ({id: i, name: 'item ' + i, tags: ['a', 'b', 'c'], n: i / 3})); const s = JSON.stringify(o); const t = Date.now(); const back = JSON.parse(s); const again = JSON.stringify(back); console.log(Date.now() - t, Math.round(s.length / 1e6))"
+
+  def run do
+    node = System.find_executable("node") || raise "real Node is needed (apt-get install nodejs)"
+    limits = [timeout_ms: 120_000, max_javascript_memory_bytes: 1024 * 1024 * 1024]
+    session = Session.new(javascript: true, isolation: :process, limits: limits)
+    {:ok, _} = Session.exec(session, "node -e 1")
+
+    sandbox =
+      BenchSupport.sorted_samples_ns(500, fn ->
+        {:ok, _} = Session.exec(session, "node -e 'console.log(1)'")
+      end)
+
+    process =
+      BenchSupport.sorted_samples_ns(50, fn ->
+        {_, 0} = System.cmd(node, ["-e", "console.log(1)"])
+      end)
+
+    IO.puts("""
+    ## `node` in an isolated session against real Node (#{String.trim(elem(System.cmd(node, ["--version"]), 0))})
+    | figure | sandbox (QuickJS-ng in the worker) | real Node |
+    |---|---|---|
+    | `node -e 'console.log(1)'`, p50 / p99 | #{us(sandbox, 50)} / #{us(sandbox, 99)} µs | #{us(process, 50)} / #{us(process, 99)} µs (a new process) |\
+    """)
+
+    for {name, code} <- [
+          {"sort 10^6 numbers (ms)", @sort},
+          {"JSON.parse + JSON.stringify of 10 MB (ms)", @json}
+        ] do
+      :ok = Session.write_file(session, "/bench.js", code)
+      ours = for _ <- 1..5, do: ms(Session.exec(session, "node /bench.js"))
+
+      theirs =
+        for _ <- 1..5, do: code |> then(&System.cmd(node, ["-e", &1])) |> elem(0) |> first_int()
+
+      IO.puts("| #{name} | #{BenchSupport.spread(ours)} | #{BenchSupport.spread(theirs)} |")
+    end
+  end
+
+  defp us(sorted, percentile),
+    do: div(Enum.at(sorted, div(length(sorted) * percentile, 100)), 1000)
+
+  defp ms({:ok, %{stdout: out, exit_code: 0}}), do: first_int(out)
+  defp first_int(text), do: text |> String.split() |> hd() |> String.to_integer()
+end
+
+BenchSupport.publish(__ENV__.file, &JavaScriptBench.run/0)

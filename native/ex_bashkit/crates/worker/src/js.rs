@@ -1,0 +1,548 @@
+//! `node` in a worker process (`javascript: true`): real ECMAScript on
+//! QuickJS-ng (the `rquickjs` crate), run only here, where a crash or a
+//! runaway of the engine costs its session's process and nothing else.
+//!
+//! `node FILE [ARGS]`, `node -e CODE`, `node -p EXPR`, and a script on
+//! stdin. The globals Node programs use most (`console`, `process`,
+//! `require("fs")`, `require("path")`, CommonJS files of the session) come
+//! from `js/prelude.js` over a few host functions, which reach the
+//! session's own filesystem, the one bash and Python see. Each run has a
+//! fresh engine: the memory cap, the session's deadline (checked by the
+//! engine's interrupt handler) and a stack cap bound it.
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult, FileSystem, LimitExceeded};
+use ex_bashkit_core::file_kind::FileKind;
+use ex_bashkit_core::named::Named;
+use ex_bashkit_core::sync::block_on;
+
+use crate::deadline::Deadline;
+use rquickjs::context::EvalOptions;
+use rquickjs::{
+    CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Object, Runtime, Value,
+};
+
+const PRELUDE: &str = include_str!("js/prelude.js");
+
+/// The engine's own stack, under the interpreter thread's.
+const MAX_STACK_BYTES: usize = 8 << 20;
+
+/// The `node` command of one session.
+pub struct Node {
+    /// `:max_javascript_memory_bytes`.
+    pub max_memory: usize,
+    /// `:max_stdout_bytes`, `:max_stderr_bytes`.
+    pub max_output: (usize, usize),
+    /// When the running script must stop (`deadline.rs`).
+    pub deadline: Arc<Deadline>,
+}
+
+/// What to run.
+enum Source {
+    Code(String),
+    File(PathBuf),
+}
+
+struct Invocation {
+    source: Source,
+    /// `-p`: print the value of the last expression.
+    print: bool,
+    args: Vec<String>,
+}
+
+const USAGE: &str = "usage: node [-e CODE | -p EXPR | FILE | -] [ARGS...]\n";
+
+impl Invocation {
+    fn parse(args: &[String], stdin: Option<String>, cwd: &Path) -> Result<Self, String> {
+        let mut args = args.iter();
+        let (source, print) = match args.next().map(String::as_str) {
+            Some("-e" | "--eval") => (Source::Code(next(&mut args)?), false),
+            Some("-p" | "--print") => (Source::Code(next(&mut args)?), true),
+            Some("-" | "--") | None => match stdin {
+                Some(code) => (Source::Code(code), false),
+                None => return Err(format!("node: no script given\n{USAGE}")),
+            },
+            Some("-v" | "--version") => return Err(String::new()),
+            Some(flag) if flag.starts_with('-') => {
+                return Err(format!("node: bad option: {flag}\n{USAGE}"));
+            }
+            Some(file) => (Source::File(cwd.join(file)), false),
+        };
+        Ok(Self {
+            source,
+            print,
+            args: args.cloned().collect(),
+        })
+    }
+}
+
+fn next(args: &mut std::slice::Iter<'_, String>) -> Result<String, String> {
+    args.next()
+        .cloned()
+        .ok_or_else(|| format!("node: the option requires an argument\n{USAGE}"))
+}
+
+#[async_trait]
+impl Builtin for Node {
+    async fn execute(&self, ctx: BuiltinContext<'_>) -> bashkit::Result<ExecResult> {
+        let stdin = ctx.stdin.map(|data| data.text_lossy().into_owned());
+        let invocation = match Invocation::parse(ctx.args, stdin, ctx.cwd) {
+            Ok(invocation) => invocation,
+            Err(message) if message.is_empty() => return Ok(ExecResult::ok("v20.0.0\n")),
+            Err(message) => return Ok(ExecResult::err(message, 9)),
+        };
+        let (code, filename) = match &invocation.source {
+            Source::Code(code) => (code.clone(), "[eval]".to_string()),
+            Source::File(path) => match ctx.fs.read_file(path).await {
+                Ok(bytes) => (
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                    path.display().to_string(),
+                ),
+                Err(_) => {
+                    let message = format!("node: cannot find module '{}'\n", path.display());
+                    return Ok(ExecResult::err(message, 1));
+                }
+            },
+        };
+        let mut argv = vec!["/usr/bin/node".to_string()];
+        if let Source::File(path) = &invocation.source {
+            argv.push(path.display().to_string());
+        }
+        argv.extend(invocation.args.iter().cloned());
+        let host = Host {
+            fs: ctx.fs.clone(),
+            cwd: ctx.cwd.display().to_string(),
+            env: ctx
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            argv,
+            out: [Vec::new(), Vec::new()],
+            caps: [self.max_output.0, self.max_output.1],
+            exit: None,
+        };
+        let deadline = self.deadline.at();
+        let run = Run {
+            code: &code,
+            filename: &filename,
+            print: invocation.print,
+            max_memory: self.max_memory,
+            deadline,
+        };
+        run.go(host)
+    }
+}
+
+/// What the host functions share for one run.
+struct Host {
+    fs: Arc<dyn FileSystem>,
+    cwd: String,
+    env: Vec<(String, String)>,
+    argv: Vec<String>,
+    out: [Vec<u8>; 2],
+    caps: [usize; 2],
+    exit: Option<i32>,
+}
+
+impl Host {
+    /// Appends to stdout (`stream` 0) or stderr (1), within the caps.
+    fn write(&mut self, stream: usize, text: &str) {
+        if self.exit.is_some() {
+            return;
+        }
+        let index = stream.min(1);
+        let out = &mut self.out[index];
+        let room = self.caps[index].saturating_sub(out.len());
+        out.extend_from_slice(&text.as_bytes()[..text.len().min(room)]);
+    }
+
+    /// One file operation, answered as JSON (`{"ok": …}` or
+    /// `{"err": code, "msg": text}`), as the prelude reads it.
+    fn fs(&self, op: &str, args: &str) -> String {
+        let args: Vec<Arg> = parse_args(args);
+        let path = |i: usize| match args.get(i) {
+            Some(Arg::Text(path)) => Ok(PathBuf::from(path)),
+            _ => Err(("EINVAL", "a path is required".to_string())),
+        };
+        let flag = |i: usize| matches!(args.get(i), Some(Arg::Flag(true)));
+        let fs = &self.fs;
+        let answer: Result<String, (&str, String)> = (|| match op {
+            "read" => {
+                let file = path(0)?;
+                let bytes =
+                    block_on(fs.read_file(&file)).map_err(|e| os_error(&e, "open", &file))?;
+                Ok(json_string(&String::from_utf8_lossy(&bytes)))
+            }
+            "write" => {
+                let file = path(0)?;
+                let data = match args.get(1) {
+                    Some(Arg::Text(data)) => data.clone(),
+                    _ => String::new(),
+                };
+                let done = if flag(2) {
+                    block_on(fs.append_file(&file, data.as_bytes()))
+                } else {
+                    block_on(fs.write_file(&file, data.as_bytes()))
+                };
+                done.map_err(|e| os_error(&e, "open", &file))?;
+                Ok("null".into())
+            }
+            "exists" => Ok(block_on(fs.exists(&path(0)?)).unwrap_or(false).to_string()),
+            "readdir" => {
+                let dir = path(0)?;
+                let mut entries =
+                    block_on(fs.read_dir(&dir)).map_err(|e| os_error(&e, "scandir", &dir))?;
+                entries.sort_by(|a, b| a.name.cmp(&b.name));
+                let names: Vec<String> = entries.iter().map(|e| json_string(&e.name)).collect();
+                Ok(format!("[{}]", names.join(",")))
+            }
+            "mkdir" => {
+                let dir = path(0)?;
+                block_on(fs.mkdir(&dir, flag(1))).map_err(|e| os_error(&e, "mkdir", &dir))?;
+                Ok("null".into())
+            }
+            "remove" => {
+                let file = path(0)?;
+                block_on(fs.remove(&file, flag(1))).map_err(|e| os_error(&e, "rm", &file))?;
+                Ok("null".into())
+            }
+            "stat" => {
+                let file = path(0)?;
+                let meta = block_on(fs.stat(&file)).map_err(|e| os_error(&e, "stat", &file))?;
+                let kind = FileKind::from(meta.file_type).name();
+                Ok(format!("[{},{}]", json_string(kind), meta.size))
+            }
+            _ => Err(("ENOSYS", format!("unknown file operation {op}"))),
+        })();
+        match answer {
+            Ok(value) => format!("{{\"ok\":{value}}}"),
+            Err((code, message)) => format!(
+                "{{\"err\":{},\"msg\":{}}}",
+                json_string(code),
+                json_string(&message)
+            ),
+        }
+    }
+}
+
+/// A file error as Node words it: `ENOENT: no such file or directory, open '/x'`.
+fn os_error(error: &bashkit::Error, syscall: &str, path: &Path) -> (&'static str, String) {
+    let text = error.to_string();
+    let (code, what) = if text.contains("not found") || text.contains("No such file") {
+        ("ENOENT", "no such file or directory")
+    } else if text.contains("already exists") {
+        ("EEXIST", "file already exists")
+    } else if text.contains("not a directory") || text.contains("Not a directory") {
+        ("ENOTDIR", "not a directory")
+    } else if text.contains("is a directory") || text.contains("Is a directory") {
+        ("EISDIR", "illegal operation on a directory")
+    } else if text.contains("not empty") {
+        ("ENOTEMPTY", "directory not empty")
+    } else if text.contains("read-only") || text.contains("Read-only") || text.contains("denied") {
+        ("EACCES", "permission denied")
+    } else {
+        ("EIO", "i/o error")
+    };
+    (
+        code,
+        format!("{code}: {what}, {syscall} '{}'", path.display()),
+    )
+}
+
+/// An argument of a file operation, from the prelude's JSON array.
+enum Arg {
+    Text(String),
+    Flag(bool),
+}
+
+/// Reads the prelude's `JSON.stringify([...])` of strings and booleans.
+fn parse_args(json: &str) -> Vec<Arg> {
+    let mut args = Vec::new();
+    let mut chars = json.trim().trim_start_matches('[').chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => {
+                let mut text = String::new();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => match chars.next() {
+                            Some('n') => text.push('\n'),
+                            Some('t') => text.push('\t'),
+                            Some('r') => text.push('\r'),
+                            Some('b') => text.push('\u{8}'),
+                            Some('f') => text.push('\u{c}'),
+                            Some('u') => {
+                                let hex: String = chars.by_ref().take(4).collect();
+                                let unit = u32::from_str_radix(&hex, 16).unwrap_or(0xfffd);
+                                text.push(char::from_u32(unit).unwrap_or('\u{fffd}'));
+                            }
+                            Some(other) => text.push(other),
+                            None => break,
+                        },
+                        other => text.push(other),
+                    }
+                }
+                args.push(Arg::Text(text));
+            }
+            't' => args.push(Arg::Flag(true)),
+            'f' => args.push(Arg::Flag(false)),
+            _ => {}
+        }
+    }
+    args
+}
+
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// One run of the engine.
+struct Run<'a> {
+    code: &'a str,
+    filename: &'a str,
+    print: bool,
+    max_memory: usize,
+    /// When the script must stop, and the limit that says so.
+    deadline: Option<(Instant, Duration)>,
+}
+
+/// Why the engine stopped before the script's end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Exit,
+    Deadline,
+}
+
+impl Run<'_> {
+    fn go(self, host: Host) -> bashkit::Result<ExecResult> {
+        let fail = |why: rquickjs::Error| bashkit::Error::Internal(format!("node: {why}"));
+        let runtime = Runtime::new().map_err(fail)?;
+        runtime.set_memory_limit(self.max_memory);
+        runtime.set_max_stack_size(MAX_STACK_BYTES);
+        let host = Rc::new(RefCell::new(host));
+        let stopped = Rc::new(RefCell::new(None::<Stop>));
+        let exiting = Arc::new(AtomicBool::new(false));
+        {
+            let stopped = stopped.clone();
+            let exiting = exiting.clone();
+            let deadline = self.deadline;
+            let mut polls = 0u32;
+            runtime.set_interrupt_handler(Some(Box::new(move || {
+                if exiting.load(Ordering::Acquire) {
+                    *stopped.borrow_mut() = Some(Stop::Exit);
+                    return true;
+                }
+                polls = polls.wrapping_add(1);
+                let late = polls.is_multiple_of(16)
+                    && deadline.is_some_and(|(at, _)| Instant::now() >= at);
+                if late {
+                    *stopped.borrow_mut() = Some(Stop::Deadline);
+                }
+                late
+            })));
+        }
+        let context = Context::full(&runtime).map_err(fail)?;
+        let error = context.with(|ctx| -> rquickjs::Result<Option<String>> {
+            install(&ctx, &host, &exiting)?;
+            ctx.eval::<(), _>(PRELUDE)?;
+            let mut options = EvalOptions::default();
+            options.global = true;
+            options.strict = false;
+            options.filename = Some(self.filename.to_string());
+            let outcome = ctx
+                .eval_with_options::<Value, _>(self.code, options)
+                .catch(&ctx);
+            Ok(match outcome {
+                Ok(value) => {
+                    if self.print {
+                        let inspect: Function = ctx.globals().get("__inspect")?;
+                        let text: String = inspect.call((value,))?;
+                        host.borrow_mut().write(0, &(text + "\n"));
+                    }
+                    None
+                }
+                Err(caught) => Some(uncaught(caught)),
+            })
+        });
+        let mut error = error.map_err(fail)?;
+        // Promises and what they scheduled, until nothing is left.
+        while error.is_none() && stopped.borrow().is_none() {
+            match runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(_job) => {
+                    error = Some(context.with(|ctx| {
+                        uncaught(CaughtError::from_error(&ctx, rquickjs::Error::Exception))
+                    }));
+                }
+            }
+        }
+        drop(context);
+        drop(runtime);
+        let stop = *stopped.borrow();
+        let host = Rc::try_unwrap(host)
+            .map(RefCell::into_inner)
+            .map_err(|_| bashkit::Error::Internal("node: the engine kept its host".into()))?;
+        let [stdout, mut stderr] = host.out;
+        if let (Some(Stop::Deadline), Some((_, limit))) = (stop, self.deadline) {
+            return Err(bashkit::Error::ResourceLimit(LimitExceeded::Timeout(limit)));
+        }
+        let exit_code = match (host.exit, error) {
+            // process.exit() throws to unwind the script: not an error.
+            (Some(code), _) => code,
+            (None, Some(message)) if message.contains("out of memory") => {
+                return Err(bashkit::Error::ResourceLimit(LimitExceeded::Memory(
+                    format!(
+                        "{} ({} bytes)",
+                        ex_bashkit_core::error::JAVASCRIPT_HEAP,
+                        self.max_memory
+                    ),
+                )));
+            }
+            (None, Some(message)) => {
+                stderr.extend_from_slice(message.as_bytes());
+                1
+            }
+            (None, None) => 0,
+        };
+        let mut result = ExecResult::with_code(stdout, exit_code);
+        result.stderr = stderr.into();
+        Ok(result)
+    }
+}
+
+/// An uncaught exception as Node reports it: the error, then its stack.
+fn uncaught(caught: CaughtError<'_>) -> String {
+    match caught {
+        CaughtError::Exception(exception) => {
+            let name = exception
+                .get::<_, String>("name")
+                .unwrap_or_else(|_| "Error".into());
+            let message = exception.message().unwrap_or_default();
+            let head = if message.is_empty() {
+                name
+            } else {
+                format!("{name}: {message}")
+            };
+            match exception.stack() {
+                Some(stack) if !stack.trim().is_empty() => {
+                    format!("Uncaught {head}\n{}\n", stack.trim_end())
+                }
+                _ => format!("Uncaught {head}\n"),
+            }
+        }
+        CaughtError::Value(value) => format!("Uncaught {}\n", describe(&value)),
+        CaughtError::Error(error) => format!("{error}\n"),
+    }
+}
+
+fn describe(value: &Value<'_>) -> String {
+    if let Some(text) = value.as_string().and_then(|s| s.to_string().ok()) {
+        return format!("'{text}'");
+    }
+    if let Some(n) = value.as_number() {
+        return n.to_string();
+    }
+    format!("{value:?}")
+}
+
+/// `__host`: what the prelude builds Node's globals on.
+fn install<'js>(
+    ctx: &Ctx<'js>,
+    host: &Rc<RefCell<Host>>,
+    exiting: &Arc<AtomicBool>,
+) -> rquickjs::Result<()> {
+    let object = Object::new(ctx.clone())?;
+    let h = host.clone();
+    object.set(
+        "write",
+        Function::new(ctx.clone(), move |fd: usize, text: String| {
+            h.borrow_mut().write(fd.saturating_sub(1), &text);
+        })?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "fs",
+        Function::new(ctx.clone(), move |op: String, args: String| {
+            h.borrow().fs(&op, &args)
+        })?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "cwd",
+        Function::new(ctx.clone(), move || h.borrow().cwd.clone())?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "argv",
+        Function::new(ctx.clone(), move || {
+            let items: Vec<String> = h.borrow().argv.iter().map(|a| json_string(a)).collect();
+            format!("[{}]", items.join(","))
+        })?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "env",
+        Function::new(ctx.clone(), move || {
+            let pairs: Vec<String> = h
+                .borrow()
+                .env
+                .iter()
+                .map(|(k, v)| format!("{}:{}", json_string(k), json_string(v)))
+                .collect();
+            format!("{{{}}}", pairs.join(","))
+        })?,
+    )?;
+    let h = host.clone();
+    let flag = exiting.clone();
+    object.set(
+        "exit",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, code: i32| -> rquickjs::Result<()> {
+                h.borrow_mut().exit.get_or_insert(code);
+                flag.store(true, Ordering::Release);
+                Err(Exception::throw_internal(&ctx, "process.exit"))
+            },
+        )?,
+    )?;
+    object.set(
+        "compile",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, code: String, file: String| -> rquickjs::Result<Value<'js>> {
+                let mut options = EvalOptions::default();
+                options.global = true;
+                options.strict = false;
+                options.filename = Some(file);
+                ctx.eval_with_options(code, options)
+            },
+        )?,
+    )?;
+    ctx.globals().set("__host", object)
+}
+
+#[cfg(test)]
+mod tests;

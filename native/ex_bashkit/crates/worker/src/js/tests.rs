@@ -1,0 +1,30 @@
+use super::*;
+
+fn run(code: &str, print: bool) -> bashkit::Result<ExecResult> {
+    let host = Host {
+        fs: Arc::new(bashkit::InMemoryFs::new()),
+        cwd: "/".into(),
+        env: vec![("HOME".into(), "/home".into())],
+        argv: vec!["/usr/bin/node".into()],
+        out: [Vec::new(), Vec::new()],
+        caps: [1 << 20, 1 << 20],
+        exit: None,
+    };
+    let run = Run {
+        code,
+        filename: "[eval]",
+        print,
+        max_memory: 64 << 20,
+        deadline: Some((
+            Instant::now() + Duration::from_secs(2),
+            Duration::from_secs(2),
+        )),
+    };
+    run.go(host)
+}
+
+#[test]
+fn console_log_prints_as_node_does() {
+    let result = run("console.log(1 + 2, [1, 2], {a: 1, b: 'x'})", false).unwrap();
+    assert_eq!(result.stdout, "3 [ 1, 2 ] { a: 1, b: 'x' }\n");
+}

@@ -1,0 +1,179 @@
+defmodule ExBashkit.JavaScriptTest do
+  use ExBashkit.Case, async: true
+
+  alias ExBashkit.{Error, Session}
+
+  @corpus Path.expand("../fixtures/javascript_conformance.js", __DIR__)
+
+  defp js(opts \\ []), do: Session.new([javascript: true, isolation: :process] ++ opts)
+
+  # The corpus's snippets, each a program of its own.
+  defp snippets do
+    @corpus
+    |> File.read!()
+    |> String.split(~r/^\/\/ ---\n/m)
+    |> Enum.map(fn text ->
+      text |> String.split("\n") |> Enum.reject(&String.starts_with?(&1, "//")) |> Enum.join("\n")
+    end)
+    |> Enum.map(&String.trim/1)
+    |> Enum.reject(&(&1 == ""))
+  end
+
+  describe "conformance against real Node" do
+    @describetag timeout: 300_000
+
+    test "at least 95 % of at least 200 snippets print exactly what Node prints" do
+      node =
+        System.find_executable("node") || flunk("real Node is needed: apt-get install nodejs")
+
+      session = js()
+      snippets = snippets()
+      assert length(snippets) >= 200
+
+      differences =
+        for code <- snippets,
+            {expected, _} =
+              System.cmd(node, ["-e", code], stderr_to_stdout: true, env: [{"TZ", "UTC"}]),
+            :ok = Session.write_file(session, "/snippet.js", code),
+            {:ok, %Result{stdout: out, stderr: err}} = Session.exec(session, "node /snippet.js"),
+            out <> err != expected,
+            do: {code, expected, out <> err}
+
+      passed = length(snippets) - length(differences)
+
+      report =
+        Enum.map_join(differences, "\n", fn {code, node, ours} ->
+          "#{code}\n  node: #{inspect(node)}\n  ours: #{inspect(ours)}"
+        end)
+
+      assert passed * 100 >= length(snippets) * 95, "#{passed}/#{length(snippets)}:\n#{report}"
+    end
+  end
+
+  describe "node as an agent types it" do
+    test "-e, -p, a file with arguments, and a script on stdin" do
+      session = js()
+      assert %Result{stdout: "3\n"} = run(session, "node -e 'console.log(1 + 2)'")
+      assert %Result{stdout: "[ 2, 4 ]\n"} = run(session, "node -p '[1, 2].map(x => x * 2)'")
+
+      assert %Result{stdout: "[ 'one', 'two' ] /app.js\n"} =
+               run(session, ~S"""
+               echo 'console.log(process.argv.slice(2), process.argv[1])' > /app.js
+               node /app.js one two
+               """)
+
+      assert %Result{stdout: "piped\n"} = run(session, "echo 'console.log(\"piped\")' | node")
+
+      assert %Result{stdout: "err\n", exit_code: 0} =
+               run(session, "node -e 'console.error(\"err\")' 2>&1")
+    end
+
+    test "exit codes: process.exit, an uncaught error, a bad option" do
+      session = js()
+
+      assert %Result{stdout: "3\n"} =
+               run(session, "node -e 'process.exit(3); console.log(1)'; echo $?")
+
+      assert %Result{stdout: "1\n", stderr: stderr} =
+               run(session, "node -e 'throw new TypeError(\"bad\")'; echo $?")
+
+      assert stderr =~ "TypeError: bad"
+      assert %Result{stdout: "9\n"} = run(session, "node --inspect x.js; echo $?")
+    end
+
+    test "promises and async functions run to their end" do
+      assert %Result{stdout: "sync\nasync 5\n"} =
+               run(js(), ~S"""
+               node -e 'const f = async () => { await null; return 5 }; f().then(v => console.log("async", v)); console.log("sync")'
+               """)
+    end
+  end
+
+  describe "the session's files" do
+    test "are shared with bash both ways, through fs and require" do
+      session =
+        js(files: %{"/w/in.txt" => "from bash\n", "/w/lib.js" => "module.exports = x => x * 2;"})
+
+      script = ~S"""
+      cd /w && node -e '
+        const fs = require("fs");
+        const double = require("./lib");
+        fs.writeFileSync("out.txt", fs.readFileSync("in.txt", "utf8").trim() + " and js " + double(21));
+        fs.mkdirSync("d/e", { recursive: true });
+        console.log(fs.existsSync("d/e"), fs.readdirSync("."), fs.statSync("in.txt").size);
+      ' && cat out.txt
+      """
+
+      assert %Result{
+               stdout: "true [ 'd', 'in.txt', 'lib.js', 'out.txt' ] 10\nfrom bash and js 42"
+             } = run(session, script)
+
+      assert %Result{stdout: "ENOENT\n"} =
+               run(
+                 session,
+                 "node -e 'try { require(\"fs\").readFileSync(\"/nope\") } catch (e) { console.log(e.code) }'"
+               )
+    end
+  end
+
+  describe "limits, each a clean error with the session alive after" do
+    test "a loop that never ends stops at the deadline" do
+      session = js()
+
+      assert {:error, %Error{reason: :timeout, limit: :timeout_ms}} =
+               Session.exec(session, "node -e 'while (true) {}'", timeout_ms: 300, errors: :struct)
+
+      assert %Result{stdout: "alive\n"} = run(session, "node -e 'console.log(\"alive\")'")
+    end
+
+    test "memory past :max_javascript_memory_bytes" do
+      session = js(limits: [max_javascript_memory_bytes: 16 * 1024 * 1024])
+
+      assert {:error, %Error{reason: :limit, limit: :max_javascript_memory_bytes}} =
+               Session.exec(
+                 session,
+                 "node -e 'const a = []; while (true) a.push(new Array(1e5).fill(1))'",
+                 errors: :struct
+               )
+
+      assert %Result{stdout: "alive\n"} = run(session, "node -e 'console.log(\"alive\")'")
+    end
+
+    test "deep recursion is a RangeError, as in Node" do
+      session = js()
+
+      assert %Result{stdout: "1\n", stderr: stderr} =
+               run(session, "node -e 'function f() { return f() } f()'; echo $?")
+
+      assert stderr =~ "RangeError: Maximum call stack size exceeded"
+      assert %Result{stdout: "alive\n"} = run(session, "node -e 'console.log(\"alive\")'")
+    end
+
+    test "output past the session's cap is cut" do
+      session = js(limits: [max_stdout_bytes: 1000])
+
+      assert {:ok, %Result{stdout: out}} =
+               Session.exec(session, "node -e 'for (;;) { console.log(\"x\".repeat(100)) }'",
+                 timeout_ms: 500
+               )
+               |> then(fn
+                 {:error, _} -> {:ok, %Result{stdout: ""}}
+                 ok -> ok
+               end)
+
+      assert byte_size(out) <= 1000
+    end
+  end
+
+  test "javascript: true needs a worker process" do
+    assert_raise ArgumentError, ~r/javascript: true needs isolation: :process/, fn ->
+      Session.new(javascript: true, isolation: :none)
+    end
+
+    assert_raise ArgumentError, ~r/:javascript/, fn -> Session.new(javascript: :yes) end
+  end
+
+  test "without javascript: true there is no node" do
+    assert %Result{exit_code: 127} = run(Session.new(isolation: :process), "node -e 1")
+  end
+end
