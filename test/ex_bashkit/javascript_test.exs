@@ -116,6 +116,13 @@ defmodule ExBashkit.JavaScriptTest do
     end
   end
 
+  test "crypto: an unknown digest is an error the program can catch" do
+    assert %Result{stdout: "Digest method not supported: whirlpool\n"} =
+             run(js(), ~S"""
+             node -e 'try { require("crypto").createHash("whirlpool").digest("hex") } catch (e) { console.log(e.message) }'
+             """)
+  end
+
   describe "limits, each a clean error with the session alive after" do
     test "a loop that never ends stops at the deadline" do
       session = js()

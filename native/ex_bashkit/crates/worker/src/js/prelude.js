@@ -180,6 +180,38 @@
   fs.promises = Object.fromEntries(Object.entries(fs).filter(([, f]) => typeof f === "function")
     .map(([name, f]) => [name.replace(/Sync$/, ""), async (...args) => f(...args)]));
 
+  // require("crypto"): hashes and HMAC, digested to hex or base64 (no
+  // Buffer here: a digest without an encoding is hex too).
+  function hasher(algorithm, key) {
+    const parts = [];
+    const hash = {
+      update(data) { parts.push(String(data)); return hash; },
+      digest(encoding) {
+        const hex = host.hash(String(algorithm), key, parts.join(""));
+        if (encoding !== "base64") return hex;
+        const bytes = hex.match(/../g).map((h) => parseInt(h, 16));
+        const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let out = "";
+        for (let i = 0; i < bytes.length; i += 3) {
+          const [a, b = 0, c = 0] = bytes.slice(i, i + 3);
+          const n = (a << 16) | (b << 8) | c;
+          out += alphabet[(n >> 18) & 63] + alphabet[(n >> 12) & 63] +
+            (i + 1 < bytes.length ? alphabet[(n >> 6) & 63] : "=") + (i + 2 < bytes.length ? alphabet[n & 63] : "=");
+        }
+        return out;
+      },
+    };
+    return hash;
+  }
+  const crypto = {
+    createHash: (algorithm) => hasher(algorithm, undefined),
+    createHmac: (algorithm, key) => hasher(algorithm, String(key)),
+    randomUUID() {
+      const h = () => Math.floor(Math.random() * 16).toString(16);
+      return "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx".replace(/[xy]/g, (c) => c === "x" ? h() : (8 + Math.floor(Math.random() * 4)).toString(16));
+    },
+  };
+
   const cache = Object.create(null);
   function load(file) {
     if (file in cache) return cache[file].exports;
@@ -197,6 +229,7 @@
       if (name === "fs" || name === "node:fs") return fs;
       if (name === "fs/promises" || name === "node:fs/promises") return fs.promises;
       if (name === "path" || name === "node:path") return path;
+      if (name === "crypto" || name === "node:crypto") return crypto;
       if (name.startsWith("/") || name.startsWith("./") || name.startsWith("../")) {
         const base = path.resolve(dir, name);
         for (const file of [base, base + ".js", base + ".json", base + "/index.js"]) {
