@@ -16,28 +16,7 @@ Code.require_file("support.exs", __DIR__)
 defmodule CommandPolicyBench do
   alias ExBashkit.Session
 
-  @script """
-  set -e
-  mkdir -p /work/out
-  cd /work
-  for i in 1 2 3; do echo "line $i" >> notes.txt; done
-  count=$(wc -l < notes.txt)
-  echo "count=$count"
-  grep -c line notes.txt > out/grep.txt
-  sed 's/line/row/' notes.txt > out/sed.txt
-  sort -r notes.txt | head -n 2
-  total=0
-  for n in $(seq 1 10); do total=$((total + n)); done
-  echo "total=$total"
-  name=world
-  printf 'hello %s\\n' "$name"
-  if [ -f out/sed.txt ]; then cat out/sed.txt | tr a-z A-Z; fi
-  case $count in 3) echo three ;; *) echo other ;; esac
-  echo done > out/status
-  ls out | sort
-  rm -f notes.txt
-  true
-  """
+  @script BenchSupport.script_20_lines()
 
   # Every command the script runs, `set` and `cd` included.
   @used ~w(set mkdir cd echo wc grep sed sort head seq printf [ cat tr ls rm true)

@@ -3,6 +3,32 @@
 defmodule BenchSupport do
   @moduledoc false
 
+  @doc "A 20-line script of everyday commands (bench/approval.exs, bench/command_policy.exs)."
+  def script_20_lines do
+    """
+    set -e
+    mkdir -p /work/out
+    cd /work
+    for i in 1 2 3; do echo "line $i" >> notes.txt; done
+    count=$(wc -l < notes.txt)
+    echo "count=$count"
+    grep -c line notes.txt > out/grep.txt
+    sed 's/line/row/' notes.txt > out/sed.txt
+    sort -r notes.txt | head -n 2
+    total=0
+    for n in $(seq 1 10); do total=$((total + n)); done
+    echo "total=$total"
+    name=world
+    printf 'hello %s\\n' "$name"
+    if [ -f out/sed.txt ]; then cat out/sed.txt | tr a-z A-Z; fi
+    case $count in 3) echo three ;; *) echo other ;; esac
+    echo done > out/status
+    ls out | sort
+    rm -f notes.txt
+    true
+    """
+  end
+
   @doc "Builds the Rust baselines (crates/core/src/bin/bench_exec.rs); returns the binary's path."
   def build_rust_baseline do
     crate = Path.expand("../native/ex_bashkit", __DIR__)
