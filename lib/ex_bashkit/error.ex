@@ -16,12 +16,15 @@ defmodule ExBashkit.Error do
       nothing; or, with `:command_policy_abort`, the command policy
       stopped it at a command it denies), `:protocol` (an `isolation: :process` session's worker sent
       something no honest worker sends, and was killed: see
-      `guides/isolation.md`), or `:error` (anything else: a runtime failure,
+      `guides/isolation.md`); for `ExBashkit.Code.run/2` also `:syntax`,
+      `:exception` and `:memory`; or `:error` (anything else: a runtime failure,
       a bad `:cwd`, a caller that exited).
     * `:limit` — for `:limit` and `:timeout`, the key of the limit that
       tripped, as in `guides/limits.md` (`:max_commands`, `:timeout_ms`,
       …; `:memory_budget_bytes` is the VM-wide config key); else `nil`.
     * `:message` — the message `exec/2` would have returned.
+    * `:line` — for `ExBashkit.Code.run/2`'s `:syntax`, `:exception` and
+      `:denied`, the line of the code it is about, when known; else `nil`.
     * `:stdout`, `:stderr` — what the script printed before it ended,
       within the output caps (empty for a script that never started).
 
@@ -37,15 +40,26 @@ defmodule ExBashkit.Error do
       {:limit, :max_loop_iterations, "started\\n1\\n2\\n"}
   """
 
-  defexception [:reason, :limit, :message, stdout: "", stderr: ""]
+  defexception [:reason, :limit, :message, :line, stdout: "", stderr: ""]
 
   @type reason ::
-          :timeout | :cancelled | :limit | :parse_error | :busy | :denied | :protocol | :error
+          :timeout
+          | :cancelled
+          | :limit
+          | :parse_error
+          | :busy
+          | :denied
+          | :protocol
+          | :error
+          | :syntax
+          | :exception
+          | :memory
 
   @type t :: %__MODULE__{
           reason: reason(),
           limit: atom() | nil,
           message: String.t(),
+          line: pos_integer() | nil,
           stdout: binary(),
           stderr: binary()
         }

@@ -55,14 +55,96 @@ struct Invocation {
     /// `-p`: print the value of the last expression.
     print: bool,
     args: Vec<String>,
+    /// `--execute`: the code runner's mode (`ExBashkit.Code.run/2`).
+    execute: Option<Execute>,
+    /// `--check`: parse the script, run nothing.
+    check: bool,
 }
 
-const USAGE: &str = "usage: node [-e CODE | -p EXPR | FILE | -] [ARGS...]\n";
+/// `node --execute [--allow=GRANTS] FILE`: the script defines
+/// `execute(input)`; stdin holds the input as JSON; stdout is one JSON
+/// envelope with the value it returned (or the error it threw) and what
+/// it printed. The script sees no `require`, `process` or files: only
+/// what `--allow` grants (`read_files`, `crypto`, `fetch`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Execute {
+    pub grants: Grants,
+    /// The input, as JSON.
+    pub input: String,
+}
+
+/// What `--allow` grants a script in `--execute` mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Grants {
+    /// A global `fs` that reads files (up to `MAX_READ_BYTES` each).
+    pub read_files: bool,
+    /// A global `crypto`: hashes, HMAC, `randomUUID`.
+    pub crypto: bool,
+    /// A global `fetch`, through the session's network allowlist.
+    pub fetch: bool,
+}
+
+impl Grants {
+    fn parse(list: &str) -> Result<Self, String> {
+        let mut grants = Self::default();
+        for name in list.split(',').filter(|name| !name.is_empty()) {
+            match name {
+                "read_files" => grants.read_files = true,
+                "crypto" => grants.crypto = true,
+                "fetch" => grants.fetch = true,
+                other => return Err(format!("node: unknown grant in --allow: {other}\n{USAGE}")),
+            }
+        }
+        Ok(grants)
+    }
+
+    fn json(self) -> String {
+        format!(
+            "{{\"read_files\":{},\"crypto\":{},\"fetch\":{}}}",
+            self.read_files, self.crypto, self.fetch
+        )
+    }
+}
+
+/// The largest file a script in `--execute` mode may read (seed 004's
+/// `fs.readFile`: read-only, at most 1 MB).
+pub const MAX_READ_BYTES: u64 = 1 << 20;
+
+const USAGE: &str =
+    "usage: node [--check | --execute [--allow=GRANTS]] [-e CODE | -p EXPR | FILE | -] [ARGS...]\n";
 
 impl Invocation {
     fn parse(args: &[String], stdin: Option<String>, cwd: &Path) -> Result<Self, String> {
-        let mut args = args.iter();
-        let (source, print) = match args.next().map(String::as_str) {
+        let mut args = args.iter().peekable();
+        let mut execute = None::<Execute>;
+        let mut check = false;
+        while let Some(flag) = args.peek() {
+            if matches!(flag.as_str(), "--check" | "-c") {
+                check = true;
+            } else if flag.as_str() == "--execute" {
+                execute.get_or_insert_with(Execute::default);
+            } else if let Some(list) = flag.strip_prefix("--allow=") {
+                execute.get_or_insert_with(Execute::default).grants = Grants::parse(list)?;
+            } else {
+                break;
+            }
+            args.next();
+        }
+        // In `--execute` mode stdin is the input, never the code.
+        let stdin = match &mut execute {
+            Some(execute) => {
+                let input = stdin.unwrap_or_default();
+                execute.input = if input.trim().is_empty() {
+                    "null".into()
+                } else {
+                    input
+                };
+                None
+            }
+            None => stdin,
+        };
+        let mut args = args.cloned().collect::<Vec<_>>().into_iter();
+        let (source, print) = match args.next().as_deref() {
             Some("-e" | "--eval") => (Source::Code(next(&mut args)?), false),
             Some("-p" | "--print") => (Source::Code(next(&mut args)?), true),
             Some("-" | "--") | None => match stdin {
@@ -78,14 +160,15 @@ impl Invocation {
         Ok(Self {
             source,
             print,
-            args: args.cloned().collect(),
+            args: args.collect(),
+            execute,
+            check,
         })
     }
 }
 
-fn next(args: &mut std::slice::Iter<'_, String>) -> Result<String, String> {
+fn next(args: &mut impl Iterator<Item = String>) -> Result<String, String> {
     args.next()
-        .cloned()
         .ok_or_else(|| format!("node: the option requires an argument\n{USAGE}"))
 }
 
@@ -111,6 +194,12 @@ impl Builtin for Node {
                 }
             },
         };
+        // A function that is never called: parsed in full, run not at all.
+        let code = if invocation.check {
+            format!("(function () {{{code}\n}})")
+        } else {
+            code
+        };
         let mut argv = vec!["/usr/bin/node".to_string()];
         if let Source::File(path) = &invocation.source {
             argv.push(path.display().to_string());
@@ -128,14 +217,19 @@ impl Builtin for Node {
             out: [Vec::new(), Vec::new()],
             caps: [self.max_output.0, self.max_output.1],
             exit: None,
+            grants: invocation.execute.as_ref().map(|execute| execute.grants),
+            finished: None,
+            #[cfg(feature = "network")]
+            http: ctx.http_client.cloned(),
         };
         let deadline = self.deadline.at();
         let run = Run {
             code: &code,
             filename: &filename,
-            print: invocation.print,
+            print: invocation.print && !invocation.check,
             max_memory: self.max_memory,
             deadline,
+            execute: invocation.execute.as_ref(),
         };
         run.go(host)
     }
@@ -150,6 +244,13 @@ struct Host {
     out: [Vec<u8>; 2],
     caps: [usize; 2],
     exit: Option<i32>,
+    /// `--execute` mode: what the script may use.
+    grants: Option<Grants>,
+    /// `--execute` mode: the JSON of the value `execute` returned
+    /// (`Ok`) or of the error it threw (`Err`).
+    finished: Option<Result<String, String>>,
+    #[cfg(feature = "network")]
+    http: Option<Arc<bashkit::HttpClient>>,
 }
 
 impl Host {
@@ -167,6 +268,15 @@ impl Host {
     /// One file operation, answered as JSON (`{"ok": …}` or
     /// `{"err": code, "msg": text}`), as the prelude reads it.
     fn fs(&self, op: &str, args: &str) -> String {
+        match self.grants {
+            Some(grants) if !grants.read_files => {
+                return error_json("EACCES", "file access needs the read_files grant");
+            }
+            Some(_) if !matches!(op, "read" | "exists" | "readdir" | "stat") => {
+                return error_json("EACCES", "files are read-only here");
+            }
+            _ => {}
+        }
         let args: Vec<Arg> = parse_args(args);
         let path = |i: usize| match args.get(i) {
             Some(Arg::Text(path)) => Ok(PathBuf::from(path)),
@@ -177,6 +287,17 @@ impl Host {
         let answer: Result<String, (&str, String)> = (|| match op {
             "read" => {
                 let file = path(0)?;
+                if self.grants.is_some() {
+                    let meta = block_on(fs.stat(&file)).map_err(|e| os_error(&e, "open", &file))?;
+                    if meta.size > MAX_READ_BYTES {
+                        let message = format!(
+                            "EFBIG: file too large ({} bytes; the limit is {MAX_READ_BYTES}), open '{}'",
+                            meta.size,
+                            file.display()
+                        );
+                        return Err(("EFBIG", message));
+                    }
+                }
                 let bytes =
                     block_on(fs.read_file(&file)).map_err(|e| os_error(&e, "open", &file))?;
                 Ok(json_string(&String::from_utf8_lossy(&bytes)))
@@ -224,13 +345,75 @@ impl Host {
         })();
         match answer {
             Ok(value) => format!("{{\"ok\":{value}}}"),
-            Err((code, message)) => format!(
-                "{{\"err\":{},\"msg\":{}}}",
-                json_string(code),
-                json_string(&message)
-            ),
+            Err((code, message)) => error_json(code, &message),
         }
     }
+}
+
+impl Host {
+    /// One HTTP request of `fetch`, through the session's client (its
+    /// allowlist, its limits, and in a worker the host's egress), answered
+    /// as `{"ok": [status, [name, value, …], body]}` or an error.
+    fn fetch(&self, method: &str, url: &str, headers: &str, body: Option<&str>) -> String {
+        if self.grants.is_some_and(|grants| !grants.fetch) {
+            return error_json("EACCES", "fetch needs the fetch grant");
+        }
+        #[cfg(feature = "network")]
+        if let Some(client) = &self.http {
+            use bashkit::HttpMethod;
+            let method = match method.to_ascii_uppercase().as_str() {
+                "GET" => HttpMethod::Get,
+                "POST" => HttpMethod::Post,
+                "PUT" => HttpMethod::Put,
+                "DELETE" => HttpMethod::Delete,
+                "HEAD" => HttpMethod::Head,
+                "PATCH" => HttpMethod::Patch,
+                other => return error_json("EINVAL", &format!("unsupported method {other}")),
+            };
+            let texts: Vec<String> = parse_args(headers)
+                .into_iter()
+                .filter_map(|arg| match arg {
+                    Arg::Text(text) => Some(text),
+                    Arg::Flag(_) => None,
+                })
+                .collect();
+            let headers: Vec<(String, String)> = texts
+                .chunks_exact(2)
+                .map(|pair| (pair[0].clone(), pair[1].clone()))
+                .collect();
+            let request =
+                client.request_with_headers(method, url, body.map(str::as_bytes), &headers);
+            return match block_on(request) {
+                Ok(response) => {
+                    let headers: Vec<String> = response
+                        .headers
+                        .iter()
+                        .flat_map(|(name, value)| [json_string(name), json_string(value)])
+                        .collect();
+                    format!(
+                        "{{\"ok\":[{},[{}],{}]}}",
+                        response.status,
+                        headers.join(","),
+                        json_string(&response.body_string())
+                    )
+                }
+                Err(error) => error_json("EFETCH", &format!("fetch failed: {error}")),
+            };
+        }
+        let _ = (method, url, headers, body);
+        error_json(
+            "EACCES",
+            "fetch failed: the sandbox has no network access (no allow_net)",
+        )
+    }
+}
+
+fn error_json(code: &str, message: &str) -> String {
+    format!(
+        "{{\"err\":{},\"msg\":{}}}",
+        json_string(code),
+        json_string(message)
+    )
 }
 
 /// A file error as Node words it: `ENOENT: no such file or directory, open '/x'`.
@@ -327,6 +510,7 @@ struct Run<'a> {
     max_memory: usize,
     /// When the script must stop, and the limit that says so.
     deadline: Option<(Instant, Duration)>,
+    execute: Option<&'a Execute>,
 }
 
 /// Why the engine stopped before the script's end.
@@ -368,15 +552,30 @@ impl Run<'_> {
         let error = context.with(|ctx| -> rquickjs::Result<Option<String>> {
             install(&ctx, &host, &exiting)?;
             prelude(&ctx)?;
-            let mut options = EvalOptions::default();
-            options.global = true;
-            options.strict = false;
-            options.filename = Some(self.filename.to_string());
+            // The runner's driver, taken before the script can reach it.
+            let drive: Option<Function> = match self.execute {
+                Some(_) => {
+                    let drive = ctx.globals().get("__drive")?;
+                    ctx.globals().remove("__drive")?;
+                    ctx.globals().remove("__host")?;
+                    Some(drive)
+                }
+                None => None,
+            };
             let outcome = ctx
-                .eval_with_options::<Value, _>(self.code, options)
+                .eval_with_options::<Value, _>(self.code, script_options(self.filename))
                 .catch(&ctx);
-            Ok(match outcome {
-                Ok(value) => {
+            Ok(match (outcome, drive, self.execute) {
+                (Ok(_), Some(drive), Some(execute)) => {
+                    // `execute` may be a lexical binding (`const execute =`),
+                    // which no property of the global object holds.
+                    let lookup = "typeof execute === 'function' ? execute : undefined";
+                    let function: Value =
+                        ctx.eval_with_options(lookup, script_options("[runner]"))?;
+                    drive.call::<_, ()>((function, execute.input.as_str()))?;
+                    None
+                }
+                (Ok(value), _, _) => {
                     if self.print {
                         let inspect: Function = ctx.globals().get("__inspect")?;
                         let text: String = inspect.call((value,))?;
@@ -384,7 +583,11 @@ impl Run<'_> {
                     }
                     None
                 }
-                Err(caught) => Some(uncaught(caught)),
+                (Err(caught), _, Some(_)) => {
+                    host.borrow_mut().finished = Some(Err(thrown(caught)));
+                    None
+                }
+                (Err(caught), _, None) => Some(uncaught(caught)),
             })
         });
         let mut error = error.map_err(fail)?;
@@ -413,7 +616,10 @@ impl Run<'_> {
         let exit_code = match (host.exit, error) {
             // process.exit() throws to unwind the script: not an error.
             (Some(code), _) => code,
-            (None, Some(message)) if message.contains("out of memory") => {
+            (None, Some(message))
+                if message.contains("out of memory")
+                    || host.finished.as_ref().is_some_and(out_of_memory) =>
+            {
                 return Err(bashkit::Error::ResourceLimit(LimitExceeded::Memory(
                     format!(
                         "{} ({} bytes)",
@@ -428,6 +634,9 @@ impl Run<'_> {
             }
             (None, None) => 0,
         };
+        if self.execute.is_some() {
+            return Ok(ExecResult::ok(envelope(host.finished, &stdout, &stderr)));
+        }
         let mut result = ExecResult::with_code(stdout, exit_code);
         result.stderr = stderr.into();
         Ok(result)
@@ -453,6 +662,61 @@ fn prelude(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
     let module = unsafe { Module::load(ctx.clone(), bytes)? };
     let (_module, done) = module.eval()?;
     done.finish::<()>()
+}
+
+fn script_options(filename: &str) -> EvalOptions {
+    let mut options = EvalOptions::default();
+    options.global = true;
+    options.strict = false;
+    options.filename = Some(filename.to_string());
+    options
+}
+
+fn out_of_memory(finished: &Result<String, String>) -> bool {
+    matches!(finished, Err(error) if error.contains("out of memory"))
+}
+
+/// `--execute` mode's stdout: `{"result": …}` or `{"error": {"name",
+/// "message", "stack"}}`, with what the script printed.
+fn envelope(finished: Option<Result<String, String>>, stdout: &[u8], stderr: &[u8]) -> String {
+    let outcome = match finished {
+        Some(Ok(json)) => format!("\"result\":{json}"),
+        Some(Err(error)) => format!("\"error\":{error}"),
+        None => format!(
+            "\"error\":{{\"name\":\"Error\",\"message\":{},\"stack\":\"\"}}",
+            json_string("execute(input) returned a promise that never settled")
+        ),
+    };
+    format!(
+        "{{{outcome},\"stdout\":{},\"stderr\":{}}}",
+        json_string(&String::from_utf8_lossy(stdout)),
+        json_string(&String::from_utf8_lossy(stderr))
+    )
+}
+
+/// A thrown value as `{"name", "message", "stack"}` JSON.
+fn thrown(caught: CaughtError<'_>) -> String {
+    let (name, message, stack) = match caught {
+        CaughtError::Exception(exception) => (
+            exception
+                .get::<_, String>("name")
+                .unwrap_or_else(|_| "Error".into()),
+            exception.message().unwrap_or_default(),
+            exception.stack().unwrap_or_default(),
+        ),
+        CaughtError::Value(value) => (
+            "Error".into(),
+            format!("Uncaught {}", describe(&value)),
+            String::new(),
+        ),
+        CaughtError::Error(error) => ("Error".into(), error.to_string(), String::new()),
+    };
+    format!(
+        "{{\"name\":{},\"message\":{},\"stack\":{}}}",
+        json_string(&name),
+        json_string(&message),
+        json_string(&stack)
+    )
 }
 
 /// An uncaught exception as Node reports it: the error, then its stack.
@@ -579,11 +843,18 @@ fn install<'js>(
             },
         )?,
     )?;
+    let h = host.clone();
     object.set(
         "hash",
         Function::new(
             ctx.clone(),
-            |ctx: Ctx<'js>, algorithm: String, key: Option<String>, data: String| {
+            move |ctx: Ctx<'js>, algorithm: String, key: Option<String>, data: String| {
+                if h.borrow().grants.is_some_and(|grants| !grants.crypto) {
+                    return Err(Exception::throw_message(
+                        &ctx,
+                        "crypto needs the crypto grant",
+                    ));
+                }
                 digest(&algorithm, key.as_deref(), data.as_bytes()).ok_or_else(|| {
                     Exception::throw_message(
                         &ctx,
@@ -592,6 +863,31 @@ fn install<'js>(
                 })
             },
         )?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "fetch",
+        Function::new(
+            ctx.clone(),
+            move |method: String, url: String, headers: String, body: Option<String>| {
+                h.borrow().fetch(&method, &url, &headers, body.as_deref())
+            },
+        )?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "grants",
+        Function::new(ctx.clone(), move || h.borrow().grants.map(Grants::json))?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "finish",
+        Function::new(ctx.clone(), move |ok: bool, json: String| {
+            let mut host = h.borrow_mut();
+            if host.finished.is_none() {
+                host.finished = Some(if ok { Ok(json) } else { Err(json) });
+            }
+        })?,
     )?;
     object.set(
         "compile",

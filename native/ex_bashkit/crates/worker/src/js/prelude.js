@@ -122,13 +122,15 @@
     error: write(2), warn: write(2), trace: write(2),
   };
 
-  function call(op, ...args) {
-    const answer = JSON.parse(host.fs(op, JSON.stringify(args)));
+  function answered(json) {
+    const answer = JSON.parse(json);
     if ("ok" in answer) return answer.ok;
     const error = new Error(answer.msg);
     error.code = answer.err;
     throw error;
   }
+  function call(op, ...args) { return answered(host.fs(op, JSON.stringify(args))); }
+  call.fetch = (...args) => answered(host.fetch(...args));
 
   const path = {
     sep: "/",
@@ -260,6 +262,78 @@
   globalThis.setImmediate = (fn, ...args) => globalThis.setTimeout(fn, 0, ...args);
   globalThis.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
   globalThis.__inspect = (value) => inspect(value, 0, 0, true);
+
+  // fetch: the session's HTTP client (its allowlist; in a worker, the
+  // host's egress). Bodies are text; the whole response is read at once.
+  function Headers(init) {
+    const map = new Map();
+    const entries = init instanceof Map || Array.isArray(init) ? init : Object.entries(init || {});
+    for (const [name, value] of entries) map.set(String(name).toLowerCase(), String(value));
+    return {
+      get: (name) => map.has(String(name).toLowerCase()) ? map.get(String(name).toLowerCase()) : null,
+      has: (name) => map.has(String(name).toLowerCase()),
+      entries: () => map.entries(),
+      forEach: (fn) => map.forEach((value, name) => fn(value, name)),
+      [Symbol.iterator]: () => map.entries(),
+    };
+  }
+  globalThis.fetch = async function fetch(url, options = {}) {
+    const headers = [];
+    for (const [name, value] of Object.entries(options.headers || {})) headers.push(String(name), String(value));
+    const body = options.body === undefined || options.body === null ? undefined : String(options.body);
+    const [status, flat, text] = call.fetch(String(options.method || "GET"), String(url), JSON.stringify(headers), body);
+    const pairs = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) pairs.push([flat[i], flat[i + 1]]);
+    return {
+      status, ok: status >= 200 && status < 300, url: String(url), headers: Headers(pairs),
+      text: async () => text,
+      json: async () => JSON.parse(text),
+    };
+  };
+
+  // `node --execute`: the code runner's driver (js.rs takes it out of
+  // reach before the script runs). It calls execute(input), awaits it,
+  // and hands the host the JSON of its value or of what it threw.
+  function thrown(error) {
+    // QuickJS throws null when it cannot allocate even the error that
+    // says it is out of memory.
+    if (error === null) return JSON.stringify({ name: "InternalError", message: "out of memory", stack: "" });
+    return JSON.stringify(error instanceof Error
+      ? { name: String(error.name), message: String(error.message), stack: String(error.stack || "") }
+      : { name: "Error", message: "Uncaught " + inspect(error, 0, 0, false), stack: "" });
+  }
+  globalThis.__drive = function (execute, input) {
+    if (typeof execute !== "function") {
+      host.finish(false, JSON.stringify({ name: "ReferenceError", message: "the code defines no function execute(input)", stack: "" }));
+      return;
+    }
+    Promise.resolve().then(() => execute(JSON.parse(input))).then((value) => {
+      let json;
+      try { json = JSON.stringify(value === undefined ? null : value); } catch (error) { return host.finish(false, thrown(error)); }
+      host.finish(true, json === undefined ? "null" : json);
+    }, (error) => host.finish(false, thrown(error)));
+  };
+
+  // In `--execute` mode the script gets only what its grants allow.
+  const grants = host.grants();
+  if (grants !== undefined && grants !== null) {
+    const allowed = JSON.parse(grants);
+    delete globalThis.require;
+    delete globalThis.process;
+    if (!allowed.fetch) delete globalThis.fetch;
+    if (allowed.crypto) globalThis.crypto = crypto;
+    if (allowed.read_files) {
+      const readFileSync = (file) => call("read", path.resolve(String(file)));
+      globalThis.fs = {
+        readFileSync,
+        readFile: async (file) => readFileSync(file),
+        existsSync: fs.existsSync,
+        readdirSync: fs.readdirSync,
+        statSync: fs.statSync,
+        promises: { readFile: async (file) => readFileSync(file) },
+      };
+    }
+  }
 
   // The structured clone algorithm, for the values scripts pass around.
   globalThis.structuredClone = function structuredClone(value, copies = new Map()) {

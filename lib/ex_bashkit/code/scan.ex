@@ -1,0 +1,131 @@
+defmodule ExBashkit.Code.Scan do
+  @moduledoc false
+  # The static half of ExBashkit.Code.validate/2 (seed 004's validateCode):
+  # uses of APIs a run refuses, found in the source with its comments and
+  # string literals blanked out (newlines kept, so lines still count). It
+  # is policy for code written in good faith, not the boundary: the
+  # sandbox is, and it refuses these at run time whatever the spelling.
+
+  @typedoc "One finding: what is wrong and where."
+  @type violation :: %{kind: :syntax | :forbidden, message: String.t(), line: pos_integer() | nil}
+
+  @javascript [
+    {~r/\beval\s*\(/, "eval() is forbidden"},
+    {~r/\bnew\s+Function\b|(?<![\w$.])Function\s*\(/, "new Function() is forbidden"},
+    {~r/\brequire\s*\(/, "require() is forbidden"},
+    {~r/(?<![\w$.])import\b/, "import is forbidden"},
+    {~r/(?<![\w$.])process\b/, "process is forbidden"},
+    {~r/\bfs\s*\.\s*(write|append|unlink|rm|mkdir|rename|copy|symlink|chmod|truncate)\w*/,
+     "fs writes are forbidden"}
+  ]
+
+  @javascript_grants [
+    {:fetch, ~r/(?<![\w$.])fetch\s*\(/, "fetch() needs allow: [:fetch]"},
+    {:read_files, ~r/(?<![\w$.])fs\s*\./, "fs needs allow: [:read_files]"},
+    {:crypto, ~r/(?<![\w$.])crypto\s*\./, "crypto needs allow: [:crypto]"}
+  ]
+
+  @python [
+    {~r/(?<![\w.])(eval|exec|compile)\s*\(/, "eval(), exec() and compile() are forbidden"},
+    {~r/__import__|\bimportlib\b/, "dynamic imports are forbidden"},
+    {~r/^\s*(import|from)\s+(os|subprocess|socket|ctypes|shutil|multiprocessing)\b/m,
+     "importing os, subprocess, socket, ctypes, shutil or multiprocessing is forbidden"}
+  ]
+
+  @python_grants [
+    {:read_files, ~r/(?<![\w.])open\s*\(|\bpathlib\b/,
+     "reading files needs allow: [:read_files]"},
+    {:fetch, ~r/\b(urllib|http\.client|requests)\b/, "HTTP needs allow: [:fetch]"},
+    {:crypto, ~r/\b(hashlib|hmac)\b/, "hashlib and hmac need allow: [:crypto]"}
+  ]
+
+  @doc "The forbidden uses in `code`, in source order."
+  @spec forbidden(atom(), String.t(), [atom()]) :: [violation()]
+  def forbidden(:javascript, code, allow),
+    do: find(blank(code, :javascript), @javascript ++ ungranted(@javascript_grants, allow))
+
+  def forbidden(:python, code, allow),
+    do: find(blank(code, :python), @python ++ ungranted(@python_grants, allow))
+
+  def forbidden(:bash, code, allow) do
+    case ExBashkit.Approval.analyze(code) do
+      {:ok, analysis} ->
+        for %{name: name} <- analysis.commands,
+            name in ["curl", "wget", "http"] and :fetch not in allow,
+            uniq: true,
+            do: %{kind: :forbidden, message: "#{name} needs allow: [:fetch]", line: nil}
+
+      {:error, _parse_error} ->
+        []
+    end
+  end
+
+  def forbidden(:elixir, _code, _allow), do: []
+
+  defp ungranted(rules, allow),
+    do: for({grant, pattern, message} <- rules, grant not in allow, do: {pattern, message})
+
+  defp find(text, rules) do
+    rules
+    |> Enum.flat_map(fn {pattern, message} ->
+      for [{at, _} | _] <- Regex.scan(pattern, text, return: :index),
+          do: {at, %{kind: :forbidden, message: message, line: line_at(text, at)}}
+    end)
+    |> Enum.sort_by(&elem(&1, 0))
+    |> Enum.map(&elem(&1, 1))
+    |> Enum.uniq_by(&{&1.message, &1.line})
+  end
+
+  defp line_at(text, at), do: 1 + length(:binary.matches(binary_part(text, 0, at), "\n"))
+
+  # Comments and string literals as spaces; newlines kept. Template
+  # literals are blanked whole, `${…}` included: a scan of code, not a
+  # parser.
+  @doc false
+  @spec blank(String.t(), :javascript | :python) :: String.t()
+  def blank(code, language), do: code |> blank(language, []) |> IO.iodata_to_binary()
+
+  defp blank(<<>>, _language, acc), do: Enum.reverse(acc)
+
+  defp blank("//" <> rest, :javascript = l, acc), do: to_line_end(rest, l, ["  " | acc])
+  defp blank("#" <> rest, :python = l, acc), do: to_line_end(rest, l, [" " | acc])
+  defp blank("/*" <> rest, :javascript = l, acc), do: to_close(rest, "*/", l, ["  " | acc])
+
+  defp blank(<<q::binary-size(3), rest::binary>>, :python = l, acc)
+       when q in [~s("""), "'''"],
+       do: to_close(rest, q, l, ["   " | acc])
+
+  defp blank(<<q, rest::binary>>, l, acc) when q in [?", ?'] or (q == ?` and l == :javascript),
+    do: to_quote(rest, q, l, [" " | acc])
+
+  defp blank(<<c::utf8, rest::binary>>, l, acc), do: blank(rest, l, [<<c::utf8>> | acc])
+  defp blank(<<_byte, rest::binary>>, l, acc), do: blank(rest, l, [" " | acc])
+
+  defp to_line_end(text, l, acc) do
+    case :binary.split(text, "\n") do
+      [comment, rest] -> blank(rest, l, ["\n", spaces(comment) | acc])
+      [comment] -> Enum.reverse([spaces(comment) | acc])
+    end
+  end
+
+  defp to_close(text, close, l, acc) do
+    case :binary.split(text, close) do
+      [inside, rest] -> blank(rest, l, [spaces(close), spaces(inside) | acc])
+      [inside] -> Enum.reverse([spaces(inside) | acc])
+    end
+  end
+
+  defp to_quote(<<>>, _q, _l, acc), do: Enum.reverse(acc)
+
+  defp to_quote(<<?\\, _c::utf8, rest::binary>>, q, l, acc),
+    do: to_quote(rest, q, l, ["  " | acc])
+
+  defp to_quote(<<q, rest::binary>>, q, l, acc), do: blank(rest, l, [" " | acc])
+  # An unclosed quote ends at the line's end, except a template literal's.
+  defp to_quote(<<?\n, rest::binary>>, q, l, acc) when q != ?`, do: blank(rest, l, ["\n" | acc])
+  defp to_quote(<<?\n, rest::binary>>, q, l, acc), do: to_quote(rest, q, l, ["\n" | acc])
+  defp to_quote(<<_c::utf8, rest::binary>>, q, l, acc), do: to_quote(rest, q, l, [" " | acc])
+  defp to_quote(<<_byte, rest::binary>>, q, l, acc), do: to_quote(rest, q, l, [" " | acc])
+
+  defp spaces(text), do: String.replace(text, ~r/[^\n]/u, " ")
+end
