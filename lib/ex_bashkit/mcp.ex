@@ -99,6 +99,13 @@ defmodule ExBashkit.MCP do
       doc:
         "options for `ExBashkit.Tool.all/2` (e.g. `max_output_bytes: 8_192`), with a session or server."
     ],
+    run_code: [
+      type: {:or, [:boolean, {:custom, &__MODULE__.run_code!/1}]},
+      default: false,
+      doc:
+        "adds the `run_code` tool (`ExBashkit.Tool.run_code/1`: a program run once in a " <>
+          "fresh sandbox): `true`, or the tool's options."
+    ],
     name: [
       type: {:custom, &__MODULE__.name!/1},
       default: "ex_bashkit",
@@ -125,6 +132,9 @@ defmodule ExBashkit.MCP do
       iex> mcp = ExBashkit.MCP.new(ExBashkit.Session.new(), name: "sandbox")
       iex> Enum.map(mcp.tools, & &1.name)
       ["bash", "read_file", "write_file", "edit_file", "list_dir"]
+      iex> ExBashkit.MCP.new(ExBashkit.Session.new(), run_code: [languages: [:javascript]]).tools
+      ...> |> List.last() |> Map.fetch!(:name)
+      "run_code"
 
   ## Options
 
@@ -134,6 +144,13 @@ defmodule ExBashkit.MCP do
   def new(target, opts \\ []) do
     config = Options.validate!(opts, @schema, "ExBashkit.MCP.new/2")
     {tools, sandbox} = tools!(target, config.tool_options)
+
+    tools =
+      case config.run_code do
+        false -> tools
+        true -> tools ++ [Tool.run_code()]
+        opts -> tools ++ [Tool.run_code(opts)]
+      end
 
     %__MODULE__{
       tools: tools,
@@ -351,6 +368,17 @@ defmodule ExBashkit.MCP do
   defp tools!(target, tool_options) do
     sandbox = Sandbox.Target.validate!(target, "the target of ExBashkit.MCP.new/2")
     {Tool.all(sandbox, tool_options), sandbox}
+  end
+
+  @doc false
+  def run_code!(opts) do
+    if Keyword.keyword?(opts),
+      do: opts,
+      else:
+        raise(
+          ArgumentError,
+          ":run_code must be a boolean or a keyword list, got: #{inspect(opts)}"
+        )
   end
 
   @doc false

@@ -219,6 +219,37 @@ defmodule ExBashkit.Tool do
   end
 
   @doc """
+  The run_code tool: runs a program the model writes once, in a fresh
+  sandbox, with `ExBashkit.Code.run/2`, answering the value it returns
+  (as JSON) and what it printed.
+
+  Its arguments: `code` (required), `language` (one of `:languages`; the
+  first when not given), `input` (any JSON value) and `timeout_ms`.
+
+      iex> tool = ExBashkit.Tool.run_code()
+      iex> ExBashkit.Tool.call(tool, %{"code" => "function execute(n) { return [n, n * n]; }", "input" => 7})
+      {:ok, "output: [7,49]\\n"}
+      iex> ExBashkit.Tool.call(tool, %{"code" => "print(1)", "language" => "ruby"})
+      {:error, ~s(Argument "language" must be one of "javascript", "python", "bash"; got "ruby".)}
+
+  ## Options
+
+  #{Options.docs(Schema.options(:run_code))}
+  """
+  @spec run_code(keyword()) :: t()
+  def run_code(opts \\ []) do
+    config = Options.validate!(opts, Schema.options(:run_code), "ExBashkit.Tool.run_code/1")
+    {name, description, parameters} = Schema.definition(:run_code, config.languages)
+
+    %__MODULE__{
+      name: config.name || name,
+      description: config.description || description,
+      parameters: parameters,
+      function: &Runs.run_code(&1, config)
+    }
+  end
+
+  @doc """
   The bash tool and the file tools, all on `target`, with the same
   options.
 

@@ -328,4 +328,28 @@ defmodule ExBashkit.CodeTest do
       end
     end
   end
+
+  describe "the run_code tool" do
+    test "a failure is text the model can act on" do
+      tool = ExBashkit.Tool.run_code(code: [allow: [:crypto]])
+
+      assert {:error, text} =
+               ExBashkit.Tool.call(tool, %{
+                 "code" => "def execute(input):\n    print('working')\n    return input['x']\n",
+                 "language" => "python",
+                 "input" => %{}
+               })
+
+      assert text =~ "The code failed (exception): KeyError"
+      assert text =~ "(line 3)"
+      assert text =~ "stdout:\nworking\n"
+
+      assert {:ok, "output: \"900150983cd24fb0d6963f7d28e17f72\"\n"} =
+               ExBashkit.Tool.call(tool, %{
+                 "code" =>
+                   "function execute(s) { return crypto.createHash('md5').update(s).digest('hex'); }",
+                 "input" => "abc"
+               })
+    end
+  end
 end

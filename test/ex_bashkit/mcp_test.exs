@@ -38,6 +38,14 @@ defmodule ExBashkit.MCPTest do
   defp text(%{"result" => %{"content" => [%{"type" => "text", "text" => text}]}}), do: text
 
   describe "the lifecycle" do
+    test "run_code: true adds the code runner's tool" do
+      mcp = ready(Session.new(), run_code: true)
+      arguments = %{"code" => "jq '.a + 1'", "language" => "bash", "input" => %{"a" => 41}}
+
+      assert %{"result" => %{"content" => [%{"text" => "output: 42\nstdout:\n42\n"}]}} =
+               call(mcp, "run_code", arguments)
+    end
+
     test "initialize answers the revision, the tools capability and who we are" do
       mcp = MCP.new(Session.new(), name: "sandbox", version: "9.9", instructions: "Be careful.")
       {reply, mcp} = MCP.handle(mcp, initialize())

@@ -46,6 +46,10 @@ defmodule ExBashkit.Tool.Arguments do
     end
   end
 
+  defp check(value, %{"enum" => values} = spec) do
+    if value in values, do: :ok, else: {:error, expected(spec)}
+  end
+
   defp check(value, %{"type" => "string"}) when is_binary(value), do: :ok
   defp check(value, %{"type" => "boolean"}) when is_boolean(value), do: :ok
 
@@ -61,6 +65,7 @@ defmodule ExBashkit.Tool.Arguments do
 
   defp check(_value, _spec), do: :ok
 
+  defp expected(%{"enum" => values}), do: "one of " <> Enum.map_join(values, ", ", &inspect/1)
   defp expected(%{"type" => "integer", "minimum" => min}), do: "an integer ≥ #{min}"
   defp expected(%{"type" => "integer"}), do: "an integer"
   defp expected(%{"type" => "boolean"}), do: "true or false"

@@ -90,6 +90,44 @@ defmodule ExBashkit.Tool.Runs do
     end
   end
 
+  @doc "One call of the run_code tool."
+  def run_code(%{"code" => code} = args, config) do
+    budget = config.max_output_bytes
+    timeout = Map.get(args, "timeout_ms", config.timeout_ms)
+
+    opts =
+      [language: language(args, config), input: Map.get(args, "input")] ++
+        if(timeout, do: [timeout_ms: timeout], else: []) ++ config.code
+
+    case ExBashkit.Code.run(code, opts) do
+      {:ok, run} ->
+        {:ok,
+         IO.iodata_to_binary([
+           "output: ",
+           Output.for_model(ExBashkit.JSON.encode!(run.output), budget),
+           "\n",
+           streams(run.stdout, run.stderr, budget)
+         ])}
+
+      {:error, error} ->
+        {:error,
+         IO.iodata_to_binary([
+           "The code failed (#{error.reason}): ",
+           Output.for_model(error.message, budget),
+           "\n",
+           streams(error.stdout, error.stderr, budget)
+         ])}
+    end
+  end
+
+  defp language(%{"language" => language}, _config), do: String.to_existing_atom(language)
+  defp language(_args, config), do: hd(config.languages)
+
+  defp streams("", "", _budget), do: []
+
+  defp streams(stdout, stderr, budget),
+    do: Output.output_sections(%{stdout: stdout, stderr: stderr}, budget)
+
   defp printed("", _budget), do: ""
   defp printed(output, budget), do: "output:\n" <> Output.for_model(output, budget) <> "\n"
 end

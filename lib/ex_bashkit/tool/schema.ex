@@ -40,10 +40,27 @@ defmodule ExBashkit.Tool.Schema do
               ]
             ]
 
+  @code @run ++
+          [
+            languages: [
+              type: {:custom, &__MODULE__.languages!/1},
+              default: [:javascript, :python, :bash],
+              doc: "the languages the model may choose, of `:javascript`, `:python` and `:bash`."
+            ],
+            code: [
+              type: {:custom, &__MODULE__.code!/1},
+              default: [],
+              doc:
+                "options for `ExBashkit.Code.run/2` (`:allow`, `:files`, `:memory_mb`, …) " <>
+                  "other than `:language`, `:input` and `:timeout_ms`."
+            ]
+          ]
+
   @doc "The options schema of a tool's constructor."
   @spec options(atom()) :: keyword()
   def options(:bash), do: @run
   def options(:elixir), do: @elixir
+  def options(:run_code), do: @code
   def options(_file_tool), do: @common
 
   @doc """
@@ -142,6 +159,35 @@ defmodule ExBashkit.Tool.Schema do
     )
   end
 
+  @doc "The run_code tool's definition for the languages it offers."
+  @spec definition(:run_code, [atom()]) :: {String.t(), String.t(), map()}
+  def definition(:run_code, languages) do
+    names = Enum.map(languages, &Atom.to_string/1)
+
+    define(
+      "run_code",
+      """
+      Runs a program once in a fresh sandbox and returns the value it computes. \
+      JavaScript defines `function execute(input)` (may be async) and Python \
+      `def execute(input)`; the value they return comes back as JSON. A bash script \
+      reads the input as JSON on stdin and its output is what it prints. There is no \
+      network, no require/import of modules and no state between calls; console.log \
+      and print output is returned too.\
+      """,
+      %{
+        "code" => string("The program."),
+        "language" => %{
+          "type" => "string",
+          "enum" => names,
+          "description" => "The language of the program (default #{hd(names)})."
+        },
+        "input" => %{"description" => "The argument of execute (any JSON value; optional)."},
+        "timeout_ms" => integer(@call_timeout)
+      },
+      ["code"]
+    )
+  end
+
   defp define(name, description, properties, required) do
     {name, description,
      %{
@@ -176,6 +222,29 @@ defmodule ExBashkit.Tool.Schema do
 
   def text!(other),
     do: raise(ArgumentError, ":description must be a non-empty string, got: #{inspect(other)}")
+
+  @doc false
+  def languages!(languages) do
+    if is_list(languages) and languages != [] and
+         Enum.all?(languages, &(&1 in [:javascript, :python, :bash])) do
+      Enum.uniq(languages)
+    else
+      raise ArgumentError,
+            ":languages must be a non-empty list of :javascript, :python and :bash, got: #{inspect(languages)}"
+    end
+  end
+
+  @doc false
+  def code!(opts) do
+    if Keyword.keyword?(opts) and
+         not Enum.any?([:language, :input, :timeout_ms], &Keyword.has_key?(opts, &1)) do
+      opts
+    else
+      raise ArgumentError,
+            ":code must be a keyword list of ExBashkit.Code.run/2 options other than " <>
+              ":language, :input and :timeout_ms, got: #{inspect(opts)}"
+    end
+  end
 
   @doc false
   def peer!(opts) do

@@ -48,13 +48,20 @@ defmodule Mix.Tasks.ExBashkit.Mcp do
       (default: `process` where the platform supports it).
     * `--max-output-bytes N` — the byte budget of each stream the model
       gets back from a tool (default 16384).
+    * `--run-code` — adds the `run_code` tool: a JavaScript, Python or bash
+      program run once in a fresh sandbox of its own (`ExBashkit.Code`).
   """
 
   use Mix.Task
 
   alias Mix.ExBashkit.Flags
 
-  @switches Flags.switches(timeout_ms: :integer, isolation: :string, max_output_bytes: :integer)
+  @switches Flags.switches(
+              timeout_ms: :integer,
+              isolation: :string,
+              max_output_bytes: :integer,
+              run_code: :boolean
+            )
 
   @impl Mix.Task
   def run(argv) do
@@ -70,7 +77,8 @@ defmodule Mix.Tasks.ExBashkit.Mcp do
     mcp =
       try do
         ExBashkit.MCP.new(ExBashkit.Session.new(session_options(opts)),
-          tool_options: Keyword.take(opts, [:max_output_bytes])
+          tool_options: Keyword.take(opts, [:max_output_bytes]),
+          run_code: Keyword.get(opts, :run_code, false)
         )
       rescue
         error in ArgumentError -> Mix.raise(Exception.message(error))
