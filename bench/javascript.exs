@@ -6,7 +6,9 @@
 # Startup: p50/p99 of `node -e 'console.log(1)'` in a live session (a fresh
 # engine each call), against `node -e` as a process. CPU: sorting 10^6
 # numbers, and JSON.parse + JSON.stringify of ~10 MB, each timed inside
-# the script (Date.now()), median of 5 runs.
+# the script (Date.now()), median of 5 runs. Then ExBashkit.Code.run/2
+# (a fresh worker per run), and what 1,000 idle isolated sessions with
+# `javascript: true` cost (the proportional set size of their workers).
 
 Code.require_file("support.exs", __DIR__)
 
@@ -51,6 +53,55 @@ defmodule JavaScriptBench do
 
       IO.puts("| #{name} | #{BenchSupport.spread(ours)} | #{BenchSupport.spread(theirs)} |")
     end
+
+    Session.close(session)
+    code_run()
+    idle_sessions(1_000)
+  end
+
+  @execute "function execute(input) { return input.a + input.b; }"
+
+  defp code_run do
+    runs =
+      BenchSupport.sorted_samples_ns(300, fn ->
+        {:ok, %{output: 5}} = ExBashkit.Code.run(@execute, input: %{a: 2, b: 3})
+      end)
+
+    IO.puts("""
+
+    ## ExBashkit.Code.run/2, a fresh worker each run
+    | figure | p50 / p99 |
+    |---|---|
+    | `Code.run` of a tiny JS `execute` | #{us(runs, 50)} / #{us(runs, 99)} µs |\
+    """)
+  end
+
+  # Each worker's proportional set size: pages shared with the zygote
+  # and the other workers count for their share only.
+  defp idle_sessions(count) do
+    sessions = for _ <- 1..count, do: Session.new(javascript: true, isolation: :process)
+    {:ok, _} = Session.exec(hd(sessions), "node -e 1")
+    pss = for s <- sessions, do: pss_kib(Session.info(s).os_pid)
+    Enum.each(sessions, &Session.close/1)
+    sorted = Enum.sort(pss)
+
+    IO.puts("""
+
+    ## #{count} idle isolated sessions with `javascript: true`
+    | figure | value |
+    |---|---|
+    | worker PSS per session, median (min–max) | #{BenchSupport.spread(sorted)} KiB |
+    | total | #{div(Enum.sum(pss), 1024)} MiB |\
+    """)
+  end
+
+  defp pss_kib(os_pid) do
+    [kib] =
+      Regex.run(~r/Pss:\s+(\d+)/, File.read!("/proc/#{os_pid}/smaps_rollup"),
+        capture: :all_but_first
+      )
+
+    String.to_integer(kib)
   end
 
   defp us(sorted, percentile),

@@ -643,6 +643,39 @@ impl Run<'_> {
     }
 }
 
+/// A first run of the engine, once per process before any session: its
+/// prelude compiled and its code paged in, which a zygote's children
+/// inherit (a fresh worker's first `node` then costs what a warm one's
+/// does). Starts no thread.
+pub fn warm_up() {
+    let host = Host {
+        fs: Arc::new(bashkit::InMemoryFs::new()),
+        cwd: "/".into(),
+        env: Vec::new(),
+        argv: Vec::new(),
+        out: [Vec::new(), Vec::new()],
+        caps: [0, 0],
+        exit: None,
+        grants: Some(Grants::default()),
+        finished: None,
+        #[cfg(feature = "network")]
+        http: None,
+    };
+    let execute = Execute::default();
+    let run = Run {
+        code: "function execute() {}",
+        filename: "[warm-up]",
+        print: false,
+        max_memory: 64 << 20,
+        deadline: None,
+        execute: Some(&execute),
+    };
+    let _ = run.go(host);
+    // What the run freed goes back to the system, not into every fork.
+    // SAFETY: malloc_trim only releases free memory of this process's heap.
+    unsafe { libc::malloc_trim(0) };
+}
+
 /// The prelude, compiled once per process: evaluating its bytecode costs
 /// a fraction of parsing it again for every run.
 static PRELUDE_BYTECODE: OnceLock<Vec<u8>> = OnceLock::new();

@@ -111,6 +111,8 @@ fn prepare() {
         runtime::set_threads(1);
         runtime::set_watch_interval(Duration::from_secs(1));
         drop(bashkit::Bash::builder().build());
+        #[cfg(feature = "javascript")]
+        crate::js::warm_up();
     });
 }
 
