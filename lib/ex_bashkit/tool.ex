@@ -77,7 +77,7 @@ defmodule ExBashkit.Tool do
   alias ExBashkit.Tool.{Arguments, Files, Runs, Schema}
 
   @enforce_keys [:name, :description, :parameters, :function]
-  defstruct [:name, :description, :parameters, :function]
+  defstruct [:name, :description, :parameters, :function, call: nil, approve: nil]
 
   @typedoc "What a tool call answers: text for the model, marked as success or failure."
   @type answer :: {:ok, String.t()} | {:error, String.t()}
@@ -86,8 +86,66 @@ defmodule ExBashkit.Tool do
           name: String.t(),
           description: String.t(),
           parameters: map(),
-          function: (%{String.t() => term()} -> answer())
+          function: (%{String.t() => term()} -> answer()),
+          call: (%{String.t() => term()} -> {:ok, term()} | {:error, String.t()}) | nil,
+          approve: (%{String.t() => term()} -> :ok | {:deny, String.t()}) | nil
         }
+
+  @doc """
+  A tool of your application, defined once for every surface (see "Code
+  mode" in `guides/code.md`): the model's tool list and the MCP server
+  (`call/2`, the adapters), a bash command in the sessions given it as
+  `:tools` (`orders list --customer acme`, or the arguments as JSON on
+  stdin), and a function in their JavaScript
+  (`await tools.orders.list({customer: "acme"})`).
+
+  `:function` gets the arguments (string keys, already checked against
+  `:parameters`) and answers `{:ok, value}`, a JSON-encodable value, or
+  `{:error, message}`. On every surface the same steps run: the
+  arguments' check, `:approve`, the function, and a telemetry span
+  `[:ex_bashkit, :tool, …]`.
+
+      iex> lookup = ExBashkit.Tool.new(
+      ...>   name: "orders.get",
+      ...>   description: "One order by its id.",
+      ...>   parameters: %{"type" => "object", "properties" => %{"id" => %{"type" => "integer"}},
+      ...>                 "required" => ["id"]},
+      ...>   function: fn %{"id" => id} -> {:ok, %{id: id, total: 42}} end
+      ...> )
+      iex> ExBashkit.Tool.call(lookup, %{"id" => 7})
+      {:ok, ~s({"id":7,"total":42})}
+      iex> session = ExBashkit.Session.new(tools: [lookup])
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "orders get --id 7 | jq .total")
+      iex> result.stdout
+      "42\\n"
+
+  ## Options
+
+  #{Options.docs(Schema.options(:new))}
+  """
+  @spec new(keyword()) :: t()
+  def new(opts) do
+    config = Options.validate!(opts, Schema.options(:new), "ExBashkit.Tool.new/1")
+
+    tool = %__MODULE__{
+      name: config.name,
+      description: config.description,
+      parameters: config.parameters,
+      call: config.function,
+      approve: config.approve,
+      function: nil
+    }
+
+    %{tool | function: &answer_model(tool, &1)}
+  end
+
+  defp answer_model(tool, args) do
+    case ExBashkit.Tool.Call.execute(tool, args, :model) do
+      {:ok, value} when is_binary(value) -> {:ok, value}
+      {:ok, value} -> {:ok, ExBashkit.JSON.encode!(value)}
+      {:error, _} = error -> error
+    end
+  end
 
   @doc """
   The bash tool: runs a command in `target` (a session or a server).

@@ -55,6 +55,13 @@ defmodule ExBashkit.Code.Config do
       doc:
         "the URL patterns `fetch` may reach (with `allow: [:fetch]`), as `ExBashkit.Session.new/1` takes them."
     ],
+    tools: [
+      type: :any,
+      default: [],
+      doc:
+        "`ExBashkit.Tool.new/1` tools the code may call: `await tools.orders.list({...})` in " <>
+          "JavaScript, `orders list --customer acme` in bash (see \"Code mode\" in `guides/code.md`)."
+    ],
     block_private_ips: [
       type: :boolean,
       default: true,

@@ -138,6 +138,7 @@ defmodule ExBashkit.Code.Languages do
       files: files ++ config.files,
       env: config.env,
       mounts: config.mounts,
+      tools: config.tools,
       limits: [
         {:timeout_ms, config.timeout_ms},
         {Map.fetch!(@memory_limits, language), config.memory_mb * 1024 * 1024}

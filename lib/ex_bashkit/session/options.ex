@@ -103,6 +103,14 @@ defmodule ExBashkit.Session.Options do
           "a 1-arity function, a module, `{module, arg}` or `{module, function, args}` " <>
           "(see `ExBashkit.Builtin` and `guides/callbacks.md`)."
     ],
+    tools: [
+      type: {:custom, &Capabilities.tools!/1},
+      default: [],
+      doc:
+        "a list of `ExBashkit.Tool.new/1` tools of your application, each a command " <>
+          "(`orders list --customer acme`) and, with `javascript: true`, a function of " <>
+          "`tools` in JavaScript (see \"Code mode\" in `guides/code.md`)."
+    ],
     builtin_timeout_ms: [
       type: :pos_integer,
       default: 30_000,
@@ -214,6 +222,8 @@ defmodule ExBashkit.Session.Options do
     opts = Options.validate!(default_isolation(opts), @schema, "ExBashkit.Session.new/1")
 
     CommandPolicy.where!(opts.command_policy, opts.isolation)
+
+    opts = %{opts | builtins: Capabilities.with_tools(opts.builtins, opts.tools)}
 
     callbacks = %ExBashkit.Callbacks{
       builtins: opts.builtins,

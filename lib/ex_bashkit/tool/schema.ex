@@ -56,11 +56,39 @@ defmodule ExBashkit.Tool.Schema do
             ]
           ]
 
+  @new [
+    name: [
+      type: {:custom, &__MODULE__.tool_name!/1},
+      doc:
+        "required: letters, digits, `_` and `-`, in segments joined by dots (`\"orders.list\"`); " <>
+          "the first segment is the bash command, the rest its subcommands."
+    ],
+    description: [
+      type: {:custom, &__MODULE__.required_text!/1},
+      doc: "required: what the tool does, for a model."
+    ],
+    parameters: [
+      type: {:custom, &__MODULE__.parameters!/1},
+      default: %{"type" => "object", "properties" => %{}},
+      doc: "the JSON schema of the arguments: an object schema with string keys."
+    ],
+    function: [
+      type: {:custom, &__MODULE__.function!/1},
+      doc: "required: `fn args -> {:ok, json_value} | {:error, message} end`."
+    ],
+    approve: [
+      type: {:custom, &__MODULE__.approve!/1},
+      default: nil,
+      doc: "`fn args -> :ok | {:deny, reason} end`, asked before each call on every surface."
+    ]
+  ]
+
   @doc "The options schema of a tool's constructor."
   @spec options(atom()) :: keyword()
   def options(:bash), do: @run
   def options(:elixir), do: @elixir
   def options(:run_code), do: @code
+  def options(:new), do: @new
   def options(_file_tool), do: @common
 
   @doc """
@@ -222,6 +250,56 @@ defmodule ExBashkit.Tool.Schema do
 
   def text!(other),
     do: raise(ArgumentError, ":description must be a non-empty string, got: #{inspect(other)}")
+
+  @doc false
+  def tool_name!(name) do
+    if is_binary(name) and Regex.match?(~r/^[a-zA-Z0-9_-]+(\.[a-zA-Z0-9_-]+)*$/, name) and
+         byte_size(name) <= 64 do
+      name
+    else
+      raise ArgumentError,
+            ":name is required: 1 to 64 letters, digits, _ or -, in segments joined by dots, " <>
+              "got: #{inspect(name)}"
+    end
+  end
+
+  @doc false
+  def required_text!(text) when is_binary(text) and text != "", do: text
+
+  def required_text!(other),
+    do:
+      raise(ArgumentError, ":description is required: a non-empty string, got: #{inspect(other)}")
+
+  @doc false
+  def parameters!(%{"type" => "object"} = schema) do
+    case schema["properties"] || %{} do
+      properties when is_map(properties) ->
+        schema
+
+      _ ->
+        raise ArgumentError, ":parameters \"properties\" must be a map, got: #{inspect(schema)}"
+    end
+  end
+
+  def parameters!(other),
+    do:
+      raise(
+        ArgumentError,
+        ~s(:parameters must be a JSON schema of an object, %{"type" => "object", ...}, got: #{inspect(other)})
+      )
+
+  @doc false
+  def function!(fun) when is_function(fun, 1), do: fun
+
+  def function!(other),
+    do: raise(ArgumentError, ":function is required: a 1-arity function, got: #{inspect(other)}")
+
+  @doc false
+  def approve!(nil), do: nil
+  def approve!(fun) when is_function(fun, 1), do: fun
+
+  def approve!(other),
+    do: raise(ArgumentError, ":approve must be a 1-arity function or nil, got: #{inspect(other)}")
 
   @doc false
   def languages!(languages) do

@@ -33,7 +33,8 @@ impl SessionResource {
     /// process serving each script (`callback.rs`).
     pub fn build(options: &SessionOptions) -> Result<Self, String> {
         let callbacks = Arc::new(Callbacks::default());
-        let session = Session::build(options, Channel::new(callbacks.clone()), None, Vec::new())?;
+        let no_commands = |_: &_, _: &_| Vec::new();
+        let session = Session::build(options, Channel::new(callbacks.clone()), None, no_commands)?;
         Ok(Self { session, callbacks })
     }
 }

@@ -36,6 +36,47 @@ defmodule ExBashkit.Session.Options.Capabilities do
     raise ArgumentError, ":builtins must be a map of name => fun, got: #{inspect(other)}"
   end
 
+  @doc "Checks `:tools`: tools made with `ExBashkit.Tool.new/1`."
+  def tools!(tools) when is_list(tools) do
+    # By shape: a reference to the Tool module would tie the session's
+    # options to the tools built on sessions.
+    Enum.each(tools, fn
+      %{name: name, call: call, parameters: %{}} when is_binary(name) and is_function(call, 1) ->
+        :ok
+
+      other ->
+        raise ArgumentError,
+              ":tools takes tools made with ExBashkit.Tool.new/1, got: #{inspect(other, limit: 5)}"
+    end)
+
+    tools |> Enum.map(& &1.name) |> unique_names!()
+    tools
+  end
+
+  def tools!(other), do: raise(ArgumentError, ":tools must be a list, got: #{inspect(other)}")
+
+  defp unique_names!(names) do
+    case names -- Enum.uniq(names) do
+      [] -> :ok
+      [name | _] -> raise ArgumentError, ":tools has more than one tool named #{inspect(name)}"
+    end
+  end
+
+  @doc "The `:builtins` with the `:tools`' commands added; a clash raises."
+  def with_tools(builtins, []), do: builtins
+
+  def with_tools(builtins, tools) do
+    commands = Map.new(ExBashkit.Tool.Command.builtins(tools))
+
+    case Enum.filter(Map.keys(commands), &Map.has_key?(builtins, &1)) do
+      [] ->
+        Map.merge(builtins, commands)
+
+      [name | _] ->
+        raise ArgumentError, ":builtins and :tools both define the command #{inspect(name)}"
+    end
+  end
+
   # A name a script can type as a command word.
   defp command_name!(option, name) do
     text = scalar(name)

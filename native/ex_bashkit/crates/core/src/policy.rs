@@ -145,6 +145,16 @@ impl Gate {
         lock(&self.state).cancel = Some(flag);
     }
 
+    /// Whether `name args`, run by other means than a command line (a
+    /// JavaScript `tools` call), may run: the reason it may not is
+    /// recorded, as a command's would be.
+    pub fn admits(&self, name: &str, args: &[String]) -> Result<(), String> {
+        match self.check(name, args) {
+            None => Ok(()),
+            Some(message) => Err(message),
+        }
+    }
+
     /// The reason `name args` may not run, recorded, or `None`.
     fn check(&self, name: &str, args: &[String]) -> Option<String> {
         if !self.active.load(Ordering::Acquire) {

@@ -75,12 +75,13 @@ impl Drop for Session {
 impl Session {
     /// Builds the session's interpreter on a thread of the pool; its
     /// builtins and virtual_fs backends call out through `callbacks`;
-    /// `extra` are commands of the caller's own (a worker's `node`).
+    /// `extra` makes commands of the caller's own (a worker's `node`),
+    /// which may call the builtins too, through the session's gate.
     pub fn build(
         options: &SessionOptions,
         callbacks: Channel,
         egress: Option<crate::options::Egress>,
-        extra: Extra,
+        extra: impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra,
     ) -> Result<Self, String> {
         let pool = interpreters()?;
         let worker = pool.assign();
@@ -88,6 +89,7 @@ impl Session {
         let credentials = options.credentials();
         let gate = Gate::new(options.command_policy.clone());
         gate.ask_through(callbacks.clone());
+        let extra = extra(&callbacks, &gate);
         let bash = pool.block_on(
             worker,
             options.build(&callbacks, &credentials, egress, &gate, extra),

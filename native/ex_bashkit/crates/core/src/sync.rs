@@ -4,6 +4,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+/// How long `block_on` waits awake before it parks.
+const SPIN: Duration = Duration::from_micros(100);
 
 /// Locks `mutex`; a panic elsewhere must not wedge a script's bookkeeping.
 pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -27,10 +31,18 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut context = Context::from_waker(&waker);
     let mut future = std::pin::pin!(future);
+    let started = Instant::now();
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
             return output;
         }
-        std::thread::park();
+        // An answer from the host usually comes within microseconds:
+        // waiting awake (yielding the core) for a moment saves a sleep
+        // and a wake-up, as the interpreter threads do (`runtime.rs`).
+        if started.elapsed() < SPIN {
+            std::thread::yield_now();
+        } else {
+            std::thread::park();
+        }
     }
 }

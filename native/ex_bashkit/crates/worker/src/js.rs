@@ -11,6 +11,7 @@
 //! engine's interrupt handler) and a stack cap bound it.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -18,8 +19,10 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult, FileSystem, LimitExceeded};
+use ex_bashkit_core::callback::{Channel, Reply, Request};
 use ex_bashkit_core::file_kind::FileKind;
 use ex_bashkit_core::named::Named;
+use ex_bashkit_core::policy::Gate;
 use ex_bashkit_core::sync::block_on;
 
 use crate::deadline::Deadline;
@@ -42,6 +45,65 @@ pub struct Node {
     pub max_output: (usize, usize),
     /// When the running script must stop (`deadline.rs`).
     pub deadline: Arc<Deadline>,
+    /// The session's builtins, as `tools` functions.
+    pub tools: Arc<Tools>,
+}
+
+/// What `tools.orders.list({...})` calls: builtin `orders` with the
+/// arguments `list` and the object as JSON on stdin, asked through the
+/// session's gate (its `:command_policy`) and its callbacks, as the
+/// command `orders list` would be (`ExBashkit.Tool.Command`).
+pub struct Tools {
+    /// The session's `:builtins` (with its `:tools`' commands).
+    pub names: Vec<String>,
+    pub channel: Arc<Channel>,
+    pub gate: Arc<Gate>,
+}
+
+impl Tools {
+    /// One call, answered as `{"ok": stdout}` or `{"err": …, "msg": …}`.
+    fn call(
+        &self,
+        name: &str,
+        args: &[String],
+        stdin: &str,
+        env: &HashMap<String, String>,
+        cwd: &str,
+    ) -> String {
+        if !self.names.iter().any(|known| known == name) {
+            return error_json("ENOENT", &format!("there is no tool {name}"));
+        }
+        if let Err(why) = self.gate.admits(name, args) {
+            return error_json("EACCES", &why);
+        }
+        let request = Request::Builtin {
+            name,
+            args,
+            stdin: stdin.as_bytes(),
+            env,
+            cwd,
+        };
+        match block_on(self.channel.call(request)) {
+            Ok(Reply::Output(stdout, _, 0)) => {
+                format!(
+                    "{{\"ok\":{}}}",
+                    json_string(&String::from_utf8_lossy(&stdout))
+                )
+            }
+            Ok(Reply::Output(_, stderr, code)) => {
+                let message = String::from_utf8_lossy(&stderr);
+                let message = message.trim_end();
+                let message = if message.is_empty() {
+                    format!("{name} exited with status {code}")
+                } else {
+                    message.to_string()
+                };
+                error_json("ETOOL", &message)
+            }
+            Ok(_) => error_json("ETOOL", &format!("{name}: invalid reply")),
+            Err(why) => error_json("ETOOL", &format!("{name}: {why}")),
+        }
+    }
 }
 
 /// What to run.
@@ -221,6 +283,7 @@ impl Builtin for Node {
             finished: None,
             #[cfg(feature = "network")]
             http: ctx.http_client.cloned(),
+            tools: Some(self.tools.clone()),
         };
         let deadline = self.deadline.at();
         let run = Run {
@@ -251,6 +314,7 @@ struct Host {
     finished: Option<Result<String, String>>,
     #[cfg(feature = "network")]
     http: Option<Arc<bashkit::HttpClient>>,
+    tools: Option<Arc<Tools>>,
 }
 
 impl Host {
@@ -660,6 +724,7 @@ pub fn warm_up() {
         finished: None,
         #[cfg(feature = "network")]
         http: None,
+        tools: None,
     };
     let execute = Execute::default();
     let run = Run {
@@ -906,6 +971,29 @@ fn install<'js>(
                 h.borrow().fetch(&method, &url, &headers, body.as_deref())
             },
         )?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "tool",
+        Function::new(ctx.clone(), move |path: String, stdin: String| {
+            let host = h.borrow();
+            let Some(tools) = &host.tools else {
+                return error_json("ENOENT", "this engine has no tools");
+            };
+            let mut path: Vec<String> = parse_args(&path)
+                .into_iter()
+                .filter_map(|arg| match arg {
+                    Arg::Text(text) => Some(text),
+                    Arg::Flag(_) => None,
+                })
+                .collect();
+            if path.is_empty() {
+                return error_json("EINVAL", "a tool name is required");
+            }
+            let name = path.remove(0);
+            let env: HashMap<String, String> = host.env.iter().cloned().collect();
+            tools.call(&name, &path, &stdin, &env, &host.cwd)
+        })?,
     )?;
     let h = host.clone();
     object.set(

@@ -40,6 +40,7 @@ use ex_bashkit_core::exec::{run_on_session, Ran};
 use ex_bashkit_core::hardening::{self, Fit, Plan, Report};
 use ex_bashkit_core::job::Job;
 use ex_bashkit_core::options::{Egress, SessionOptions};
+use ex_bashkit_core::policy::Gate;
 use ex_bashkit_core::runtime::{self, interpreters};
 use ex_bashkit_core::session::Session;
 use ex_bashkit_core::stop::Stop;
@@ -261,20 +262,36 @@ impl Worker {
             .is_some_and(|fit| options.worker_needs().fit() != Some(fit))
     }
 
-    /// The commands only a worker has: `node` for `javascript: true`.
-    fn commands(&self, options: &SessionOptions) -> ex_bashkit_core::options::Extra {
+    /// The commands only a worker has: `node` for `javascript: true`,
+    /// whose `tools` reach the session's builtins through its gate.
+    fn commands<'o>(
+        &self,
+        options: &'o SessionOptions,
+    ) -> impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> ex_bashkit_core::options::Extra + 'o {
         self.deadline.session(options.limits.execution().timeout);
-        #[cfg(feature = "javascript")]
-        if options.javascript {
-            let limits = options.limits.execution();
-            let node = crate::js::Node {
-                max_memory: options.limits.javascript_memory(),
-                max_output: (limits.max_stdout_bytes, limits.max_stderr_bytes),
-                deadline: self.deadline.clone(),
-            };
-            return vec![("node".to_string(), Box::new(node))];
+        let deadline = self.deadline.clone();
+        move |channel, gate| {
+            #[cfg(feature = "javascript")]
+            if options.javascript {
+                let limits = options.limits.execution();
+                let node = crate::js::Node {
+                    max_memory: options.limits.javascript_memory(),
+                    max_output: (limits.max_stdout_bytes, limits.max_stderr_bytes),
+                    deadline,
+                    tools: Arc::new(crate::js::Tools {
+                        names: options.builtins.clone(),
+                        channel: channel.clone(),
+                        gate: gate.clone(),
+                    }),
+                };
+                return vec![(
+                    "node".to_string(),
+                    Box::new(node) as Box<dyn bashkit::Builtin>,
+                )];
+            }
+            let _ = (channel, gate, deadline);
+            Vec::new()
         }
-        Vec::new()
     }
 
     fn build(&mut self, options: &SessionOptions) -> Result<Session, String> {

@@ -291,6 +291,24 @@
     };
   };
 
+  // tools.orders.list({customer: "acme"}): the session's builtin `orders`
+  // with the argument `list` and the object as JSON on stdin (js.rs);
+  // resolves to the JSON it prints, or its text.
+  function tool(path) {
+    return new Proxy(function () {}, {
+      get(_, key) { return typeof key === "string" && key !== "then" ? tool([...path, key]) : undefined; },
+      apply(_, self, args) {
+        return new Promise((resolve) => {
+          const out = answered(host.tool(JSON.stringify(path), JSON.stringify(args[0] === undefined ? {} : args[0])));
+          try { resolve(JSON.parse(out)); } catch { resolve(out); }
+        });
+      },
+    });
+  }
+  globalThis.tools = new Proxy({}, {
+    get(_, key) { return typeof key === "string" && key !== "then" ? tool([key]) : undefined; },
+  });
+
   // `node --execute`: the code runner's driver (js.rs takes it out of
   // reach before the script runs). It calls execute(input), awaits it,
   // and hands the host the JSON of its value or of what it threw.

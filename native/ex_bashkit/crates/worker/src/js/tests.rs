@@ -17,6 +17,7 @@ fn run_with(code: &str, print: bool, execute: Option<&Execute>) -> bashkit::Resu
         finished: None,
         #[cfg(feature = "network")]
         http: None,
+        tools: None,
     };
     let run = Run {
         code,
