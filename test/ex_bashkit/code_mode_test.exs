@@ -46,6 +46,20 @@ defmodule ExBashkit.CodeModeTest do
   defp node(session, code), do: run(session, "node -e #{inspect(String.trim(code))}")
 
   describe "one definition, every surface" do
+    test "Python in a session calls them as functions, in the VM and in a worker" do
+      for isolation <- [:none, :process] do
+        session = Session.new(isolation: isolation, python: true, tools: [orders()])
+
+        code =
+          "r = tools.orders.list(customer='acme', limit=3, open=False)\n" <>
+            "print(len(r), r[2]['id'], r[0]['open'])"
+
+        :ok = Session.write_file(session, "/t.py", code)
+        assert %Result{stdout: "3 3 False\n"} = run(session, "python3 /t.py")
+        assert_received {:called, %{"customer" => "acme", "limit" => 3, "open" => false}}
+      end
+    end
+
     test "the model, bash and JavaScript get the same answer" do
       tool = orders()
       session = js_session([tool])
@@ -244,6 +258,33 @@ defmodule ExBashkit.CodeModeTest do
       assert {:ok, %{output: "caught"}} =
                Code.run(
                  "async function execute() { try { await tools.orders.list({}); } catch { return 'caught'; } }",
+                 tools: [orders()]
+               )
+    end
+
+    test "Python calls them as functions (on Monty, the Python that can call out)" do
+      code = """
+      def execute(input):
+          print("looking up", input["customer"])
+          orders = tools.orders.list(customer=input["customer"], limit=2)
+          try:
+              tools.orders.list(limit=1)
+          except RuntimeError as e:
+              failed = str(e)
+          return {"ids": [o["id"] for o in orders], "failed": failed}
+      """
+
+      assert {:ok, %{output: output, stdout: "looking up acme\n"}} =
+               Code.run(code, language: :python, input: %{customer: "acme"}, tools: [orders()])
+
+      assert output == %{
+               "ids" => [1, 2],
+               "failed" => ~s(orders list: Missing required argument "customer".)
+             }
+
+      assert {:error, %Error{reason: :exception, line: 2, message: "ZeroDivisionError" <> _}} =
+               Code.run("def execute(input):\n    return 1 / 0\n",
+                 language: :python,
                  tools: [orders()]
                )
     end

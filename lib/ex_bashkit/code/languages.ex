@@ -16,6 +16,7 @@ defmodule ExBashkit.Code.Languages do
   @memory_limits %{
     javascript: :max_javascript_memory_bytes,
     python: :max_python_memory_bytes,
+    monty: :max_python_memory_bytes,
     bash: :max_script_memory_bytes
   }
 
@@ -42,6 +43,8 @@ defmodule ExBashkit.Code.Languages do
   end
 
   def run(language, code, config) do
+    # Python that calls tools runs on Monty, the Python that can call out.
+    language = if language == :python and config.tools != [], do: :monty, else: language
     session = Session.new(session_options(language, code, config))
 
     try do
@@ -130,6 +133,7 @@ defmodule ExBashkit.Code.Languages do
       case language do
         :javascript -> [{"/code/main.js", code}]
         :python -> [{"/code/main.py", code}, {"/code/.run.py", @python_runner}]
+        :monty -> [{"/code/main.py", [code, monty_driver(config.input)]}]
         :bash -> []
       end
 
@@ -156,13 +160,26 @@ defmodule ExBashkit.Code.Languages do
 
   defp runtime(:javascript), do: [javascript: true]
   defp runtime(:python), do: [python: :cpython]
+  defp runtime(:monty), do: [python: true]
   defp runtime(:bash), do: []
 
   defp command(:javascript, _code, config),
     do: "node --execute --allow=#{Enum.join(config.allow, ",")} /code/main.js"
 
   defp command(:python, _code, _config), do: "python3 /code/.run.py"
+  defp command(:monty, _code, _config), do: "python3 /code/main.py"
   defp command(:bash, code, _config), do: code
+
+  # Monty has no io or traceback: the value is printed after a marker,
+  # below the code (its lines keep their numbers); a JSON string literal
+  # is a Python one too.
+  @marker "\x1eEX_BASHKIT_RESULT "
+  defp monty_driver(input) do
+    literal = input |> JSON.encode!() |> JSON.encode!()
+
+    "\n\nimport json as __ex_bashkit_json\n" <>
+      "print(#{JSON.encode!(@marker)} + __ex_bashkit_json.dumps(execute(__ex_bashkit_json.loads(#{literal}))))\n"
+  end
 
   defp stdin(config), do: JSON.encode!(config.input)
 
@@ -184,6 +201,49 @@ defmodule ExBashkit.Code.Languages do
     else
       message = "the script exited with status #{result.exit_code}"
       failure(:exception, message, result.stdout, result.stderr)
+    end
+  end
+
+  defp answer({:ok, %{exit_code: 0} = result}, :monty) do
+    with [stdout, json] <- :binary.split(result.stdout, @marker),
+         {:ok, value} <- JSON.decode(json) do
+      {:ok, %{output: value, stdout: stdout, stderr: result.stderr}}
+    else
+      _ ->
+        failure(
+          :error,
+          "the Python runtime failed: #{result.stderr}",
+          result.stdout,
+          result.stderr
+        )
+    end
+  end
+
+  # A traceback: its last line is the exception, its last frame in the
+  # code the line.
+  defp answer({:ok, result}, :monty) do
+    last = result.stderr |> String.trim_trailing() |> String.split("\n") |> List.last("")
+
+    lines =
+      for [_, line] <- Regex.scan(~r{File "/code/main\.py", line (\d+)}, result.stderr),
+          do: String.to_integer(line)
+
+    {name, message} =
+      case String.split(last, ": ", parts: 2) do
+        [name, message] -> {name, message}
+        [name] -> {name, ""}
+      end
+
+    if result.stderr =~ "timed out" and lines == [] do
+      failure(
+        :timeout,
+        "the Python runtime failed: #{result.stderr}",
+        result.stdout,
+        result.stderr
+      )
+    else
+      error = %{"name" => name, "message" => message, "line" => List.last(lines)}
+      {:error, thrown(error, %{"stdout" => result.stdout, "stderr" => result.stderr})}
     end
   end
 

@@ -267,6 +267,7 @@ defmodule ExBashkit.Session.Options do
         %{
           opts
           | builtins: Map.keys(opts.builtins),
+            tools: Enum.map(opts.tools, & &1.name),
             virtual_fs: Map.keys(opts.virtual_fs),
             python: python,
             allow_net: allow_net

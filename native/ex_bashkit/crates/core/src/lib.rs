@@ -27,6 +27,8 @@ pub mod network;
 pub mod options;
 pub mod policy;
 pub mod python;
+#[cfg(feature = "python")]
+mod python_tools;
 pub mod runtime;
 pub mod script_error;
 pub mod session;

@@ -20,13 +20,21 @@ use bashkit::{
 };
 
 /// A Python builtin whose filesystem calls go through [`MontyPaths`].
-pub struct MontyBuiltin<B>(pub B);
+/// The second field is how many lines a prelude put above the script
+/// (the `:tools`' classes, `python_tools.rs`): its tracebacks' line
+/// numbers are the script's own again.
+pub struct MontyBuiltin<B>(pub B, pub usize);
 
 #[async_trait]
 impl<B: Builtin> Builtin for MontyBuiltin<B> {
     async fn execute(&self, mut ctx: BuiltinContext<'_>) -> bashkit::Result<ExecResult> {
         ctx.fs = Arc::new(MontyPaths(ctx.fs));
-        self.0.execute(ctx).await
+        let mut result = self.0.execute(ctx).await?;
+        if self.1 > 0 && !result.stderr.is_empty() {
+            let stderr = shift_lines(&result.stderr.text_lossy(), self.1);
+            result.stderr = stderr.into();
+        }
+        Ok(result)
     }
 
     fn llm_hint(&self) -> Option<&'static str> {
@@ -36,6 +44,26 @@ impl<B: Builtin> Builtin for MontyBuiltin<B> {
     fn reset_session_state(&self) {
         self.0.reset_session_state()
     }
+}
+
+/// `line N` of each traceback frame, less `by` (frames of the prelude
+/// itself keep their numbers).
+fn shift_lines(text: &str, by: usize) -> String {
+    const FRAME: &str = "\", line ";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(FRAME) {
+        let (head, tail) = rest.split_at(at + FRAME.len());
+        out.push_str(head);
+        let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+        match tail[..digits].parse::<usize>() {
+            Ok(line) if line > by => out.push_str(&(line - by).to_string()),
+            _ => out.push_str(&tail[..digits]),
+        }
+        rest = &tail[digits..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The session's filesystem, but for `mkdir` of a path that exists.
@@ -142,5 +170,17 @@ impl FileSystem for MontyPaths {
 
     fn as_search_capable(&self) -> Option<&dyn SearchCapable> {
         self.0.as_search_capable()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn traceback_lines_lose_the_prelude() {
+        let traceback = "  File \"/t.py\", line 15, in f\n  File \"/t.py\", line 3, in <module>\n";
+        assert_eq!(
+            super::shift_lines(traceback, 13),
+            "  File \"/t.py\", line 2, in f\n  File \"/t.py\", line 3, in <module>\n"
+        );
     }
 }

@@ -54,6 +54,9 @@ pub struct SessionOptions {
     pub command_policy: Option<CommandPolicy>,
     /// `javascript: true`: a `node` command (worker processes only).
     pub javascript: bool,
+    /// The dotted names of the `:tools` (`orders.list`), whose commands
+    /// are among `builtins`: Python (Monty) calls them as functions.
+    pub tools: Vec<String>,
 }
 
 impl SessionOptions {
@@ -68,11 +71,17 @@ impl SessionOptions {
         gate: &Arc<Gate>,
         extra: Extra,
     ) -> Result<Bash, String> {
+        let tools = python::Tools {
+            names: &self.tools,
+            channel,
+            gate,
+        };
         let mut builder = python::register(
             self.builder(credentials, egress),
             self.python_runtime,
             &self.python,
             &self.limits,
+            tools,
         );
         // Only a policed session pays for the hook, on every command
         // (bashkit copies each command's name and arguments for it).

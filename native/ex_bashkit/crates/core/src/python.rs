@@ -20,6 +20,13 @@ pub enum PythonRuntime {
     Cpython,
 }
 
+/// The `:tools` Python (Monty) calls as functions, and the way to them.
+pub struct Tools<'a> {
+    pub names: &'a [String],
+    pub channel: &'a std::sync::Arc<crate::callback::Channel>,
+    pub gate: &'a std::sync::Arc<crate::policy::Gate>,
+}
+
 /// Registers `runtime` under each of `names`; nothing for no names.
 #[cfg_attr(
     not(any(feature = "python", feature = "cpython")),
@@ -30,6 +37,7 @@ pub fn register(
     runtime: PythonRuntime,
     names: &[String],
     limits: &Limits,
+    tools: Tools<'_>,
 ) -> BashBuilder {
     if names.is_empty() {
         return builder;
@@ -41,8 +49,16 @@ pub fn register(
             let mut builder = builder.env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1");
             let monty = monty_limits(limits);
             for name in names {
-                let python = bashkit::Python::with_limits(monty.clone());
-                builder = builder.builtin(name, Box::new(MontyBuiltin(python)));
+                let mut python = bashkit::Python::with_limits(monty.clone());
+                let mut prelude_lines = 0;
+                if !tools.names.is_empty() {
+                    let (functions, handler, prelude) =
+                        crate::python_tools::functions(tools.names, tools.channel, tools.gate);
+                    // bashkit runs "{prelude}\n{script}".
+                    prelude_lines = prelude.matches('\n').count() + 1;
+                    python = python.with_external_handler_and_prelude(functions, handler, prelude);
+                }
+                builder = builder.builtin(name, Box::new(MontyBuiltin(python, prelude_lines)));
             }
             builder
         }

@@ -342,6 +342,7 @@ pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
         python_runtime,
         command_policy: optional(fields.get("command_policy")?, command_policy)?,
         javascript: flag(fields.get("javascript")?)?,
+        tools: strings(fields.get("tools")?)?,
     })
 }
 
