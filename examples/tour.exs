@@ -187,6 +187,64 @@ show.("a later python3 call (µs)", {elapsed_us, result.stdout})
 {:ok, result} = Session.exec(cpy, ~S|python3 -c "while True: pass"; echo "exit $?"|)
 show.("a busy loop, stopped at four fifths of timeout_ms", result)
 
+section.("JavaScript, a code runner, and your tools as functions (code mode)")
+
+js = Session.new(javascript: true, isolation: :process)
+
+{:ok, result} =
+  Session.exec(js, """
+  echo '[3, 1, 2]' > /tmp/n.json
+  node -e 'const n = JSON.parse(require("fs").readFileSync("/tmp/n.json")); console.log(n.sort())'
+  """)
+
+show.("node in a worker process (QuickJS-ng)", result.stdout)
+
+show.(
+  "ExBashkit.Code.run/2, a fresh worker per run",
+  ExBashkit.Code.run("async function execute({a, b}) { return {sum: a + b}; }",
+    input: %{a: 2, b: 3}
+  )
+)
+
+show.(
+  "Python's execute, with its line in the error",
+  ExBashkit.Code.run("def execute(input):\n    return input['missing']\n", language: :python)
+)
+
+show.(
+  "validate/2: what a run would refuse, without running it",
+  ExBashkit.Code.validate("function execute() { return require('child_process'); }")
+)
+
+orders =
+  ExBashkit.Tool.new(
+    name: "orders.list",
+    description: "The orders of a customer.",
+    parameters: %{
+      "type" => "object",
+      "properties" => %{"customer" => %{"type" => "string"}},
+      "required" => ["customer"]
+    },
+    function: fn %{"customer" => c} ->
+      {:ok, [%{"customer" => c, "total" => 30}, %{"customer" => c, "total" => 12}]}
+    end
+  )
+
+show.(
+  "one tool, called from bash",
+  Session.exec(Session.new(tools: [orders]), "orders list --customer acme | jq -c 'map(.total)'")
+)
+
+show.(
+  "the same tool, called from the program the model wrote",
+  ExBashkit.Code.run(
+    "async function execute() { const o = await tools.orders.list({customer: 'acme'}); return o.reduce((s, x) => s + x.total, 0); }",
+    tools: [orders]
+  )
+)
+
+show.("and by the model itself", ExBashkit.Tool.call(orders, %{"customer" => "acme"}))
+
 section.("Live control: streaming output, cancel, and why a script ended")
 
 live = Session.new()

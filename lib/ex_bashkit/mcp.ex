@@ -289,7 +289,7 @@ defmodule ExBashkit.MCP do
       not is_map(arguments) ->
         {error(id, @invalid_params, "Invalid params: arguments must be an object"), mcp}
 
-      tool = Enum.find(mcp.tools, &(&1.name == name)) ->
+      tool = Enum.find(mcp.tools, &(name in [&1.name, Tool.provider_name(&1)])) ->
         {result(id, call_result(tool, arguments)), mcp}
 
       true ->
@@ -327,7 +327,7 @@ defmodule ExBashkit.MCP do
 
   defp tool_entry(%Tool{} = tool),
     do: %{
-      "name" => tool.name,
+      "name" => Tool.provider_name(tool),
       "description" => tool.description,
       "inputSchema" => tool.parameters
     }
@@ -351,7 +351,7 @@ defmodule ExBashkit.MCP do
   defp valid_id(%{"id" => id}) when is_binary(id) or is_integer(id), do: id
   defp valid_id(_message), do: nil
 
-  defp tool_names(mcp), do: Enum.map_join(mcp.tools, ", ", & &1.name)
+  defp tool_names(mcp), do: Enum.map_join(mcp.tools, ", ", &Tool.provider_name/1)
 
   # ---- options ----------------------------------------------------------------
 

@@ -367,15 +367,25 @@ defmodule ExBashkit.Tool do
   """
   @spec run([t()], String.t(), map()) :: answer()
   def run(tools, name, args) do
-    case Enum.find(tools, &(&1.name == name)) do
+    case Enum.find(tools, &(name in [&1.name, provider_name(&1)])) do
       nil ->
         {:error,
-         "There is no tool #{inspect(name)}. The tools are: #{Enum.map_join(tools, ", ", & &1.name)}."}
+         "There is no tool #{inspect(name)}. The tools are: #{Enum.map_join(tools, ", ", &provider_name/1)}."}
 
       tool ->
         call(tool, args)
     end
   end
+
+  @doc """
+  The name a provider's API sees: `name` with its dots as underscores
+  (`orders.list` is `orders_list`), as their name patterns want.
+
+      iex> ExBashkit.Tool.provider_name(%{name: "orders.list"})
+      "orders_list"
+  """
+  @spec provider_name(t() | %{name: String.t()}) :: String.t()
+  def provider_name(%{name: name}), do: String.replace(name, ".", "_")
 
   @doc """
   The map `LangChain.Function.new!/1` takes: `:name`, `:description`,
@@ -396,7 +406,7 @@ defmodule ExBashkit.Tool do
         }
   def to_langchain(%__MODULE__{} = tool) do
     %{
-      name: tool.name,
+      name: provider_name(tool),
       description: tool.description,
       parameters_schema: tool.parameters,
       function: fn args, _context -> call(tool, args) end
@@ -417,7 +427,7 @@ defmodule ExBashkit.Tool do
   @spec to_req_llm(t()) :: keyword()
   def to_req_llm(%__MODULE__{} = tool) do
     [
-      name: tool.name,
+      name: provider_name(tool),
       description: tool.description,
       parameter_schema: tool.parameters,
       callback: &call(tool, &1)
@@ -457,7 +467,7 @@ defmodule ExBashkit.Tool do
       end
 
     %{
-      name: tool.name,
+      name: provider_name(tool),
       description: tool.description,
       schema: schema,
       run: fn params, _context ->
@@ -491,7 +501,7 @@ defmodule ExBashkit.Tool do
       )
 
     function = %{
-      "name" => tool.name,
+      "name" => provider_name(tool),
       "description" => tool.description,
       "parameters" => tool.parameters
     }
@@ -512,7 +522,7 @@ defmodule ExBashkit.Tool do
   @spec to_anthropic(t()) :: map()
   def to_anthropic(%__MODULE__{} = tool),
     do: %{
-      "name" => tool.name,
+      "name" => provider_name(tool),
       "description" => tool.description,
       "input_schema" => tool.parameters
     }

@@ -87,6 +87,31 @@ defmodule ExBashkit.CodeModeTest do
           do: assert_received({:called, %{"customer" => "acme", "limit" => 1, "open" => true}})
     end
 
+    # tokio's cooperative budget once made the 129th call from one
+    # JavaScript program wait for ever (core/src/sync.rs).
+    test "a program may call a tool a thousand times" do
+      count = Tool.new(name: "count", description: "Answers 1.", function: fn _ -> {:ok, 1} end)
+
+      js = js_session([count])
+
+      loop =
+        "let n = 0; for (let i = 0; i < 1000; i++) tools.count().then((x) => { n += x; }); setTimeout(() => console.log(n));"
+
+      assert %Result{stdout: "1000\n"} = node(js, loop)
+
+      py = Session.new(isolation: :process, python: true, tools: [count])
+      :ok = Session.write_file(py, "/count.py", "print(sum(tools.count() for i in range(1000)))")
+      assert %Result{stdout: "1000\n"} = run(py, "python3 /count.py")
+    end
+
+    test "providers see the name without dots, and calls find it either way" do
+      tool = orders()
+      assert %{"function" => %{"name" => "orders_list"}} = Tool.to_openai(tool)
+      assert %{"name" => "orders_list"} = Tool.to_anthropic(tool)
+      assert {:ok, _} = Tool.run([tool], "orders_list", %{"customer" => "a"})
+      assert {:ok, _} = Tool.run([tool], "orders.list", %{"customer" => "a"})
+    end
+
     test "a bad argument is an error the model can act on, the same on each surface" do
       tool = orders()
       session = js_session([tool])

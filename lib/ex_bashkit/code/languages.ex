@@ -82,7 +82,8 @@ defmodule ExBashkit.Code.Languages do
       files: [],
       env: [],
       mounts: [],
-      allow: []
+      allow: [],
+      tools: []
     }
 
     session = Session.new(session_options(language, code, config))

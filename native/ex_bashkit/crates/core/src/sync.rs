@@ -30,7 +30,11 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut context = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
+    // Outside tokio's cooperative budget: polled from within a task (a
+    // builtin's), a tokio channel would otherwise answer Pending for ever
+    // once the task's budget is spent, since this loop never yields to
+    // the scheduler that refills it.
+    let mut future = std::pin::pin!(tokio::task::unconstrained(future));
     let started = Instant::now();
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
