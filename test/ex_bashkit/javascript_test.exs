@@ -120,6 +120,117 @@ defmodule ExBashkit.JavaScriptTest do
     end
   end
 
+  test "import: ES modules, Node's modules, JSON and CommonJS files, top-level await" do
+    session =
+      js(
+        files: %{
+          "/w/lib.mjs" => "export const double = (x) => x * 2;\nexport default 'lib';",
+          "/w/cjs.js" => "module.exports = { triple: (x) => x * 3 };",
+          "/w/data.json" => ~s({"n": 7}),
+          "/w/main.mjs" => """
+          import fs, { readFileSync } from 'fs';
+          import { join } from 'node:path';
+          import name, { double } from './lib.mjs';
+          import cjs from './cjs.js';
+          import data from './data.json';
+          fs.writeFileSync('/w/out.txt', 'written');
+          console.log(name, double(21), cjs.triple(2), data.n, join('/a', 'b'), readFileSync('/w/out.txt', 'utf8'));
+          console.log('awaited', await Promise.resolve(5));
+          """
+        }
+      )
+
+    assert %Result{stdout: "lib 42 6 7 /a/b written\nawaited 5\n"} =
+             run(session, "cd /w && node main.mjs")
+
+    assert %Result{stdout: "8\n"} =
+             run(
+               session,
+               ~S|cd /w && node -e 'import { double } from "./lib.mjs"; console.log(double(4))'|
+             )
+
+    assert %Result{exit_code: 1, stderr: missing} =
+             run(session, ~S|node -e 'import { x } from "./missing.js"'|)
+
+    assert missing =~ "Error resolving module './missing.js'"
+
+    assert %Result{exit_code: 1, stderr: refused} =
+             run(session, ~S|node -e 'import cp from "child_process"'|)
+
+    assert refused =~ "only Node's fs, path and crypto and the session's files can be imported"
+
+    assert %Result{exit_code: 0} = run(session, "node --check /w/main.mjs")
+  end
+
+  test "are shared with Python both ways" do
+    session = js(python: true)
+
+    script = ~S"""
+    python3 -c '_ = open("/tmp/p.txt", "w").write("from python")'
+    node -e 'const fs = require("fs"); fs.writeFileSync("/tmp/j.txt", fs.readFileSync("/tmp/p.txt", "utf8") + " and js")'
+    python3 -c 'print(open("/tmp/j.txt").read())'
+    """
+
+    assert %Result{stdout: "from python and js\n"} = run(session, script)
+  end
+
+  describe "fetch" do
+    setup do
+      {_server, port} = ExBashkit.Test.HttpServer.start()
+      %{base: "http://127.0.0.1:#{port}"}
+    end
+
+    defp fetch(session, url),
+      do:
+        run(
+          session,
+          "node -e 'fetch(\"#{url}\").then(async (r) => console.log(r.status, r.ok, await r.text())).catch((e) => console.log(e.message))'"
+        )
+
+    test "reaches what :allow_net allows, through the host", %{base: base} do
+      session = js(allow_net: [base <> "/api"], block_private_ips: false)
+      assert %Result{stdout: "200 true hit /api/x\n"} = fetch(session, base <> "/api/x")
+      assert_received {:http_request, "/api/x"}
+
+      assert %Result{stdout: "fetch failed: " <> _} = fetch(session, base <> "/elsewhere")
+      refute_received {:http_request, "/elsewhere"}
+    end
+
+    test "without :allow_net there is no network", %{base: base} do
+      assert %Result{stdout: "fetch failed: the sandbox has no network access (no allow_net)\n"} =
+               fetch(js(), base <> "/api/x")
+
+      refute_received {:http_request, _}
+    end
+  end
+
+  # No known input crashes QuickJS-ng; a worker aborted mid-run (SIGABRT,
+  # what a failed assertion in C raises) is what a crash of the engine
+  # would be. (Not SIGSEGV from kill: Rust's stack-overflow handler
+  # survives a SIGSEGV that is not a fault.)
+  test "a crash of the engine's process fails its session only" do
+    crashing = js()
+    other = js()
+    test = self()
+
+    task =
+      Task.async(fn ->
+        Session.exec(crashing, "echo started; node -e 'while (true) {}'",
+          stream_to: {test, :crash},
+          errors: :struct
+        )
+      end)
+
+    os_pid = Session.info(crashing).os_pid
+    assert_receive {:ex_bashkit, :crash, {:stdout, "started\n"}}
+    System.cmd("kill", ["-ABRT", to_string(os_pid)])
+    assert {:error, %Error{message: message, stdout: "started\n"}} = Task.await(task, 30_000)
+    assert message =~ "worker process exited"
+    assert {:error, _} = Session.exec(crashing, "echo after")
+    assert_alive(other)
+    assert_alive(js())
+  end
+
   test "crypto: an unknown digest is an error the program can catch" do
     assert %Result{stdout: "Digest method not supported: whirlpool\n"} =
              run(js(), ~S"""

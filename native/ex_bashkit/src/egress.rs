@@ -146,15 +146,8 @@ async fn send(
     }
     #[cfg(feature = "network")]
     {
-        use bashkit::HttpMethod;
-        let method = match method {
-            "GET" => HttpMethod::Get,
-            "POST" => HttpMethod::Post,
-            "PUT" => HttpMethod::Put,
-            "DELETE" => HttpMethod::Delete,
-            "HEAD" => HttpMethod::Head,
-            "PATCH" => HttpMethod::Patch,
-            other => return Err(format!("access denied: method {other:?} is not supported")),
+        let Some(method) = ex_bashkit_core::network::http_method(method) else {
+            return Err(format!("access denied: method {method:?} is not supported"));
         };
         // bashkit counts request timeouts in whole seconds (1 to 600), and
         // builds a client of its own for a request with one: the default is

@@ -96,3 +96,19 @@ impl AllowNet {
         Some(allowlist.block_private_ips(block_private_ips))
     }
 }
+
+/// The HTTP method named `name` (`"GET"`, any case), if bashkit's client
+/// has it.
+#[cfg(feature = "network")]
+pub fn http_method(name: &str) -> Option<bashkit::HttpMethod> {
+    use bashkit::HttpMethod;
+    Some(match name.to_ascii_uppercase().as_str() {
+        "GET" => HttpMethod::Get,
+        "POST" => HttpMethod::Post,
+        "PUT" => HttpMethod::Put,
+        "DELETE" => HttpMethod::Delete,
+        "HEAD" => HttpMethod::Head,
+        "PATCH" => HttpMethod::Patch,
+        _ => return None,
+    })
+}

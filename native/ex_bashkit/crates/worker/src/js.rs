@@ -256,8 +256,12 @@ impl Builtin for Node {
                 }
             },
         };
-        // A function that is never called: parsed in full, run not at all.
-        let code = if invocation.check {
+        let module = invocation.execute.is_none()
+            && !invocation.print
+            && modules::is_module(&filename, &code);
+        // A function that is never called: parsed in full, run not at all
+        // (a module is declared and not evaluated).
+        let code = if invocation.check && !module {
             format!("(function () {{{code}\n}})")
         } else {
             code
@@ -293,6 +297,11 @@ impl Builtin for Node {
             max_memory: self.max_memory,
             deadline,
             execute: invocation.execute.as_ref(),
+            module: module.then_some(if invocation.check {
+                Evaluate::No
+            } else {
+                Evaluate::Yes
+            }),
         };
         run.go(host)
     }
@@ -424,15 +433,8 @@ impl Host {
         }
         #[cfg(feature = "network")]
         if let Some(client) = &self.http {
-            use bashkit::HttpMethod;
-            let method = match method.to_ascii_uppercase().as_str() {
-                "GET" => HttpMethod::Get,
-                "POST" => HttpMethod::Post,
-                "PUT" => HttpMethod::Put,
-                "DELETE" => HttpMethod::Delete,
-                "HEAD" => HttpMethod::Head,
-                "PATCH" => HttpMethod::Patch,
-                other => return error_json("EINVAL", &format!("unsupported method {other}")),
+            let Some(method) = ex_bashkit_core::network::http_method(method) else {
+                return error_json("EINVAL", &format!("unsupported method {method}"));
             };
             let texts: Vec<String> = parse_args(headers)
                 .into_iter()
@@ -575,6 +577,14 @@ struct Run<'a> {
     /// When the script must stop, and the limit that says so.
     deadline: Option<(Instant, Duration)>,
     execute: Option<&'a Execute>,
+    /// An ES module, evaluated or (`--check`) only declared.
+    module: Option<Evaluate>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Evaluate {
+    Yes,
+    No,
 }
 
 /// Why the engine stopped before the script's end.
@@ -612,6 +622,13 @@ impl Run<'_> {
                 late
             })));
         }
+        if self.module.is_some() {
+            let files = || modules::Files {
+                fs: host.borrow().fs.clone(),
+                cwd: PathBuf::from(&host.borrow().cwd),
+            };
+            runtime.set_loader(files(), files());
+        }
         let context = Context::full(&runtime).map_err(fail)?;
         let error = context.with(|ctx| -> rquickjs::Result<Option<String>> {
             install(&ctx, &host, &exiting)?;
@@ -626,9 +643,12 @@ impl Run<'_> {
                 }
                 None => None,
             };
-            let outcome = ctx
-                .eval_with_options::<Value, _>(self.code, script_options(self.filename))
-                .catch(&ctx);
+            let outcome = match self.module {
+                Some(evaluate) => self.module(&ctx, evaluate).catch(&ctx),
+                None => ctx
+                    .eval_with_options::<Value, _>(self.code, script_options(self.filename))
+                    .catch(&ctx),
+            };
             Ok(match (outcome, drive, self.execute) {
                 (Ok(_), Some(drive), Some(execute)) => {
                     // `execute` may be a lexical binding (`const execute =`),
@@ -734,6 +754,7 @@ pub fn warm_up() {
         max_memory: 64 << 20,
         deadline: None,
         execute: Some(&execute),
+        module: None,
     };
     let _ = run.go(host);
     // What the run freed goes back to the system, not into every fork.
@@ -760,6 +781,23 @@ fn prelude(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
     let module = unsafe { Module::load(ctx.clone(), bytes)? };
     let (_module, done) = module.eval()?;
     done.finish::<()>()
+}
+
+impl Run<'_> {
+    /// Declares the code as an ES module (its imports resolved and
+    /// loaded) and, unless only checked, evaluates it to its end.
+    fn module<'js>(&self, ctx: &Ctx<'js>, evaluate: Evaluate) -> rquickjs::Result<Value<'js>> {
+        let module = Module::declare(ctx.clone(), self.filename, self.code)?;
+        if evaluate == Evaluate::No {
+            return Ok(Value::new_undefined(ctx.clone()));
+        }
+        let (_module, done) = module.eval()?;
+        match done.finish::<Value>() {
+            // A top-level await of what never settles: Node just exits.
+            Err(rquickjs::Error::WouldBlock) => Ok(Value::new_undefined(ctx.clone())),
+            other => other,
+        }
+    }
 }
 
 fn script_options(filename: &str) -> EvalOptions {
@@ -1025,6 +1063,8 @@ fn install<'js>(
     )?;
     ctx.globals().set("__host", object)
 }
+
+mod modules;
 
 #[cfg(test)]
 mod tests;

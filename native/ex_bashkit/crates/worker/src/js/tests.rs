@@ -29,6 +29,7 @@ fn run_with(code: &str, print: bool, execute: Option<&Execute>) -> bashkit::Resu
             Duration::from_secs(2),
         )),
         execute,
+        module: None,
     };
     run.go(host)
 }
