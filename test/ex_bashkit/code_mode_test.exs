@@ -104,6 +104,43 @@ defmodule ExBashkit.CodeModeTest do
       assert %Result{stdout: "1000\n"} = run(py, "python3 /count.py")
     end
 
+    test "an MCP server offers it, by its provider name" do
+      mcp = ExBashkit.MCP.new([orders()])
+
+      {_, mcp} =
+        ExBashkit.MCP.handle(mcp, %{
+          "jsonrpc" => "2.0",
+          "id" => 0,
+          "method" => "initialize",
+          "params" => %{
+            "protocolVersion" => "2025-06-18",
+            "capabilities" => %{},
+            "clientInfo" => %{"name" => "t", "version" => "1"}
+          }
+        })
+
+      {nil, mcp} =
+        ExBashkit.MCP.handle(mcp, %{"jsonrpc" => "2.0", "method" => "notifications/initialized"})
+
+      {list, _} =
+        ExBashkit.MCP.handle(mcp, %{"jsonrpc" => "2.0", "id" => 1, "method" => "tools/list"})
+
+      assert [%{"name" => "orders_list"}] = list["result"]["tools"]
+
+      call = %{"name" => "orders_list", "arguments" => %{"customer" => "acme", "limit" => 1}}
+
+      {reply, _} =
+        ExBashkit.MCP.handle(mcp, %{
+          "jsonrpc" => "2.0",
+          "id" => 2,
+          "method" => "tools/call",
+          "params" => call
+        })
+
+      assert %{"isError" => false, "content" => [%{"text" => text}]} = reply["result"]
+      assert {:ok, [%{"customer" => "acme", "id" => 1}]} = ExBashkit.JSON.decode(text)
+    end
+
     test "providers see the name without dots, and calls find it either way" do
       tool = orders()
       assert %{"function" => %{"name" => "orders_list"}} = Tool.to_openai(tool)
@@ -162,6 +199,20 @@ defmodule ExBashkit.CodeModeTest do
       assert js.stdout == "orders list: denied: this customer is off limits\n"
       refute_received {:called, _}
 
+      python = Session.new(isolation: :process, python: true, tools: [tool])
+
+      :ok =
+        Session.write_file(
+          python,
+          "/a.py",
+          "try:\n    tools.orders.list(customer='blocked')\nexcept RuntimeError as e:\n    print(e)"
+        )
+
+      assert %Result{stdout: "orders list: denied: this customer is off limits\n"} =
+               run(python, "python3 /a.py")
+
+      refute_received {:called, _}
+
       assert %Result{exit_code: 0} = run(session, "orders list --customer fine")
       assert_received {:called, %{"customer" => "fine"}}
     end
@@ -185,6 +236,18 @@ defmodule ExBashkit.CodeModeTest do
       assert js.stdout =~ "failed:"
       assert js.stdout =~ "timed out"
       assert %Result{stdout: "alive\n"} = run(session, "echo alive")
+
+      python =
+        Session.new(isolation: :process, python: true, tools: [slow], builtin_timeout_ms: 200)
+
+      :ok =
+        Session.write_file(
+          python,
+          "/s.py",
+          "try:\n    tools.slow()\nexcept RuntimeError as e:\n    print(e)"
+        )
+
+      assert %Result{stdout: "slow: timed out after 200 ms\n"} = run(python, "python3 /s.py")
     end
 
     test "a tool that raises or answers nonsense is an error, not a crash" do
