@@ -15,8 +15,6 @@ defmodule ExBashkit.Execution do
   alias ExBashkit.{Error, Result, Telemetry}
   alias ExBashkit.Session.ExecOptions
 
-  @aborted ~r/\A(.+?): (.+) \(the script was stopped: command_policy_abort\)\z/s
-
   # How long past its :timeout_ms a caller waits for a script that has not
   # stopped by itself. In the VM an abandoned script computes on, so it is
   # given longer to stop; a worker's is killed, which ends it exactly.
@@ -78,7 +76,11 @@ defmodule ExBashkit.Execution do
   # A script the policy stopped (command_policy_abort): its message is
   # "NAME: reason (the script was stopped: command_policy_abort)" (exec.rs).
   defp report_abort(%Error{reason: :denied, message: message}) do
-    case Regex.run(@aborted, message, capture: :all_but_first) do
+    # Inline, not an attribute: a compiled regex cannot be a module
+    # attribute on OTP 28.
+    aborted = ~r/\A(.+?): (.+) \(the script was stopped: command_policy_abort\)\z/s
+
+    case Regex.run(aborted, message, capture: :all_but_first) do
       [name, reason] -> Telemetry.denied(name, reason, true)
       nil -> :ok
     end

@@ -9,43 +9,57 @@ defmodule ExBashkit.Code.Scan do
   @typedoc "One finding: what is wrong and where."
   @type violation :: %{kind: :syntax | :forbidden, message: String.t(), line: pos_integer() | nil}
 
-  @javascript [
-    {~r/\beval\s*\(/, "eval() is forbidden"},
-    {~r/\bnew\s+Function\b|(?<![\w$.])Function\s*\(/, "new Function() is forbidden"},
-    {~r/\brequire\s*\(/, "require() is forbidden"},
-    {~r/(?<![\w$.])import\b/, "import is forbidden"},
-    {~r/(?<![\w$.])process\b/, "process is forbidden"},
-    {~r/\bfs\s*\.\s*(write|append|unlink|rm|mkdir|rename|copy|symlink|chmod|truncate)\w*/,
-     "fs writes are forbidden"}
-  ]
+  # Functions, not attributes: a compiled regex cannot be a module
+  # attribute on OTP 28.
+  defp javascript_rules do
+    [
+      {~r/\beval\s*\(/, "eval() is forbidden"},
+      {~r/\bnew\s+Function\b|(?<![\w$.])Function\s*\(/, "new Function() is forbidden"},
+      {~r/\brequire\s*\(/, "require() is forbidden"},
+      {~r/(?<![\w$.])import\b/, "import is forbidden"},
+      {~r/(?<![\w$.])process\b/, "process is forbidden"},
+      {~r/\bfs\s*\.\s*(write|append|unlink|rm|mkdir|rename|copy|symlink|chmod|truncate)\w*/,
+       "fs writes are forbidden"}
+    ]
+  end
 
-  @javascript_grants [
-    {:fetch, ~r/(?<![\w$.])fetch\s*\(/, "fetch() needs allow: [:fetch]"},
-    {:read_files, ~r/(?<![\w$.])fs\s*\./, "fs needs allow: [:read_files]"},
-    {:crypto, ~r/(?<![\w$.])crypto\s*\./, "crypto needs allow: [:crypto]"}
-  ]
+  defp javascript_grants_rules do
+    [
+      {:fetch, ~r/(?<![\w$.])fetch\s*\(/, "fetch() needs allow: [:fetch]"},
+      {:read_files, ~r/(?<![\w$.])fs\s*\./, "fs needs allow: [:read_files]"},
+      {:crypto, ~r/(?<![\w$.])crypto\s*\./, "crypto needs allow: [:crypto]"}
+    ]
+  end
 
-  @python [
-    {~r/(?<![\w.])(eval|exec|compile)\s*\(/, "eval(), exec() and compile() are forbidden"},
-    {~r/__import__|\bimportlib\b/, "dynamic imports are forbidden"},
-    {~r/^\s*(import|from)\s+(os|subprocess|socket|ctypes|shutil|multiprocessing)\b/m,
-     "importing os, subprocess, socket, ctypes, shutil or multiprocessing is forbidden"}
-  ]
+  defp python_rules do
+    [
+      {~r/(?<![\w.])(eval|exec|compile)\s*\(/, "eval(), exec() and compile() are forbidden"},
+      {~r/__import__|\bimportlib\b/, "dynamic imports are forbidden"},
+      {~r/^\s*(import|from)\s+(os|subprocess|socket|ctypes|shutil|multiprocessing)\b/m,
+       "importing os, subprocess, socket, ctypes, shutil or multiprocessing is forbidden"}
+    ]
+  end
 
-  @python_grants [
-    {:read_files, ~r/(?<![\w.])open\s*\(|\bpathlib\b/,
-     "reading files needs allow: [:read_files]"},
-    {:fetch, ~r/\b(urllib|http\.client|requests)\b/, "HTTP needs allow: [:fetch]"},
-    {:crypto, ~r/\b(hashlib|hmac)\b/, "hashlib and hmac need allow: [:crypto]"}
-  ]
+  defp python_grants_rules do
+    [
+      {:read_files, ~r/(?<![\w.])open\s*\(|\bpathlib\b/,
+       "reading files needs allow: [:read_files]"},
+      {:fetch, ~r/\b(urllib|http\.client|requests)\b/, "HTTP needs allow: [:fetch]"},
+      {:crypto, ~r/\b(hashlib|hmac)\b/, "hashlib and hmac need allow: [:crypto]"}
+    ]
+  end
 
   @doc "The forbidden uses in `code`, in source order."
   @spec forbidden(atom(), String.t(), [atom()]) :: [violation()]
   def forbidden(:javascript, code, allow),
-    do: find(blank(code, :javascript), @javascript ++ ungranted(@javascript_grants, allow))
+    do:
+      find(
+        blank(code, :javascript),
+        javascript_rules() ++ ungranted(javascript_grants_rules(), allow)
+      )
 
   def forbidden(:python, code, allow),
-    do: find(blank(code, :python), @python ++ ungranted(@python_grants, allow))
+    do: find(blank(code, :python), python_rules() ++ ungranted(python_grants_rules(), allow))
 
   def forbidden(:bash, code, allow) do
     case ExBashkit.Approval.analyze(code) do
