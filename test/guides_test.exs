@@ -17,6 +17,6 @@ defmodule ExBashkit.GuidesTest do
 
   test "every guide is doctested here" do
     guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 13
+    assert length(guides) == 14
   end
 end

@@ -144,6 +144,15 @@ defmodule ExBashkit.Session.Options do
           "files (see `guides/javascript.md`). It needs `isolation: :process`: the engine " <>
           "runs only in worker processes."
     ],
+    git: [
+      type: {:in, [true, false]},
+      default: false,
+      doc:
+        "`true` adds a `git` command on the session's files: `init`, `add`, `commit`, " <>
+          "`status`, `log`, `diff`, `show`, `branch`, `checkout`, `reset`, `restore`, " <>
+          "`ls-files`, `rev-parse`, `grep` (bashkit's virtual git, see `guides/git.md`). " <>
+          "Commits are authored by `:username` until `git config user.name` says otherwise."
+    ],
     isolation: [
       type: {:in, [:none, :process]},
       default: :none,
@@ -248,7 +257,8 @@ defmodule ExBashkit.Session.Options do
       cpython: python != [] and python_runtime == :cpython,
       allow_net: opts.allow_net != :none,
       mounts: opts.mounts != [],
-      javascript: opts.javascript
+      javascript: opts.javascript,
+      git: opts.git
     )
 
     Capabilities.javascript!(opts.javascript, opts.isolation)

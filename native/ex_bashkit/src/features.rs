@@ -24,6 +24,9 @@ fn features() -> Vec<&'static str> {
     if cfg!(feature = "javascript") {
         built.push("javascript");
     }
+    if cfg!(feature = "git") {
+        built.push("git");
+    }
     built
 }
 

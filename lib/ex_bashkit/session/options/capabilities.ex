@@ -8,12 +8,12 @@ defmodule ExBashkit.Session.Options.Capabilities do
 
   @doc false
   # The optional parts this build has (`ExBashkit.features/0`).
-  @spec built_features() :: [:python | :cpython | :jq | :network | :mounts | :javascript]
+  @spec built_features() :: [:python | :cpython | :jq | :network | :mounts | :javascript | :git]
   def built_features do
     built = ExBashkit.Native.features()
     # A fixed list, so no atom is made from what the library reports, and
     # none has to exist already (a fresh VM may never have seen :jq).
-    for feature <- [:python, :cpython, :jq, :network, :mounts, :javascript],
+    for feature <- [:python, :cpython, :jq, :network, :mounts, :javascript, :git],
         Atom.to_string(feature) in built,
         do: feature
   end
@@ -104,7 +104,8 @@ defmodule ExBashkit.Session.Options.Capabilities do
     cpython: :cpython,
     allow_net: :network,
     mounts: :mounts,
-    javascript: :javascript
+    javascript: :javascript,
+    git: :git
   }
   @feature_options %{cpython: "python: :cpython"}
 

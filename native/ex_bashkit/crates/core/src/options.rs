@@ -54,6 +54,8 @@ pub struct SessionOptions {
     pub command_policy: Option<CommandPolicy>,
     /// `javascript: true`: a `node` command (worker processes only).
     pub javascript: bool,
+    /// `git: true`: a `git` command on the session's files.
+    pub git: bool,
     /// The dotted names of the `:tools` (`orders.list`), whose commands
     /// are among `builtins`: Python (Monty) calls them as functions.
     pub tools: Vec<String>,
@@ -132,6 +134,22 @@ impl SessionOptions {
         Credentials::new(&self.credentials, self.block_private_ips)
     }
 
+    /// The session's identity as the author of commits (`git config
+    /// user.name` changes it), and its `:allow_net` patterns as the
+    /// remotes it may name.
+    #[cfg(feature = "git")]
+    fn git_config(&self) -> bashkit::GitConfig {
+        let config = bashkit::GitConfig::new().author(
+            self.username.clone(),
+            format!("{}@{}", self.username, self.hostname),
+        );
+        match &self.allow_net {
+            AllowNet::All => config.allow_all_remotes(),
+            AllowNet::Only(patterns) => config.allow_remotes(patterns.iter().cloned()),
+            AllowNet::None => config,
+        }
+    }
+
     #[cfg_attr(not(feature = "network"), allow(unused_variables))]
     fn builder(&self, credentials: &Credentials, egress: Option<Egress>) -> BashBuilder {
         // bashkit caps a single instance at 1,000 exec calls and 100,000
@@ -166,6 +184,14 @@ impl SessionOptions {
         }
         for (key, value) in &self.env {
             builder = builder.env(key, value);
+        }
+        #[cfg(feature = "git")]
+        {
+            builder = if self.git {
+                builder.git(self.git_config())
+            } else {
+                builder.builtin("git", Box::new(crate::builtins::Absent("git")))
+            };
         }
         builder
             .cwd(&self.cwd)

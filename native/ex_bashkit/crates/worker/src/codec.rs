@@ -343,6 +343,7 @@ pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
         command_policy: optional(fields.get("command_policy")?, command_policy)?,
         javascript: flag(fields.get("javascript")?)?,
         tools: strings(fields.get("tools")?)?,
+        git: flag(fields.get("git")?)?,
     })
 }
 
