@@ -86,7 +86,7 @@ defmodule ExBashkit.Interpreter do
   def callback_reply({Owner, _pid, _id} = call, reply), do: Worker.callback_reply(call, reply)
   def callback_reply(call, reply), do: Native.callback_reply(call, reply)
 
-  @file_ops [:read_file, :write_file, :list_dir, :mkdir, :remove, :rename, :stat]
+  @file_ops [:read_file, :write_file, :list_dir, :mkdir, :remove, :rename, :stat, :chmod]
 
   @doc "The file API: `op` is one of #{inspect(@file_ops)}, `args` the NIF's."
   @spec file(t(), atom(), list()) :: term()

@@ -28,7 +28,7 @@ defprotocol ExBashkit.Sandbox do
       iex> {:ok, server} = ExBashkit.Server.start()
       iex> ExBashkit.Sandbox.mkdir(server, "/a/b", parents: true)
       :ok
-      iex> ExBashkit.Sandbox.list_dir(server, "/a")
+      iex> ExBashkit.Sandbox.list_dir(server, "/a", [])
       {:ok, [{"b", :dir}]}
       iex> ExBashkit.Server.stop(server)
       :ok
@@ -54,10 +54,14 @@ defprotocol ExBashkit.Sandbox do
   @spec write_file(t(), Path.t(), iodata()) :: :ok | {:error, String.t()}
   def write_file(sandbox, path, content)
 
-  @doc "The entries of the directory at `path`, with their types."
-  @spec list_dir(t(), Path.t()) ::
-          {:ok, [{String.t(), ExBashkit.Session.fs_type()}]} | {:error, String.t()}
-  def list_dir(sandbox, path)
+  @doc """
+  The entries of the directory at `path`, with their types; with
+  `details: true`, maps with their size, mode and mtime too.
+  """
+  @spec list_dir(t(), Path.t(), keyword()) ::
+          {:ok, [{String.t(), ExBashkit.Session.fs_type()} | ExBashkit.Session.entry()]}
+          | {:error, String.t()}
+  def list_dir(sandbox, path, opts)
 
   @doc "Makes a directory; `parents: true` makes its missing parents too."
   @spec mkdir(t(), Path.t(), keyword()) :: :ok | {:error, String.t()}
@@ -67,15 +71,21 @@ defprotocol ExBashkit.Sandbox do
   @spec remove(t(), Path.t(), keyword()) :: :ok | {:error, String.t()}
   def remove(sandbox, path, opts)
 
-  @doc "Moves `from` to `to`."
-  @spec rename(t(), Path.t(), Path.t()) :: :ok | {:error, String.t()}
-  def rename(sandbox, from, to)
+  @doc "Moves `from` to `to`; an existing `to` only with `overwrite: true`."
+  @spec rename(t(), Path.t(), Path.t(), keyword()) :: :ok | {:error, String.t()}
+  def rename(sandbox, from, to, opts)
 
-  @doc "The type and size of what is at `path`."
-  @spec stat(t(), Path.t()) ::
-          {:ok, %{type: ExBashkit.Session.fs_type(), size: non_neg_integer()}}
+  @doc "The type and size of what is at `path`; with `details: true`, its mode and mtime too."
+  @spec stat(t(), Path.t(), keyword()) ::
+          {:ok,
+           %{type: ExBashkit.Session.fs_type(), size: non_neg_integer()}
+           | ExBashkit.Session.entry()}
           | {:error, String.t()}
-  def stat(sandbox, path)
+  def stat(sandbox, path, opts)
+
+  @doc "Sets the permission bits of `path`; `recursive: true` below it too."
+  @spec chmod(t(), Path.t(), non_neg_integer(), keyword()) :: :ok | {:error, String.t()}
+  def chmod(sandbox, path, mode, opts)
 
   @doc "The session's state as bytes, as `ExBashkit.Session.snapshot/2`."
   @spec snapshot(t(), keyword()) :: {:ok, binary()} | {:error, String.t()}

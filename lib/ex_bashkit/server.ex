@@ -298,7 +298,7 @@ defmodule ExBashkit.Server do
   ## The process
 
   # The operations that change the session, and make it worth persisting.
-  @writes [:exec, :write_file, :mkdir, :remove, :rename, :restore]
+  @writes [:exec, :write_file, :mkdir, :remove, :rename, :chmod, :restore]
 
   @impl true
   def init(%{} = arg) do

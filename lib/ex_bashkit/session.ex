@@ -82,6 +82,18 @@ defmodule ExBashkit.Session do
   @typedoc "A filesystem entry's kind, as reported by `stat/2` and `list_dir/2`."
   @type fs_type :: :file | :dir | :symlink | :fifo
 
+  @typedoc """
+  An entry with `details: true` (`stat/3`, `list_dir/3`): its permission
+  bits (`0o644`) and when it was last modified, in Unix seconds.
+  """
+  @type entry :: %{
+          optional(:name) => String.t(),
+          type: fs_type(),
+          size: non_neg_integer(),
+          mode: non_neg_integer(),
+          mtime: integer()
+        }
+
   @typedoc "A key of the `:limits` option."
   @type limit_key ::
           unquote(
@@ -351,15 +363,20 @@ defmodule ExBashkit.Session do
   Returns `{:ok, [{name, type}]}` sorted by name (names are the immediate
   children, not full paths), or `{:error, message}` if `path` is not a
   readable directory or holds more than 100,000 entries (a host directory
-  under a mount).
+  under a mount). With `details: true`, each entry is a map with its
+  `:name`, `:type`, `:size`, `:mode` and `:mtime` (see `t:entry/0`).
 
       iex> session = ExBashkit.Session.new()
       iex> {:ok, _} = ExBashkit.Session.exec(session, "mkdir /d; echo x > /d/a.txt; mkdir /d/sub")
       iex> ExBashkit.Session.list_dir(session, "/d")
       {:ok, [{"a.txt", :file}, {"sub", :dir}]}
+      iex> {:ok, [file, _dir]} = ExBashkit.Session.list_dir(session, "/d", details: true)
+      iex> {file.name, file.size, file.mode, is_integer(file.mtime)}
+      {"a.txt", 2, 0o644, true}
   """
-  @spec list_dir(t(), Path.t()) :: {:ok, [{String.t(), fs_type()}]} | {:error, String.t()}
-  def list_dir(session, path), do: Files.list(resource!(session), path)
+  @spec list_dir(t(), Path.t(), details: boolean()) ::
+          {:ok, [{String.t(), fs_type()} | entry()]} | {:error, String.t()}
+  def list_dir(session, path, opts \\ []), do: Files.list(resource!(session), path, opts)
 
   @doc """
   Creates directory `path`.
@@ -410,31 +427,63 @@ defmodule ExBashkit.Session do
   @doc """
   Renames (moves) `from` to `to`.
 
-  Returns `:ok` or `{:error, message}`.
+  Returns `:ok` or `{:error, message}`. An existing `to` is an error
+  unless `overwrite: true` (as iii's `fs::mv`).
 
-      iex> session = ExBashkit.Session.new(files: %{"/draft.txt" => "v1"})
+      iex> session = ExBashkit.Session.new(files: %{"/draft.txt" => "v1", "/old.txt" => "v0"})
       iex> ExBashkit.Session.rename(session, "/draft.txt", "/final.txt")
       :ok
       iex> ExBashkit.Session.read_file(session, "/final.txt")
       {:ok, "v1"}
+      iex> {:error, _} = ExBashkit.Session.rename(session, "/final.txt", "/old.txt")
+      iex> ExBashkit.Session.rename(session, "/final.txt", "/old.txt", overwrite: true)
+      :ok
+
+  ## Options
+
+    * `:overwrite` — replace an existing `to` (default `false`).
   """
-  @spec rename(t(), Path.t(), Path.t()) :: :ok | {:error, String.t()}
-  def rename(session, from, to), do: Files.rename(resource!(session), from, to)
+  @spec rename(t(), Path.t(), Path.t(), overwrite: boolean()) :: :ok | {:error, String.t()}
+  def rename(session, from, to, opts \\ []),
+    do: Files.rename(resource!(session), from, to, opts)
+
+  @doc """
+  Sets the permission bits of `path` (`0o644`); with `recursive: true`,
+  of everything below it too (symbolic links are not followed).
+
+  Returns `:ok` or `{:error, message}`; a `mode` that is not an integer
+  from 0 to `0o7777` raises `ArgumentError`.
+
+      iex> session = ExBashkit.Session.new(files: %{"/bin/tool" => "echo hi"})
+      iex> ExBashkit.Session.chmod(session, "/bin/tool", 0o755)
+      :ok
+      iex> {:ok, %{mode: mode}} = ExBashkit.Session.stat(session, "/bin/tool", details: true)
+      iex> Integer.to_string(mode, 8)
+      "755"
+  """
+  @spec chmod(t(), Path.t(), non_neg_integer(), recursive: boolean()) ::
+          :ok | {:error, String.t()}
+  def chmod(session, path, mode, opts \\ []),
+    do: Files.chmod(resource!(session), path, mode, opts)
 
   @doc """
   Returns metadata for `path`.
 
   `{:ok, %{type: type, size: bytes}}`, or `{:error, message}` if the path does
-  not exist. It does not wait for a running script.
+  not exist. It does not wait for a running script. With `details: true`
+  the map has the `:mode` and `:mtime` too (`t:entry/0`).
 
       iex> session = ExBashkit.Session.new()
       iex> {:ok, _} = ExBashkit.Session.exec(session, "printf 12345 > /f")
       iex> ExBashkit.Session.stat(session, "/f")
       {:ok, %{type: :file, size: 5}}
+      iex> {:ok, %{mode: 0o644, mtime: mtime}} = ExBashkit.Session.stat(session, "/f", details: true)
+      iex> mtime > 1_700_000_000
+      true
   """
-  @spec stat(t(), Path.t()) ::
-          {:ok, %{type: fs_type(), size: non_neg_integer()}} | {:error, String.t()}
-  def stat(session, path), do: Files.stat(resource!(session), path)
+  @spec stat(t(), Path.t(), details: boolean()) ::
+          {:ok, %{type: fs_type(), size: non_neg_integer()} | entry()} | {:error, String.t()}
+  def stat(session, path, opts \\ []), do: Files.stat(resource!(session), path, opts)
 
   @doc """
   Where `session`'s interpreter lives: `:isolation` is `:none` (in this VM)

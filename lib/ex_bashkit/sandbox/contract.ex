@@ -13,11 +13,12 @@ defmodule ExBashkit.Sandbox.Contract do
     cancel: [],
     read_file: [:path],
     write_file: [:path, :content],
-    list_dir: [:path],
+    list_dir: [:path, :opts],
     mkdir: [:path, :opts],
     remove: [:path, :opts],
-    rename: [:from, :to],
-    stat: [:path],
+    rename: [:from, :to, :opts],
+    stat: [:path, :opts],
+    chmod: [:path, :mode, :opts],
     snapshot: [:opts],
     restore: [:snapshot, :opts]
   ]
@@ -44,6 +45,7 @@ defmodule ExBashkit.Sandbox.Contract do
     from: quote(do: Path.t()),
     to: quote(do: Path.t()),
     snapshot: quote(do: binary()),
+    mode: quote(do: non_neg_integer()),
     opts: quote(do: keyword())
   }
 
@@ -52,11 +54,17 @@ defmodule ExBashkit.Sandbox.Contract do
     cancel: quote(do: :ok | :idle | {:error, String.t()}),
     read_file: quote(do: {:ok, binary()} | {:error, String.t()}),
     list_dir:
-      quote(do: {:ok, [{String.t(), ExBashkit.Session.fs_type()}]} | {:error, String.t()}),
+      quote(
+        do:
+          {:ok, [{String.t(), ExBashkit.Session.fs_type()} | ExBashkit.Session.entry()]}
+          | {:error, String.t()}
+      ),
     stat:
       quote(
         do:
-          {:ok, %{type: ExBashkit.Session.fs_type(), size: non_neg_integer()}}
+          {:ok,
+           %{type: ExBashkit.Session.fs_type(), size: non_neg_integer()}
+           | ExBashkit.Session.entry()}
           | {:error, String.t()}
       ),
     snapshot: quote(do: {:ok, binary()} | {:error, String.t()})

@@ -16,9 +16,20 @@ defmodule ExBashkit.Session.Files do
   def write(resource, path, content),
     do: call(resource, :write_file, [path], [iodata!(content)])
 
-  @spec list(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t()) ::
+  @spec list(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), keyword()) ::
           {:ok, list()} | {:error, String.t()}
-  def list(resource, path), do: call(resource, :list_dir, [path], [])
+  def list(resource, path, opts) do
+    details? = flag!(opts, :details, "ExBashkit.Session.list_dir/3")
+
+    with {:ok, entries} <- call(resource, :list_dir, [path], []) do
+      {:ok,
+       Enum.map(entries, fn {name, type, size, mode, mtime} ->
+         if details?,
+           do: %{name: name, type: type, size: size, mode: mode, mtime: mtime},
+           else: {name, type}
+       end)}
+    end
+  end
 
   @spec mkdir(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), keyword()) ::
           :ok | {:error, String.t()}
@@ -30,15 +41,36 @@ defmodule ExBashkit.Session.Files do
   def remove(resource, path, opts),
     do: call(resource, :remove, [path], [flag!(opts, :recursive, "ExBashkit.Session.remove/3")])
 
-  @spec rename(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), Path.t()) ::
+  @spec rename(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), Path.t(), keyword()) ::
           :ok | {:error, String.t()}
-  def rename(resource, from, to), do: call(resource, :rename, [from, to], [])
+  def rename(resource, from, to, opts) do
+    overwrite = flag!(opts, :overwrite, "ExBashkit.Session.rename/4")
+    call(resource, :rename, [from, to], [overwrite])
+  end
 
-  @spec stat(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t()) ::
+  @spec stat(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), keyword()) ::
           {:ok, map()} | {:error, String.t()}
-  def stat(resource, path) do
-    with {:ok, {type, size}} <- call(resource, :stat, [path], []),
-         do: {:ok, %{type: type, size: size}}
+  def stat(resource, path, opts) do
+    details? = flag!(opts, :details, "ExBashkit.Session.stat/3")
+
+    with {:ok, {type, size, mode, mtime}} <- call(resource, :stat, [path], []) do
+      if details?,
+        do: {:ok, %{type: type, size: size, mode: mode, mtime: mtime}},
+        else: {:ok, %{type: type, size: size}}
+    end
+  end
+
+  @spec chmod(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), term(), keyword()) ::
+          :ok | {:error, String.t()}
+  def chmod(resource, path, mode, opts) do
+    recursive = flag!(opts, :recursive, "ExBashkit.Session.chmod/4")
+
+    unless is_integer(mode) and mode in 0..0o7777 do
+      raise ArgumentError,
+            "mode must be an integer from 0 to 0o7777 (permission bits, e.g. 0o644), got: #{inspect(mode)}"
+    end
+
+    call(resource, :chmod, [path], [mode, recursive])
   end
 
   defp call(resource, op, paths, args) do

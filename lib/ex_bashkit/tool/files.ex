@@ -117,7 +117,7 @@ defmodule ExBashkit.Tool.Files do
   def list(target, args, budget) do
     path = absolute(target, Map.get(args, "path", "."))
 
-    case Sandbox.list_dir(target, path) do
+    case Sandbox.list_dir(target, path, []) do
       {:ok, []} ->
         {:ok, "#{path} is empty."}
 

@@ -253,15 +253,21 @@ defmodule ExBashkit.Worker.Protocol do
   @spec fs_result(atom(), term()) :: boolean()
   def fs_result(_op, {:error, message}), do: is_binary(message)
   def fs_result(:read_file, {:ok, content}), do: is_binary(content)
-  def fs_result(:stat, {:ok, {kind, size}}), do: kind?(kind) and is_integer(size) and size >= 0
+
+  def fs_result(:stat, {:ok, {kind, size, mode, mtime}}),
+    do: entry?({"", kind, size, mode, mtime})
 
   def fs_result(:list_dir, {:ok, entries}) when is_list(entries),
     do: Enum.all?(entries, &entry?/1)
 
-  def fs_result(op, :ok), do: op in [:write_file, :mkdir, :remove, :rename]
+  def fs_result(op, :ok), do: op in [:write_file, :mkdir, :remove, :rename, :chmod]
   def fs_result(_op, _result), do: false
 
-  defp entry?({name, kind}), do: is_binary(name) and kind?(kind)
+  defp entry?({name, kind, size, mode, mtime}),
+    do:
+      is_binary(name) and kind?(kind) and is_integer(size) and size >= 0 and
+        is_integer(mode) and mode in 0..0o7777 and is_integer(mtime)
+
   defp entry?(_), do: false
 
   defp kind?(kind), do: kind in [:file, :dir, :symlink, :fifo]

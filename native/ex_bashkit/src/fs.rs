@@ -44,11 +44,11 @@ fn session_write_file(
 fn session_list_dir(
     session: ResourceArc<SessionResource>,
     path: String,
-) -> FsResult<Vec<(String, Nif<FileKind>)>> {
+) -> FsResult<Vec<(String, Nif<FileKind>, u64, u32, i64)>> {
     let entries = fs::list_dir(&session, &path)?;
     Ok(entries
         .into_iter()
-        .map(|(name, kind)| (name, Nif(kind)))
+        .map(|(name, entry)| (name, Nif(entry.kind), entry.size, entry.mode, entry.mtime))
         .collect())
 }
 
@@ -63,14 +63,29 @@ fn session_remove(session: ResourceArc<SessionResource>, path: String, recursive
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_rename(session: ResourceArc<SessionResource>, from: String, to: String) -> Done {
-    Done(fs::rename(&session, &from, &to))
+fn session_rename(
+    session: ResourceArc<SessionResource>,
+    from: String,
+    to: String,
+    overwrite: bool,
+) -> Done {
+    Done(fs::rename(&session, &from, &to, overwrite))
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
 fn session_stat(
     session: ResourceArc<SessionResource>,
     path: String,
-) -> FsResult<(Nif<FileKind>, u64)> {
-    fs::stat(&session, &path).map(|(kind, size)| (Nif(kind), size))
+) -> FsResult<(Nif<FileKind>, u64, u32, i64)> {
+    fs::stat(&session, &path).map(|entry| (Nif(entry.kind), entry.size, entry.mode, entry.mtime))
+}
+
+#[rustler::nif(schedule = "DirtyIo")]
+fn session_chmod(
+    session: ResourceArc<SessionResource>,
+    path: String,
+    mode: u32,
+    recursive: bool,
+) -> Done {
+    Done(fs::chmod(&session, &path, mode, recursive))
 }

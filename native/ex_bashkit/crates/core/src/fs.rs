@@ -70,7 +70,33 @@ pub fn write_file(session: &Session, path: &str, content: &[u8]) -> FsResult<()>
 /// mount) is refused, in the VM and in a worker alike.
 pub const MAX_LISTED: usize = 100_000;
 
-pub fn list_dir(session: &Session, path: &str) -> FsResult<Vec<(String, FileKind)>> {
+/// What `stat` and `list_dir` tell of an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: FileKind,
+    pub size: u64,
+    /// The permission bits (`0o644`).
+    pub mode: u32,
+    /// Last modified, in seconds since the Unix epoch.
+    pub mtime: i64,
+}
+
+impl From<&Metadata> for Entry {
+    fn from(meta: &Metadata) -> Self {
+        let mtime = match meta.modified.duration_since(std::time::UNIX_EPOCH) {
+            Ok(since) => i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+            Err(before) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),
+        };
+        Self {
+            kind: FileKind::from(meta.file_type),
+            size: meta.size,
+            mode: meta.mode & 0o7777,
+            mtime,
+        }
+    }
+}
+
+pub fn list_dir(session: &Session, path: &str) -> FsResult<Vec<(String, Entry)>> {
     let mut entries = run(session, path, session.fs.read_dir(Path::new(path)))?;
     if entries.len() > MAX_LISTED {
         return Err(format!(
@@ -81,7 +107,10 @@ pub fn list_dir(session: &Session, path: &str) -> FsResult<Vec<(String, FileKind
     entries.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(entries
         .into_iter()
-        .map(|entry| (entry.name, FileKind::from(entry.metadata.file_type)))
+        .map(|entry| {
+            let described = Entry::from(&entry.metadata);
+            (entry.name, described)
+        })
         .collect())
 }
 
@@ -93,16 +122,63 @@ pub fn remove(session: &Session, path: &str, recursive: bool) -> FsResult<()> {
     run(session, path, session.fs.remove(Path::new(path), recursive))
 }
 
-pub fn rename(session: &Session, from: &str, to: &str) -> FsResult<()> {
-    let op = session.fs.rename(Path::new(from), Path::new(to));
-    reachable(session, to).and_then(|()| run(session, from, op))
+/// Moves `from` to `to`; an existing `to` is replaced only with
+/// `overwrite` (iii's `mv`).
+pub fn rename(session: &Session, from: &str, to: &str, overwrite: bool) -> FsResult<()> {
+    reachable(session, to)?;
+    if !overwrite && run(session, to, session.fs.exists(Path::new(to)))? {
+        return Err(format!(
+            "{to}: already exists (rename with overwrite: true to replace it)"
+        ));
+    }
+    run(
+        session,
+        from,
+        session.fs.rename(Path::new(from), Path::new(to)),
+    )
 }
 
-pub fn stat(session: &Session, path: &str) -> FsResult<(FileKind, u64)> {
-    let Metadata {
-        file_type, size, ..
-    } = run(session, path, session.fs.stat(Path::new(path)))?;
-    Ok((FileKind::from(file_type), size))
+pub fn stat(session: &Session, path: &str) -> FsResult<Entry> {
+    let meta = run(session, path, session.fs.stat(Path::new(path)))?;
+    Ok(Entry::from(&meta))
+}
+
+/// Sets the permission bits of `path`, and with `recursive` of all below
+/// it (at most `MAX_LISTED` entries in all; symbolic links are not
+/// followed).
+pub fn chmod(session: &Session, path: &str, mode: u32, recursive: bool) -> FsResult<()> {
+    if mode > 0o7777 {
+        return Err(format!("{path}: mode {mode:o} is not a permission mode"));
+    }
+    run(session, path, session.fs.chmod(Path::new(path), mode))?;
+    if !recursive {
+        return Ok(());
+    }
+    let mut pending = vec![normalize_path(Path::new(path))];
+    let mut changed = 0usize;
+    while let Some(dir) = pending.pop() {
+        let shown = dir.display().to_string();
+        let kind = run(session, &shown, session.fs.lstat(&dir))?.file_type;
+        if FileKind::from(kind) != FileKind::Dir {
+            continue;
+        }
+        for entry in run(session, &shown, session.fs.read_dir(&dir))? {
+            changed += 1;
+            if changed > MAX_LISTED {
+                return Err(format!(
+                    "{path}: more than {MAX_LISTED} entries below it; chmod stopped there"
+                ));
+            }
+            let child = dir.join(&entry.name);
+            let shown = child.display().to_string();
+            if FileKind::from(entry.metadata.file_type) == FileKind::Symlink {
+                continue;
+            }
+            run(session, &shown, session.fs.chmod(&child, mode))?;
+            pending.push(child);
+        }
+    }
+    Ok(())
 }
 
 /// Paths under a `:virtual_fs` mount belong to its backend, which serves

@@ -29,7 +29,7 @@ use crate::codec::{
 };
 use crate::frame::IntoTerm;
 use ex_bashkit_core::callback::{Reply, Request as CallRequest};
-use ex_bashkit_core::file_kind::FileKind;
+use ex_bashkit_core::fs::Entry;
 use ex_bashkit_core::hardening::Report;
 use ex_bashkit_core::options::SessionOptions;
 use ex_bashkit_core::policy::{CommandPolicy, Denial};
@@ -112,8 +112,11 @@ pub enum FileOp {
     ListDir(String),
     Mkdir(String, bool),
     Remove(String, bool),
-    Rename(String, String),
+    /// From, to, overwrite.
+    Rename(String, String, bool),
     Stat(String),
+    /// Path, mode, recursive.
+    Chmod(String, u32, bool),
 }
 
 /// Decodes a frame; `None` for one that names nothing (a bug in the VM,
@@ -242,7 +245,18 @@ fn file_op(rest: Vec<Term>) -> Decoded<Request> {
         Some("read_file") => FileOp::ReadFile(text()?),
         Some("list_dir") => FileOp::ListDir(text()?),
         Some("stat") => FileOp::Stat(text()?),
-        Some("rename") => FileOp::Rename(text()?, text()?),
+        Some("rename") => {
+            let (from, to) = (text()?, text()?);
+            let overwrite = codec::flag(&args.next().ok_or("missing argument")?)?;
+            FileOp::Rename(from, to, overwrite)
+        }
+        Some("chmod") => {
+            let path = text()?;
+            let mode = u64_of(&args.next().ok_or("missing argument")?)?;
+            let mode = u32::try_from(mode).map_err(|_| "a mode out of range")?;
+            let recursive = codec::flag(&args.next().ok_or("missing argument")?)?;
+            FileOp::Chmod(path, mode, recursive)
+        }
         Some(name @ ("mkdir" | "remove")) => {
             let path = text()?;
             let flag = args.next().ok_or("missing argument")?;
@@ -345,8 +359,8 @@ pub enum Outcome {
 pub enum FsAnswer {
     Content(Vec<u8>),
     Done,
-    Entries(Vec<(String, FileKind)>),
-    Stat(FileKind, u64),
+    Entries(Vec<(String, Entry)>),
+    Stat(Entry),
     Failed(String),
 }
 
@@ -440,6 +454,16 @@ fn outcome_term(outcome: Outcome) -> Term {
     }
 }
 
+/// `kind, size, mode, mtime`, as `stat` answers them.
+fn entry_fields(entry: Entry) -> Vec<Term> {
+    vec![
+        codec::file_kind(entry.kind),
+        integer(i64::try_from(entry.size).unwrap_or(i64::MAX)),
+        integer(i64::from(entry.mode)),
+        integer(entry.mtime),
+    ]
+}
+
 fn fs_term(answer: FsAnswer) -> Term {
     match answer {
         FsAnswer::Content(bytes) => codec::ok(owned_binary(bytes)),
@@ -447,12 +471,14 @@ fn fs_term(answer: FsAnswer) -> Term {
         FsAnswer::Entries(entries) => codec::ok(list(
             entries
                 .into_iter()
-                .map(|(name, kind)| tuple(vec![binary(name.as_bytes()), codec::file_kind(kind)]))
+                .map(|(name, entry)| {
+                    let mut fields = vec![binary(name.as_bytes())];
+                    fields.extend(entry_fields(entry));
+                    tuple(fields)
+                })
                 .collect(),
         )),
-        FsAnswer::Stat(kind, size) => {
-            codec::ok(tuple(vec![codec::file_kind(kind), integer(size as i64)]))
-        }
+        FsAnswer::Stat(entry) => codec::ok(tuple(entry_fields(entry))),
         FsAnswer::Failed(message) => codec::error(&message),
     }
 }

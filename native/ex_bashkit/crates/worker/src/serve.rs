@@ -414,10 +414,11 @@ fn file_op(session: &Session, op: FileOp) -> FsAnswer {
         FileOp::ListDir(path) => fs::list_dir(session, &path).map(FsAnswer::Entries),
         FileOp::Mkdir(path, parents) => Ok(done(fs::mkdir(session, &path, parents))),
         FileOp::Remove(path, recursive) => Ok(done(fs::remove(session, &path, recursive))),
-        FileOp::Rename(from, to) => Ok(done(fs::rename(session, &from, &to))),
-        FileOp::Stat(path) => {
-            fs::stat(session, &path).map(|(kind, size)| FsAnswer::Stat(kind, size))
+        FileOp::Rename(from, to, overwrite) => Ok(done(fs::rename(session, &from, &to, overwrite))),
+        FileOp::Chmod(path, mode, recursive) => {
+            Ok(done(fs::chmod(session, &path, mode, recursive)))
         }
+        FileOp::Stat(path) => fs::stat(session, &path).map(FsAnswer::Stat),
     };
     answer.unwrap_or_else(FsAnswer::Failed)
 }
