@@ -40,11 +40,11 @@ fn session_write_file(
     Done(fs::write_file(&session, &path, &content))
 }
 
+/// A directory entry as Elixir reads it: `{name, kind, size, mode, mtime}`.
+type Listed = (String, Nif<FileKind>, u64, u32, i64);
+
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_list_dir(
-    session: ResourceArc<SessionResource>,
-    path: String,
-) -> FsResult<Vec<(String, Nif<FileKind>, u64, u32, i64)>> {
+fn session_list_dir(session: ResourceArc<SessionResource>, path: String) -> FsResult<Vec<Listed>> {
     let entries = fs::list_dir(&session, &path)?;
     Ok(entries
         .into_iter()
