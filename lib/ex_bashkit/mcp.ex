@@ -131,7 +131,7 @@ defmodule ExBashkit.MCP do
 
       iex> mcp = ExBashkit.MCP.new(ExBashkit.Session.new(), name: "sandbox")
       iex> Enum.map(mcp.tools, & &1.name)
-      ["bash", "read_file", "write_file", "edit_file", "list_dir"]
+      ["bash", "read_file", "write_file", "edit_file", "list_dir", "grep", "glob"]
       iex> ExBashkit.MCP.new(ExBashkit.Session.new(), run_code: [languages: [:javascript]]).tools
       ...> |> List.last() |> Map.fetch!(:name)
       "run_code"

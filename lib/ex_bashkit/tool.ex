@@ -15,7 +15,7 @@ defmodule ExBashkit.Tool do
       iex> session = ExBashkit.Session.new()
       iex> [bash | _] = tools = ExBashkit.Tool.all(session)
       iex> Enum.map(tools, & &1.name)
-      ["bash", "read_file", "write_file", "edit_file", "list_dir"]
+      ["bash", "read_file", "write_file", "edit_file", "list_dir", "grep", "glob"]
       iex> ExBashkit.Tool.call(bash, %{"command" => "cd /tmp && echo hi > a.txt && ls"})
       {:ok, "exit code: 0\\nstdout:\\na.txt\\n"}
       iex> ExBashkit.Tool.run(tools, "read_file", %{"path" => "a.txt"})
@@ -74,7 +74,7 @@ defmodule ExBashkit.Tool do
   """
 
   alias ExBashkit.{Options, Sandbox}
-  alias ExBashkit.Tool.{Arguments, Files, Runs, Schema}
+  alias ExBashkit.Tool.{Arguments, Files, Runs, Schema, Search}
 
   @enforce_keys [:name, :description, :parameters, :function]
   defstruct [:name, :description, :parameters, :function, call: nil, approve: nil]
@@ -257,6 +257,51 @@ defmodule ExBashkit.Tool do
   end
 
   @doc """
+  The grep tool: searches the contents of the sandbox's files for a
+  regular expression (bashkit's `grep -r`), answering `path:line:text`
+  lines, at most `max_matches` of them, each cut to `max_line_bytes`.
+
+  Its arguments: `pattern` (required), `path`, `include` and `exclude`
+  (globs on file names), `ignore_case`, `max_matches`, `max_line_bytes`.
+
+      iex> session = ExBashkit.Session.new(files: %{"/src/a.ex" => "# TODO one\\n", "/src/b.md" => "TODO two\\n"})
+      iex> ExBashkit.Tool.call(ExBashkit.Tool.grep(session), %{"pattern" => "TODO", "path" => "/src", "include" => "*.ex"})
+      {:ok, "1 matches:\\n/src/a.ex:1:# TODO one\\n"}
+
+  ## Options
+
+  #{Options.docs(Schema.options(:grep))}
+  """
+  @spec grep(Sandbox.t(), keyword()) :: t()
+  def grep(target, opts \\ []) do
+    config = Options.validate!(opts, Schema.options(:grep), "ExBashkit.Tool.grep/2")
+    target = Sandbox.Target.validate!(target, :target)
+    build(:grep, config, &Search.grep(target, &1, config.max_output_bytes))
+  end
+
+  @doc """
+  The glob tool: the sandbox's paths that match a glob pattern, `**`
+  matching any number of directories.
+
+  Its arguments: `pattern` (required), `path` (where to start) and
+  `max_results`.
+
+      iex> session = ExBashkit.Session.new(files: %{"/src/a.ex" => "", "/src/lib/b.ex" => "", "/src/c.md" => ""})
+      iex> ExBashkit.Tool.call(ExBashkit.Tool.glob(session), %{"pattern" => "**/*.ex", "path" => "/src"})
+      {:ok, "2 paths:\\na.ex\\nlib/b.ex\\n"}
+
+  ## Options
+
+  #{Options.docs(Schema.options(:glob))}
+  """
+  @spec glob(Sandbox.t(), keyword()) :: t()
+  def glob(target, opts \\ []) do
+    config = Options.validate!(opts, Schema.options(:glob), "ExBashkit.Tool.glob/2")
+    target = Sandbox.Target.validate!(target, :target)
+    build(:glob, config, &Search.glob(target, &1, config.max_output_bytes))
+  end
+
+  @doc """
   The elixir tool: evaluates Elixir code on a fresh peer node with
   `ExBashkit.Peer.run/2`, answering what it printed and its value.
 
@@ -308,17 +353,17 @@ defmodule ExBashkit.Tool do
   end
 
   @doc """
-  The bash tool and the file tools, all on `target`, with the same
+  The bash tool, the file tools and the search tools (grep, glob), all on `target`, with the same
   options.
 
       iex> ExBashkit.Session.new() |> ExBashkit.Tool.all(max_output_bytes: 4096) |> length()
-      5
+      7
   """
   @spec all(Sandbox.t(), keyword()) :: [t()]
   def all(target, opts \\ []) do
     if Keyword.has_key?(opts, :name) or Keyword.has_key?(opts, :description) do
       raise ArgumentError,
-            "ExBashkit.Tool.all/2 builds five tools, so it takes no :name or :description; " <>
+            "ExBashkit.Tool.all/2 builds seven tools, so it takes no :name or :description; " <>
               "build the tool to rename with its own function"
     end
 
@@ -328,7 +373,7 @@ defmodule ExBashkit.Tool do
     [
       bash
       | Enum.map(
-          [:read_file, :write_file, :edit_file, :list_dir],
+          [:read_file, :write_file, :edit_file, :list_dir, :grep, :glob],
           &apply(__MODULE__, &1, [target, file_opts])
         )
     ]
@@ -363,7 +408,7 @@ defmodule ExBashkit.Tool do
 
       iex> tools = ExBashkit.Tool.all(ExBashkit.Session.new())
       iex> ExBashkit.Tool.run(tools, "python", %{})
-      {:error, ~s(There is no tool "python". The tools are: bash, read_file, write_file, edit_file, list_dir.)}
+      {:error, ~s(There is no tool "python". The tools are: bash, read_file, write_file, edit_file, list_dir, grep, glob.)}
   """
   @spec run([t()], String.t(), map()) :: answer()
   def run(tools, name, args) do

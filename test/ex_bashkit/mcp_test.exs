@@ -200,7 +200,9 @@ defmodule ExBashkit.MCPTest do
                "read_file",
                "write_file",
                "edit_file",
-               "list_dir"
+               "list_dir",
+               "grep",
+               "glob"
              ]
 
       for {entry, tool} <- Enum.zip(tools, Tool.all(session)) do

@@ -22,7 +22,7 @@ defmodule ExBashkit.ToolTest do
 
     test "every tool's parameters are a JSON Schema object with string keys", %{tools: tools} do
       assert Enum.map(tools, & &1.name) ==
-               ~w(bash read_file write_file edit_file list_dir elixir)
+               ~w(bash read_file write_file edit_file list_dir grep glob elixir)
 
       for tool <- tools do
         assert tool.name =~ ~r/^[a-zA-Z0-9_-]{1,64}$/
@@ -474,6 +474,92 @@ defmodule ExBashkit.ToolTest do
 
       assert %Tool{name: "sh", description: "Runs sh."} =
                Tool.bash(session, name: "sh", description: "Runs sh.")
+    end
+  end
+
+  describe "grep and glob" do
+    setup do
+      files = %{
+        "/src/a.ex" => "defmodule A do\n  # TODO fix\nend\n",
+        "/src/lib/b.ex" => "todo: lower\nTODO: " <> String.duplicate("x", 1_000) <> "\n",
+        "/src/notes.md" => "TODO in markdown\n",
+        "/src/blob.bin" => <<0, 1, 2, "TODO">>,
+        "/src/it's here.ex" => "TODO quoted\n"
+      }
+
+      %{session: Session.new(files: files)}
+    end
+
+    test "matches as path:line:text, with include, exclude and ignore_case", %{session: session} do
+      grep = Tool.grep(session)
+
+      assert {:ok, text} =
+               Tool.call(grep, %{"pattern" => "TODO", "path" => "/src", "include" => "*.ex"})
+
+      assert text =~ "/src/a.ex:2:  # TODO fix"
+      assert text =~ "/src/it's here.ex:1:TODO quoted"
+      refute text =~ "notes.md"
+      refute text =~ "blob.bin"
+
+      assert {:ok, text} =
+               Tool.call(grep, %{
+                 "pattern" => "todo",
+                 "path" => "/src",
+                 "ignore_case" => true,
+                 "exclude" => "*.md"
+               })
+
+      assert text =~ "/src/lib/b.ex:1:todo: lower"
+      refute text =~ "notes.md"
+
+      assert {:ok, "No matches for \"nothing here\" in /src."} =
+               Tool.call(grep, %{"pattern" => "nothing here", "path" => "/src"})
+    end
+
+    test "caps the matches and the line length, and says so", %{session: session} do
+      grep = Tool.grep(session)
+
+      assert {:ok, text} =
+               Tool.call(grep, %{
+                 "pattern" => "TODO",
+                 "path" => "/src",
+                 "max_matches" => 2,
+                 "max_line_bytes" => 40
+               })
+
+      assert text =~ ~r/more matches/
+      assert [_ | lines] = text |> String.split("\n", trim: true) |> Enum.take(3)
+      assert length(Enum.filter(lines, &String.starts_with?(&1, "/src"))) == 2
+
+      assert {:ok, long} =
+               Tool.call(grep, %{"pattern" => "xxxx", "path" => "/src", "max_line_bytes" => 40})
+
+      assert long =~ "more bytes)"
+    end
+
+    test "a bad pattern is an error the model can act on", %{session: session} do
+      assert {:error, message} =
+               Tool.call(Tool.grep(session), %{"pattern" => "([", "path" => "/src"})
+
+      assert message =~ "grep failed"
+    end
+
+    test "glob: ** at any depth, quoting what is not a pattern", %{session: session} do
+      glob = Tool.glob(session)
+
+      assert {:ok, "3 paths:\na.ex\nit's here.ex\nlib/b.ex\n"} =
+               Tool.call(glob, %{"pattern" => "**/*.ex", "path" => "/src"})
+
+      assert {:ok, "1 paths:\nit's here.ex\n"} =
+               Tool.call(glob, %{"pattern" => "it's*", "path" => "/src"})
+
+      assert {:ok, "No paths match" <> _} =
+               Tool.call(glob, %{"pattern" => "*.rs", "path" => "/src"})
+
+      assert {:ok, capped} =
+               Tool.call(glob, %{"pattern" => "**", "path" => "/src", "max_results" => 2})
+
+      assert capped =~ "more paths"
     end
   end
 end

@@ -172,6 +172,43 @@ defmodule ExBashkit.Tool.Schema do
     )
   end
 
+  def definition(:grep) do
+    define(
+      "grep",
+      """
+      Searches file contents in the sandbox for a regular expression, recursively, \
+      and returns matching lines as path:line:text. Binary files are skipped. \
+      Narrow it with include/exclude globs on file names.\
+      """,
+      %{
+        "pattern" => string("The regular expression to search for."),
+        "path" => string("The file or directory to search (default: the working directory)."),
+        "include" => string("Search only files whose name matches this glob (e.g. *.ex)."),
+        "exclude" => string("Skip files whose name matches this glob."),
+        "ignore_case" => boolean("Match letters of either case."),
+        "max_matches" => integer("The most matching lines to return (default 100)."),
+        "max_line_bytes" => integer("The longest a returned line may be (default 400).", 20)
+      },
+      ["pattern"]
+    )
+  end
+
+  def definition(:glob) do
+    define(
+      "glob",
+      """
+      Finds paths in the sandbox matching a glob pattern, ** matching any number of \
+      directories (e.g. lib/**/*.ex), and returns them one per line.\
+      """,
+      %{
+        "pattern" => string("The glob pattern, relative to path."),
+        "path" => string("The directory to search from (default: the working directory)."),
+        "max_results" => integer("The most paths to return (default 1000).")
+      },
+      ["pattern"]
+    )
+  end
+
   def definition(:elixir) do
     define(
       "elixir",
