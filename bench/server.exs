@@ -11,6 +11,8 @@
 # for an empty session, 30 for one holding 10 MB of files. Move: a 10 MB
 # session moved back and forth between two peer nodes on this machine, 10
 # times. Exec: 2,000 samples of exec("true") each way, p50 and p90.
+# List: Server.list/0 with 10,000 live servers (each ran one script in the
+# VM), 50 calls, p50 and p90.
 # Prints Markdown tables for bench/README.md.
 
 Code.require_file("support.exs", __DIR__)
@@ -28,6 +30,7 @@ defmodule ServerBench do
     wake()
     move()
     exec()
+    list()
   end
 
   defp memory do
@@ -144,6 +147,28 @@ defmodule ServerBench do
   defp at(sorted, q), do: Enum.at(sorted, min(length(sorted) - 1, floor(length(sorted) * q)))
   defp ms(us), do: "#{Float.round(us / 1000, 2)} ms"
   defp us(ns), do: "#{Float.round(ns / 1000, 1)} µs"
+
+  defp list do
+    servers =
+      for i <- 1..10_000 do
+        {:ok, pid} = Server.start(id: "list-bench-#{i}", session: [isolation: :none])
+        {:ok, _} = Server.exec(pid, "true")
+        pid
+      end
+
+    ^servers = servers
+    10_000 = Enum.count(Server.list(), &String.starts_with?(to_string(&1.id), "list-bench-"))
+    samples = BenchSupport.sorted_samples_ns(50, fn -> Server.list() end)
+    Enum.each(servers, &Server.stop/1)
+
+    IO.puts("""
+
+    ## Server.list/0 with 10,000 live servers
+    | figure | p50 / p90 |
+    |---|---|
+    | one call | #{div(Enum.at(samples, 25), 1_000_000)} / #{div(Enum.at(samples, 45), 1_000_000)} ms |\
+    """)
+  end
 end
 
 BenchSupport.publish(__ENV__.file, &ServerBench.run/0)

@@ -15,6 +15,8 @@ defmodule ExBashkit.Application do
       # callback chains their deadlock check reads.
       ExBashkit.Callbacks.child_specs(),
       ExBashkit.Store.Memory,
+      # The table of live servers (ExBashkit.Server.list/0), before them.
+      ExBashkit.Server.Directory,
       {DynamicSupervisor,
        name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
       # The calls servers run, and the relays of their streams.

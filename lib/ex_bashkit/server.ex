@@ -44,7 +44,7 @@ defmodule ExBashkit.Server do
 
   alias ExBashkit.{Session, Store}
   alias ExBashkit.Sandbox.Contract
-  alias ExBashkit.Server.{Options, Placement, Runner, State}
+  alias ExBashkit.Server.{Directory, Options, Placement, Runner, State}
 
   @typedoc "A server: its pid, or the name it was registered under."
   @type server :: GenServer.server()
@@ -261,6 +261,54 @@ defmodule ExBashkit.Server do
   def hibernate(server), do: call(server, :hibernate)
 
   @doc """
+  The live servers of the cluster (this node and those connected to it),
+  or of `node` alone: for each, its `:id`, `:pid`, `:node`, `:isolation`,
+  `:state` (`:running` while a call runs, `:idle`, or `:hibernated` when
+  no interpreter is in memory), `:age_ms`, the time of its `:last_call`
+  (a `DateTime`), and for a session in a worker process its `:os_pid`
+  and `:memory` (the worker's resident set, in bytes; `nil` otherwise).
+
+  It reads a table each server keeps its own row in, and asks no server:
+  cheap enough to poll (`bench/server.exs`). A node that does not answer
+  within 5 seconds is left out.
+
+      iex> {:ok, pid} = ExBashkit.Server.get_or_start("listed-in-the-docs")
+      iex> {:ok, _} = ExBashkit.Server.exec(pid, "true")
+      iex> [server] = Enum.filter(ExBashkit.Server.list(), &(&1.id == "listed-in-the-docs"))
+      iex> {server.pid == pid, server.state, server.node == node()}
+      {true, :idle, true}
+      iex> ExBashkit.Server.stop(pid)
+      :ok
+  """
+  @spec list() :: [map()]
+  def list do
+    remote =
+      case Node.list() do
+        [] ->
+          []
+
+        nodes ->
+          nodes |> :erpc.multicall(Directory, :local, [], 5_000) |> Enum.flat_map(&listed/1)
+      end
+
+    Directory.local() ++ remote
+  end
+
+  @doc "The live servers of `node`; see `list/0`."
+  @spec list(node()) :: [map()]
+  def list(node) when node == node(), do: Directory.local()
+
+  def list(node) when is_atom(node) do
+    listed(:erpc.call(node, Directory, :local, [], 5_000))
+  catch
+    _kind, _reason -> []
+  end
+
+  defp listed({:ok, servers}) when is_list(servers), do: servers
+  defp listed(servers) when is_list(servers), do: servers
+  defp listed(_failed), do: []
+
+  @doc """
   What the server is: `%{id:, node:, state: :awake | :hibernated,
   running:, memory:}` (`memory` is the server process's, in bytes;
   a hibernated session's snapshot is held off that heap or in the store).
@@ -307,7 +355,7 @@ defmodule ExBashkit.Server do
     with :ok <- Placement.register(arg.name, arg.registrar, Map.get(arg, :takeover)) do
       state = State.new(arg)
       schedule_persist(state)
-      {:ok, state}
+      {:ok, published(state)}
     end
   end
 
@@ -348,7 +396,7 @@ defmodule ExBashkit.Server do
         ref = Runner.start(state.session, operation, args)
         writes? = operation in @writes
         running = Map.put(state.running, ref, {from, writes?})
-        {:noreply, %{state | running: running, last_call: State.now()}}
+        {:noreply, published(%{state | running: running, last_call: State.now()})}
 
       {:error, message, state} ->
         {:reply, {:error, message}, state}
@@ -362,7 +410,7 @@ defmodule ExBashkit.Server do
 
   defp serve(:hibernate, _from, state) do
     case State.hibernate(state) do
-      {:ok, state} -> {:reply, :ok, state, :hibernate}
+      {:ok, state} -> {:reply, :ok, published(state), :hibernate}
       {:error, message, state} -> {:reply, {:error, message}, state}
     end
   end
@@ -397,6 +445,7 @@ defmodule ExBashkit.Server do
     state = if running == %{}, do: State.recover(state), else: state
     state = if state.persist == :after_exec, do: State.persist(state, :exec), else: state
     GenServer.reply(from, reply)
+    state = published(state)
     if running == %{}, do: idle(state), else: {:noreply, state}
   end
 
@@ -423,7 +472,7 @@ defmodule ExBashkit.Server do
 
       true ->
         case State.hibernate(state) do
-          {:ok, state} -> {:noreply, state, :hibernate}
+          {:ok, state} -> {:noreply, published(state), :hibernate}
           {:error, _message, state} -> {:noreply, arm_idle(state, state.idle_after)}
         end
     end
@@ -443,11 +492,44 @@ defmodule ExBashkit.Server do
   # A graceful stop (stop/2, the supervisor, the VM) keeps the session.
   @impl true
   def terminate(_reason, %State{forward_to: nil, store: store} = state) when store != nil do
+    Directory.withdraw()
     if State.awake?(state), do: State.persist(%{state | persist: :after_exec}, :stop)
     close(state)
   end
 
-  def terminate(_reason, state), do: close(state)
+  def terminate(_reason, state) do
+    Directory.withdraw()
+    close(state)
+  end
+
+  # The server's row in the directory of live servers, as it is now; where
+  # its session lives is learned once per wake.
+  defp published(state) do
+    state =
+      case {State.awake?(state), state.placement} do
+        {true, placement} when placement in [nil] or elem(placement, 1) == nil ->
+          info = Session.info(state.session)
+          %{state | placement: {info.isolation, info.os_pid}}
+
+        {false, {isolation, _os_pid}} ->
+          %{state | placement: {isolation, nil}}
+
+        _ ->
+          state
+      end
+
+    {isolation, os_pid} = state.placement || {Keyword.get(state.spec, :isolation, :none), nil}
+
+    status =
+      cond do
+        not State.awake?(state) -> :hibernated
+        State.busy?(state) -> :running
+        true -> :idle
+      end
+
+    Directory.publish(state.id, isolation, status, state.started_at, state.last_call, os_pid)
+    state
+  end
 
   # A stopped server's worker process goes with it, not when its session
   # is collected.

@@ -33,7 +33,11 @@ defmodule ExBashkit.Server.State do
     running: %{},
     # Calls that wait behind a move, hibernate or stop, in order.
     waiting: :queue.new(),
-    last_call: 0
+    last_call: 0,
+    # When it started (monotonic ms), and where its session lives
+    # ({isolation, os_pid}, learned when it wakes): ExBashkit.Server.list/0.
+    started_at: 0,
+    placement: nil
   ]
 
   @type t :: %__MODULE__{}
@@ -51,7 +55,8 @@ defmodule ExBashkit.Server.State do
       key: arg.key || :crypto.strong_rand_bytes(32),
       registrar: arg.registrar,
       idle_after: arg.idle_after,
-      last_call: now()
+      last_call: now(),
+      started_at: now()
     }
   end
 
