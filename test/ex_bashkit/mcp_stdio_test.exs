@@ -94,7 +94,9 @@ defmodule ExBashkit.MCPStdioTest do
              "read_file",
              "write_file",
              "edit_file",
-             "list_dir"
+             "list_dir",
+             "grep",
+             "glob"
            ]
 
     assert ls == %{"is_error" => false, "text" => "exit code: 0\nstdout:\ncopy.txt\n"}
