@@ -17,6 +17,10 @@ fi
 if [ "${EX_BASHKIT_NEED_NODE:-0}" = 1 ] && ! command -v node >/dev/null 2>&1; then
   missing="$missing nodejs"
 fi
+# Real git: what the sandbox's `git` is checked against (git_test.exs).
+if [ "${EX_BASHKIT_NEED_GIT:-0}" = 1 ] && ! command -v git >/dev/null 2>&1; then
+  missing="$missing git"
+fi
 if [ -n "$missing" ]; then
   echo "==> installing from Debian:$missing" | tr -s ' '
   SUDO=""
