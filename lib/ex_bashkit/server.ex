@@ -502,23 +502,29 @@ defmodule ExBashkit.Server do
     close(state)
   end
 
-  # The server's row in the directory of live servers, as it is now; where
-  # its session lives is learned once per wake.
+  # The server's row in the directory of live servers, as it is now.
+  # Where its session lives is learned once per session it wakes with (a
+  # call in the VM would otherwise ask again on every call).
   defp published(state) do
     state =
-      case {State.awake?(state), state.placement} do
-        {true, placement} when placement in [nil] or elem(placement, 1) == nil ->
-          info = Session.info(state.session)
-          %{state | placement: {info.isolation, info.os_pid}}
+      case state.placement do
+        {session, _isolation, _os_pid} when session == state.session ->
+          state
 
-        {false, {isolation, _os_pid}} ->
-          %{state | placement: {isolation, nil}}
+        _ when state.session != nil ->
+          info = Session.info(state.session)
+          %{state | placement: {state.session, info.isolation, info.os_pid}}
 
         _ ->
           state
       end
 
-    {isolation, os_pid} = state.placement || {Keyword.get(state.spec, :isolation, :none), nil}
+    {isolation, os_pid} =
+      case state.placement do
+        {session, isolation, os_pid} when session == state.session -> {isolation, os_pid}
+        {_gone, isolation, _os_pid} -> {isolation, nil}
+        nil -> {Keyword.get(state.spec, :isolation, :none), nil}
+      end
 
     status =
       cond do

@@ -35,7 +35,7 @@ defmodule ExBashkit.Server.State do
     waiting: :queue.new(),
     last_call: 0,
     # When it started (monotonic ms), and where its session lives
-    # ({isolation, os_pid}, learned when it wakes): ExBashkit.Server.list/0.
+    # ({session, isolation, os_pid}, learned when it wakes): Server.list/0.
     started_at: 0,
     placement: nil
   ]
