@@ -101,17 +101,19 @@ defmodule ExBashkit do
   The optional parts this build of the library has: `:python` (Monty,
   the sandboxed Python), `:cpython` (CPython 3.14 in a WebAssembly guest),
   `:jq`, `:network` (`curl`/`wget` under `:allow_net`), `:mounts`
-  (host directories), `:javascript` (`node` in worker processes) and
-  `:git` (`git` on the session's files). All
-  of them unless the build was
+  (host directories), `:javascript` (`node` in worker processes),
+  `:git` (`git` on the session's files) and `:sqlite` (`sqlite3`, in
+  worker processes). All of them unless the build was
   configured with fewer (`config :ex_bashkit, features: [...]`, see the
   README's "Installing"); a session that asks for a part that is missing
   raises `ArgumentError` saying how to add it.
 
       iex> ExBashkit.features()
-      [:python, :cpython, :jq, :network, :mounts, :javascript, :git]
+      [:python, :cpython, :jq, :network, :mounts, :javascript, :git, :sqlite]
   """
-  @spec features() :: [:python | :cpython | :jq | :network | :mounts | :javascript | :git]
+  @spec features() :: [
+          :python | :cpython | :jq | :network | :mounts | :javascript | :git | :sqlite
+        ]
   def features, do: ExBashkit.Session.Options.Capabilities.built_features()
 
   @doc """

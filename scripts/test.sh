@@ -2,7 +2,7 @@
 # Every check CI runs: formatting, warnings, the Elixir suite (with doctests),
 # and the Rust crate's fmt, clippy and tests.
 cd "$(dirname "$0")/.."
-export EX_BASHKIT_NEED_TMUX=1 EX_BASHKIT_NEED_NODE=1 EX_BASHKIT_NEED_GIT=1
+export EX_BASHKIT_NEED_TMUX=1 EX_BASHKIT_NEED_NODE=1 EX_BASHKIT_NEED_GIT=1 EX_BASHKIT_NEED_SQLITE=1
 source scripts/toolchain.sh
 export MIX_ENV=test
 # The official MCP SDK, which the MCP server's tests drive it with.

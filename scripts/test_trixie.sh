@@ -11,7 +11,7 @@ root="${EX_BASHKIT_TRIXIE_ROOT:-/var/cache/ex_bashkit-trixie}"
 # gcc: cargo links a build script if anything in the shared target/ must
 # be built again (it should not).
 # python3-venv: the MCP SDK the MCP server's tests use (scripts/mcp_client.sh).
-packages="elixir erlang-dev erlang-nox erlang-inets tmux procps gcc libc6-dev ca-certificates python3-venv nodejs git"
+packages="elixir erlang-dev erlang-nox erlang-inets tmux procps gcc libc6-dev ca-certificates python3-venv nodejs git sqlite3"
 
 if [ ! -x "$root/usr/bin/elixir" ] || [ "$(cat "$root/.ex_bashkit_packages" 2>/dev/null)" != "$packages" ]; then
   echo "==> Debian 13 (trixie) chroot in $root"

@@ -21,6 +21,10 @@ fi
 if [ "${EX_BASHKIT_NEED_GIT:-0}" = 1 ] && ! command -v git >/dev/null 2>&1; then
   missing="$missing git"
 fi
+# Real sqlite3: what the sandbox's `sqlite3` is checked against (sqlite_test.exs).
+if [ "${EX_BASHKIT_NEED_SQLITE:-0}" = 1 ] && ! command -v sqlite3 >/dev/null 2>&1; then
+  missing="$missing sqlite3"
+fi
 if [ -n "$missing" ]; then
   echo "==> installing from Debian:$missing" | tr -s ' '
   SUDO=""

@@ -10,7 +10,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   # Settings (config :ex_bashkit, ... in the user's config, or the
   # environment):
   #   build_from_source: true  (EX_BASHKIT_BUILD=1)   always use cargo
-  #   features: [:python, :cpython, :jq, :network, :mounts, :javascript, :git]  what cargo builds in
+  #   features: [:python, :cpython, :jq, :network, :mounts, :javascript, :git, :sqlite]  what cargo builds in
   #   precompiled_url: "https://…"  (EX_BASHKIT_PRECOMPILED_URL)
   #   target: "x86_64-unknown-linux-gnu"  (EX_BASHKIT_TARGET)
   #   $CARGO: the cargo to run (default: the one on PATH)
@@ -29,7 +29,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
   # and the launcher of workers forked by the zygote.
   @worker "ex_bashkit_worker"
   @launcher "ex_bashkit_worker_stub"
-  @features [:python, :cpython, :jq, :network, :mounts, :javascript, :git]
+  @features [:python, :cpython, :jq, :network, :mounts, :javascript, :git, :sqlite]
   @default_url "https://github.com/ex-bashkit/ex_bashkit/releases/download/v"
 
   def checksum_file, do: @checksums

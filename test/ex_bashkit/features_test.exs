@@ -9,7 +9,17 @@ defmodule ExBashkit.FeaturesTest do
   alias ExBashkit.Session.Options.Capabilities
 
   test "the default build has every part" do
-    assert ExBashkit.features() == [:python, :cpython, :jq, :network, :mounts, :javascript, :git]
+    assert ExBashkit.features() == [
+             :python,
+             :cpython,
+             :jq,
+             :network,
+             :mounts,
+             :javascript,
+             :git,
+             :sqlite
+           ]
+
     {:ok, %{stdout: "1\n"}} = ExBashkit.exec(~S(echo '{"a":1}' | jq .a))
   end
 

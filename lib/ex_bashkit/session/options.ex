@@ -153,6 +153,16 @@ defmodule ExBashkit.Session.Options do
           "`ls-files`, `rev-parse`, `grep` (bashkit's virtual git, see `guides/git.md`). " <>
           "Commits are authored by `:username` until `git config user.name` says otherwise."
     ],
+    sqlite: [
+      type: {:in, [true, false]},
+      default: false,
+      doc:
+        "`true` adds `sqlite3` (and `sqlite`) on the session's files: SQL as an argument " <>
+          "or on stdin, `-header`, `-csv`, `-json`, `-line`, `.tables`, `.schema`, `.mode`, " <>
+          "`.import FILE TABLE` (Turso's engine, see `guides/sqlite.md`). It needs " <>
+          "`isolation: :process`: the engine is beta upstream, so it runs only in worker " <>
+          "processes. `:max_sqlite_bytes` bounds a database; the script's deadline, each statement."
+    ],
     isolation: [
       type: {:in, [:none, :process]},
       default: :none,
@@ -258,10 +268,12 @@ defmodule ExBashkit.Session.Options do
       allow_net: opts.allow_net != :none,
       mounts: opts.mounts != [],
       javascript: opts.javascript,
-      git: opts.git
+      git: opts.git,
+      sqlite: opts.sqlite
     )
 
     Capabilities.javascript!(opts.javascript, opts.isolation)
+    Capabilities.sqlite!(opts.sqlite, opts.isolation)
 
     {allow_net, secrets} = Network.credentials(opts.allow_net)
 

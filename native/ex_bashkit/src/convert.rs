@@ -16,7 +16,7 @@ mod atoms {
     rustler::atoms! {
         env, cwd, username, hostname, limits, mounts, allowed_mount_paths, allow_net,
         credentials, block_private_ips, builtins, virtual_fs, python, python_runtime,
-        command_policy, javascript, tools, git, none, all, only, deny, allow, ask,
+        command_policy, javascript, tools, git, sqlite, none, all, only, deny, allow, ask,
     }
 }
 
@@ -73,6 +73,7 @@ impl<'a> Decoder<'a> for NifOptions {
             javascript: field(atoms::javascript())?.decode()?,
             tools: field(atoms::tools())?.decode()?,
             git: field(atoms::git())?.decode()?,
+            sqlite: field(atoms::sqlite())?.decode()?,
         }))
     }
 }

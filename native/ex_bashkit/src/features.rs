@@ -27,6 +27,9 @@ fn features() -> Vec<&'static str> {
     if cfg!(feature = "git") {
         built.push("git");
     }
+    if cfg!(feature = "sqlite") {
+        built.push("sqlite");
+    }
     built
 }
 

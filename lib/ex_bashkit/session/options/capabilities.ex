@@ -8,12 +8,14 @@ defmodule ExBashkit.Session.Options.Capabilities do
 
   @doc false
   # The optional parts this build has (`ExBashkit.features/0`).
-  @spec built_features() :: [:python | :cpython | :jq | :network | :mounts | :javascript | :git]
+  @spec built_features() :: [
+          :python | :cpython | :jq | :network | :mounts | :javascript | :git | :sqlite
+        ]
   def built_features do
     built = ExBashkit.Native.features()
     # A fixed list, so no atom is made from what the library reports, and
     # none has to exist already (a fresh VM may never have seen :jq).
-    for feature <- [:python, :cpython, :jq, :network, :mounts, :javascript, :git],
+    for feature <- [:python, :cpython, :jq, :network, :mounts, :javascript, :git, :sqlite],
         Atom.to_string(feature) in built,
         do: feature
   end
@@ -105,7 +107,8 @@ defmodule ExBashkit.Session.Options.Capabilities do
     allow_net: :network,
     mounts: :mounts,
     javascript: :javascript,
-    git: :git
+    git: :git,
+    sqlite: :sqlite
   }
   @feature_options %{cpython: "python: :cpython"}
 
@@ -140,6 +143,17 @@ defmodule ExBashkit.Session.Options.Capabilities do
   @doc false
   # JavaScript runs in worker processes only: its engine is C, and a crash
   # or a runaway of it must cost a worker, never the VM.
+  def sqlite!(false, _isolation), do: :ok
+  def sqlite!(true, :process), do: :ok
+
+  def sqlite!(true, _isolation) do
+    raise ArgumentError,
+          "sqlite: true needs isolation: :process: its engine (Turso) is beta upstream, so " <>
+            "it runs only in a worker process, where a crash or a runaway of it costs that " <>
+            "process and never the VM"
+  end
+
+  @doc false
   def javascript!(false, _isolation), do: :ok
   def javascript!(true, :process), do: :ok
 

@@ -48,6 +48,13 @@ impl Limits {
         )
     }
 
+    /// The largest a `sqlite3` database may grow: by default, what one
+    /// file of the session may hold.
+    pub fn sqlite_bytes(&self) -> u64 {
+        self.max_sqlite_bytes
+            .unwrap_or_else(|| self.filesystem().max_file_size)
+    }
+
     pub fn execution(&self) -> ExecutionLimits {
         let mut limits = ExecutionLimits::default();
         set(&mut limits.max_commands, self.max_commands);

@@ -56,6 +56,9 @@ pub struct SessionOptions {
     pub javascript: bool,
     /// `git: true`: a `git` command on the session's files.
     pub git: bool,
+    /// `sqlite: true`: `sqlite3` on the session's files (worker processes
+    /// only: the engine is beta upstream).
+    pub sqlite: bool,
     /// The dotted names of the `:tools` (`orders.list`), whose commands
     /// are among `builtins`: Python (Monty) calls them as functions.
     pub tools: Vec<String>,
@@ -103,7 +106,15 @@ impl SessionOptions {
             builder = builder.builtin("escape", Box::new(probe));
             builder = builder.builtin("lie", Box::new(crate::hardening::lie_probe::Lie));
         }
-        let bash = builder.build();
+        #[cfg_attr(not(feature = "sqlite"), allow(unused_mut))]
+        let mut bash = builder.build();
+        // The engine's switch was read by the build; a script has no use for it.
+        #[cfg(feature = "sqlite")]
+        if self.sqlite {
+            bash.exec(&format!("unset {}", crate::sqlite::OPT_IN))
+                .await
+                .map_err(|e| format!("sqlite: {e}"))?;
+        }
         gate.stop_with(bash.cancellation_token());
         mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
         for path in &self.virtual_fs {
@@ -191,6 +202,26 @@ impl SessionOptions {
                 builder.git(self.git_config())
             } else {
                 builder.builtin("git", Box::new(crate::builtins::Absent("git")))
+            };
+        }
+        #[cfg(feature = "sqlite")]
+        {
+            builder = if self.sqlite {
+                let max_db_bytes = self.limits.sqlite_bytes();
+                builder
+                    .env(crate::sqlite::OPT_IN, "1")
+                    .builtin(
+                        "sqlite3",
+                        Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
+                    )
+                    .builtin(
+                        "sqlite",
+                        Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
+                    )
+            } else {
+                builder
+                    .builtin("sqlite3", Box::new(crate::builtins::Absent("sqlite3")))
+                    .builtin("sqlite", Box::new(crate::builtins::Absent("sqlite")))
             };
         }
         builder

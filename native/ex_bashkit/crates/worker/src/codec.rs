@@ -344,6 +344,7 @@ pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
         javascript: flag(fields.get("javascript")?)?,
         tools: strings(fields.get("tools")?)?,
         git: flag(fields.get("git")?)?,
+        sqlite: flag(fields.get("sqlite")?)?,
     })
 }
 
