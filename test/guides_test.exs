@@ -14,9 +14,16 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.Isolation
   doctest ExBashkit.Guides.Security
   doctest ExBashkit.Guides.Javascript
+  doctest ExBashkit.Guides.Code
+  doctest ExBashkit.Guides.Git
+  doctest ExBashkit.Guides.Sqlite
 
   test "every guide is doctested here" do
-    guides = Path.wildcard(Path.expand("../guides/*.md", __DIR__))
-    assert length(guides) == 14
+    source = File.read!(__ENV__.file)
+
+    for path <- Path.wildcard(Path.expand("../guides/*.md", __DIR__)) do
+      name = path |> Path.basename(".md") |> Macro.camelize()
+      assert source =~ "doctest ExBashkit.Guides.#{name}\n", "#{path} is not doctested"
+    end
   end
 end

@@ -150,7 +150,8 @@ defmodule ExBashkit.Session.Options do
       doc:
         "`true` adds a `git` command on the session's files: `init`, `add`, `commit`, " <>
           "`status`, `log`, `diff`, `show`, `branch`, `checkout`, `reset`, `restore`, " <>
-          "`ls-files`, `rev-parse`, `grep` (bashkit's virtual git, see `guides/git.md`). " <>
+          "`merge`, `ls-files`, `rev-parse`, `grep` and more, with git's output (see " <>
+          "`guides/git.md`). " <>
           "Commits are authored by `:username` until `git config user.name` says otherwise."
     ],
     sqlite: [

@@ -14,6 +14,8 @@ pub mod error;
 pub mod exec;
 pub mod file_kind;
 pub mod fs;
+#[cfg(feature = "git")]
+pub mod git;
 pub mod hardening;
 pub mod job;
 pub mod limits;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use bashkit::NetworkAllowlist;
 
 /// `:none`, `:all` or `{:only, patterns}`.
+#[derive(Clone)]
 pub enum AllowNet {
     None,
     All,

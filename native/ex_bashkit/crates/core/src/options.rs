@@ -145,19 +145,14 @@ impl SessionOptions {
         Credentials::new(&self.credentials, self.block_private_ips)
     }
 
-    /// The session's identity as the author of commits (`git config
-    /// user.name` changes it), and its `:allow_net` patterns as the
-    /// remotes it may name.
+    /// `git`, committing as the session's user (`git config user.name`
+    /// changes it) and naming only the remotes `:allow_net` allows.
     #[cfg(feature = "git")]
-    fn git_config(&self) -> bashkit::GitConfig {
-        let config = bashkit::GitConfig::new().author(
-            self.username.clone(),
-            format!("{}@{}", self.username, self.hostname),
-        );
-        match &self.allow_net {
-            AllowNet::All => config.allow_all_remotes(),
-            AllowNet::Only(patterns) => config.allow_remotes(patterns.iter().cloned()),
-            AllowNet::None => config,
+    fn git(&self) -> crate::git::Git {
+        crate::git::Git {
+            name: self.username.clone(),
+            email: format!("{}@{}", self.username, self.hostname),
+            remotes: self.allow_net.clone(),
         }
     }
 
@@ -199,7 +194,7 @@ impl SessionOptions {
         #[cfg(feature = "git")]
         {
             builder = if self.git {
-                builder.git(self.git_config())
+                builder.builtin("git", Box::new(self.git()))
             } else {
                 builder.builtin("git", Box::new(crate::builtins::Absent("git")))
             };

@@ -1,0 +1,2248 @@
+//! The commands, each printing what git prints.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::diff::{self, Change};
+use super::repo::{short, Blob, Files, Head, Index, Oid, Repo, WorkFile};
+use super::text;
+use super::{resolve, Here, Out, Run};
+use crate::network::AllowNet;
+
+const SUPPORTED: &str = "init, clone, config, add, rm, mv, commit, status, log, show, diff, \
+branch, checkout, switch, reset, restore, merge (fast-forward), tag, ls-files, rev-parse, \
+merge-base, grep, cat-file, clean, remote";
+
+pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
+    let Some((command, rest)) = args.split_first() else {
+        return Ok(Out::ok(format!(
+            "usage: git <command> [<args>]\n\ncommands: {SUPPORTED}\n"
+        )));
+    };
+    match command.as_str() {
+        "--version" | "version" => Ok(Out::ok("git version 2.39.5 (ex_bashkit)\n")),
+        "help" | "--help" | "-h" => Ok(Out::ok(format!("commands: {SUPPORTED}\n"))),
+        "init" => init(here, rest).await,
+        "clone" | "fetch" | "pull" | "push" | "ls-remote" => remote_io(here, command, rest).await,
+        "config" => config(here, rest).await,
+        "remote" => remote(here, rest).await,
+        name => {
+            let Some(repo) = Repo::discover(&here.fs, &here.cwd).await else {
+                return Err(Out::fatal(
+                    "not a git repository (or any of the parent directories): .git",
+                ));
+            };
+            let it = Ctx { here, repo };
+            match name {
+                "add" => it.add(rest).await,
+                "rm" => it.rm(rest).await,
+                "mv" => it.mv(rest).await,
+                "commit" => it.commit(rest).await,
+                "status" => it.status(rest).await,
+                "log" => it.log(rest).await,
+                "show" => it.show(rest).await,
+                "diff" => it.diff(rest).await,
+                "branch" => it.branch(rest).await,
+                "checkout" => it.checkout(rest).await,
+                "switch" => it.switch(rest).await,
+                "reset" => it.reset(rest).await,
+                "restore" => it.restore(rest).await,
+                "merge" => it.merge(rest).await,
+                "tag" => it.tag(rest).await,
+                "ls-files" => it.ls_files(rest).await,
+                "rev-parse" => it.rev_parse(rest).await,
+                "merge-base" => it.merge_base(rest).await,
+                "grep" => it.grep(rest).await,
+                "cat-file" => it.cat_file(rest).await,
+                "clean" => it.clean(rest).await,
+                "stash" | "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply"
+                | "blame" | "describe" | "reflog" | "submodule" | "worktree" | "gc" => Err(
+                    Out::error(
+                        format!(
+                            "git: '{name}' is not supported by the sandbox's git; it has: {SUPPORTED}\n"
+                        ),
+                        1,
+                    ),
+                ),
+                _ => Err(Out::error(
+                    format!("git: '{name}' is not a git command. See 'git --help'.\n"),
+                    1,
+                )),
+            }
+        }
+    }
+}
+
+fn failed(message: String) -> Out {
+    Out::fatal(message)
+}
+
+/// Options a command takes, split from its operands; `--` ends options.
+struct Args<'a> {
+    flags: Vec<&'a str>,
+    values: BTreeMap<&'static str, String>,
+    operands: Vec<&'a str>,
+    paths: Vec<&'a str>,
+}
+
+impl<'a> Args<'a> {
+    /// `valued`: options followed by a value (`-m MSG`, or `-mMSG`,
+    /// `--message=MSG`), by every name they go by, the first the key.
+    fn parse(args: &'a [String], valued: &[&[&'static str]]) -> Result<Self, Out> {
+        let mut parsed = Args {
+            flags: Vec::new(),
+            values: BTreeMap::new(),
+            operands: Vec::new(),
+            paths: Vec::new(),
+        };
+        let mut iter = args.iter().map(String::as_str);
+        'next: while let Some(arg) = iter.next() {
+            if arg == "--" {
+                parsed.paths.extend(iter.by_ref());
+                break;
+            }
+            for names in valued {
+                let key = names[0];
+                for name in *names {
+                    if arg == *name {
+                        let value = iter
+                            .next()
+                            .ok_or_else(|| failed(format!("option '{name}' requires a value")))?;
+                        parsed.push_value(key, value);
+                        continue 'next;
+                    }
+                    if let Some(value) = arg.strip_prefix(&format!("{name}=")) {
+                        if name.starts_with("--") {
+                            parsed.push_value(key, value);
+                            continue 'next;
+                        }
+                    }
+                    if !name.starts_with("--") && name.len() == 2 && arg.len() > 2 {
+                        if let Some(value) = arg.strip_prefix(name) {
+                            parsed.push_value(key, value);
+                            continue 'next;
+                        }
+                    }
+                }
+            }
+            if arg.starts_with('-') && arg.len() > 1 {
+                // Bundled short flags (`-am msg`): the last may take a value.
+                if !arg.starts_with("--") && arg.len() > 2 {
+                    let letters: Vec<char> = arg[1..].chars().collect();
+                    let takes = |c: char| {
+                        valued
+                            .iter()
+                            .find(|names| names.iter().any(|n| *n == format!("-{c}")))
+                            .map(|names| names[0])
+                    };
+                    if letters.iter().all(|c| c.is_ascii_alphabetic()) {
+                        for (i, c) in letters.iter().enumerate() {
+                            match takes(*c) {
+                                Some(key) if i == letters.len() - 1 => {
+                                    let value = iter.next().ok_or_else(|| {
+                                        failed(format!("switch '{c}' requires a value"))
+                                    })?;
+                                    parsed.push_value(key, value);
+                                }
+                                _ => parsed.flags.push(short_flag(*c)),
+                            }
+                        }
+                        continue;
+                    }
+                }
+                parsed.flags.push(arg);
+            } else {
+                parsed.operands.push(arg);
+            }
+        }
+        Ok(parsed)
+    }
+
+    fn push_value(&mut self, key: &'static str, value: &str) {
+        match self.values.get_mut(key) {
+            // Repeated `-m`: paragraphs.
+            Some(existing) if key == "-m" => {
+                existing.push_str("\n\n");
+                existing.push_str(value);
+            }
+            _ => {
+                self.values.insert(key, value.to_string());
+            }
+        }
+    }
+
+    fn has(&self, names: &[&str]) -> bool {
+        self.flags.iter().any(|f| names.contains(f))
+    }
+
+    fn value(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+}
+
+fn short_flag(c: char) -> &'static str {
+    const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    const FLAGS: [&str; 52] = [
+        "-a", "-b", "-c", "-d", "-e", "-f", "-g", "-h", "-i", "-j", "-k", "-l", "-m", "-n", "-o",
+        "-p", "-q", "-r", "-s", "-t", "-u", "-v", "-w", "-x", "-y", "-z", "-A", "-B", "-C", "-D",
+        "-E", "-F", "-G", "-H", "-I", "-J", "-K", "-L", "-M", "-N", "-O", "-P", "-Q", "-R", "-S",
+        "-T", "-U", "-V", "-W", "-X", "-Y", "-Z",
+    ];
+    FLAGS[LETTERS.find(c).unwrap_or(0)]
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+async fn init(here: &Here<'_>, args: &[String]) -> Run {
+    let args = Args::parse(args, &[&["-b", "--initial-branch"]])?;
+    let root = match args.operands.first() {
+        Some(dir) => resolve(&here.cwd, dir),
+        None => here.cwd.clone(),
+    };
+    here.fs
+        .mkdir(&root, true)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    let (repo, existed) = Repo::init(&here.fs, &root).await.map_err(failed)?;
+    if let (Some(branch), false) = (args.value("-b"), existed) {
+        repo.set_head_branch(branch).await.map_err(failed)?;
+    }
+    if args.has(&["-q", "--quiet"]) {
+        return Ok(Out::ok(""));
+    }
+    let verb = if existed {
+        "Reinitialized existing"
+    } else {
+        "Initialized empty"
+    };
+    Ok(Out::ok(format!(
+        "{verb} Git repository in {}/\n",
+        repo.git.display()
+    )))
+}
+
+/// The URL a network command names, checked against `:allow_net`.
+async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -> Run {
+    let args = Args::parse(
+        args,
+        &[&["-b", "--branch"], &["--depth"], &["-o", "--origin"]],
+    )?;
+    let named = args.operands.first().copied().unwrap_or("origin");
+    let url = if command == "clone" || named.contains("://") || named.contains('@') {
+        named.to_string()
+    } else {
+        let repo = Repo::discover(&here.fs, &here.cwd).await;
+        let config = match &repo {
+            Some(repo) => repo.config().await,
+            None => Vec::new(),
+        };
+        match config
+            .iter()
+            .find(|(k, _)| *k == format!("remote.{named}.url"))
+        {
+            Some((_, url)) => url.clone(),
+            None => {
+                return Err(Out::fatal(format!(
+                    "'{named}' does not appear to be a git repository"
+                )))
+            }
+        }
+    };
+    let allowed = match &here.git.remotes {
+        AllowNet::None => {
+            return Err(Out::fatal(format!(
+                "remote URL {url} is not allowed: no remote URLs are allowed in this \
+                 session (give the session :allow_net for it)"
+            )))
+        }
+        AllowNet::All => true,
+        AllowNet::Only(patterns) => patterns.iter().any(|p| url.starts_with(p.as_str())),
+    };
+    if !allowed {
+        return Err(Out::fatal(format!(
+            "remote URL {url} is not allowed: it matches no pattern of the session's :allow_net"
+        )));
+    }
+    Err(Out::fatal(format!(
+        "unable to access '{url}': the sandbox's git has no network transport; \
+         put the repository's files in the session instead (write_file/3, mounts)"
+    )))
+}
+
+async fn config(here: &Here<'_>, args: &[String]) -> Run {
+    let args = Args::parse(args, &[&["--file", "-f"]])?;
+    let Some(repo) = Repo::discover(&here.fs, &here.cwd).await else {
+        return Err(Out::fatal("not in a git directory"));
+    };
+    let mut entries = repo.config().await;
+    if args.has(&["--list", "-l"]) {
+        let text: String = entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        return Ok(Out::ok(text));
+    }
+    let key = |name: &str| -> String {
+        match name.rsplit_once('.') {
+            Some((section, key)) => match section.split_once('.') {
+                Some((s, sub)) => format!("{}.{sub}.{}", s.to_lowercase(), key.to_lowercase()),
+                None => format!("{}.{}", section.to_lowercase(), key.to_lowercase()),
+            },
+            None => name.to_lowercase(),
+        }
+    };
+    if args.has(&["--unset"]) {
+        let name = key(args.operands.first().copied().unwrap_or(""));
+        let before = entries.len();
+        entries.retain(|(k, _)| *k != name);
+        if before == entries.len() {
+            return Err(Out::error("", 5));
+        }
+        repo.save_config(&entries).await.map_err(failed)?;
+        return Ok(Out::ok(""));
+    }
+    match args.operands.as_slice() {
+        [name] => match entries.iter().rev().find(|(k, _)| *k == key(name)) {
+            Some((_, value)) => Ok(Out::ok(format!("{value}\n"))),
+            None => Err(Out::error("", 1)),
+        },
+        [name, value] => {
+            let name = key(name);
+            match entries.iter_mut().find(|(k, _)| *k == name) {
+                Some(entry) => entry.1 = value.to_string(),
+                None => entries.push((name, value.to_string())),
+            }
+            repo.save_config(&entries).await.map_err(failed)?;
+            Ok(Out::ok(""))
+        }
+        _ => Err(Out::error(
+            "usage: git config [--unset] <name> [<value>]\n",
+            129,
+        )),
+    }
+}
+
+async fn remote(here: &Here<'_>, args: &[String]) -> Run {
+    let Some(repo) = Repo::discover(&here.fs, &here.cwd).await else {
+        return Err(Out::fatal(
+            "not a git repository (or any of the parent directories): .git",
+        ));
+    };
+    let mut entries = repo.config().await;
+    let remotes: Vec<(String, String)> = entries
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("remote.")?.strip_suffix(".url")?;
+            Some((name.to_string(), v.clone()))
+        })
+        .collect();
+    match args.first().map(String::as_str) {
+        None => Ok(Out::ok(
+            remotes
+                .iter()
+                .map(|(n, _)| format!("{n}\n"))
+                .collect::<String>(),
+        )),
+        Some("-v") => Ok(Out::ok(
+            remotes
+                .iter()
+                .map(|(n, u)| format!("{n}\t{u} (fetch)\n{n}\t{u} (push)\n"))
+                .collect::<String>(),
+        )),
+        Some("add") if args.len() == 3 => {
+            if remotes.iter().any(|(n, _)| *n == args[1]) {
+                return Err(Out::error(
+                    format!("error: remote {} already exists.\n", args[1]),
+                    3,
+                ));
+            }
+            entries.push((format!("remote.{}.url", args[1]), args[2].clone()));
+            repo.save_config(&entries).await.map_err(failed)?;
+            Ok(Out::ok(""))
+        }
+        Some("remove" | "rm") if args.len() == 2 => {
+            let prefix = format!("remote.{}.", args[1]);
+            entries.retain(|(k, _)| !k.starts_with(&prefix));
+            repo.save_config(&entries).await.map_err(failed)?;
+            Ok(Out::ok(""))
+        }
+        Some("get-url") if args.len() == 2 => match remotes.iter().find(|(n, _)| *n == args[1]) {
+            Some((_, url)) => Ok(Out::ok(format!("{url}\n"))),
+            None => Err(Out::error(
+                format!("error: No such remote '{}'\n", args[1]),
+                2,
+            )),
+        },
+        _ => Err(Out::error(
+            "usage: git remote [-v | add <name> <url> | remove <name>]\n",
+            129,
+        )),
+    }
+}
+
+/// What `status` and friends compare: the last commit, the index, the
+/// work tree.
+struct State {
+    head: Option<Oid>,
+    head_files: Files,
+    index: Index,
+    work: BTreeMap<String, WorkFile>,
+    /// The blob of each tracked file in the work tree.
+    work_blobs: BTreeMap<String, Blob>,
+}
+
+impl State {
+    /// `A`/`M`/`D` of the index against the last commit.
+    fn staged(&self) -> Vec<(char, String)> {
+        let mut changes = Vec::new();
+        for (path, entry) in &self.index {
+            match self.head_files.get(path) {
+                None => changes.push(('A', path.clone())),
+                Some(blob) if *blob != entry.blob => changes.push(('M', path.clone())),
+                _ => {}
+            }
+        }
+        for path in self.head_files.keys() {
+            if !self.index.contains_key(path) {
+                changes.push(('D', path.clone()));
+            }
+        }
+        // A file deleted and one added with the same content: a rename
+        // (`a -> b`, in the new name's place).
+        let mut renamed = Vec::new();
+        for (code, path) in &changes {
+            if *code != 'A' {
+                continue;
+            }
+            let oid = &self.index[path].blob.oid;
+            let from = changes.iter().find(|(c, p)| {
+                *c == 'D'
+                    && self.head_files[p].oid == *oid
+                    && !renamed
+                        .iter()
+                        .any(|(_, old, _): &(String, String, String)| old == p)
+            });
+            if let Some((_, from)) = from {
+                renamed.push((path.clone(), from.clone(), format!("{from} -> {path}")));
+            }
+        }
+        changes.retain(|(_, path)| {
+            !renamed
+                .iter()
+                .any(|(new, old, _)| path == new || path == old)
+        });
+        changes.extend(renamed.into_iter().map(|(_, _, shown)| ('R', shown)));
+        changes.sort_by(|a, b| sort_key(&a.1).cmp(sort_key(&b.1)));
+        changes
+    }
+
+    /// `M`/`D` of the work tree against the index.
+    fn unstaged(&self) -> Vec<(char, String)> {
+        let mut changes = Vec::new();
+        for (path, entry) in &self.index {
+            match self.work_blobs.get(path) {
+                None => changes.push(('D', path.clone())),
+                Some(blob) if *blob != entry.blob => changes.push(('M', path.clone())),
+                _ => {}
+            }
+        }
+        changes
+    }
+
+    /// Untracked files, a directory holding nothing tracked as `dir/`.
+    fn untracked(&self) -> Vec<String> {
+        let mut shown = BTreeSet::new();
+        for path in self.work.keys().filter(|p| !self.index.contains_key(*p)) {
+            let mut display = path.clone();
+            let mut end = 0;
+            while let Some(slash) = path[end..].find('/') {
+                let dir = &path[..end + slash + 1];
+                if !self.index.keys().any(|tracked| tracked.starts_with(dir)) {
+                    display = dir.to_string();
+                    break;
+                }
+                end += slash + 1;
+            }
+            shown.insert(display);
+        }
+        shown.into_iter().collect()
+    }
+}
+
+struct Ctx<'a> {
+    here: &'a Here<'a>,
+    repo: Repo,
+}
+
+impl Ctx<'_> {
+    async fn state(&self) -> Result<State, Out> {
+        let repo = &self.repo;
+        let head = repo.head_commit().await;
+        let head_files = repo.commit_files(head.as_deref()).await.map_err(failed)?;
+        let index = repo.index().await;
+        let work = repo.work_files().await.map_err(failed)?;
+        let mut work_blobs = BTreeMap::new();
+        for (path, file) in &work {
+            if index.contains_key(path) {
+                let blob = repo.work_blob(path, file, &index).await.map_err(failed)?;
+                work_blobs.insert(path.clone(), blob);
+            }
+        }
+        Ok(State {
+            head,
+            head_files,
+            index,
+            work,
+            work_blobs,
+        })
+    }
+
+    /// A pathspec as a path relative to the work tree's root (`""` for
+    /// all of it).
+    fn pathspec(&self, spec: &str) -> String {
+        let full = resolve(&self.here.cwd, spec);
+        self.repo.relative(&full)
+    }
+
+    fn matches(spec: &str, path: &str) -> bool {
+        spec.is_empty()
+            || path == spec
+            || path.starts_with(&format!("{spec}/"))
+            || (spec.contains(['*', '?']) && text::glob(spec, path))
+    }
+
+    fn any_match(specs: &[String], path: &str) -> bool {
+        specs.is_empty() || specs.iter().any(|s| Self::matches(s, path))
+    }
+
+    /// A repository path (or `a -> b`) as seen from the working
+    /// directory, as `status` shows it.
+    fn shown(&self, path: &str) -> String {
+        if let Some((from, to)) = path.split_once(" -> ") {
+            return format!("{} -> {}", self.shown(from), self.shown(to));
+        }
+        let prefix = self.pathspec(".");
+        if prefix.is_empty() {
+            return path.to_string();
+        }
+        let here: Vec<&str> = prefix.split('/').collect();
+        let there: Vec<&str> = path.split('/').collect();
+        let common = here.iter().zip(&there).take_while(|(a, b)| a == b).count();
+        let mut shown = "../".repeat(here.len() - common);
+        shown.push_str(&there[common..].join("/"));
+        shown
+    }
+
+    async fn branch_name(&self) -> Option<String> {
+        match self.repo.head().await {
+            Head::Branch(name) => Some(name),
+            Head::Detached(_) => None,
+        }
+    }
+
+    async fn author(&self) -> (String, String) {
+        let config = self.repo.config().await;
+        let get = |key: &str| {
+            config
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let env = |key: &str| self.here.env.get(key).cloned();
+        let name = env("GIT_AUTHOR_NAME")
+            .or_else(|| get("user.name"))
+            .unwrap_or_else(|| self.here.git.name.clone());
+        let email = env("GIT_AUTHOR_EMAIL")
+            .or_else(|| get("user.email"))
+            .unwrap_or_else(|| self.here.git.email.clone());
+        (name, email)
+    }
+
+    // ---- add, rm, mv -------------------------------------------------------
+
+    async fn add(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let all = args.has(&["-A", "--all"]);
+        let update = args.has(&["-u", "--update"]);
+        let mut specs: Vec<String> = args
+            .operands
+            .iter()
+            .chain(&args.paths)
+            .map(|s| self.pathspec(s))
+            .collect();
+        if specs.is_empty() {
+            if all || update {
+                specs.push(String::new());
+            } else {
+                return Ok(Out::ok("").with_stderr(
+                    "Nothing specified, nothing added.\nhint: Maybe you wanted to say 'git add .'?\n",
+                ));
+            }
+        }
+        let repo = &self.repo;
+        let mut index = repo.index().await;
+        let work = repo.work_files().await.map_err(failed)?;
+        for spec in &specs {
+            let matched = work.keys().any(|p| Self::matches(spec, p))
+                || index.keys().any(|p| Self::matches(spec, p));
+            if !matched {
+                return Err(Out::fatal(format!(
+                    "pathspec '{}' did not match any files",
+                    display_spec(spec)
+                )));
+            }
+        }
+        for (path, file) in &work {
+            if !Self::any_match(&specs, path) || (update && !index.contains_key(path)) {
+                continue;
+            }
+            let unchanged = index.get(path).is_some_and(|e| {
+                e.size == file.size && e.mtime == file.mtime && e.blob.mode == file.mode
+            });
+            if !unchanged {
+                let entry = repo.stage(path).await.map_err(failed)?;
+                index.insert(path.clone(), entry);
+            }
+        }
+        index.retain(|path, _| work.contains_key(path) || !Self::any_match(&specs, path));
+        repo.save_index(&index).await.map_err(failed)?;
+        Ok(Out::ok(""))
+    }
+
+    async fn rm(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let cached = args.has(&["--cached"]);
+        let quiet = args.has(&["-q", "--quiet"]);
+        let recursive = args.has(&["-r"]);
+        let specs: Vec<String> = args
+            .operands
+            .iter()
+            .chain(&args.paths)
+            .map(|s| self.pathspec(s))
+            .collect();
+        if specs.is_empty() {
+            return Err(Out::error(
+                "usage: git rm [--cached] [-r] [-q] <file>...\n",
+                129,
+            ));
+        }
+        let mut index = self.repo.index().await;
+        let mut removed = Vec::new();
+        for spec in &specs {
+            let hits: Vec<String> = index
+                .keys()
+                .filter(|p| Self::matches(spec, p))
+                .cloned()
+                .collect();
+            if hits.is_empty() {
+                return Err(Out::fatal(format!(
+                    "pathspec '{}' did not match any files",
+                    display_spec(spec)
+                )));
+            }
+            if !recursive && hits.iter().any(|h| h != spec) && !spec.contains(['*', '?']) {
+                return Err(Out::fatal(format!(
+                    "not removing '{}' recursively without -r",
+                    display_spec(spec)
+                )));
+            }
+            removed.extend(hits);
+        }
+        let mut out = String::new();
+        for path in &removed {
+            index.remove(path);
+            if !cached {
+                self.repo.remove_file(path).await.map_err(failed)?;
+            }
+            if !quiet {
+                let _ = writeln!(out, "rm '{path}'");
+            }
+        }
+        self.repo.save_index(&index).await.map_err(failed)?;
+        Ok(Out::ok(out))
+    }
+
+    async fn mv(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let [from, to] = args.operands.as_slice() else {
+            return Err(Out::error("usage: git mv <source> <destination>\n", 129));
+        };
+        let (from, mut to) = (self.pathspec(from), self.pathspec(to));
+        let mut index = self.repo.index().await;
+        let Some(entry) = index.remove(&from) else {
+            return Err(Out::fatal(format!(
+                "not under version control, source={from}, destination={to}"
+            )));
+        };
+        let fs = &self.repo.fs;
+        if fs
+            .stat(&self.repo.root.join(&to))
+            .await
+            .is_ok_and(|m| m.file_type.is_dir())
+        {
+            let name = from.rsplit('/').next().unwrap_or(&from);
+            to = format!("{to}/{name}");
+        }
+        fs.rename(&self.repo.root.join(&from), &self.repo.root.join(&to))
+            .await
+            .map_err(|e| failed(format!("renaming '{from}' failed: {e}")))?;
+        index.insert(to, entry);
+        self.repo.save_index(&index).await.map_err(failed)?;
+        Ok(Out::ok(""))
+    }
+
+    // ---- commit ------------------------------------------------------------
+
+    async fn commit(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &[&["-m", "--message"], &["-F", "--file"], &["--author"]],
+        )?;
+        let repo = &self.repo;
+        if args.has(&["-a", "--all"]) {
+            let mut index = repo.index().await;
+            let work = repo.work_files().await.map_err(failed)?;
+            let paths: Vec<String> = index.keys().cloned().collect();
+            for path in paths {
+                match work.get(&path) {
+                    None => {
+                        index.remove(&path);
+                    }
+                    Some(file) => {
+                        let blob = repo.work_blob(&path, file, &index).await.map_err(failed)?;
+                        if index.get(&path).is_some_and(|e| e.blob != blob) {
+                            let entry = repo.stage(&path).await.map_err(failed)?;
+                            index.insert(path, entry);
+                        }
+                    }
+                }
+            }
+            repo.save_index(&index).await.map_err(failed)?;
+        }
+        let mut message = match (args.value("-m"), args.value("-F")) {
+            (Some(message), _) => message.to_string(),
+            (None, Some(file)) => {
+                let bytes = repo
+                    .fs
+                    .read_file(&resolve(&self.here.cwd, file))
+                    .await
+                    .map_err(|_| failed(format!("could not read log file '{file}'")))?;
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            (None, None) if args.has(&["--amend"]) => match repo.head_commit().await {
+                Some(head) => repo.commit(&head).await.map_err(failed)?.message,
+                None => String::new(),
+            },
+            (None, None) => String::new(),
+        };
+        message = message.trim_end().to_string();
+        let amend = args.has(&["--amend"]);
+        let head = repo.head_commit().await;
+        let parents = match (&head, amend) {
+            (Some(head), true) => repo.commit(head).await.map_err(failed)?.parents,
+            (Some(head), false) => vec![head.clone()],
+            (None, _) => Vec::new(),
+        };
+        let index = repo.index().await;
+        let files: Files = index
+            .iter()
+            .map(|(p, e)| (p.clone(), e.blob.clone()))
+            .collect();
+        let parent_files = repo
+            .commit_files(parents.first().map(String::as_str))
+            .await
+            .map_err(failed)?;
+        if files == parent_files && !args.has(&["--allow-empty"]) && !amend {
+            let status = self.long_status(&self.state().await?).await;
+            return Err(Out {
+                stdout: status,
+                stderr: String::new(),
+                code: 1,
+            });
+        }
+        if message.is_empty() {
+            return Err(Out::error(
+                "Aborting commit due to empty commit message.\n",
+                1,
+            ));
+        }
+        let tree = repo.write_tree(&files).await.map_err(failed)?;
+        let (mut name, mut email) = self.author().await;
+        if let Some(author) = args.value("--author") {
+            if let Some((n, e)) = author.split_once(" <") {
+                name = n.to_string();
+                email = e.trim_end_matches('>').to_string();
+            }
+        }
+        let when = now();
+        let mut body = format!("tree {tree}\n");
+        for parent in &parents {
+            let _ = writeln!(body, "parent {parent}");
+        }
+        let _ = write!(
+            body,
+            "author {name} <{email}> {when} +0000\ncommitter {name} <{email}> {when} +0000\n\n{message}\n"
+        );
+        let oid = repo
+            .write_object("commit", body.as_bytes())
+            .await
+            .map_err(failed)?;
+        repo.advance_head(&oid).await.map_err(failed)?;
+        if args.has(&["-q", "--quiet"]) {
+            return Ok(Out::ok(""));
+        }
+        let root = if parents.is_empty() {
+            " (root-commit)"
+        } else {
+            ""
+        };
+        let place = match self.branch_name().await {
+            Some(branch) => branch,
+            None => "detached HEAD".to_string(),
+        };
+        let subject = message.lines().next().unwrap_or("");
+        let mut out = format!("[{place}{root} {}] {subject}\n", short(&oid));
+        let changes = self.changes(&parent_files, &files, None, &[]).await?;
+        let (mut insertions, mut deletions) = (0, 0);
+        for change in &changes {
+            let (added, removed) = change.counts();
+            insertions += added;
+            deletions += removed;
+        }
+        out.push_str(&diff::summary(changes.len(), insertions, deletions));
+        for change in &changes {
+            match (&change.old, &change.new) {
+                _ if change.from.is_some() => {
+                    let _ = writeln!(out, " rename {} (100%)", change.name());
+                }
+                (None, Some((blob, _))) => {
+                    let _ = writeln!(out, " create mode {:o} {}", blob.mode, change.path);
+                }
+                (Some((blob, _)), None) => {
+                    let _ = writeln!(out, " delete mode {:o} {}", blob.mode, change.path);
+                }
+                (Some((old, _)), Some((new, _))) if old.mode != new.mode => {
+                    let _ = writeln!(
+                        out,
+                        " mode change {:o} => {:o} {}",
+                        old.mode, new.mode, change.path
+                    );
+                }
+                _ => {}
+            }
+        }
+        Ok(Out::ok(out))
+    }
+
+    // ---- status ------------------------------------------------------------
+
+    async fn status(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let state = self.state().await?;
+        let short = args.has(&["-s", "--short", "--porcelain"]);
+        if !short {
+            return Ok(Out::ok(self.long_status(&state).await));
+        }
+        let mut out = String::new();
+        if args.has(&["-b", "--branch"]) {
+            match (self.branch_name().await, &state.head) {
+                (Some(branch), None) => {
+                    let _ = writeln!(out, "## No commits yet on {branch}");
+                }
+                (Some(branch), Some(_)) => {
+                    let _ = writeln!(out, "## {branch}");
+                }
+                (None, _) => out.push_str("## HEAD (no branch)\n"),
+            }
+        }
+        // By path: the staged change's code, then the unstaged one's.
+        let mut codes: BTreeMap<String, (char, char, String)> = BTreeMap::new();
+        for (code, shown) in state.staged() {
+            let key = sort_key(&shown).to_string();
+            codes.entry(key).or_insert((' ', ' ', shown)).0 = code;
+        }
+        for (code, path) in state.unstaged() {
+            codes.entry(path.clone()).or_insert((' ', ' ', path)).1 = code;
+        }
+        for (x, y, shown) in codes.into_values() {
+            let _ = writeln!(out, "{x}{y} {}", self.shown(&shown));
+        }
+        for path in state.untracked() {
+            let _ = writeln!(out, "?? {}", self.shown(&path));
+        }
+        Ok(Out::ok(out))
+    }
+
+    async fn long_status(&self, state: &State) -> String {
+        let mut out = match self.repo.head().await {
+            Head::Branch(branch) => format!("On branch {branch}\n"),
+            Head::Detached(oid) => format!("HEAD detached at {}\n", short(&oid)),
+        };
+        let unborn = state.head.is_none();
+        if unborn {
+            out.push_str("\nNo commits yet\n\n");
+        }
+        let label = |code: char| match code {
+            'A' => "new file:   ",
+            'D' => "deleted:    ",
+            'R' => "renamed:    ",
+            _ => "modified:   ",
+        };
+        let staged = state.staged();
+        let unstaged = state.unstaged();
+        let untracked = state.untracked();
+        if !staged.is_empty() {
+            out.push_str("Changes to be committed:\n");
+            out.push_str(if unborn {
+                "  (use \"git rm --cached <file>...\" to unstage)\n"
+            } else {
+                "  (use \"git restore --staged <file>...\" to unstage)\n"
+            });
+            for (code, path) in &staged {
+                let _ = writeln!(out, "\t{}{}", label(*code), self.shown(path));
+            }
+            out.push('\n');
+        }
+        if !unstaged.is_empty() {
+            out.push_str("Changes not staged for commit:\n");
+            if unstaged.iter().any(|(c, _)| *c == 'D') {
+                out.push_str("  (use \"git add/rm <file>...\" to update what will be committed)\n");
+            } else {
+                out.push_str("  (use \"git add <file>...\" to update what will be committed)\n");
+            }
+            out.push_str(
+                "  (use \"git restore <file>...\" to discard changes in working directory)\n",
+            );
+            for (code, path) in &unstaged {
+                let _ = writeln!(out, "\t{}{}", label(*code), self.shown(path));
+            }
+            out.push('\n');
+        }
+        if !untracked.is_empty() {
+            out.push_str("Untracked files:\n");
+            out.push_str("  (use \"git add <file>...\" to include in what will be committed)\n");
+            for path in &untracked {
+                let _ = writeln!(out, "\t{}", self.shown(path));
+            }
+            out.push('\n');
+        }
+        if staged.is_empty() {
+            out.push_str(if !unstaged.is_empty() {
+                "no changes added to commit (use \"git add\" and/or \"git commit -a\")\n"
+            } else if !untracked.is_empty() {
+                "nothing added to commit but untracked files present (use \"git add\" to track)\n"
+            } else if unborn {
+                "nothing to commit (create/copy files and use \"git add\" to track)\n"
+            } else {
+                "nothing to commit, working tree clean\n"
+            });
+        }
+        out
+    }
+
+    // ---- diff, log, show ---------------------------------------------------
+
+    /// The changes from `old` to `new` (or to the work tree's tracked
+    /// files when `work` is given), their contents read.
+    async fn changes(
+        &self,
+        old: &Files,
+        new: &Files,
+        work: Option<&State>,
+        specs: &[String],
+    ) -> Result<Vec<Change>, Out> {
+        let repo = &self.repo;
+        let mut paths: BTreeSet<&String> = old.keys().collect();
+        paths.extend(new.keys());
+        let mut changes = Vec::new();
+        for path in paths {
+            if !Self::any_match(specs, path) {
+                continue;
+            }
+            let before = old.get(path);
+            let after = match work {
+                Some(state) => state.work_blobs.get(path),
+                None => new.get(path),
+            };
+            if before == after {
+                continue;
+            }
+            let old_side = match before {
+                Some(blob) => Some((blob.clone(), repo.blob(&blob.oid).await.map_err(failed)?)),
+                None => None,
+            };
+            let new_side = match (after, work) {
+                (Some(blob), Some(_)) => {
+                    let bytes = repo
+                        .fs
+                        .read_file(&repo.root.join(path))
+                        .await
+                        .map_err(|e| failed(e.to_string()))?;
+                    Some((blob.clone(), bytes))
+                }
+                (Some(blob), None) => {
+                    Some((blob.clone(), repo.blob(&blob.oid).await.map_err(failed)?))
+                }
+                (None, _) => None,
+            };
+            changes.push(Change {
+                path: path.clone(),
+                from: None,
+                old: old_side,
+                new: new_side,
+            });
+        }
+        Ok(diff::with_renames(changes))
+    }
+
+    async fn files_at(&self, revision: &str) -> Result<Files, Out> {
+        let oid = self.revision(revision).await?;
+        self.repo.commit_files(Some(&oid)).await.map_err(failed)
+    }
+
+    async fn revision(&self, revision: &str) -> Result<Oid, Out> {
+        self.repo.resolve(revision).await.ok_or_else(|| {
+            Out::fatal(format!(
+                "ambiguous argument '{revision}': unknown revision or path not in the working tree."
+            ))
+        })
+    }
+
+    fn render(changes: &[Change], args: &Args<'_>) -> String {
+        if args.has(&["--stat"]) {
+            return diff::stat(changes);
+        }
+        if args.has(&["--name-only"]) {
+            return changes.iter().map(|c| format!("{}\n", c.path)).collect();
+        }
+        if args.has(&["--name-status"]) {
+            return changes
+                .iter()
+                .map(|c| match (&c.from, &c.old, &c.new) {
+                    (Some(from), _, _) => format!("R100\t{from}\t{}\n", c.path),
+                    (None, None, _) => format!("A\t{}\n", c.path),
+                    (None, _, None) => format!("D\t{}\n", c.path),
+                    _ => format!("M\t{}\n", c.path),
+                })
+                .collect();
+        }
+        changes.iter().map(Change::patch).collect()
+    }
+
+    async fn diff(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let state = self.state().await?;
+        let index_files: Files = state
+            .index
+            .iter()
+            .map(|(p, e)| (p.clone(), e.blob.clone()))
+            .collect();
+        // Operands that are not revisions are paths.
+        let mut revisions = Vec::new();
+        let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        for operand in &args.operands {
+            if let Some((a, b)) = operand.split_once("..") {
+                revisions.push(a.to_string());
+                revisions.push(b.to_string());
+            } else if self.repo.resolve(operand).await.is_some() {
+                revisions.push(operand.to_string());
+            } else {
+                specs.push(self.pathspec(operand));
+            }
+        }
+        let cached = args.has(&["--cached", "--staged"]);
+        let changes = match (revisions.as_slice(), cached) {
+            ([], false) => {
+                self.changes(&index_files, &index_files, Some(&state), &specs)
+                    .await?
+            }
+            ([], true) => {
+                self.changes(&state.head_files, &index_files, None, &specs)
+                    .await?
+            }
+            ([rev], true) => {
+                let files = self.files_at(rev).await?;
+                self.changes(&files, &index_files, None, &specs).await?
+            }
+            ([rev], false) => {
+                let files = self.files_at(rev).await?;
+                // The work tree's side: its tracked files (index ∪ rev).
+                let mut work_state = State {
+                    head: None,
+                    head_files: Files::new(),
+                    index: state.index.clone(),
+                    work: state.work.clone(),
+                    work_blobs: state.work_blobs.clone(),
+                };
+                for path in files.keys() {
+                    if let (Some(file), false) = (
+                        state.work.get(path),
+                        work_state.work_blobs.contains_key(path),
+                    ) {
+                        let blob = self
+                            .repo
+                            .work_blob(path, file, &state.index)
+                            .await
+                            .map_err(failed)?;
+                        work_state.work_blobs.insert(path.clone(), blob);
+                    }
+                }
+                self.changes(&files, &index_files, Some(&work_state), &specs)
+                    .await?
+            }
+            ([a, b], _) => {
+                let (a, b) = (self.files_at(a).await?, self.files_at(b).await?);
+                self.changes(&a, &b, None, &specs).await?
+            }
+            _ => {
+                return Err(Out::error(
+                    "usage: git diff [<options>] [<commit> [<commit>]] [--] [<path>...]\n",
+                    129,
+                ))
+            }
+        };
+        if args.has(&["--quiet"]) {
+            return Ok(Out {
+                stdout: String::new(),
+                stderr: String::new(),
+                code: i32::from(!changes.is_empty()),
+            });
+        }
+        let code = i32::from(args.has(&["--exit-code"]) && !changes.is_empty());
+        Ok(Out {
+            stdout: Self::render(&changes, &args),
+            stderr: String::new(),
+            code,
+        })
+    }
+
+    /// The commits `log` walks: first parents from `start`, newest first.
+    async fn history(&self, start: &str, stop: Option<&str>) -> Result<Vec<Oid>, Out> {
+        let repo = &self.repo;
+        let excluded = match stop {
+            Some(stop) => repo.ancestors(&self.revision(stop).await?).await,
+            None => Default::default(),
+        };
+        let mut oid = Some(self.revision(start).await?);
+        let mut commits = Vec::new();
+        while let Some(next) = oid {
+            if excluded.contains(&next) {
+                break;
+            }
+            let commit = repo.commit(&next).await.map_err(failed)?;
+            commits.push(next);
+            oid = commit.parents.first().cloned();
+        }
+        Ok(commits)
+    }
+
+    fn formatted(format: &str, oid: &str, commit: &super::repo::Commit) -> String {
+        let mut out = String::new();
+        let mut chars = format.chars().peekable();
+        let body = commit
+            .message
+            .split_once("\n\n")
+            .map_or("", |(_, body)| body)
+            .to_string();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            let mut token = String::new();
+            if let Some(&next) = chars.peek() {
+                token.push(next);
+                chars.next();
+                if matches!(next, 'a' | 'c') {
+                    if let Some(&kind) = chars.peek() {
+                        token.push(kind);
+                        chars.next();
+                    }
+                }
+            }
+            match token.as_str() {
+                "H" => out.push_str(oid),
+                "h" => out.push_str(short(oid)),
+                "T" => out.push_str(&commit.tree),
+                "t" => out.push_str(short(&commit.tree)),
+                "P" => out.push_str(&commit.parents.join(" ")),
+                "p" => out.push_str(
+                    &commit
+                        .parents
+                        .iter()
+                        .map(|p| short(p))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                "an" | "cn" => out.push_str(&commit.author),
+                "ae" | "ce" => out.push_str(&commit.author_email),
+                "ad" | "cd" => out.push_str(&text::date(commit.time)),
+                "at" | "ct" => out.push_str(&commit.time.to_string()),
+                "s" => out.push_str(commit.subject()),
+                "b" => out.push_str(&body),
+                "B" => out.push_str(&commit.message),
+                "n" => out.push('\n'),
+                "%" => out.push('%'),
+                other => {
+                    out.push('%');
+                    out.push_str(other);
+                }
+            }
+        }
+        out
+    }
+
+    /// One commit as `log` prints it in `style`.
+    fn entry(style: &Style, oid: &str, commit: &super::repo::Commit) -> String {
+        match style {
+            Style::Oneline => format!("{} {}\n", short(oid), commit.subject()),
+            Style::Format(format, _) => Self::formatted(format, oid, commit),
+            Style::Medium => {
+                let mut out = format!(
+                    "commit {oid}\nAuthor: {} <{}>\nDate:   {}\n\n",
+                    commit.author,
+                    commit.author_email,
+                    text::date(commit.time)
+                );
+                for line in commit.message.lines() {
+                    if line.is_empty() {
+                        out.push('\n');
+                    } else {
+                        let _ = writeln!(out, "    {line}");
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    async fn log(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &[
+                &["-n", "--max-count"],
+                &["--format", "--pretty"],
+                &["--author"],
+            ],
+        )?;
+        let mut limit: Option<usize> = args.value("-n").and_then(|n| n.parse().ok());
+        for flag in &args.flags {
+            if let Some(n) = flag.strip_prefix('-').and_then(|n| n.parse().ok()) {
+                limit = Some(n);
+            }
+        }
+        let style = Style::of(&args);
+        let (start, stop) = match args.operands.first() {
+            Some(range) if range.contains("..") => {
+                let (a, b) = range.split_once("..").unwrap_or(("", ""));
+                (if b.is_empty() { "HEAD" } else { b }, Some(a))
+            }
+            Some(rev) => (*rev, None),
+            None => ("HEAD", None),
+        };
+        if self.repo.resolve(start).await.is_none() && start == "HEAD" {
+            let branch = self.branch_name().await.unwrap_or_default();
+            return Err(Out::fatal(format!(
+                "your current branch '{branch}' does not have any commits yet"
+            )));
+        }
+        let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        let mut commits = self.history(start, stop).await?;
+        if args.has(&["--reverse"]) {
+            commits.reverse();
+        }
+        let patch = args.has(&["-p", "--patch"]);
+        let stat = args.has(&["--stat"]);
+        let mut entries = Vec::new();
+        for oid in commits {
+            if limit.is_some_and(|n| entries.len() >= n) {
+                break;
+            }
+            let commit = self.repo.commit(&oid).await.map_err(failed)?;
+            if let Some(author) = args.value("--author") {
+                if !commit.author.contains(author) && !commit.author_email.contains(author) {
+                    continue;
+                }
+            }
+            let needs_changes = patch || stat || !specs.is_empty();
+            let changes = if needs_changes {
+                let before = self
+                    .repo
+                    .commit_files(commit.parents.first().map(String::as_str))
+                    .await
+                    .map_err(failed)?;
+                let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
+                self.changes(&before, &after, None, &specs).await?
+            } else {
+                Vec::new()
+            };
+            if !specs.is_empty() && changes.is_empty() {
+                continue;
+            }
+            let mut entry = Self::entry(&style, &oid, &commit);
+            if stat {
+                entry.push('\n');
+                entry.push_str(&diff::stat(&changes));
+            } else if patch {
+                entry.push('\n');
+                entry.push_str(&changes.iter().map(Change::patch).collect::<String>());
+            }
+            entries.push(entry);
+        }
+        let joined = match &style {
+            Style::Medium => entries.join("\n"),
+            Style::Format(_, true) => entries.join("\n"),
+            Style::Format(_, false) => entries.iter().map(|e| format!("{e}\n")).collect(),
+            Style::Oneline => entries.concat(),
+        };
+        Ok(Out::ok(joined))
+    }
+
+    async fn show(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["--format", "--pretty"]])?;
+        let target = args.operands.first().copied().unwrap_or("HEAD");
+        if let Some((revision, path)) = target.split_once(':') {
+            let files = self
+                .files_at(if revision.is_empty() {
+                    "HEAD"
+                } else {
+                    revision
+                })
+                .await?;
+            let path = path.trim_start_matches("./");
+            let Some(blob) = files.get(path) else {
+                return Err(Out::fatal(format!(
+                    "path '{path}' does not exist in '{revision}'"
+                )));
+            };
+            let bytes = self.repo.blob(&blob.oid).await.map_err(failed)?;
+            return Ok(Out::ok(String::from_utf8_lossy(&bytes).into_owned()));
+        }
+        let oid = self.revision(target).await?;
+        let commit = self.repo.commit(&oid).await.map_err(failed)?;
+        let style = Style::of(&args);
+        let mut out = Self::entry(&style, &oid, &commit);
+        if let Style::Format(_, _) = style {
+            out.push('\n');
+        }
+        if args.has(&["-s", "--no-patch", "--quiet"]) {
+            return Ok(Out::ok(out));
+        }
+        let before = self
+            .repo
+            .commit_files(commit.parents.first().map(String::as_str))
+            .await
+            .map_err(failed)?;
+        let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
+        let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        let changes = self.changes(&before, &after, None, &specs).await?;
+        if !changes.is_empty() {
+            if matches!(style, Style::Medium) {
+                out.push('\n');
+            }
+            out.push_str(&Self::render(&changes, &args));
+        }
+        Ok(Out::ok(out))
+    }
+
+    // ---- branches ----------------------------------------------------------
+
+    async fn branch(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let repo = &self.repo;
+        let current = self.branch_name().await;
+        if args.has(&["--show-current"]) {
+            return Ok(Out::ok(
+                current.map(|b| format!("{b}\n")).unwrap_or_default(),
+            ));
+        }
+        if args.has(&["-d", "-D", "--delete"]) {
+            let mut out = String::new();
+            for name in &args.operands {
+                let Some(oid) = repo.branch(name).await else {
+                    return Err(Out::error(
+                        format!("error: branch '{name}' not found.\n"),
+                        1,
+                    ));
+                };
+                if current.as_deref() == Some(*name) {
+                    return Err(Out::error(
+                        format!(
+                            "error: Cannot delete branch '{name}' checked out at '{}'\n",
+                            repo.root.display()
+                        ),
+                        1,
+                    ));
+                }
+                if args.has(&["-d"]) {
+                    if let Some(head) = repo.head_commit().await {
+                        if !repo.ancestors(&head).await.contains(&oid) {
+                            return Err(Out::error(
+                                format!(
+                                    "error: The branch '{name}' is not fully merged.\n\
+                                     If you are sure you want to delete it, run 'git branch -D {name}'.\n"
+                                ),
+                                1,
+                            ));
+                        }
+                    }
+                }
+                repo.delete_ref("heads", name).await.map_err(failed)?;
+                let _ = writeln!(out, "Deleted branch {name} (was {}).", short(&oid));
+            }
+            return Ok(Out::ok(out));
+        }
+        if args.has(&["-m", "-M", "--move"]) {
+            let (old, new) = match args.operands.as_slice() {
+                [new] => (current.clone().unwrap_or_default(), new.to_string()),
+                [old, new] => (old.to_string(), new.to_string()),
+                _ => return Err(Out::fatal("branch name required")),
+            };
+            check_branch_name(&new)?;
+            match repo.branch(&old).await {
+                Some(oid) => {
+                    repo.set_ref("heads", &new, &oid).await.map_err(failed)?;
+                    repo.delete_ref("heads", &old).await.map_err(failed)?;
+                }
+                None if current.as_deref() == Some(old.as_str()) => {}
+                None => {
+                    return Err(Out::error(
+                        format!("error: refname refs/heads/{old} not found\n"),
+                        1,
+                    ))
+                }
+            }
+            if current.as_deref() == Some(old.as_str()) {
+                repo.set_head_branch(&new).await.map_err(failed)?;
+            }
+            return Ok(Out::ok(""));
+        }
+        match args.operands.as_slice() {
+            [] => {
+                let verbose = args.has(&["-v", "-vv", "--verbose"]);
+                let names = repo.refs("heads").await;
+                let width = names.iter().map(String::len).max().unwrap_or(0);
+                let mut out = String::new();
+                if let (None, Some(head)) = (&current, repo.head_commit().await) {
+                    let _ = writeln!(out, "* (HEAD detached at {})", short(&head));
+                }
+                for name in names {
+                    let mark = if current.as_deref() == Some(name.as_str()) {
+                        '*'
+                    } else {
+                        ' '
+                    };
+                    if verbose {
+                        let oid = repo.branch(&name).await.unwrap_or_default();
+                        let subject = repo
+                            .commit(&oid)
+                            .await
+                            .map(|c| c.subject().to_string())
+                            .unwrap_or_default();
+                        let _ = writeln!(out, "{mark} {name:<width$} {} {subject}", short(&oid));
+                    } else {
+                        let _ = writeln!(out, "{mark} {name}");
+                    }
+                }
+                Ok(Out::ok(out))
+            }
+            [name, rest @ ..] => {
+                check_branch_name(name)?;
+                if repo.branch(name).await.is_some() && !args.has(&["-f", "--force"]) {
+                    return Err(Out::fatal(format!(
+                        "a branch named '{name}' already exists"
+                    )));
+                }
+                let start = rest.first().copied().unwrap_or("HEAD");
+                let Some(oid) = repo.resolve(start).await else {
+                    return Err(Out::fatal(format!("not a valid object name: '{start}'")));
+                };
+                repo.set_ref("heads", name, &oid).await.map_err(failed)?;
+                Ok(Out::ok(""))
+            }
+        }
+    }
+
+    async fn checkout(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["-b"], &["-B"]])?;
+        let quiet = args.has(&["-q", "--quiet"]);
+        if let Some(name) = args.value("-b").or(args.value("-B")) {
+            let start = args.operands.first().copied();
+            return self
+                .switch_to(name, start, true, args.value("-B").is_some(), quiet)
+                .await;
+        }
+        let files: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        match (args.operands.as_slice(), files.is_empty()) {
+            ([target], true) if self.repo.branch(target).await.is_some() => {
+                self.switch_to(target, None, false, false, quiet).await
+            }
+            ([target], true) if self.repo.resolve(target).await.is_some() => {
+                self.detach(target, quiet).await
+            }
+            ([revision], false) => self.restore_paths(Some(revision), &files, true, true).await,
+            ([], false) => self.restore_paths(None, &files, false, true).await,
+            (paths, true) if !paths.is_empty() => {
+                let specs: Vec<String> = paths.iter().map(|p| self.pathspec(p)).collect();
+                self.restore_paths(None, &specs, false, true).await
+            }
+            _ => Err(Out::error(
+                "usage: git checkout [-b <branch>] <branch> | -- <file>...\n",
+                129,
+            )),
+        }
+    }
+
+    async fn switch(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["-c", "--create"], &["-C", "--force-create"]])?;
+        let quiet = args.has(&["-q", "--quiet"]);
+        if let Some(name) = args.value("-c").or(args.value("-C")) {
+            let start = args.operands.first().copied();
+            return self
+                .switch_to(name, start, true, args.value("-C").is_some(), quiet)
+                .await;
+        }
+        match args.operands.as_slice() {
+            [target] if args.has(&["--detach", "-d"]) => self.detach(target, quiet).await,
+            [target] => {
+                if self.repo.branch(target).await.is_none() {
+                    return Err(Out::fatal(format!("invalid reference: {target}")));
+                }
+                self.switch_to(target, None, false, false, quiet).await
+            }
+            _ => Err(Out::fatal("missing branch or commit argument")),
+        }
+    }
+
+    /// Moves the index and work tree from `HEAD`'s files to `target`'s,
+    /// refusing where a local change would be lost.
+    async fn move_to(&self, target: &Files) -> Result<(), Out> {
+        let state = self.state().await?;
+        let mut paths: BTreeSet<&String> = state.head_files.keys().collect();
+        paths.extend(target.keys());
+        let differing: Vec<&String> = paths
+            .into_iter()
+            .filter(|p| state.head_files.get(*p) != target.get(*p))
+            .collect();
+        let conflicts: Vec<&String> = differing
+            .iter()
+            .copied()
+            .filter(|p| {
+                let indexed = state.index.get(*p).map(|e| &e.blob);
+                let head = state.head_files.get(*p);
+                indexed != head
+                    || state.work_blobs.get(*p) != indexed
+                    || (indexed.is_none() && state.work.contains_key(*p))
+            })
+            .collect();
+        if !conflicts.is_empty() {
+            let list: String = conflicts.iter().map(|p| format!("\t{p}\n")).collect();
+            return Err(Out::error(
+                format!(
+                    "error: Your local changes to the following files would be overwritten by checkout:\n{list}\
+                     Please commit your changes or stash them before you switch branches.\nAborting\n"
+                ),
+                1,
+            ));
+        }
+        let mut index = state.index.clone();
+        for path in differing {
+            match target.get(path) {
+                Some(blob) => {
+                    let entry = self.repo.checkout_file(path, blob).await.map_err(failed)?;
+                    index.insert(path.clone(), entry);
+                }
+                None => {
+                    self.repo.remove_file(path).await.map_err(failed)?;
+                    index.remove(path);
+                }
+            }
+        }
+        self.repo.save_index(&index).await.map_err(failed)
+    }
+
+    async fn switch_to(
+        &self,
+        name: &str,
+        start: Option<&str>,
+        create: bool,
+        force: bool,
+        quiet: bool,
+    ) -> Run {
+        let repo = &self.repo;
+        let current = self.branch_name().await;
+        if create {
+            check_branch_name(name)?;
+            if repo.branch(name).await.is_some() && !force {
+                return Err(Out::fatal(format!(
+                    "a branch named '{name}' already exists"
+                )));
+            }
+            let start_oid = match start {
+                Some(start) => Some(self.revision(start).await?),
+                None => repo.head_commit().await,
+            };
+            if let Some(oid) = &start_oid {
+                if start.is_some() {
+                    let files = repo.commit_files(Some(oid)).await.map_err(failed)?;
+                    self.move_to(&files).await?;
+                }
+                repo.set_ref("heads", name, oid).await.map_err(failed)?;
+            }
+            repo.set_head_branch(name).await.map_err(failed)?;
+            let message = format!("Switched to a new branch '{name}'\n");
+            return Ok(Out::ok("").with_stderr(if quiet { String::new() } else { message }));
+        }
+        if current.as_deref() == Some(name) {
+            let message = format!("Already on '{name}'\n");
+            return Ok(Out::ok("").with_stderr(if quiet { String::new() } else { message }));
+        }
+        let oid = repo.branch(name).await;
+        let files = repo.commit_files(oid.as_deref()).await.map_err(failed)?;
+        self.move_to(&files).await?;
+        repo.set_head_branch(name).await.map_err(failed)?;
+        let message = format!("Switched to branch '{name}'\n");
+        Ok(Out::ok("").with_stderr(if quiet { String::new() } else { message }))
+    }
+
+    async fn detach(&self, target: &str, quiet: bool) -> Run {
+        let oid = self.revision(target).await?;
+        let files = self.repo.commit_files(Some(&oid)).await.map_err(failed)?;
+        self.move_to(&files).await?;
+        self.repo.set_head_detached(&oid).await.map_err(failed)?;
+        let subject = self
+            .repo
+            .commit(&oid)
+            .await
+            .map_err(failed)?
+            .subject()
+            .to_string();
+        let message = format!("HEAD is now at {} {subject}\n", short(&oid));
+        Ok(Out::ok("").with_stderr(if quiet { String::new() } else { message }))
+    }
+
+    // ---- reset, restore ----------------------------------------------------
+
+    async fn reset(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let quiet = args.has(&["-q", "--quiet"]);
+        let repo = &self.repo;
+        let (revision, mut specs): (&str, Vec<String>) = match args.operands.split_first() {
+            Some((first, rest)) if repo.resolve(first).await.is_some() => {
+                (*first, rest.iter().map(|p| self.pathspec(p)).collect())
+            }
+            _ => (
+                "HEAD",
+                args.operands.iter().map(|p| self.pathspec(p)).collect(),
+            ),
+        };
+        specs.extend(args.paths.iter().map(|p| self.pathspec(p)));
+        let target_oid = repo.resolve(revision).await;
+        if target_oid.is_none() && revision != "HEAD" {
+            return Err(self
+                .revision(revision)
+                .await
+                .err()
+                .unwrap_or_else(|| Out::fatal("bad revision")));
+        }
+        let target = repo
+            .commit_files(target_oid.as_deref())
+            .await
+            .map_err(failed)?;
+        if !specs.is_empty() {
+            // Unstage the paths: their index entries from the revision.
+            let mut index = repo.index().await;
+            let paths: BTreeSet<String> = index
+                .keys()
+                .chain(target.keys())
+                .filter(|p| Self::any_match(&specs, p))
+                .cloned()
+                .collect();
+            for path in paths {
+                match target.get(&path) {
+                    Some(blob) => {
+                        let single: Files = [(path.clone(), blob.clone())].into_iter().collect();
+                        if let Some(entry) = repo.index_of(&single, &index).await.remove(&path) {
+                            index.insert(path, entry);
+                        }
+                    }
+                    None => {
+                        index.remove(&path);
+                    }
+                }
+            }
+            repo.save_index(&index).await.map_err(failed)?;
+            return Ok(Out::ok(""));
+        }
+        let hard = args.has(&["--hard"]);
+        let soft = args.has(&["--soft"]);
+        if hard {
+            let state = self.state().await?;
+            let tracked: BTreeSet<&String> =
+                state.index.keys().chain(state.head_files.keys()).collect();
+            let mut index = Index::new();
+            for path in tracked {
+                if !target.contains_key(path) && state.work.contains_key(path) {
+                    repo.remove_file(path).await.map_err(failed)?;
+                }
+            }
+            for (path, blob) in &target {
+                let unchanged = state.work_blobs.get(path) == Some(blob);
+                let entry = if unchanged {
+                    let single: Files = [(path.clone(), blob.clone())].into_iter().collect();
+                    repo.index_of(&single, &state.index).await.remove(path)
+                } else {
+                    Some(repo.checkout_file(path, blob).await.map_err(failed)?)
+                };
+                if let Some(entry) = entry {
+                    index.insert(path.clone(), entry);
+                }
+            }
+            repo.save_index(&index).await.map_err(failed)?;
+        } else if !soft {
+            let index = repo.index_of(&target, &repo.index().await).await;
+            repo.save_index(&index).await.map_err(failed)?;
+        }
+        if let Some(oid) = &target_oid {
+            repo.advance_head(oid).await.map_err(failed)?;
+        }
+        if quiet {
+            return Ok(Out::ok(""));
+        }
+        if hard {
+            let Some(oid) = target_oid else {
+                return Ok(Out::ok(""));
+            };
+            let subject = repo
+                .commit(&oid)
+                .await
+                .map_err(failed)?
+                .subject()
+                .to_string();
+            return Ok(Out::ok(format!(
+                "HEAD is now at {} {subject}\n",
+                short(&oid)
+            )));
+        }
+        if soft {
+            return Ok(Out::ok(""));
+        }
+        let state = self.state().await?;
+        let unstaged = state.unstaged();
+        if unstaged.is_empty() {
+            return Ok(Out::ok(""));
+        }
+        let mut out = String::from("Unstaged changes after reset:\n");
+        for (code, path) in unstaged {
+            let _ = writeln!(out, "{code}\t{path}");
+        }
+        Ok(Out::ok(out))
+    }
+
+    async fn restore(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["-s", "--source"]])?;
+        let staged = args.has(&["-S", "--staged"]);
+        let worktree = args.has(&["-W", "--worktree"]) || !staged;
+        let specs: Vec<String> = args
+            .operands
+            .iter()
+            .chain(&args.paths)
+            .map(|p| self.pathspec(p))
+            .collect();
+        if specs.is_empty() {
+            return Err(Out::fatal("you must specify path(s) to restore"));
+        }
+        let source = args
+            .value("-s")
+            .or(if staged { Some("HEAD") } else { None });
+        self.restore_paths(source, &specs, staged, worktree).await
+    }
+
+    /// Puts `specs` back from `source` (a revision; the index if none)
+    /// into the index and/or the work tree.
+    async fn restore_paths(
+        &self,
+        source: Option<&str>,
+        specs: &[String],
+        index_too: bool,
+        worktree: bool,
+    ) -> Run {
+        let repo = &self.repo;
+        let mut index = repo.index().await;
+        let from: Files = match source {
+            Some(revision) => match repo.resolve(revision).await {
+                Some(oid) => repo.commit_files(Some(&oid)).await.map_err(failed)?,
+                None if revision == "HEAD" => Files::new(),
+                None => {
+                    return Err(self
+                        .revision(revision)
+                        .await
+                        .err()
+                        .unwrap_or_else(|| Out::fatal("bad revision")))
+                }
+            },
+            None => index
+                .iter()
+                .map(|(p, e)| (p.clone(), e.blob.clone()))
+                .collect(),
+        };
+        for spec in specs {
+            let known = from.keys().any(|p| Self::matches(spec, p))
+                || index.keys().any(|p| Self::matches(spec, p));
+            if !known {
+                return Err(Out::error(
+                    format!(
+                        "error: pathspec '{}' did not match any file(s) known to git\n",
+                        display_spec(spec)
+                    ),
+                    1,
+                ));
+            }
+        }
+        let paths: BTreeSet<String> = from
+            .keys()
+            .chain(index.keys())
+            .filter(|p| Self::any_match(specs, p))
+            .cloned()
+            .collect();
+        for path in paths {
+            match from.get(&path) {
+                Some(blob) => {
+                    if worktree {
+                        let entry = repo.checkout_file(&path, blob).await.map_err(failed)?;
+                        if index_too {
+                            index.insert(path.clone(), entry);
+                        } else if let Some(existing) = index.get_mut(&path) {
+                            // Same content: only its stat is new.
+                            if existing.blob == *blob {
+                                *existing = entry;
+                            }
+                        }
+                    } else if index_too {
+                        let single: Files = [(path.clone(), blob.clone())].into_iter().collect();
+                        if let Some(entry) = repo.index_of(&single, &index).await.remove(&path) {
+                            index.insert(path.clone(), entry);
+                        }
+                    }
+                }
+                None => {
+                    if index_too {
+                        index.remove(&path);
+                    }
+                    if worktree && source.is_some() {
+                        repo.remove_file(&path).await.map_err(failed)?;
+                    }
+                }
+            }
+        }
+        repo.save_index(&index).await.map_err(failed)?;
+        Ok(Out::ok(""))
+    }
+
+    // ---- merge, tag --------------------------------------------------------
+
+    async fn merge(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["-m", "--message"]])?;
+        let Some(target) = args.operands.first() else {
+            return Err(Out::fatal("No remote for the current branch."));
+        };
+        let repo = &self.repo;
+        let theirs = self.revision(target).await?;
+        let Some(ours) = repo.head_commit().await else {
+            return Err(Out::fatal(
+                "the sandbox's git cannot merge into a branch with no commits",
+            ));
+        };
+        if repo.ancestors(&ours).await.contains(&theirs) {
+            return Ok(Out::ok("Already up to date.\n"));
+        }
+        if !repo.ancestors(&theirs).await.contains(&ours) {
+            return Err(Out::error(
+                format!(
+                    "fatal: the sandbox's git merges fast-forward only, and '{target}' has diverged \
+                     from HEAD; combine the changes with checkout/restore and commit them\n"
+                ),
+                128,
+            ));
+        }
+        let before = repo.commit_files(Some(&ours)).await.map_err(failed)?;
+        let after = repo.commit_files(Some(&theirs)).await.map_err(failed)?;
+        self.move_to(&after).await?;
+        repo.advance_head(&theirs).await.map_err(failed)?;
+        let changes = self.changes(&before, &after, None, &[]).await?;
+        Ok(Out::ok(format!(
+            "Updating {}..{}\nFast-forward\n{}",
+            short(&ours),
+            short(&theirs),
+            diff::stat(&changes)
+        )))
+    }
+
+    async fn tag(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["-m", "--message"]])?;
+        let repo = &self.repo;
+        if args.has(&["-d", "--delete"]) {
+            let mut out = String::new();
+            for name in &args.operands {
+                let Some(oid) = repo.tag(name).await else {
+                    return Err(Out::error(format!("error: tag '{name}' not found.\n"), 1));
+                };
+                repo.delete_ref("tags", name).await.map_err(failed)?;
+                let _ = writeln!(out, "Deleted tag '{name}' (was {})", short(&oid));
+            }
+            return Ok(Out::ok(out));
+        }
+        match args.operands.as_slice() {
+            [] => Ok(Out::ok(
+                repo.refs("tags")
+                    .await
+                    .iter()
+                    .map(|t| format!("{t}\n"))
+                    .collect::<String>(),
+            )),
+            [name, rest @ ..] => {
+                if repo.tag(name).await.is_some() && !args.has(&["-f"]) {
+                    return Err(Out::fatal(format!("tag '{name}' already exists")));
+                }
+                let oid = self
+                    .revision(rest.first().copied().unwrap_or("HEAD"))
+                    .await?;
+                repo.set_ref("tags", name, &oid).await.map_err(failed)?;
+                Ok(Out::ok(""))
+            }
+        }
+    }
+
+    // ---- plumbing an agent uses ----------------------------------------------
+
+    async fn ls_files(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let prefix = self.pathspec(".");
+        let specs: Vec<String> = args
+            .operands
+            .iter()
+            .chain(&args.paths)
+            .map(|p| self.pathspec(p))
+            .collect();
+        let shown = |path: &str| -> Option<String> {
+            if !Self::any_match(&specs, path) {
+                return None;
+            }
+            if prefix.is_empty() {
+                Some(path.to_string())
+            } else {
+                path.strip_prefix(&format!("{prefix}/")).map(str::to_string)
+            }
+        };
+        let mut out = String::new();
+        if args.has(&["-o", "--others"]) {
+            let state = self.state().await?;
+            for path in state.work.keys().filter(|p| !state.index.contains_key(*p)) {
+                if let Some(shown) = shown(path) {
+                    let _ = writeln!(out, "{shown}");
+                }
+            }
+            return Ok(Out::ok(out));
+        }
+        if args.has(&["-m", "--modified", "-d", "--deleted"]) {
+            let state = self.state().await?;
+            let wanted = if args.has(&["-d", "--deleted"]) {
+                'D'
+            } else {
+                'M'
+            };
+            for (code, path) in state.unstaged() {
+                // A deleted file is modified too, as git lists it.
+                if code == wanted || wanted == 'M' {
+                    if let Some(shown) = shown(&path) {
+                        let _ = writeln!(out, "{shown}");
+                    }
+                }
+            }
+            return Ok(Out::ok(out));
+        }
+        let stage = args.has(&["-s", "--stage"]);
+        for (path, entry) in self.repo.index().await {
+            if let Some(shown) = shown(&path) {
+                if stage {
+                    let _ = writeln!(out, "{:o} {} 0\t{shown}", entry.blob.mode, entry.blob.oid);
+                } else {
+                    let _ = writeln!(out, "{shown}");
+                }
+            }
+        }
+        Ok(Out::ok(out))
+    }
+
+    async fn rev_parse(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let repo = &self.repo;
+        let mut out = String::new();
+        for flag in &args.flags {
+            match *flag {
+                "--show-toplevel" => {
+                    let _ = writeln!(out, "{}", repo.root.display());
+                }
+                "--git-dir" => out.push_str(".git\n"),
+                "--is-inside-work-tree" => out.push_str("true\n"),
+                "--is-inside-git-dir" => out.push_str("false\n"),
+                "--show-prefix" => {
+                    let prefix = self.pathspec(".");
+                    let _ = writeln!(
+                        out,
+                        "{}",
+                        if prefix.is_empty() {
+                            prefix
+                        } else {
+                            format!("{prefix}/")
+                        }
+                    );
+                }
+                _ => {}
+            }
+        }
+        let abbreviated = args.has(&["--abbrev-ref"]);
+        let shortened = args.has(&["--short"]);
+        for name in &args.operands {
+            if abbreviated && *name == "HEAD" && repo.head_commit().await.is_some() {
+                match repo.head().await {
+                    Head::Branch(branch) => {
+                        let _ = writeln!(out, "{branch}");
+                    }
+                    Head::Detached(_) => out.push_str("HEAD\n"),
+                }
+                continue;
+            }
+            let Some(oid) = repo.resolve(name).await else {
+                return Err(Out {
+                    stdout: format!("{out}{name}\n"),
+                    stderr: format!(
+                        "fatal: ambiguous argument '{name}': unknown revision or path not in the working tree.\n\
+                         Use '--' to separate paths from revisions, like this:\n\
+                         'git <command> [<revision>...] -- [<file>...]'\n"
+                    ),
+                    code: 128,
+                });
+            };
+            let _ = writeln!(out, "{}", if shortened { short(&oid) } else { &oid });
+        }
+        Ok(Out::ok(out))
+    }
+
+    async fn merge_base(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let [a, b] = args.operands.as_slice() else {
+            return Err(Out::error("usage: git merge-base <commit> <commit>\n", 129));
+        };
+        let (a, b) = (self.revision(a).await?, self.revision(b).await?);
+        let theirs = self.repo.ancestors(&b).await;
+        // The first of a's line that b's history holds.
+        let mut next = Some(a);
+        while let Some(oid) = next {
+            if theirs.contains(&oid) {
+                return Ok(Out::ok(format!("{oid}\n")));
+            }
+            next = self
+                .repo
+                .commit(&oid)
+                .await
+                .map_err(failed)?
+                .parents
+                .first()
+                .cloned();
+        }
+        Err(Out::error("", 1))
+    }
+
+    async fn grep(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["-e"]])?;
+        let mut operands = args.operands.iter();
+        let Some(pattern) = args.value("-e").or_else(|| operands.next().copied()) else {
+            return Err(Out::fatal("no pattern given"));
+        };
+        let specs: Vec<String> = operands
+            .chain(&args.paths)
+            .map(|p| self.pathspec(p))
+            .collect();
+        let source = if args.has(&["-F", "--fixed-strings"]) {
+            regex::escape(pattern)
+        } else if args.has(&["-E", "--extended-regexp", "-P", "--perl-regexp"]) {
+            pattern.to_string()
+        } else {
+            text::basic_regex(pattern)
+        };
+        let source = if args.has(&["-w", "--word-regexp"]) {
+            format!(r"\b(?:{source})\b")
+        } else {
+            source
+        };
+        let regex = regex::RegexBuilder::new(&source)
+            .case_insensitive(args.has(&["-i", "--ignore-case"]))
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| Out::fatal(format!("command line, '{pattern}': {e}")))?;
+        let numbered = args.has(&["-n", "--line-number"]);
+        let names_only = args.has(&["-l", "--files-with-matches", "--name-only"]);
+        let count = args.has(&["-c", "--count"]);
+        let invert = args.has(&["-v", "--invert-match"]);
+        let mut out = String::new();
+        for path in self.repo.index().await.keys() {
+            if !Self::any_match(&specs, path) {
+                continue;
+            }
+            let Ok(bytes) = self.repo.fs.read_file(&self.repo.root.join(path)).await else {
+                continue;
+            };
+            if bytes.iter().take(8000).any(|&b| b == 0) {
+                continue;
+            }
+            let content = String::from_utf8_lossy(&bytes);
+            let mut hits = 0;
+            for (number, line) in content.lines().enumerate() {
+                if regex.is_match(line) == invert {
+                    continue;
+                }
+                hits += 1;
+                if names_only || count {
+                    continue;
+                }
+                if numbered {
+                    let _ = writeln!(out, "{path}:{}:{line}", number + 1);
+                } else {
+                    let _ = writeln!(out, "{path}:{line}");
+                }
+            }
+            if hits > 0 && names_only {
+                let _ = writeln!(out, "{path}");
+            } else if hits > 0 && count {
+                let _ = writeln!(out, "{path}:{hits}");
+            }
+        }
+        let code = i32::from(out.is_empty());
+        Ok(Out {
+            stdout: out,
+            stderr: String::new(),
+            code,
+        })
+    }
+
+    async fn cat_file(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let Some(name) = args.operands.last() else {
+            return Err(Out::error(
+                "usage: git cat-file (-t | -s | -p) <object>\n",
+                129,
+            ));
+        };
+        let oid = match self.repo.resolve(name).await {
+            Some(oid) => oid,
+            None if name.len() == 40 => name.to_string(),
+            None => return Err(Out::fatal(format!("Not a valid object name {name}"))),
+        };
+        let (kind, body) = self.repo.read_object(&oid).await.map_err(failed)?;
+        if args.has(&["-t"]) {
+            return Ok(Out::ok(format!("{kind}\n")));
+        }
+        if args.has(&["-s"]) {
+            return Ok(Out::ok(format!("{}\n", body.len())));
+        }
+        if kind == "tree" {
+            let mut out = String::new();
+            let files = self.repo.tree_files(&oid).await.map_err(failed)?;
+            for (path, blob) in files {
+                let _ = writeln!(out, "{:06o} blob {}\t{path}", blob.mode, blob.oid);
+            }
+            return Ok(Out::ok(out));
+        }
+        Ok(Out::ok(String::from_utf8_lossy(&body).into_owned()))
+    }
+
+    async fn clean(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let dry = args.has(&["-n", "--dry-run"]);
+        if !dry && !args.has(&["-f", "--force"]) {
+            return Err(Out::fatal(
+                "clean.requireForce defaults to true and neither -i, -n, nor -f given; refusing to clean",
+            ));
+        }
+        let directories = args.has(&["-d"]);
+        let state = self.state().await?;
+        let mut out = String::new();
+        for path in state.untracked() {
+            let is_dir = path.ends_with('/');
+            if is_dir && !directories {
+                continue;
+            }
+            if dry {
+                let _ = writeln!(out, "Would remove {path}");
+            } else {
+                let full = self.repo.root.join(path.trim_end_matches('/'));
+                let _ = self.repo.fs.remove(&full, true).await;
+                let _ = writeln!(out, "Removing {path}");
+            }
+        }
+        Ok(Out::ok(out))
+    }
+}
+
+/// How `log` and `show` print a commit.
+enum Style {
+    Medium,
+    Oneline,
+    /// The format, and whether entries are separated (`format:`) rather
+    /// than each ended (`tformat:`, `--format=`) by a newline.
+    Format(String, bool),
+}
+
+impl Style {
+    fn of(args: &Args<'_>) -> Self {
+        if args.has(&["--oneline"]) {
+            return Style::Oneline;
+        }
+        match args.value("--format") {
+            Some("oneline") => Style::Oneline,
+            Some("medium" | "full" | "fuller" | "short") | None => Style::Medium,
+            Some(format) => match format.strip_prefix("format:") {
+                Some(format) => Style::Format(format.to_string(), true),
+                None => Style::Format(
+                    format
+                        .strip_prefix("tformat:")
+                        .unwrap_or(format)
+                        .to_string(),
+                    false,
+                ),
+            },
+        }
+    }
+}
+
+/// What a status line is ordered by: a rename's new name.
+fn sort_key(shown: &str) -> &str {
+    shown.rsplit(" -> ").next().unwrap_or(shown)
+}
+
+fn display_spec(spec: &str) -> &str {
+    if spec.is_empty() {
+        "."
+    } else {
+        spec
+    }
+}
+
+fn check_branch_name(name: &str) -> Result<(), Out> {
+    let bad = name.is_empty()
+        || name.starts_with('-')
+        || name.contains("..")
+        || name.ends_with('/')
+        || name.ends_with(".lock")
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "~^:?*[\\".contains(c));
+    if bad {
+        return Err(Out::fatal(format!("'{name}' is not a valid branch name")));
+    }
+    Ok(())
+}

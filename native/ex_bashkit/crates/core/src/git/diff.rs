@@ -1,0 +1,391 @@
+//! Diffs as git prints them: unified hunks with three lines of context
+//! and the enclosing "function" line in the header, `--stat`, and the
+//! summary line `commit` prints.
+
+use std::fmt::Write as _;
+
+use similar::{DiffOp, TextDiff};
+
+use super::repo::{short, Blob, NULL_OID};
+
+/// One file's change: either side may be absent.
+pub struct Change {
+    pub path: String,
+    /// The old name of a renamed file (the same content under a new
+    /// name: exact renames only).
+    pub from: Option<String>,
+    pub old: Option<(Blob, Vec<u8>)>,
+    pub new: Option<(Blob, Vec<u8>)>,
+}
+
+/// Pairs each deleted file with an added one of the same content.
+pub fn with_renames(mut changes: Vec<Change>) -> Vec<Change> {
+    let oid = |side: &Option<(Blob, Vec<u8>)>| side.as_ref().map(|(b, _)| b.oid.clone());
+    let mut index = 0;
+    while index < changes.len() {
+        if changes[index].old.is_none() {
+            let added = oid(&changes[index].new);
+            if let Some(deleted) = changes
+                .iter()
+                .position(|c| c.new.is_none() && c.from.is_none() && oid(&c.old) == added)
+            {
+                let old = changes.remove(deleted);
+                let at = if deleted < index { index - 1 } else { index };
+                changes[at].from = Some(old.path);
+                changes[at].old = old.old;
+                index = at;
+            }
+        }
+        index += 1;
+    }
+    changes
+}
+
+impl Change {
+    /// `a => b`, or `dir/{a => b}` for a common directory, as `--stat`
+    /// and `commit` name a rename.
+    pub fn name(&self) -> String {
+        let Some(from) = &self.from else {
+            return self.path.clone();
+        };
+        let to = &self.path;
+        let prefix = from
+            .char_indices()
+            .zip(to.chars())
+            .take_while(|((_, a), b)| a == b)
+            .filter(|((_, a), _)| *a == '/')
+            .last()
+            .map_or(0, |((i, _), _)| i + 1);
+        if prefix == 0 {
+            return format!("{from} => {to}");
+        }
+        format!(
+            "{}{{{} => {}}}",
+            &from[..prefix],
+            &from[prefix..],
+            &to[prefix..]
+        )
+    }
+
+    fn binary(&self) -> bool {
+        let binary = |side: &Option<(Blob, Vec<u8>)>| {
+            side.as_ref()
+                .is_some_and(|(_, bytes)| bytes.iter().take(8000).any(|&b| b == 0))
+        };
+        binary(&self.old) || binary(&self.new)
+    }
+
+    fn text(side: &Option<(Blob, Vec<u8>)>) -> String {
+        side.as_ref()
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Lines added and removed.
+    pub fn counts(&self) -> (usize, usize) {
+        if self.binary() {
+            return (0, 0);
+        }
+        let (old, new) = (Self::text(&self.old), Self::text(&self.new));
+        let diff = TextDiff::from_lines(&old, &new);
+        let mut counts = (0, 0);
+        for op in diff.ops() {
+            match *op {
+                DiffOp::Insert { new_len, .. } => counts.0 += new_len,
+                DiffOp::Delete { old_len, .. } => counts.1 += old_len,
+                DiffOp::Replace {
+                    old_len, new_len, ..
+                } => {
+                    counts.0 += new_len;
+                    counts.1 += old_len;
+                }
+                DiffOp::Equal { .. } => {}
+            }
+        }
+        counts
+    }
+
+    /// `diff --git ...` and its hunks.
+    pub fn patch(&self) -> String {
+        let path = &self.path;
+        if let Some(from) = &self.from {
+            return format!(
+                "diff --git a/{from} b/{path}\nsimilarity index 100%\nrename from {from}\nrename to {path}\n"
+            );
+        }
+        let mut out = format!("diff --git a/{path} b/{path}\n");
+        let old_oid = self.old.as_ref().map_or(NULL_OID, |(b, _)| b.oid.as_str());
+        let new_oid = self.new.as_ref().map_or(NULL_OID, |(b, _)| b.oid.as_str());
+        match (&self.old, &self.new) {
+            (None, Some((new, _))) => {
+                let _ = writeln!(out, "new file mode {:o}", new.mode);
+                let _ = writeln!(out, "index {}..{}", short(old_oid), short(new_oid));
+            }
+            (Some((old, _)), None) => {
+                let _ = writeln!(out, "deleted file mode {:o}", old.mode);
+                let _ = writeln!(out, "index {}..{}", short(old_oid), short(new_oid));
+            }
+            (Some((old, _)), Some((new, _))) => {
+                if old.mode != new.mode {
+                    let _ = writeln!(out, "old mode {:o}\nnew mode {:o}", old.mode, new.mode);
+                }
+                if old.oid == new.oid {
+                    return out;
+                }
+                if old.mode == new.mode {
+                    let _ = writeln!(
+                        out,
+                        "index {}..{} {:o}",
+                        short(old_oid),
+                        short(new_oid),
+                        new.mode
+                    );
+                } else {
+                    let _ = writeln!(out, "index {}..{}", short(old_oid), short(new_oid));
+                }
+            }
+            (None, None) => return String::new(),
+        }
+        let a = if self.old.is_some() {
+            format!("a/{path}")
+        } else {
+            "/dev/null".to_string()
+        };
+        let b = if self.new.is_some() {
+            format!("b/{path}")
+        } else {
+            "/dev/null".to_string()
+        };
+        if self.binary() {
+            let _ = writeln!(out, "Binary files {a} and {b} differ");
+            return out;
+        }
+        let (old, new) = (Self::text(&self.old), Self::text(&self.new));
+        if old.is_empty() && new.is_empty() {
+            return out;
+        }
+        let _ = writeln!(out, "--- {a}\n+++ {b}");
+        out.push_str(&hunks(&old, &new));
+        out
+    }
+}
+
+/// `-1,3 +1,4`: a range as git writes it.
+fn range(start: usize, len: usize) -> String {
+    match len {
+        0 => format!("{start},0"),
+        1 => format!("{}", start + 1),
+        _ => format!("{},{len}", start + 1),
+    }
+}
+
+/// The line git's default funcname rule would show for a hunk starting
+/// at `start`: the nearest line before it that begins with a letter,
+/// `_` or `$`.
+fn function_line(lines: &[&str], start: usize) -> Option<String> {
+    lines[..start.min(lines.len())]
+        .iter()
+        .rev()
+        .find(|line| {
+            line.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        })
+        .map(|line| {
+            let line = line.trim_end();
+            let mut end = line.len().min(80);
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line[..end].to_string()
+        })
+}
+
+pub fn hunks(old: &str, new: &str) -> String {
+    let diff = TextDiff::from_lines(old, new);
+    let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let mut out = String::new();
+    for group in diff.grouped_ops(3) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let old_start = first.old_range().start;
+        let new_start = first.new_range().start;
+        let old_len = last.old_range().end - old_start;
+        let new_len = last.new_range().end - new_start;
+        let _ = write!(
+            out,
+            "@@ -{} +{} @@",
+            range(old_start, old_len),
+            range(new_start, new_len)
+        );
+        match function_line(&old_lines, old_start) {
+            Some(function) => {
+                let _ = writeln!(out, " {function}");
+            }
+            None => out.push('\n'),
+        }
+        for op in &group {
+            let (tag, lines, range) = match *op {
+                DiffOp::Equal { .. } => (' ', &old_lines, op.old_range()),
+                DiffOp::Delete { .. } => ('-', &old_lines, op.old_range()),
+                DiffOp::Insert { .. } => ('+', &new_lines, op.new_range()),
+                DiffOp::Replace { .. } => {
+                    line_run(&mut out, '-', &old_lines[op.old_range()]);
+                    ('+', &new_lines, op.new_range())
+                }
+            };
+            line_run(&mut out, tag, &lines[range]);
+        }
+    }
+    out
+}
+
+fn line_run(out: &mut String, tag: char, lines: &[&str]) {
+    for line in lines {
+        out.push(tag);
+        out.push_str(line);
+        if !line.ends_with('\n') {
+            out.push_str("\n\\ No newline at end of file\n");
+        }
+    }
+}
+
+/// ` N files changed, X insertions(+), Y deletions(-)`.
+pub fn summary(files: usize, insertions: usize, deletions: usize) -> String {
+    let plural =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut line = format!(" {}", plural(files, "file changed", "files changed"));
+    if insertions > 0 || deletions == 0 {
+        let _ = write!(
+            line,
+            ", {}",
+            plural(insertions, "insertion(+)", "insertions(+)")
+        );
+    }
+    if deletions > 0 || insertions == 0 {
+        let _ = write!(
+            line,
+            ", {}",
+            plural(deletions, "deletion(-)", "deletions(-)")
+        );
+    }
+    line.push('\n');
+    line
+}
+
+/// `--stat`: a line per file and the summary, 80 columns wide.
+pub fn stat(changes: &[Change]) -> String {
+    if changes.is_empty() {
+        return String::new();
+    }
+    let counted: Vec<(&Change, usize, usize)> = changes
+        .iter()
+        .map(|c| {
+            let (added, removed) = c.counts();
+            (c, added, removed)
+        })
+        .collect();
+    let name_width = changes
+        .iter()
+        .map(|c| c.name().chars().count())
+        .max()
+        .unwrap_or(0);
+    let largest = counted.iter().map(|(_, a, r)| a + r).max().unwrap_or(0);
+    let number_width = largest.to_string().len();
+    let graph_width = 80usize.saturating_sub(name_width + number_width + 5).max(1);
+    let mut out = String::new();
+    let (mut insertions, mut deletions) = (0, 0);
+    for (change, added, removed) in &counted {
+        insertions += added;
+        deletions += removed;
+        if change.binary() {
+            let size = |side: &Option<(Blob, Vec<u8>)>| side.as_ref().map_or(0, |(_, b)| b.len());
+            let _ = writeln!(
+                out,
+                " {:<name_width$} | Bin {} -> {} bytes",
+                change.name(),
+                size(&change.old),
+                size(&change.new)
+            );
+            continue;
+        }
+        let total = added + removed;
+        let (plus, minus) = if largest > graph_width {
+            let scale = |n: usize| {
+                if n == 0 {
+                    0
+                } else {
+                    (n * graph_width / largest).max(1)
+                }
+            };
+            (scale(*added), scale(*removed))
+        } else {
+            (*added, *removed)
+        };
+        let graph = format!("{}{}", "+".repeat(plus), "-".repeat(minus));
+        let line = format!(
+            " {:<name_width$} | {total:>number_width$} {graph}",
+            change.name()
+        );
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out.push_str(&summary(changes.len(), insertions, deletions));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_appended_line_is_one_hunk() {
+        assert_eq!(
+            hunks("hello\n", "hello\nmore\n"),
+            "@@ -1 +1,2 @@\n hello\n+more\n"
+        );
+    }
+
+    #[test]
+    fn a_new_file_starts_at_zero() {
+        assert_eq!(hunks("", "s\n"), "@@ -0,0 +1 @@\n+s\n");
+    }
+
+    #[test]
+    fn a_missing_final_newline_is_said() {
+        assert_eq!(
+            hunks("a\n", "a\nb"),
+            "@@ -1 +1,2 @@\n a\n+b\n\\ No newline at end of file\n"
+        );
+    }
+
+    #[test]
+    fn hunk_headers_name_the_enclosing_function() {
+        let old = "fn main() {\n    1;\n    2;\n    3;\n    4;\n    5;\n}\n";
+        let new = "fn main() {\n    1;\n    2;\n    3;\n    4;\n    five;\n}\n";
+        assert!(hunks(old, new).starts_with("@@ -3,5 +3,5 @@ fn main() {\n"));
+    }
+
+    #[test]
+    fn renames_are_named_with_their_common_directory() {
+        let change = |from: &str, to: &str| Change {
+            path: to.to_string(),
+            from: Some(from.to_string()),
+            old: None,
+            new: None,
+        };
+        assert_eq!(change("a.txt", "b.txt").name(), "a.txt => b.txt");
+        assert_eq!(change("src/a.rs", "src/b.rs").name(), "src/{a.rs => b.rs}");
+    }
+
+    #[test]
+    fn summaries_count_as_git_does() {
+        assert_eq!(summary(1, 1, 0), " 1 file changed, 1 insertion(+)\n");
+        assert_eq!(summary(2, 0, 3), " 2 files changed, 3 deletions(-)\n");
+        assert_eq!(
+            summary(1, 0, 0),
+            " 1 file changed, 0 insertions(+), 0 deletions(-)\n"
+        );
+    }
+}

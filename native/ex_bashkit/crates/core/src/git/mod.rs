@@ -1,0 +1,128 @@
+//! `git` (`git: true`) on the session's files: a git of our own, because
+//! bashkit's virtual one stores no content (its `diff` is a placeholder and
+//! `reset --hard` leaves the tree as it was). Objects are git's (SHA-1,
+//! zlib), so hashes are real ones; the commands are those an agent types,
+//! with git's output (`guides/git.md` lists them and the fidelity corpus).
+
+mod commands;
+mod diff;
+mod repo;
+mod text;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult, FileSystem};
+
+use crate::network::AllowNet;
+
+pub struct Git {
+    /// Who commits when `git config user.name`/`user.email` do not say.
+    pub name: String,
+    pub email: String,
+    /// The session's `:allow_net`: which remote URLs may be named.
+    pub remotes: AllowNet,
+}
+
+/// What a command prints and its exit status.
+pub struct Out {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+}
+
+impl Out {
+    pub fn ok(stdout: impl Into<String>) -> Self {
+        Self {
+            stdout: stdout.into(),
+            stderr: String::new(),
+            code: 0,
+        }
+    }
+
+    pub fn fatal(message: impl std::fmt::Display) -> Self {
+        Self::error(format!("fatal: {message}\n"), 128)
+    }
+
+    pub fn error(stderr: impl Into<String>, code: i32) -> Self {
+        Self {
+            stdout: String::new(),
+            stderr: stderr.into(),
+            code,
+        }
+    }
+
+    pub fn with_stderr(mut self, stderr: impl Into<String>) -> Self {
+        self.stderr.push_str(&stderr.into());
+        self
+    }
+}
+
+/// A command's result: a failure is an `Out` too, so `?` ends a command
+/// with what it prints.
+pub type Run = Result<Out, Out>;
+
+/// Where a command runs.
+pub struct Here<'a> {
+    pub fs: Arc<dyn FileSystem>,
+    pub cwd: PathBuf,
+    pub env: &'a HashMap<String, String>,
+    pub git: &'a Git,
+}
+
+#[async_trait]
+impl Builtin for Git {
+    async fn execute(&self, ctx: BuiltinContext<'_>) -> bashkit::Result<ExecResult> {
+        let mut args: Vec<String> = ctx.args.to_vec();
+        let mut cwd = ctx.cwd.clone();
+        // Global options before the command.
+        while let Some(first) = args.first().cloned() {
+            match first.as_str() {
+                "-C" if args.len() > 1 => {
+                    cwd = resolve(&cwd, &args[1]);
+                    args.drain(..2);
+                }
+                "-c" if args.len() > 1 => {
+                    args.drain(..2);
+                }
+                "--no-pager" | "-P" | "--no-optional-locks" | "--bare" => {
+                    args.remove(0);
+                }
+                _ => break,
+            }
+        }
+        let here = Here {
+            fs: ctx.fs.clone(),
+            cwd,
+            env: ctx.env,
+            git: self,
+        };
+        let out = match commands::run(&here, &args).await {
+            Ok(out) | Err(out) => out,
+        };
+        let mut result = ExecResult::with_code(out.stdout, out.code);
+        result.stderr = out.stderr.into();
+        Ok(result)
+    }
+}
+
+/// `path` from `cwd`, with `.` and `..` resolved.
+pub fn resolve(cwd: &Path, path: &str) -> PathBuf {
+    let joined = if path.starts_with('/') {
+        PathBuf::from(path)
+    } else {
+        cwd.join(path)
+    };
+    let mut out = PathBuf::from("/");
+    for part in joined.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(name) => out.push(name),
+            _ => {}
+        }
+    }
+    out
+}
