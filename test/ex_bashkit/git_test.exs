@@ -219,7 +219,7 @@ defmodule ExBashkit.GitTest do
 
     script =
       "git init -q && git config user.name sandbox && git config user.email sandbox@bashkit-sandbox && " <>
-        "(#{setup}) >/dev/null 2>&1; #{observation}"
+        "(#{setup}) >/dev/null 2>&1; (#{observation}) 2>/dev/null"
 
     env = [{"GIT_CONFIG_GLOBAL", "/dev/null"}, {"HOME", dir}, {"LC_ALL", "C"}]
     {out, _} = System.cmd("bash", ["-c", script], cd: dir, env: env, stderr_to_stdout: false)
