@@ -6,7 +6,8 @@ Code.require_file("native/mix/compiler.exs", __DIR__)
 defmodule ExBashkit.MixProject do
   use Mix.Project
 
-  @version "0.1.0"
+  # Above 0.1.7, the release this one is a drop-in replacement for.
+  @version "0.2.0"
   @source_url "https://github.com/ex-bashkit/ex_bashkit"
 
   def project do
@@ -21,6 +22,7 @@ defmodule ExBashkit.MixProject do
       description:
         "Safe bash sandboxes (bashkit) and an Elixir peer-node code runner for AI agents",
       source_url: @source_url,
+      docs: docs(),
       package: [
         licenses: ["MIT"],
         links: %{"GitHub" => @source_url, "Changelog" => "#{@source_url}/blob/main/CHANGELOG.md"},
@@ -28,6 +30,40 @@ defmodule ExBashkit.MixProject do
                   native/ex_bashkit/Cargo.toml native/ex_bashkit/Cargo.lock
                   native/ex_bashkit/limits.table native/mix priv/native/.gitkeep
                   checksum-ex_bashkit.exs mix.exs README.md LICENSE CHANGELOG.md)
+      ]
+    ]
+  end
+
+  # For ex_doc, when the docs are built (it is not a dependency here: no
+  # package registry is needed to build or test this library).
+  defp docs do
+    [
+      main: "readme",
+      source_ref: "v#{@version}",
+      extras:
+        ["README.md", "guides/which_entry_point.md" | Path.wildcard("guides/*.md")]
+        |> Enum.uniq()
+        |> Kernel.++(["CHANGELOG.md", "ARCHITECTURE.md"]),
+      groups_for_extras: [Guides: ~r{guides/}],
+      groups_for_modules: [
+        "Running code": [
+          ExBashkit,
+          ExBashkit.Session,
+          ExBashkit.Code,
+          ExBashkit.Result,
+          ExBashkit.Error
+        ],
+        "Sessions as processes": [
+          ExBashkit.Server,
+          ExBashkit.Store,
+          ExBashkit.Store.Disk,
+          ExBashkit.Store.Memory
+        ],
+        Agents: [ExBashkit.Tool, ExBashkit.MCP, ExBashkit.MCP.Stdio, ExBashkit.Shell],
+        Extending: [ExBashkit.Builtin, ExBashkit.VirtualFs, ExBashkit.Sandbox],
+        "Elixir code": [ExBashkit.Peer],
+        Compatibility: [ExBashkit.Pool],
+        Observability: [ExBashkit.Telemetry]
       ]
     ]
   end

@@ -17,6 +17,32 @@ defmodule ExBashkit do
       "HELLO\\n"
   """
 
+  @typedoc """
+  What `analyze/1` finds in a script: each command with its arguments
+  (`nil` where a word is only known when the script runs) and where it
+  sits, the files redirected to or from, the functions it defines, and the
+  wrappers (`env`, `xargs`, `timeout`, ...) that run other commands.
+  """
+  @type analysis :: %{
+          commands: [
+            %{
+              name: String.t() | nil,
+              args: [String.t() | nil],
+              context: :direct | :substitution | :function_body | :wrapped,
+              assignments: [String.t()],
+              wrapper: String.t() | nil
+            }
+          ],
+          redirects: [%{path: String.t() | nil, mode: :read | :write | :append}],
+          functions: [String.t()],
+          wrappers: [String.t()],
+          dynamic_commands: boolean(),
+          substitutions: boolean(),
+          reentry: boolean(),
+          truncated: boolean(),
+          opaque: boolean()
+        }
+
   alias ExBashkit.{Error, Execution, Native, Result, Session}
   alias ExBashkit.Session.{ExecOptions, Options}
 
@@ -194,7 +220,7 @@ defmodule ExBashkit do
       {true, true, true}
       iex> {:error, _why} = ExBashkit.analyze("if then fi")
   """
-  @spec analyze(binary()) :: {:ok, ExBashkit.Approval.analysis()} | {:error, String.t()}
+  @spec analyze(binary()) :: {:ok, analysis()} | {:error, String.t()}
   def analyze(script) when is_binary(script), do: ExBashkit.Approval.analyze(script)
 
   def analyze(other),

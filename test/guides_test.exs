@@ -17,6 +17,7 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.Code
   doctest ExBashkit.Guides.Git
   doctest ExBashkit.Guides.Sqlite
+  doctest ExBashkit.Guides.WhichEntryPoint
 
   test "every guide is doctested here" do
     source = File.read!(__ENV__.file)

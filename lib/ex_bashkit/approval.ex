@@ -42,25 +42,7 @@ defmodule ExBashkit.Approval do
   def docs, do: @docs
 
   @typedoc "What `ExBashkit.analyze/1` finds, and an `:approve` function gets."
-  @type analysis :: %{
-          commands: [
-            %{
-              name: String.t() | nil,
-              args: [String.t() | nil],
-              context: :direct | :substitution | :function_body | :wrapped,
-              assignments: [String.t()],
-              wrapper: String.t() | nil
-            }
-          ],
-          redirects: [%{path: String.t() | nil, mode: :read | :write | :append}],
-          functions: [String.t()],
-          wrappers: [String.t()],
-          dynamic_commands: boolean(),
-          substitutions: boolean(),
-          reentry: boolean(),
-          truncated: boolean(),
-          opaque: boolean()
-        }
+  @type analysis :: ExBashkit.analysis()
 
   @contexts %{
     "direct" => :direct,

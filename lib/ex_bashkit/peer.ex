@@ -53,10 +53,31 @@ defmodule ExBashkit.Peer do
 
   Booting a VM takes hundreds of milliseconds. After the first call, a
   small pool keeps spare peers booted in the background (never reused: each
-  serves one run), so later calls skip the boot; see `ExBashkit.Peer.Pool`
-  for its size and for placing it in your own supervision tree. Code in a
-  peer may call `run/2` too: the nested run boots a VM of its own, which
-  goes down with its parent.
+  serves one run), so later calls skip the boot. Code in a peer may call
+  `run/2` too: the nested run boots a VM of its own, which goes down with
+  its parent.
+
+  ## The pool
+
+  By default `run/2` starts the pool itself, under this library's
+  supervisor, the first time it is called, with
+  `config :ex_bashkit, peer_pool_size: 2` spares (`0`: no spares, every
+  run boots its VM). An application that uses no `Peer` has no pool. To
+  choose when it starts, and with what size, place it in your own
+  supervision tree, before anything that calls `run/2`:
+
+      children = [
+        {ExBashkit.Peer, pool_size: 4},
+        MyApp.Agent
+      ]
+
+  Spares are booted only once `run/2` has been called. When no spare is
+  ready, callers wait in line for the next VM to finish booting rather
+  than boot their own, and while any caller waits the pool boots one VM
+  per waiting caller and no spares: under load, no boot competes for the
+  cores with one a caller is waiting for. Every VM is owned by the pool
+  from the moment it starts booting: a caller that dies or gives up while
+  its VM boots, or while it runs, leaves nothing behind.
 
   ## Distribution
 
@@ -73,6 +94,31 @@ defmodule ExBashkit.Peer do
   """
 
   alias ExBashkit.Peer.{Job, Pool}
+
+  @doc """
+  The pool of spare VMs as a child of your supervision tree (see "The
+  pool"): `{ExBashkit.Peer, pool_size: 4}`. `:pool_size` defaults to
+  `config :ex_bashkit, peer_pool_size`, or `2`.
+
+      iex> ExBashkit.Peer.child_spec(pool_size: 4).start
+      {ExBashkit.Peer.Pool, :start_link, [[size: 4]]}
+  """
+  @spec child_spec(keyword()) :: Supervisor.child_spec()
+  def child_spec(opts) do
+    {size, rest} = Keyword.pop(opts, :pool_size)
+
+    if rest != [] do
+      raise ArgumentError,
+            "ExBashkit.Peer.child_spec/1 takes only :pool_size, got: #{inspect(rest)}"
+    end
+
+    %{
+      id: Pool,
+      start: {Pool, :start_link, [if(size, do: [size: size], else: [])]},
+      type: :worker
+    }
+  end
+
   alias ExBashkit.Telemetry
 
   @type result ::

@@ -17,8 +17,7 @@ defprotocol ExBashkit.Sandbox do
       `t:GenServer.server/0` names them.
 
   Implement it for your own struct to put the tools in front of another
-  backend; `ExBashkit.Sandbox.Contract.operations/0` lists what it must
-  answer.
+  backend: every function below, with the answers its `@spec` gives.
 
       iex> sandbox = ExBashkit.Session.new()
       iex> :ok = ExBashkit.Sandbox.write_file(sandbox, "/note.txt", "hi")

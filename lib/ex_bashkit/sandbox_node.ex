@@ -1,47 +1,8 @@
 defmodule ExBashkit.SandboxNode do
-  @moduledoc """
-  Local VMs that run hostile sessions, each under an OS memory limit.
-
-  Inside one VM some resources cannot be bounded by a NIF: a script, a
-  builtin or a backend that exhausts the machine's memory takes the whole
-  VM with it. A server started with `isolation: :node` runs on a sandbox
-  node instead: a VM of its own on this machine, started and owned by
-  this library, whose address space is capped by the kernel
-  (`RLIMIT_AS`, set with `prlimit`) and whose CPU priority is lowered
-  (`nice`). A runaway
-  script there kills that VM alone. Its callers get `{:error, message}`;
-  the next `ExBashkit.Server.get_or_start/2` of the session boots a fresh
-  sandbox node and restores the session from its store's last record
-  (the default store of an isolated server is `ExBashkit.Store.Memory`
-  on the host, which the sandbox node's death does not touch).
-
-  Sandbox nodes are booted on first use, like `ExBashkit.Peer`'s VMs:
-  distribution on loopback only, hidden, the host's code path, none of the
-  host's environment, no crash dump, and halted when the host goes.
-
-  ## Configuration
-
-      config :ex_bashkit, :sandbox_nodes,
-        count: 1,                          # VMs sessions are spread over
-        max_memory_bytes: 2_147_483_648,   # what each VM may grow by
-        nice: 10                           # CPU priority (0..19)
-
-  The kernel limits address space, which a VM reserves well beyond what it
-  touches (1 GiB of stack per interpreter thread, the BEAM's literal
-  area). So the limit is set once the node has booted and run a script:
-  what it has reserved then, plus `:max_memory_bytes`. Threads that start
-  later (bashkit's parser pool, 64 MiB of stack each) draw on the same
-  allowance. The library's `config :ex_bashkit` (memory budget, timeout
-  ceiling) applies on the sandbox nodes too.
-
-  CPython (`python: :cpython`) is loaded before the limit is set
-  (`ExBashkit.warm_up/0`): its engine reserves address space for 512
-  guest instances up front (about 515 GiB, none of it touched), which no
-  limit set afterwards could hold. The pages a Python call touches come
-  out of that reservation, so the node's limit does not count them: each
-  call is bounded by `:max_python_memory_bytes` instead (see
-  `guides/python.md`), and a node by that times its concurrent calls.
-  """
+  @moduledoc false
+  # The VMs servers with `isolation: :node` run on, each under an OS memory
+  # limit: guides/sandbox_per_conversation.md ("Sandbox nodes") tells how
+  # they work and are configured.
 
   use GenServer
 

@@ -294,6 +294,17 @@ defmodule ExBashkit.Server do
     Directory.local() ++ remote
   end
 
+  @doc """
+  The sandbox nodes running now: the VMs servers started with
+  `isolation: :node` run on (see "Sandbox nodes" in
+  `guides/sandbox_per_conversation.md`). None until such a server starts.
+
+      iex> is_list(ExBashkit.Server.sandbox_nodes())
+      true
+  """
+  @spec sandbox_nodes() :: [node()]
+  defdelegate sandbox_nodes(), to: ExBashkit.SandboxNode, as: :nodes
+
   @doc "The live servers of `node`; see `list/0`."
   @spec list(node()) :: [map()]
   def list(node) when node == node(), do: Directory.local()

@@ -433,6 +433,35 @@ defmodule ExBashkit.Tool do
   def provider_name(%{name: name}), do: String.replace(name, ".", "_")
 
   @doc """
+  `text` cut to `budget` bytes for a model: itself when it fits, otherwise
+  its first and last bytes, `budget` of them in all (half each, less where
+  a cut would split a UTF-8 character), joined by a notice of how many
+  bytes were dropped. A model that runs `make` wants the first error and
+  the last lines; the middle of a long log is what can go.
+
+      iex> ExBashkit.Tool.truncate("short", 5)
+      "short"
+      iex> ExBashkit.Tool.truncate("0123456789", 6)
+      "012\\n[... 4 bytes dropped ...]\\n789"
+      iex> ExBashkit.Tool.truncate("héllo wörld", 4)
+      "h\\n[... 10 bytes dropped ...]\\nld"
+  """
+  @spec truncate(binary(), non_neg_integer()) :: binary()
+  defdelegate truncate(text, budget), to: ExBashkit.Tool.Output
+
+  @doc """
+  `bytes` as valid UTF-8, safe to put in a prompt: each byte that is not
+  part of a valid character becomes the four characters `\\xNN`.
+
+      iex> ExBashkit.Tool.printable("plain text")
+      "plain text"
+      iex> ExBashkit.Tool.printable(<<"ok ", 0xFF, 0xFE>>)
+      "ok \\\\xFF\\\\xFE"
+  """
+  @spec printable(binary()) :: String.t()
+  defdelegate printable(bytes), to: ExBashkit.Tool.Output
+
+  @doc """
   The map `LangChain.Function.new!/1` takes: `:name`, `:description`,
   `:parameters_schema` and a 2-arity `:function` (arguments, context).
 

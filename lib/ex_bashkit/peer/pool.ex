@@ -1,40 +1,10 @@
 defmodule ExBashkit.Peer.Pool do
-  @moduledoc """
-  Keeps spare peer VMs booted for `ExBashkit.Peer.run/2`.
-
-  Booting a VM takes a few hundred milliseconds; with a spare ready, a run
-  takes a few. Each spare serves exactly one run and is then stopped, so
-  runs never share a VM.
-
-  ## Placing the pool
-
-  By default `ExBashkit.Peer.run/2` starts the pool itself, under this
-  library's supervisor, the first time it is called, with
-  `config :ex_bashkit, peer_pool_size: 2` spares (`0`: no spares, every
-  run boots its VM). An application that uses no `Peer` has no pool.
-
-  To choose when it starts, and with what size, place it in your own
-  supervision tree, before anything that calls `run/2`:
-
-      children = [
-        {ExBashkit.Peer.Pool, size: 4},
-        MyApp.Agent
-      ]
-
-  The pool registers as `ExBashkit.Peer.Pool`, and `run/2` uses whichever
-  pool runs under that name.
-
-  Spares are booted only once `run/2` has been called. When no spare is
-  ready, callers wait in line for the next VM to finish booting rather
-  than boot their own, and while any caller waits the pool boots one VM
-  per waiting caller and no spares: under load, no boot competes for the
-  cores with one a caller is waiting for.
-
-  Every VM is owned by the pool from the moment it starts booting: a
-  caller that dies or gives up while its VM boots, or while it runs,
-  leaves nothing behind, and a VM halts by itself when the host VM goes
-  away.
-  """
+  @moduledoc false
+  # Keeps spare peer VMs booted for `ExBashkit.Peer.run/2` (its moduledoc,
+  # "The pool", says how users size and place it): each spare serves one
+  # run and is then stopped. Callers wait in line for the next VM rather
+  # than boot their own; while any waits, no spares are booted. Every VM is
+  # owned by the pool from the moment it starts booting.
 
   # Without this library's supervisor (inside a peer node, where a nested
   # run/2 comes from), a run gets a pool of its own that boots its one VM

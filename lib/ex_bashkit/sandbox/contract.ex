@@ -1,9 +1,8 @@
 defmodule ExBashkit.Sandbox.Contract do
-  @moduledoc """
-  What `ExBashkit.Sandbox` covers, as data: its operations, from which
-  the protocol's implementations and `ExBashkit.Server`'s session API are
-  generated.
-  """
+  @moduledoc false
+  # What `ExBashkit.Sandbox` covers, as data: its operations, from which
+  # the protocol's implementations and `ExBashkit.Server`'s session API are
+  # generated.
 
   @typedoc "An operation: its name and its arguments after the sandbox."
   @type operation :: {atom(), [atom()]}

@@ -1,8 +1,7 @@
 defmodule ExBashkit.Sandbox.Target do
-  @moduledoc """
-  Which terms name a sandbox, for the functions that take one
-  (`ExBashkit.Tool`, `ExBashkit.MCP`, the shell's `:attach`).
-  """
+  @moduledoc false
+  # Which terms name a sandbox, for the functions that take one
+  # (`ExBashkit.Tool`, `ExBashkit.MCP`, the shell's `:attach`).
 
   @doc """
   `target` if it names a sandbox; raises `ArgumentError` naming `option`

@@ -1,30 +1,10 @@
 defmodule ExBashkit.Tool.Output do
-  @moduledoc """
-  Output shaped for a model: cut to a byte budget, keeping its head and
-  its tail, and made safe to put in a prompt.
+  @moduledoc false
+  # Output shaped for a model (`ExBashkit.Tool.truncate/2`,
+  # `ExBashkit.Tool.printable/1`): cut to a byte budget keeping head and
+  # tail, and bytes that are not UTF-8 shown as `\xNN`.
 
-  A model that runs `make` wants the first error and the last lines;
-  the middle of a long log is what can go. `truncate/2` keeps both ends
-  and says how many bytes it dropped; `printable/1` shows bytes that are
-  not UTF-8 as `\\xNN` instead of sending invalid text to a provider's
-  JSON API.
-
-      iex> ExBashkit.Tool.Output.truncate("0123456789", 6)
-      "012\\n[... 4 bytes dropped ...]\\n789"
-      iex> ExBashkit.Tool.Output.printable(<<"ok ", 0xFF, 0xFE>>)
-      "ok \\\\xFF\\\\xFE"
-  """
-
-  @doc """
-  `text` when it fits in `budget` bytes; otherwise its first and last
-  bytes, `budget` of them in all (half each, less where a cut would split
-  a UTF-8 character), joined by a notice of how many bytes were dropped.
-
-      iex> ExBashkit.Tool.Output.truncate("short", 5)
-      "short"
-      iex> ExBashkit.Tool.Output.truncate("héllo wörld", 4)
-      "h\\n[... 10 bytes dropped ...]\\nld"
-  """
+  @doc false
   @spec truncate(binary(), non_neg_integer()) :: binary()
   def truncate(text, budget) when byte_size(text) <= budget, do: text
 
@@ -67,13 +47,7 @@ defmodule ExBashkit.Tool.Output do
 
   defp whole_characters_after(tail), do: tail
 
-  @doc """
-  `bytes` as valid UTF-8: each byte that is not part of a valid character
-  becomes the four characters `\\xNN`.
-
-      iex> ExBashkit.Tool.Output.printable("plain text")
-      "plain text"
-  """
+  @doc false
   @spec printable(binary()) :: String.t()
   def printable(bytes) do
     if String.valid?(bytes),
