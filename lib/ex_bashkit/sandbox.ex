@@ -99,7 +99,7 @@ end
 # operations. In this file because the protocol refers to its
 # implementations for built-in types by name: elsewhere, that file and this
 # one would depend on each other.
-defimpl ExBashkit.Sandbox, for: [PID, Atom, Tuple] do
+defimpl ExBashkit.Sandbox, for: PID do
   alias ExBashkit.Sandbox.Contract
 
   for {name, arguments} <- Contract.operations() do
@@ -107,5 +107,32 @@ defimpl ExBashkit.Sandbox, for: [PID, Atom, Tuple] do
 
     def unquote(name)(server, unquote_splicing(variables)),
       do: ExBashkit.Server.unquote(name)(server, unquote_splicing(variables))
+  end
+end
+
+# A registered server: an atom or a tuple is a sandbox only when it has the
+# shape of a GenServer name (`nil`, booleans and other tuples are not).
+defimpl ExBashkit.Sandbox, for: [Atom, Tuple] do
+  alias ExBashkit.Sandbox.Contract
+
+  for {name, arguments} <- Contract.operations() do
+    variables = Contract.variables(arguments)
+
+    def unquote(name)(server, unquote_splicing(variables)),
+      do: ExBashkit.Server.unquote(name)(name!(server), unquote_splicing(variables))
+  end
+
+  defp name!(name) when is_atom(name) and name not in [nil, true, false], do: name
+  defp name!({:global, _} = name), do: name
+  defp name!({:via, module, _} = name) when is_atom(module), do: name
+  defp name!({name, node} = server) when is_atom(name) and is_atom(node), do: server
+
+  defp name!(other) do
+    raise Protocol.UndefinedError,
+      protocol: ExBashkit.Sandbox,
+      value: other,
+      description:
+        "an atom or a tuple is a sandbox only as a server's name: a registered name, " <>
+          "{:global, term}, {:via, module, term} or {name, node}"
   end
 end

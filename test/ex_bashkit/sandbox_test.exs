@@ -40,8 +40,24 @@ defmodule ExBashkit.SandboxTest do
       Sandbox.remove(sandbox, "/w/d", recursive: true),
       Sandbox.read_file(sandbox, "/w/d/f") |> elem(0),
       Sandbox.exec(sandbox, "x=1; cat /w/g; exit 3", []),
-      Sandbox.cancel(sandbox)
+      Sandbox.cancel(sandbox),
+      restored(sandbox)
     ]
+  end
+
+  # A snapshot restored in place: `:ok`, and the state it held.
+  defp restored(sandbox) do
+    {:ok, snapshot} = Sandbox.snapshot(sandbox, [])
+    :ok = Sandbox.write_file(sandbox, "/w/g", "changed")
+    {Sandbox.restore(sandbox, snapshot, []), Sandbox.read_file(sandbox, "/w/g")}
+  end
+
+  test "only what names a server is a sandbox among atoms and tuples" do
+    for value <- [nil, true, {1, 2, 3}, {"name", :node}] do
+      assert_raise Protocol.UndefinedError, ~r/only as a server's name/, fn ->
+        Sandbox.read_file(value, "/x")
+      end
+    end
   end
 
   defp backends do
@@ -72,7 +88,9 @@ defmodule ExBashkit.SandboxTest do
              :ok,
              :error,
              {:ok, %Result{stdout: "ab", exit_code: 3}},
-             :idle
+             :idle,
+             # restore answers :ok everywhere, and the state is the snapshot's
+             {:ok, {:ok, "ab"}}
            ] = first
 
     for answers <- others, do: assert(answers == first)
