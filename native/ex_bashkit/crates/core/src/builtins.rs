@@ -39,17 +39,3 @@ impl Builtin for ElixirBuiltin {
         })
     }
 }
-
-/// A command this build has but the session did not ask for (`git`
-/// without `git: true`): absent, as it would be in bash.
-pub struct Absent(pub &'static str);
-
-#[async_trait]
-impl Builtin for Absent {
-    async fn execute(&self, _ctx: BuiltinContext<'_>) -> bashkit::Result<ExecResult> {
-        Ok(ExecResult::err(
-            format!("bash: {}: command not found\n", self.0),
-            127,
-        ))
-    }
-}

@@ -191,33 +191,26 @@ impl SessionOptions {
         for (key, value) in &self.env {
             builder = builder.env(key, value);
         }
+        // Without `git: true` or `sqlite: true` the command is not there at
+        // all, as in a shell without it installed (and a session pays
+        // nothing for it).
         #[cfg(feature = "git")]
-        {
-            builder = if self.git {
-                builder.builtin("git", Box::new(self.git()))
-            } else {
-                builder.builtin("git", Box::new(crate::builtins::Absent("git")))
-            };
+        if self.git {
+            builder = builder.builtin("git", Box::new(self.git()));
         }
         #[cfg(feature = "sqlite")]
-        {
-            builder = if self.sqlite {
-                let max_db_bytes = self.limits.sqlite_bytes();
-                builder
-                    .env(crate::sqlite::OPT_IN, "1")
-                    .builtin(
-                        "sqlite3",
-                        Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
-                    )
-                    .builtin(
-                        "sqlite",
-                        Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
-                    )
-            } else {
-                builder
-                    .builtin("sqlite3", Box::new(crate::builtins::Absent("sqlite3")))
-                    .builtin("sqlite", Box::new(crate::builtins::Absent("sqlite")))
-            };
+        if self.sqlite {
+            let max_db_bytes = self.limits.sqlite_bytes();
+            builder = builder
+                .env(crate::sqlite::OPT_IN, "1")
+                .builtin(
+                    "sqlite3",
+                    Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
+                )
+                .builtin(
+                    "sqlite",
+                    Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
+                );
         }
         builder
             .cwd(&self.cwd)

@@ -1,0 +1,109 @@
+# The hot-path figures bench/compare.sh compares between two commits. It
+# uses only the public API every commit since the Session contract has,
+# so the same file measures both sides:
+#
+#   MIX_ENV=prod mix run bench/gate.exs     (one round; prints "figure<TAB>µs")
+#
+# Figures (each a p50 of its samples, in µs):
+#   new              Session.new(), 2,000 calls
+#   exec             Session.exec(s, "true") in the VM, 5,000 calls
+#   exec_worker      the same in an isolated session (isolation: :process), 2,000 calls
+#   builtin          a builtin's round trip, per call: the gaps between 1,000 calls of
+#                    one script's loop
+#   pipeline         the 20-line pipeline of bench/pipeline.sh over a 200-line file, 100 runs
+#   snapshot_restore snapshot + restore of a session holding 10 MB in 1,000 files, 10 runs
+
+alias ExBashkit.Session
+
+defmodule Gate do
+  def run do
+    pipeline = File.read!(Path.expand("pipeline.sh", __DIR__))
+    log = for i <- 1..200, into: "", do: "2026-11-26 12:00:#{rem(i, 60)} INFO request #{i} ok\n"
+
+    figures = [
+      new: fn -> p50(2_000, fn -> Session.new() end) end,
+      exec: fn ->
+        session = Session.new()
+        p50(5_000, fn -> {:ok, _} = Session.exec(session, "true") end)
+      end,
+      exec_worker: fn ->
+        session = Session.new(isolation: :process)
+        p50(2_000, fn -> {:ok, _} = Session.exec(session, "true") end)
+      end,
+      builtin: fn -> builtin_per_call(1_000) end,
+      pipeline: fn ->
+        session = Session.new(files: %{"/data/log.txt" => log})
+        p50(100, fn -> {:ok, %{exit_code: 0}} = Session.exec(session, pipeline) end)
+      end,
+      snapshot_restore: fn -> snapshot_restore(10) end
+    ]
+
+    only = System.get_env("ONLY")
+
+    for {name, measure} <- figures,
+        only in [nil, ""] or to_string(name) in String.split(only, ",") do
+      # A commit without the figure's feature (isolation before it existed)
+      # prints nothing for it.
+      case (try do
+              {:ok, measure.()}
+            rescue
+              error in [ArgumentError] -> {:skip, Exception.message(error)}
+            end) do
+        {:ok, value} -> IO.puts("#{name}\t#{:erlang.float_to_binary(value / 1, decimals: 2)}")
+        {:skip, why} -> IO.puts(:stderr, "#{name}: not measured (#{why})")
+      end
+
+      :erlang.garbage_collect()
+    end
+  end
+
+  # The median of `n` timed calls, after `n / 10` warm-up calls, in µs.
+  defp p50(n, fun) do
+    for _ <- 1..div(n, 10), do: fun.()
+
+    samples =
+      for _ <- 1..n do
+        started = System.monotonic_time(:nanosecond)
+        fun.()
+        System.monotonic_time(:nanosecond) - started
+      end
+
+    Enum.at(Enum.sort(samples), div(n, 2)) / 1000
+  end
+
+  defp builtin_per_call(calls) do
+    stamps = :atomics.new(calls + 1, signed: true)
+    next = :atomics.new(1, [])
+
+    stamp = fn _ ->
+      :atomics.put(stamps, :atomics.add_get(next, 1, 1), System.monotonic_time(:nanosecond))
+      {:ok, ""}
+    end
+
+    session = Session.new(builtins: %{"kv_get" => stamp})
+    script = "for i in $(seq #{calls}); do kv_get a; done"
+    {:ok, _} = Session.exec(session, script)
+    :atomics.put(next, 1, 0)
+    {:ok, _} = Session.exec(session, script)
+    gaps = for i <- 2..calls, do: :atomics.get(stamps, i) - :atomics.get(stamps, i - 1)
+    Enum.at(Enum.sort(gaps), div(length(gaps), 2)) / 1000
+  end
+
+  defp snapshot_restore(runs) do
+    chunk = :binary.copy("x", 10_000)
+    files = for i <- 1..1_000, into: %{}, do: {"/data/f#{i}.txt", chunk}
+    session = Session.new(files: files)
+
+    samples =
+      for _ <- 1..runs do
+        started = System.monotonic_time(:nanosecond)
+        {:ok, snapshot} = Session.snapshot(session)
+        {:ok, _} = Session.restore(Session.new(), snapshot)
+        System.monotonic_time(:nanosecond) - started
+      end
+
+    Enum.at(Enum.sort(samples), div(runs, 2)) / 1000
+  end
+end
+
+Gate.run()
