@@ -13,6 +13,8 @@
 #   pipeline         the 20-line pipeline of bench/pipeline.sh over a 200-line file, 100 runs
 #   snapshot_restore snapshot + restore of a session holding 10 MB in 1,000 files, 10 runs
 
+Code.require_file("support.exs", __DIR__)
+
 alias ExBashkit.Session
 
 defmodule Gate do
@@ -59,35 +61,11 @@ defmodule Gate do
 
   # The median of `n` timed calls, after `n / 10` warm-up calls, in µs.
   defp p50(n, fun) do
-    for _ <- 1..div(n, 10), do: fun.()
-
-    samples =
-      for _ <- 1..n do
-        started = System.monotonic_time(:nanosecond)
-        fun.()
-        System.monotonic_time(:nanosecond) - started
-      end
-
-    Enum.at(Enum.sort(samples), div(n, 2)) / 1000
+    samples = BenchSupport.sorted_samples_ns(n, fun)
+    Enum.at(samples, div(n, 2)) / 1000
   end
 
-  defp builtin_per_call(calls) do
-    stamps = :atomics.new(calls + 1, signed: true)
-    next = :atomics.new(1, [])
-
-    stamp = fn _ ->
-      :atomics.put(stamps, :atomics.add_get(next, 1, 1), System.monotonic_time(:nanosecond))
-      {:ok, ""}
-    end
-
-    session = Session.new(builtins: %{"kv_get" => stamp})
-    script = "for i in $(seq #{calls}); do kv_get a; done"
-    {:ok, _} = Session.exec(session, script)
-    :atomics.put(next, 1, 0)
-    {:ok, _} = Session.exec(session, script)
-    gaps = for i <- 2..calls, do: :atomics.get(stamps, i) - :atomics.get(stamps, i - 1)
-    Enum.at(Enum.sort(gaps), div(length(gaps), 2)) / 1000
-  end
+  defp builtin_per_call(calls), do: calls |> BenchSupport.builtin_per_call() |> elem(0)
 
   defp snapshot_restore(runs) do
     chunk = :binary.copy("x", 10_000)

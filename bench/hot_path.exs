@@ -69,7 +69,7 @@ defmodule HotPathBench do
     :erlang.garbage_collect()
     wait_until_freed(live + 2)
     {once, _} = timed(1_000, fn -> {:ok, _} = ExBashkit.exec("true") end)
-    {builtin, builtin_p90} = builtin_per_call(1_000)
+    {builtin, builtin_p90} = BenchSupport.builtin_per_call(1_000)
 
     %{
       exec: exec,
@@ -87,29 +87,6 @@ defmodule HotPathBench do
       rust_vfs: rust(rust, ["vfs_read", "1000"]),
       rust_once: rust(rust, ["new", "1000"]) + rust(rust, ["exec", "1000"])
     }
-  end
-
-  # The builtin stamps the time of each call; the gaps between calls are
-  # round trips (plus the `for` loop's own step, which the Rust figure has).
-  defp builtin_per_call(calls) do
-    stamps = :atomics.new(calls + 1, signed: true)
-    next = :atomics.new(1, [])
-
-    stamp = fn _ ->
-      :atomics.put(stamps, :atomics.add_get(next, 1, 1), System.monotonic_time(:nanosecond))
-      {:ok, ""}
-    end
-
-    session = Session.new(builtins: %{"kv_get" => stamp})
-    script = "for i in $(seq #{calls}); do kv_get a; done"
-    {:ok, _} = Session.exec(session, script)
-    :atomics.put(next, 1, 0)
-    {:ok, _} = Session.exec(session, script)
-
-    gaps = for i <- 2..calls, do: :atomics.get(stamps, i) - :atomics.get(stamps, i - 1)
-
-    sorted = Enum.sort(gaps)
-    {percentile(sorted, 0.5) / 1000, percentile(sorted, 0.9) / 1000}
   end
 
   defp vfs_per_read(reads) do

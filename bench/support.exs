@@ -58,6 +58,31 @@ defmodule BenchSupport do
     Enum.sort(samples)
   end
 
+  @doc """
+  A builtin's round trip, per call, in µs: `{p50, p90}` of the gaps
+  between 1 call and the next of one script's loop (the builtin stamps the
+  time of each call; a gap is a round trip plus the loop's own step).
+  """
+  def builtin_per_call(calls) do
+    stamps = :atomics.new(calls + 1, signed: true)
+    next = :atomics.new(1, [])
+
+    stamp = fn _ ->
+      :atomics.put(stamps, :atomics.add_get(next, 1, 1), System.monotonic_time(:nanosecond))
+      {:ok, ""}
+    end
+
+    session = ExBashkit.Session.new(builtins: %{"kv_get" => stamp})
+    script = "for i in $(seq #{calls}); do kv_get a; done"
+    {:ok, _} = ExBashkit.Session.exec(session, script)
+    :atomics.put(next, 1, 0)
+    {:ok, _} = ExBashkit.Session.exec(session, script)
+    gaps = for i <- 2..calls, do: :atomics.get(stamps, i) - :atomics.get(stamps, i - 1)
+    sorted = Enum.sort(gaps)
+    at = fn p -> Enum.at(sorted, min(length(sorted) - 1, trunc(p * length(sorted)))) / 1000 end
+    {at.(0.5), at.(0.9)}
+  end
+
   @doc "The median of `n` calls of `fun` (after warm-up), in µs."
   def p50_us(n, fun) do
     samples = sorted_samples_ns(n, fun)

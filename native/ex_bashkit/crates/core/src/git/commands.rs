@@ -506,6 +506,15 @@ impl Ctx<'_> {
         self.repo.relative(&full)
     }
 
+    /// The pathspecs among `operands` and after `--`.
+    fn specs(&self, operands: &[&str], paths: &[&str]) -> Vec<String> {
+        operands
+            .iter()
+            .chain(paths)
+            .map(|spec| self.pathspec(spec))
+            .collect()
+    }
+
     fn matches(spec: &str, path: &str) -> bool {
         spec.is_empty()
             || path == spec
@@ -567,12 +576,7 @@ impl Ctx<'_> {
         let args = Args::parse(args, &[])?;
         let all = args.has(&["-A", "--all"]);
         let update = args.has(&["-u", "--update"]);
-        let mut specs: Vec<String> = args
-            .operands
-            .iter()
-            .chain(&args.paths)
-            .map(|s| self.pathspec(s))
-            .collect();
+        let mut specs: Vec<String> = self.specs(&args.operands, &args.paths);
         if specs.is_empty() {
             if all || update {
                 specs.push(String::new());
@@ -617,12 +621,7 @@ impl Ctx<'_> {
         let cached = args.has(&["--cached"]);
         let quiet = args.has(&["-q", "--quiet"]);
         let recursive = args.has(&["-r"]);
-        let specs: Vec<String> = args
-            .operands
-            .iter()
-            .chain(&args.paths)
-            .map(|s| self.pathspec(s))
-            .collect();
+        let specs: Vec<String> = self.specs(&args.operands, &args.paths);
         if specs.is_empty() {
             return Err(Out::error(
                 "usage: git rm [--cached] [-r] [-q] <file>...\n",
@@ -1746,12 +1745,7 @@ impl Ctx<'_> {
         let args = Args::parse(args, &[&["-s", "--source"]])?;
         let staged = args.has(&["-S", "--staged"]);
         let worktree = args.has(&["-W", "--worktree"]) || !staged;
-        let specs: Vec<String> = args
-            .operands
-            .iter()
-            .chain(&args.paths)
-            .map(|p| self.pathspec(p))
-            .collect();
+        let specs: Vec<String> = self.specs(&args.operands, &args.paths);
         if specs.is_empty() {
             return Err(Out::fatal("you must specify path(s) to restore"));
         }
@@ -1921,12 +1915,7 @@ impl Ctx<'_> {
     async fn ls_files(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &[])?;
         let prefix = self.pathspec(".");
-        let specs: Vec<String> = args
-            .operands
-            .iter()
-            .chain(&args.paths)
-            .map(|p| self.pathspec(p))
-            .collect();
+        let specs: Vec<String> = self.specs(&args.operands, &args.paths);
         let shown = |path: &str| -> Option<String> {
             if !Self::any_match(&specs, path) {
                 return None;
@@ -2063,10 +2052,7 @@ impl Ctx<'_> {
         let Some(pattern) = args.value("-e").or_else(|| operands.next().copied()) else {
             return Err(Out::fatal("no pattern given"));
         };
-        let specs: Vec<String> = operands
-            .chain(&args.paths)
-            .map(|p| self.pathspec(p))
-            .collect();
+        let specs: Vec<String> = self.specs(operands.as_slice(), &args.paths);
         let source = if args.has(&["-F", "--fixed-strings"]) {
             regex::escape(pattern)
         } else if args.has(&["-E", "--extended-regexp", "-P", "--perl-regexp"]) {
