@@ -175,10 +175,11 @@ mod tests {
         })
         .unwrap();
         assert_eq!(limits.max_commands, Some(0));
-        assert_eq!(limits.max_python_recursion, Some(KEYS.len() as u64 - 2));
+        assert_eq!(limits.max_python_recursion, Some(KEYS.len() as u64 - 3));
         assert_eq!(
             limits.max_javascript_memory_bytes,
-            Some(KEYS.len() as u64 - 1)
+            Some(KEYS.len() as u64 - 2)
         );
+        assert_eq!(limits.max_sqlite_bytes, Some(KEYS.len() as u64 - 1));
     }
 }
