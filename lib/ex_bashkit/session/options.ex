@@ -273,8 +273,19 @@ defmodule ExBashkit.Session.Options do
       sqlite: opts.sqlite
     )
 
-    Capabilities.javascript!(opts.javascript, opts.isolation)
-    Capabilities.sqlite!(opts.sqlite, opts.isolation)
+    Capabilities.worker_only!(
+      :javascript,
+      opts.javascript,
+      opts.isolation,
+      "the JavaScript engine (QuickJS) runs"
+    )
+
+    Capabilities.worker_only!(
+      :sqlite,
+      opts.sqlite,
+      opts.isolation,
+      "its engine (Turso) is beta upstream, so it runs"
+    )
 
     {allow_net, secrets} = Network.credentials(opts.allow_net)
 

@@ -141,27 +141,16 @@ defmodule ExBashkit.Session.Options.Capabilities do
   end
 
   @doc false
-  # JavaScript runs in worker processes only: its engine is C, and a crash
-  # or a runaway of it must cost a worker, never the VM.
-  def sqlite!(false, _isolation), do: :ok
-  def sqlite!(true, :process), do: :ok
+  # Engines that run in worker processes only (`:javascript`, C; `:sqlite`,
+  # beta upstream): a crash or a runaway of one must cost a worker, never
+  # the VM. `engine` says why, for the error.
+  def worker_only!(_option, false, _isolation, _engine), do: :ok
+  def worker_only!(_option, true, :process, _engine), do: :ok
 
-  def sqlite!(true, _isolation) do
+  def worker_only!(option, true, _isolation, engine) do
     raise ArgumentError,
-          "sqlite: true needs isolation: :process: its engine (Turso) is beta upstream, so " <>
-            "it runs only in a worker process, where a crash or a runaway of it costs that " <>
-            "process and never the VM"
-  end
-
-  @doc false
-  def javascript!(false, _isolation), do: :ok
-  def javascript!(true, :process), do: :ok
-
-  def javascript!(true, _isolation) do
-    raise ArgumentError,
-          "javascript: true needs isolation: :process: the JavaScript engine (QuickJS) runs " <>
-            "only in a worker process, where a crash or a runaway of it costs that process " <>
-            "and never the VM"
+          "#{option}: true needs isolation: :process: #{engine} only in a worker process, " <>
+            "where a crash or a runaway of it costs that process and never the VM"
   end
 
   @doc false

@@ -459,7 +459,14 @@ impl State {
             let mut end = 0;
             while let Some(slash) = path[end..].find('/') {
                 let dir = &path[..end + slash + 1];
-                if !self.index.keys().any(|tracked| tracked.starts_with(dir)) {
+                // The first tracked path at or after `dir` is the only one
+                // that can be inside it: a lookup, not a scan of the index.
+                let tracked_inside = self
+                    .index
+                    .range(dir.to_string()..)
+                    .next()
+                    .is_some_and(|(tracked, _)| tracked.starts_with(dir));
+                if !tracked_inside {
                     display = dir.to_string();
                     break;
                 }
