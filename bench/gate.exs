@@ -5,7 +5,10 @@
 #   MIX_ENV=prod mix run bench/gate.exs     (one round; prints "figure<TAB>µs")
 #
 # Figures (each a p50 of its samples, in µs):
-#   new              Session.new(), 2,000 calls
+#   new              Session.new(), 2,000 calls back to back (more than prepared
+#                    interpreters can be refilled: mostly builds)
+#   new_warm         Session.new(), 2,000 calls 300 µs apart (the prepared
+#                    interpreters refilled between calls, where a commit has them)
 #   exec             Session.exec(s, "true") in the VM, 5,000 calls
 #   exec_worker      the same in an isolated session (isolation: :process), 2,000 calls
 #   builtin          a builtin's round trip, per call: the gaps between 1,000 calls of
@@ -24,6 +27,7 @@ defmodule Gate do
 
     figures = [
       new: fn -> p50(2_000, fn -> Session.new() end) end,
+      new_warm: fn -> p50(2_000, fn -> Session.new() end, 300) end,
       exec: fn ->
         session = Session.new()
         p50(5_000, fn -> {:ok, _} = Session.exec(session, "true") end)
@@ -59,10 +63,17 @@ defmodule Gate do
     end
   end
 
-  # The median of `n` timed calls, after `n / 10` warm-up calls, in µs.
-  defp p50(n, fun) do
-    samples = BenchSupport.sorted_samples_ns(n, fun)
+  # The median of `n` timed calls, after `n / 10` warm-up calls, in µs;
+  # with `gap_us`, the calls are that far apart (the scheduler kept busy
+  # meanwhile, as a sleep would let the caches go cold).
+  defp p50(n, fun, gap_us \\ 0) do
+    pause = fn -> busy_until(System.monotonic_time(:microsecond) + gap_us) end
+    samples = BenchSupport.sorted_samples_ns(n, fun, pause)
     Enum.at(samples, div(n, 2)) / 1000
+  end
+
+  defp busy_until(deadline) do
+    if System.monotonic_time(:microsecond) < deadline, do: busy_until(deadline)
   end
 
   defp builtin_per_call(calls), do: calls |> BenchSupport.builtin_per_call() |> elem(0)

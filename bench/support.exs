@@ -44,12 +44,16 @@ defmodule BenchSupport do
     out |> String.trim() |> String.to_float()
   end
 
-  @doc "Nanoseconds of each of `n` calls of `fun`, after `n / 10` warm-up calls; sorted."
-  def sorted_samples_ns(n, fun) do
+  @doc """
+  Nanoseconds of each of `n` calls of `fun`, after `n / 10` warm-up calls;
+  sorted. `before` runs, untimed, before each timed call.
+  """
+  def sorted_samples_ns(n, fun, before \\ fn -> :ok end) do
     for _ <- 1..div(n, 10), do: fun.()
 
     samples =
       for _ <- 1..n do
+        before.()
         started = System.monotonic_time(:nanosecond)
         fun.()
         System.monotonic_time(:nanosecond) - started

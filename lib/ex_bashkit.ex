@@ -166,6 +166,9 @@ defmodule ExBashkit do
     * `:frozen_scripts`, `:frozen_bytes` — scripts frozen over a memory
       limit inside work that cannot be interrupted, and what they hold
       (see "Memory" in `guides/limits.md`);
+    * `:prepared` — interpreters built ahead of need for `Session.new/1`
+      with the default options, waiting to be handed over (see
+      "Prepared interpreters" in `ExBashkit.Session.new/1`);
     * `:workers` — the worker processes of `isolation: :process` sessions:
       `:count`, `:rss_bytes` (their resident memory), and `:kills`, how
       many were ended so far, by reason (see `guides/isolation.md`).
@@ -177,6 +180,7 @@ defmodule ExBashkit do
           budget_bytes: pos_integer(),
           frozen_scripts: non_neg_integer(),
           frozen_bytes: integer(),
+          prepared: non_neg_integer(),
           workers: %{
             count: non_neg_integer(),
             rss_bytes: non_neg_integer(),

@@ -12,6 +12,8 @@ defmodule ExBashkit.Native do
 
   def session_new(_options), do: err()
   def session_new_dirty(_options), do: err()
+  def session_prepare(_generation, _options, _capacity), do: err()
+  def session_take(_generation), do: err()
   def session_callback_server(_session, _pid), do: err()
   def session_callbacks_done(_session, _server), do: err()
   def session_id(_session), do: err()

@@ -63,7 +63,7 @@ defmodule ExBashkit.Session do
   """
 
   alias ExBashkit.{Callbacks, Interpreter, Native, Result}
-  alias ExBashkit.Session.{Exec, Files, Options, Snapshot}
+  alias ExBashkit.Session.{Exec, Files, Options, Prepared, Snapshot}
 
   @enforce_keys [:resource]
   # `id` is the resource's number, read once: it names the session in
@@ -133,6 +133,17 @@ defmodule ExBashkit.Session do
   malformed option (naming it), a `:files` entry that cannot be written, or a
   `:mounts` entry that cannot be attached (naming the mount).
 
+  ## Prepared interpreters
+
+  `new()` without options takes an interpreter built ahead of need, a
+  hand-over of a few microseconds instead of a build of tens: the library
+  keeps `config :ex_bashkit, prepared_sessions: n` of them (default 4, 0 for
+  none), built with the default options on a thread of its own that runs
+  only on an idle core, and refilled after each hand-over. Sessions with
+  options, and isolated ones, are built when asked. `ExBashkit.stats/0`
+  reports how many wait (`:prepared`); they are not counted as sessions
+  until handed over.
+
       iex> session = ExBashkit.Session.new(env: [GREETING: "hi"], cwd: "/work", username: "ada")
       iex> {:ok, result} = ExBashkit.Session.exec(session, "echo $GREETING $(pwd) $(whoami)")
       iex> result.stdout
@@ -140,10 +151,11 @@ defmodule ExBashkit.Session do
   """
   @spec new([option()]) :: t()
   def new(opts \\ []) do
-    opts = Options.validate!(opts)
+    {opts, prepared} =
+      if opts == [], do: Prepared.defaults(), else: {Options.validate!(opts), nil}
 
     session =
-      case build(opts.native, opts.isolation) do
+      case build(opts.native, opts.isolation, prepared) do
         {:ok, resource} ->
           %__MODULE__{
             resource: resource,
@@ -167,9 +179,13 @@ defmodule ExBashkit.Session do
     session
   end
 
-  defp build(native, :process), do: ExBashkit.Worker.start(native)
+  defp build(native, :process, _), do: ExBashkit.Worker.start(native)
 
-  defp build(native, :none) do
+  defp build(native, :none, prepared) when prepared != nil do
+    with :empty <- Prepared.take(prepared), do: build(native, :none, nil)
+  end
+
+  defp build(native, :none, nil) do
     if Options.light?(native),
       do: Native.session_new(native),
       else: Native.session_new_dirty(native)

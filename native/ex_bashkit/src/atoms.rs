@@ -3,4 +3,5 @@
 rustler::atoms! {
     ok,
     error,
+    empty,
 }

@@ -14,6 +14,7 @@ mod fs;
 mod jobs;
 mod json;
 mod panics;
+mod prepared;
 mod session;
 mod snapshot;
 mod stats;

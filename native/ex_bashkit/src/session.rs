@@ -37,6 +37,13 @@ impl SessionResource {
         let session = Session::build(options, Channel::new(callbacks.clone()), None, no_commands)?;
         Ok(Self { session, callbacks })
     }
+
+    /// Builds a session ahead of need, for the shelf of `prepared.rs`.
+    pub fn build_shelved(options: &SessionOptions) -> Result<Self, String> {
+        let callbacks = Arc::new(Callbacks::default());
+        let session = Session::build_shelved(options, Channel::new(callbacks.clone()))?;
+        Ok(Self { session, callbacks })
+    }
 }
 
 /// Closes the session: its running script is cancelled and every later

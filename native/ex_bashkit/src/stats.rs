@@ -14,6 +14,7 @@ pub struct Stats {
     budget_bytes: i64,
     frozen_scripts: u64,
     frozen_bytes: i64,
+    prepared: usize,
 }
 
 #[rustler::nif]
@@ -27,6 +28,7 @@ fn stats() -> Stats {
         budget_bytes: memory.budget_bytes,
         frozen_scripts: memory.frozen_scripts,
         frozen_bytes: memory.frozen_bytes,
+        prepared: crate::prepared::shelved(),
     }
 }
 

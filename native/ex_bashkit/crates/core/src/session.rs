@@ -58,6 +58,9 @@ pub struct Session {
     pub max_file_bytes: u64,
     /// The command policy in force (`policy.rs`).
     pub gate: Arc<Gate>,
+    /// Set while the session waits, built ahead, for a caller to take it
+    /// (the NIF's `prepared.rs`): it is not counted as live until then.
+    shelved: AtomicBool,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -68,7 +71,9 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 
 impl Drop for Session {
     fn drop(&mut self) {
-        LIVE.fetch_sub(1, Ordering::Relaxed);
+        if !self.shelved.load(Ordering::Relaxed) {
+            LIVE.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -82,6 +87,22 @@ impl Session {
         callbacks: Channel,
         egress: Option<crate::options::Egress>,
         extra: impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra,
+    ) -> Result<Self, String> {
+        Self::assemble(options, callbacks, egress, extra, false)
+    }
+
+    /// Builds a session ahead of need, shelved: not one of the [`live`]
+    /// sessions until [`Session::unshelve`] hands it to a caller.
+    pub fn build_shelved(options: &SessionOptions, callbacks: Channel) -> Result<Self, String> {
+        Self::assemble(options, callbacks, None, |_, _| Vec::new(), true)
+    }
+
+    fn assemble(
+        options: &SessionOptions,
+        callbacks: Channel,
+        egress: Option<crate::options::Egress>,
+        extra: impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra,
+        shelved: bool,
     ) -> Result<Self, String> {
         let pool = interpreters()?;
         let worker = pool.assign();
@@ -97,7 +118,9 @@ impl Session {
         let fs = bash.fs();
         let running = Running::new(bash.cancellation_token());
         let limits = options.limits.execution();
-        LIVE.fetch_add(1, Ordering::Relaxed);
+        if !shelved {
+            LIVE.fetch_add(1, Ordering::Relaxed);
+        }
         Ok(Self {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             worker: AtomicUsize::new(worker),
@@ -121,7 +144,15 @@ impl Session {
             closed: AtomicBool::new(false),
             max_file_bytes: options.limits.filesystem().max_file_size,
             gate,
+            shelved: AtomicBool::new(shelved),
         })
+    }
+
+    /// Hands a shelved session over: from now on it counts as live.
+    pub fn unshelve(&self) {
+        if self.shelved.swap(false, Ordering::Relaxed) {
+            LIVE.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Refuses work for a session whose interpreter a frozen script holds.

@@ -1,0 +1,93 @@
+defmodule ExBashkit.Session.PreparedTest do
+  # Changes the application's configuration and counts the VM's live
+  # sessions, so it runs alone.
+  use ExBashkit.Case, async: false
+
+  alias ExBashkit.Native
+
+  @capacity 4
+
+  setup do
+    # The prepared interpreters are the VM's defaults: a suite run with
+    # isolated defaults (EX_BASHKIT_ISOLATION=process) has none.
+    previous = Application.get_env(:ex_bashkit, :isolation)
+    Application.put_env(:ex_bashkit, :isolation, :none)
+
+    on_exit(fn ->
+      restore(:isolation, previous)
+      Application.delete_env(:ex_bashkit, :prepared_sessions)
+      Application.delete_env(:ex_bashkit, :max_timeout_ms)
+    end)
+  end
+
+  test "new() hands over interpreters prepared ahead, each its own, and the shelf refills" do
+    Session.new()
+    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+
+    sessions = for _ <- 1..3, do: Session.new()
+    live = Native.live_sessions()
+
+    assert sessions |> Enum.map(& &1.id) |> Enum.uniq() |> length() == 3
+    [first, second, third] = sessions
+    assert {:ok, %{exit_code: 0}} = Session.exec(first, "echo one > /f; export X=1")
+    assert {:ok, %{stdout: "", exit_code: 1}} = Session.exec(second, "cat /f 2>/dev/null")
+    assert {:ok, %{stdout: "\n"}} = Session.exec(third, "echo $X")
+
+    # Refilling builds sessions that are not counted until handed over.
+    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+    assert Native.live_sessions() <= live
+  end
+
+  test "sessions made at once from many processes are all distinct and usable" do
+    results =
+      1..40
+      |> Enum.map(fn i ->
+        Task.async(fn ->
+          session = Session.new()
+          {:ok, result} = Session.exec(session, "echo #{i} > /n; cat /n")
+          {session.id, result.stdout}
+        end)
+      end)
+      |> Task.await_many(30_000)
+
+    assert results |> Enum.map(&elem(&1, 0)) |> Enum.uniq() |> length() == 40
+    assert Enum.map(results, &elem(&1, 1)) == Enum.map(1..40, &"#{&1}\n")
+  end
+
+  test "a change of configuration prepares with the new defaults" do
+    Session.new()
+    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+
+    Application.put_env(:ex_bashkit, :max_timeout_ms, 300)
+    session = Session.new()
+    assert session.timeout_ms == 300
+    assert {:error, message} = Session.exec(session, "sleep 20")
+    assert message =~ "execution timeout (300ms)"
+
+    Application.delete_env(:ex_bashkit, :max_timeout_ms)
+    assert Session.new().timeout_ms == 30_000
+  end
+
+  test "prepared_sessions: 0 keeps none, and a bad value names the option" do
+    Session.new()
+    Application.put_env(:ex_bashkit, :prepared_sessions, 0)
+    assert {:ok, %{stdout: "ok\n"}} = Session.exec(Session.new(), "echo ok")
+    assert wait_until(fn -> ExBashkit.stats().prepared == 0 end)
+
+    Application.put_env(:ex_bashkit, :prepared_sessions, :many)
+
+    assert_raise ArgumentError, ~r/:prepared_sessions must be a non-negative integer/, fn ->
+      Session.new()
+    end
+  end
+
+  test "isolated defaults prepare no interpreter in the VM" do
+    Application.put_env(:ex_bashkit, :isolation, :process)
+    session = Session.new()
+    assert Session.info(session).isolation == :process
+    assert wait_until(fn -> ExBashkit.stats().prepared == 0 end)
+  end
+
+  defp restore(key, nil), do: Application.delete_env(:ex_bashkit, key)
+  defp restore(key, value), do: Application.put_env(:ex_bashkit, key, value)
+end
