@@ -88,7 +88,7 @@ defmodule ExBashkit.Execution do
 
   defp report_abort(_error), do: :ok
 
-  defp margin_ms({ExBashkit.Worker.Owner, _pid, _id}), do: @worker_margin_ms
+  defp margin_ms(%ExBashkit.Worker.Handle{}), do: @worker_margin_ms
   defp margin_ms(_handle), do: @margin_ms
 
   @doc """
@@ -127,7 +127,7 @@ defmodule ExBashkit.Execution do
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
 
-  def reply({:ok, {ExBashkit.Worker.Owner, owner, _id}}, tag) do
+  def reply({:ok, %ExBashkit.Worker.Handle{owner: owner}}, tag) do
     # A worker's owner answers every job it holds, also when it kills the
     # worker; one that crashed answers nothing, so it is watched.
     monitor = Process.monitor(owner)

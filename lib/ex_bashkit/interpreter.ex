@@ -7,11 +7,11 @@ defmodule ExBashkit.Interpreter do
   # need not know which.
 
   alias ExBashkit.{Native, Worker}
-  alias ExBashkit.Worker.Owner
+  alias ExBashkit.Worker.Handle
 
   @type t :: reference() | Worker.t()
   @typedoc "A queued job: the NIF's handle, or a worker's job."
-  @type job :: reference() | {Owner, pid(), pos_integer()}
+  @type job :: reference() | Handle.t()
 
   @doc "The session's id, for `inspect/2` and messages."
   @spec id(t()) :: pos_integer()
@@ -58,7 +58,7 @@ defmodule ExBashkit.Interpreter do
   @doc "Stops waiting for `job`: where it was (`:killed` with what it printed, for a worker)."
   @spec abandon(job()) ::
           :sent | :queued | :running | :answered | {:killed, {binary(), binary()}}
-  def abandon({Owner, _pid, _id} = job), do: Worker.abandon(job)
+  def abandon(%Handle{} = job), do: Worker.abandon(job)
   def abandon(handle), do: Native.exec_abandon(handle)
 
   @spec output_so_far(job()) :: {binary(), binary()}
@@ -78,12 +78,12 @@ defmodule ExBashkit.Interpreter do
   server is not served.
   """
   @spec call_of?(term(), t()) :: boolean()
-  def call_of?({Owner, pid, id}, %Worker{pid: pid}) when is_integer(id), do: true
+  def call_of?(%Handle{owner: pid}, %Worker{pid: pid}), do: true
   def call_of?(pending, resource) when is_reference(resource), do: is_reference(pending)
   def call_of?(_pending, _session), do: false
 
   @spec callback_reply(term(), term()) :: boolean()
-  def callback_reply({Owner, _pid, _id} = call, reply), do: Worker.callback_reply(call, reply)
+  def callback_reply(%Handle{} = call, reply), do: Worker.callback_reply(call, reply)
   def callback_reply(call, reply), do: Native.callback_reply(call, reply)
 
   @file_ops [:read_file, :write_file, :list_dir, :mkdir, :remove, :rename, :stat, :chmod]

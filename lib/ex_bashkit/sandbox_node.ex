@@ -35,24 +35,8 @@ defmodule ExBashkit.SandboxNode do
 
   # Started under this library's supervisor on first use.
   defp owner do
-    case Process.whereis(__MODULE__) do
-      nil ->
-        case Supervisor.start_child(ExBashkit.Supervisor, __MODULE__) do
-          {:ok, pid} -> pid
-          {:error, {:already_started, pid}} -> pid
-          {:error, :already_present} -> restart()
-        end
-
-      pid ->
-        pid
-    end
-  end
-
-  defp restart do
-    case Supervisor.restart_child(ExBashkit.Supervisor, __MODULE__) do
-      {:ok, pid} -> pid
-      {:error, {:already_started, pid}} -> pid
-    end
+    ExBashkit.Children.started(__MODULE__) ||
+      raise "ExBashkit's sandbox nodes need the :ex_bashkit application running"
   end
 
   @impl true

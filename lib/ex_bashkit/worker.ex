@@ -12,7 +12,7 @@ defmodule ExBashkit.Worker do
   # a worker as for an in-VM session resource.
 
   alias ExBashkit.Native
-  alias ExBashkit.Worker.{Hardening, Owner}
+  alias ExBashkit.Worker.{Handle, Hardening, Owner}
 
   defstruct [:pid, :guard, :os_pid, :id]
 
@@ -110,7 +110,7 @@ defmodule ExBashkit.Worker do
   end
 
   @doc false
-  def abandon({Owner, pid, id}) do
+  def abandon(%Handle{owner: pid, id: id}) do
     case call(pid, {:abandon, id}) do
       # Its owner crashed: the worker went with it (its Port was linked),
       # and nothing will answer the job.
@@ -128,7 +128,7 @@ defmodule ExBashkit.Worker do
     do: call(pid, {:callbacks_done, self(), server})
 
   @doc false
-  def callback_reply({Owner, pid, id}, reply) do
+  def callback_reply(%Handle{owner: pid, id: id}, reply) do
     send(pid, {:callback_reply, id, reply})
     true
   end

@@ -95,24 +95,7 @@ defmodule ExBashkit.Peer.Pool do
 
   # The registered pool; started under our supervisor on first use, unless
   # the user placed one. nil where this library's application is not running.
-  defp pool do
-    with nil <- Process.whereis(__MODULE__),
-         supervisor when is_pid(supervisor) <- Process.whereis(ExBashkit.Supervisor) do
-      case Supervisor.start_child(supervisor, {__MODULE__, []}) do
-        {:ok, pid} -> pid
-        {:error, {:already_started, pid}} -> pid
-        {:error, :already_present} -> restart(supervisor)
-        {:error, _} -> Process.whereis(__MODULE__)
-      end
-    end
-  end
-
-  defp restart(supervisor) do
-    case Supervisor.restart_child(supervisor, __MODULE__) do
-      {:ok, pid} -> pid
-      {:error, _} -> Process.whereis(__MODULE__)
-    end
-  end
+  defp pool, do: ExBashkit.Children.started(__MODULE__)
 
   defp pool! do
     pool() ||

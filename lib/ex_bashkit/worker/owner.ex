@@ -6,13 +6,14 @@ defmodule ExBashkit.Worker.Owner do
   # server, and kills the worker (SIGKILL) when a script outlives its
   # deadline, is frozen over its memory cap, its caller dies mid-script, or
   # the session is dropped. Every call it answers for a session, and every
-  # pending call it names, carries `{ExBashkit.Worker.Owner, owner, id}`.
+  # pending call it names, carries an `ExBashkit.Worker.Handle`.
 
   use GenServer, restart: :temporary
 
   alias ExBashkit.{Native, Telemetry}
   alias ExBashkit.Session.Options.Limits
-  alias ExBashkit.Worker.{Hardening, Protocol, Spares, Zygote}
+  alias ExBashkit.Worker.{Handle, Hardening, Protocol, Spares, Zygote}
+  alias ExBashkit.Worker.Port, as: WorkerPort
 
   # How long a worker may take to build its session (host mounts, CPython).
   @start_deadline_ms 30_000
@@ -107,7 +108,7 @@ defmodule ExBashkit.Worker.Owner do
   defp take_or_open(executable, args, kind) do
     case Spares.take(executable, args, kind) do
       nil ->
-        port = Spares.open(executable, args)
+        port = WorkerPort.open(executable, args)
         {:os_pid, os_pid} = Port.info(port, :os_pid)
         {port, os_pid}
 
@@ -174,7 +175,7 @@ defmodule ExBashkit.Worker.Owner do
         }
 
     frame(state.port, {:exec, id, script, options})
-    {:reply, {:ok, {__MODULE__, self(), id}}, put_in(state.jobs[id], job)}
+    {:reply, {:ok, %Handle{owner: self(), id: id}}, put_in(state.jobs[id], job)}
   end
 
   def handle_call({:job, kind, args, caller, tag}, _from, state) do
@@ -191,7 +192,7 @@ defmodule ExBashkit.Worker.Owner do
     frame(state.port, List.to_tuple([kind, id | args]))
     state = put_in(state.jobs[id], job)
     state = if kind == :snapshot, do: max_frame(state), else: state
-    {:reply, {:ok, {__MODULE__, self(), id}}, state}
+    {:reply, {:ok, %Handle{owner: self(), id: id}}, state}
   end
 
   def handle_call({:fs, op, args}, from, state) do
@@ -257,7 +258,7 @@ defmodule ExBashkit.Worker.Owner do
   def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
     # The Port closes when its pipes do too: a worker forked by the zygote
     # holds them, and ends when it reads the end of its stdin.
-    Spares.close(port)
+    WorkerPort.close(port)
 
     if alive?(state) do
       Telemetry.worker_killed(:exited, state.os_pid)
@@ -390,7 +391,7 @@ defmodule ExBashkit.Worker.Owner do
         state
 
       true ->
-        send(state.target, {:ex_bashkit_call, {__MODULE__, self(), id}, target, request})
+        send(state.target, {:ex_bashkit_call, %Handle{owner: self(), id: id}, target, request})
         %{state | calls: MapSet.put(state.calls, id)}
     end
   end
@@ -474,7 +475,7 @@ defmodule ExBashkit.Worker.Owner do
   # a plain spare hardens itself for them.
   defp unfit(state) do
     {executable, args, native} = state.start
-    Spares.close(state.port)
+    WorkerPort.close(state.port)
     {port, os_pid} = take_or_open(executable, args, :plain)
     frame(port, {:new, native})
     %{state | port: port, port_pid: os_pid, os_pid: os_pid, inbox: Protocol.inbox()}
@@ -633,7 +634,7 @@ defmodule ExBashkit.Worker.Owner do
   defp kill(state, reason, why, opts \\ []) do
     if alive?(state) and Port.info(state.port) != nil do
       Native.worker_kill(state.port_pid)
-      Spares.close(state.port)
+      WorkerPort.close(state.port)
       if Keyword.get(opts, :telemetry, true), do: Telemetry.worker_killed(reason, state.os_pid)
     end
 

@@ -19,6 +19,8 @@ defmodule ExBashkit.Worker.Spares do
 
   use GenServer
 
+  alias ExBashkit.Worker.Port, as: WorkerPort
+
   @default_spares 2
   @kinds [:prepared, :plain]
 
@@ -41,24 +43,6 @@ defmodule ExBashkit.Worker.Spares do
     :exit, _ -> nil
   end
 
-  @doc "Starts a worker from `executable` with `args`, owned by the calling process."
-  @spec open(String.t(), [String.t()]) :: port()
-  def open(executable, args) do
-    Port.open({:spawn_executable, executable}, [
-      :binary,
-      {:args, args},
-      # A byte stream: the owner frames it itself, so that it can refuse a
-      # frame by its announced size before reading it
-      # (ExBashkit.Worker.Protocol); `{:packet, 4}` reads any size whole.
-      :stream,
-      :exit_status,
-      :use_stdio,
-      # mimalloc commits its arenas lazily: an idle worker keeps ~2.5 MB
-      # private instead of ~10 MB.
-      env: [{~c"MIMALLOC_ARENA_EAGER_COMMIT", ~c"0"}]
-    ])
-  end
-
   @impl true
   def init(opts) do
     prepare = Keyword.fetch!(opts, :prepare)
@@ -74,21 +58,10 @@ defmodule ExBashkit.Worker.Spares do
 
       true ->
         # New arguments (the config changed): the old spares are let go.
-        for kind <- @kinds, {port, _} <- Map.fetch!(state, kind), do: close(port)
+        for kind <- @kinds, {port, _} <- Map.fetch!(state, kind), do: WorkerPort.close(port)
         state = %{state | executable: executable, args: args, prepared: [], plain: []}
         {:reply, nil, state, {:continue, :fill}}
     end
-  end
-
-  @doc false
-  # Closes a worker's Port, which a worker that just died (SIGKILLed, or
-  # exited on its own) may have closed already.
-  @spec close(port()) :: :ok
-  def close(port) do
-    Port.close(port)
-    :ok
-  rescue
-    ArgumentError -> :ok
   end
 
   # The first spare still alive, connected to `caller`; one that died (its
@@ -124,7 +97,7 @@ defmodule ExBashkit.Worker.Spares do
         {:noreply, state}
 
       kind ->
-        port = open(state.executable, state.args)
+        port = WorkerPort.open(state.executable, state.args)
         {:os_pid, os_pid} = Port.info(port, :os_pid)
         if kind == :prepared, do: prepare(port, state.prepare)
         spares = Map.fetch!(state, kind) ++ [{port, os_pid}]

@@ -13,7 +13,7 @@ defmodule ExBashkit.Worker.Zygote do
 
   use GenServer
 
-  alias ExBashkit.Worker.Spares
+  alias ExBashkit.Worker.Port, as: WorkerPort
 
   @launcher "ex_bashkit_worker_stub"
   # How long a caller waits for a new zygote before starting its worker by
@@ -74,7 +74,7 @@ defmodule ExBashkit.Worker.Zygote do
   defp start_zygote(executable, from, state) do
     if File.regular?(executable) and File.regular?(state.launcher) do
       name = "ex_bashkit_zygote_#{System.pid()}_#{Base.encode16(:crypto.strong_rand_bytes(8))}"
-      port = Spares.open(executable, ["--zygote=" <> name])
+      port = WorkerPort.open(executable, ["--zygote=" <> name])
       Process.send_after(self(), {:ready_deadline, port}, @ready_deadline_ms)
       zygote = %{port: port, name: name, ready: false, waiting: [from]}
       {:noreply, put_in(state.zygotes[executable], zygote)}
@@ -116,7 +116,7 @@ defmodule ExBashkit.Worker.Zygote do
   defp forget(state, port) do
     case of_port(state, port) do
       {executable, zygote} ->
-        Spares.close(port)
+        WorkerPort.close(port)
         for from <- zygote.waiting, do: GenServer.reply(from, nil)
         %{state | zygotes: Map.delete(state.zygotes, executable)}
 

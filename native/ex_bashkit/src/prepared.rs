@@ -11,6 +11,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ex_bashkit_core::options::SessionOptions;
+use ex_bashkit_core::runtime::interpreters;
 use ex_bashkit_core::sync::lock;
 use rustler::{Encoder, Env, ResourceArc, Term};
 
@@ -23,6 +24,10 @@ const MOST: usize = 64;
 /// How often the refill thread looks at the shelf while sessions are being
 /// taken: waking it from a caller would cost that caller a system call.
 const GLANCE: Duration = Duration::from_millis(1);
+
+/// The longest the refill thread waits, after a hand-over, for running
+/// scripts to end before it builds beside them.
+const PATIENCE: Duration = Duration::from_millis(100);
 
 /// After how long without a hand-over the refill thread sleeps until woken.
 const QUIET: Duration = Duration::from_secs(1);
@@ -118,12 +123,13 @@ pub fn shelved() -> usize {
 }
 
 /// The refill thread: frees stale sessions, and builds one whenever the
-/// shelf is short of its capacity. It runs under `SCHED_IDLE`, on a core
-/// nothing else wants: waking it never takes a core from a scheduler.
+/// shelf is short of its capacity and no script runs. It runs at a lower
+/// priority (nice 10) but not `SCHED_IDLE`: a build takes locks that
+/// scripts and schedulers take too, and a thread that may be starved must
+/// not hold them.
 fn refill() {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler only reads its arguments; 0 is this thread.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    // SAFETY: setpriority only reads its arguments; 0 is this thread.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
     let prepared = prepared();
     loop {
         let (generation, options) = wanted(prepared);
@@ -153,13 +159,18 @@ fn wanted(prepared: &Prepared) -> (u64, Arc<SessionOptions>) {
             shelf = lock(&prepared.shelf);
             continue;
         }
-        if let Some(options) = shelf.options.clone() {
-            if shelf.sessions.len() < shelf.capacity {
+        let short = shelf.options.is_some() && shelf.sessions.len() < shelf.capacity;
+        // A build beside a running script slowed a 30 ms restore by a
+        // third: the shelf waits for the interpreter threads to be idle,
+        // or for [`PATIENCE`], as a runaway may keep one busy for good.
+        let patient = shelf.taken_at.is_some_and(|at| at.elapsed() < PATIENCE);
+        if short && (!patient || scripts_idle()) {
+            if let Some(options) = shelf.options.clone() {
                 return (shelf.generation, options);
             }
         }
         let recent = shelf.taken_at.is_some_and(|at| at.elapsed() < QUIET);
-        shelf = if recent {
+        shelf = if short || recent {
             let (shelf, _) = prepared
                 .wake
                 .wait_timeout(shelf, GLANCE)
@@ -175,4 +186,8 @@ fn wanted(prepared: &Prepared) -> (u64, Arc<SessionOptions>) {
             shelf
         };
     }
+}
+
+fn scripts_idle() -> bool {
+    interpreters().is_ok_and(|pool| pool.all_idle())
 }

@@ -38,6 +38,28 @@ defmodule ExBashkit.Session.PreparedTest do
     assert Native.live_sessions() <= live
   end
 
+  test "the shelf refills while a script keeps an interpreter thread busy" do
+    Session.new()
+    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+
+    busy = Session.new(limits: [timeout_ms: 60_000])
+    test = self()
+
+    runner =
+      spawn(fn ->
+        Session.exec(busy, "echo running; sleep 30", timeout_ms: 60_000, stream_to: {test, :busy})
+      end)
+
+    # The script runs from here on.
+    assert_receive {:ex_bashkit, :busy, {:stdout, "running\n"}}
+    taken = for _ <- 1..@capacity, do: Session.new()
+    # Builds wait a moment for scripts to end, not for ever.
+    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+    assert Process.alive?(runner)
+    assert length(taken) == @capacity
+    Session.cancel(busy)
+  end
+
   test "sessions made at once from many processes are all distinct and usable" do
     results =
       1..40

@@ -293,6 +293,12 @@ impl Interpreters {
     }
 
     /// Whether thread `index` takes new work and has none.
+    /// Whether no interpreter thread has work: no job queued or running.
+    pub fn all_idle(&self) -> bool {
+        let now = now();
+        (0..self.started.load(Ordering::Acquire)).all(|index| self.idle(index, now))
+    }
+
     fn idle(&self, index: usize, now: u64) -> bool {
         let worker = self.worker(index);
         worker.load.available(now)
