@@ -206,11 +206,11 @@ defmodule ExBashkit.Execution do
             "an earlier script is still running on it"
         )
 
-      :running ->
+      {:running, output} ->
         # Whatever it printed before is the caller's, as with any timeout.
         overdue(
           timeout_ms,
-          ExBashkit.Interpreter.output_so_far(handle),
+          output,
           " (it, or a script sharing its interpreter thread, is inside work that cannot be " <>
             "interrupted); it keeps the session busy until that work ends, and scripts sent " <>
             "to the session meanwhile wait or time out"

@@ -1,22 +1,30 @@
 defmodule ExBashkit.Interpreter do
   @moduledoc false
-  # Where a session's interpreter lives: a NIF resource in this VM (a
-  # reference), or a worker process (`%ExBashkit.Worker{}`, `isolation:
-  # :process`). Both answer the same calls with the same shapes, so
+  # Where a session's interpreter lives, decided in one place: a NIF
+  # resource in this VM (`ExBashkit.Interpreter.InVM`) or a worker process
+  # (`ExBashkit.Worker`, `isolation: :process`), both implementing
+  # `ExBashkit.Interpreter.Backend` with the same shapes, so
   # `ExBashkit.Session`, `ExBashkit.Execution` and `ExBashkit.Callbacks`
   # need not know which.
 
-  alias ExBashkit.{Native, Worker}
+  alias ExBashkit.Interpreter.{Backend, InVM}
+  alias ExBashkit.Worker
   alias ExBashkit.Worker.Handle
 
   @type t :: reference() | Worker.t()
-  @typedoc "A queued job: the NIF's handle, or a worker's job."
+  @typedoc "A queued job: the NIF's handle, or a worker's."
   @type job :: reference() | Handle.t()
+
+  # The backend of an interpreter, and of a job or call handle. Anything
+  # that is not a worker's goes to the NIF, which answers badarg for what
+  # is not its own (`ExBashkit.Session.Guard` names it).
+  defp backend(%Worker{}), do: Worker
+  defp backend(%Handle{}), do: Worker
+  defp backend(_resource), do: InVM
 
   @doc "The session's id, for `inspect/2` and messages."
   @spec id(t()) :: pos_integer()
-  def id(%Worker{id: id}), do: id
-  def id(resource), do: Native.session_id(resource)
+  def id(interpreter), do: backend(interpreter).id(interpreter)
 
   @doc """
   Keeps `interpreter` referenced by the calling process until here: called
@@ -27,50 +35,32 @@ defmodule ExBashkit.Interpreter do
   @spec keep(t()) :: :ok
   def keep(_interpreter), do: :ok
 
-  @spec exec(t(), binary(), pid(), reference(), pid() | nil, struct() | nil) ::
-          {:ok, job()} | {:error, String.t()}
-  def exec(%Worker{} = worker, script, caller, tag, callbacks_to, call),
-    do: Worker.exec(worker, script, caller, tag, callbacks_to, call)
+  @spec exec(t(), binary(), pid(), reference(), pid() | nil, struct() | nil) :: Backend.queued()
+  def exec(interpreter, script, caller, tag, callbacks_to, call),
+    do: backend(interpreter).exec(interpreter, script, caller, tag, callbacks_to, call)
 
-  def exec(resource, script, caller, tag, callbacks_to, call),
-    do: Native.session_exec(resource, script, caller, tag, callbacks_to, call)
+  @spec snapshot(t(), map(), binary() | nil, pid(), reference()) :: Backend.queued()
+  def snapshot(interpreter, options, key, caller, tag),
+    do: backend(interpreter).snapshot(interpreter, options, key, caller, tag)
 
-  @spec snapshot(t(), map(), binary() | nil, pid(), reference()) ::
-          {:ok, job()} | {:error, String.t()}
-  def snapshot(%Worker{} = worker, options, key, caller, tag),
-    do: Worker.snapshot(worker, options, key, caller, tag)
-
-  def snapshot(resource, options, key, caller, tag),
-    do: Native.session_snapshot(resource, options, key, caller, tag)
-
-  @spec restore(t(), binary(), binary() | nil, pid(), reference()) ::
-          {:ok, job()} | {:error, String.t()}
-  def restore(%Worker{} = worker, snapshot, key, caller, tag),
-    do: Worker.restore(worker, snapshot, key, caller, tag)
-
-  def restore(resource, snapshot, key, caller, tag),
-    do: Native.session_restore(resource, snapshot, key, caller, tag)
+  @spec restore(t(), binary(), binary() | nil, pid(), reference()) :: Backend.queued()
+  def restore(interpreter, snapshot, key, caller, tag),
+    do: backend(interpreter).restore(interpreter, snapshot, key, caller, tag)
 
   @spec cancel(t()) :: boolean()
-  def cancel(%Worker{} = worker), do: Worker.cancel(worker)
-  def cancel(resource), do: Native.session_cancel(resource)
+  def cancel(interpreter), do: backend(interpreter).cancel(interpreter)
 
-  @doc "Stops waiting for `job`: where it was (`:killed` with what it printed, for a worker)."
-  @spec abandon(job()) ::
-          :sent | :queued | :running | :answered | {:killed, {binary(), binary()}}
-  def abandon(%Handle{} = job), do: Worker.abandon(job)
-  def abandon(handle), do: Native.exec_abandon(handle)
-
-  @spec output_so_far(job()) :: {binary(), binary()}
-  def output_so_far(handle), do: Native.exec_output_so_far(handle)
+  @doc "Stops waiting for `job`: where it was, with what it printed if it had begun."
+  @spec abandon(job()) :: Backend.whereabouts()
+  def abandon(job), do: backend(job).abandon(job)
 
   @spec callback_server(t(), pid()) :: :ok
-  def callback_server(%Worker{} = worker, server), do: Worker.callback_server(worker, server)
-  def callback_server(resource, server), do: Native.session_callback_server(resource, server)
+  def callback_server(interpreter, server),
+    do: backend(interpreter).callback_server(interpreter, server)
 
   @spec callbacks_done(t(), pid() | nil) :: :ok
-  def callbacks_done(%Worker{} = worker, server), do: Worker.callbacks_done(worker, server)
-  def callbacks_done(resource, server), do: Native.session_callbacks_done(resource, server)
+  def callbacks_done(interpreter, server),
+    do: backend(interpreter).callbacks_done(interpreter, server)
 
   @doc """
   Whether `pending` is a call a script of `session` made: a NIF handle, or
@@ -78,20 +68,15 @@ defmodule ExBashkit.Interpreter do
   server is not served.
   """
   @spec call_of?(term(), t()) :: boolean()
-  def call_of?(%Handle{owner: pid}, %Worker{pid: pid}), do: true
-  def call_of?(pending, resource) when is_reference(resource), do: is_reference(pending)
-  def call_of?(_pending, _session), do: false
+  def call_of?(pending, interpreter), do: backend(interpreter).call_of?(pending, interpreter)
 
   @spec callback_reply(term(), term()) :: boolean()
-  def callback_reply(%Handle{} = call, reply), do: Worker.callback_reply(call, reply)
-  def callback_reply(call, reply), do: Native.callback_reply(call, reply)
+  def callback_reply(call, reply), do: backend(call).callback_reply(call, reply)
 
   @file_ops [:read_file, :write_file, :list_dir, :mkdir, :remove, :rename, :stat, :chmod]
 
   @doc "The file API: `op` is one of #{inspect(@file_ops)}, `args` the NIF's."
   @spec file(t(), atom(), list()) :: term()
-  def file(%Worker{} = worker, op, args) when op in @file_ops, do: Worker.file(worker, op, args)
-
-  def file(resource, op, args) when op in @file_ops,
-    do: apply(Native, :"session_#{op}", [resource | args])
+  def file(interpreter, op, args) when op in @file_ops,
+    do: backend(interpreter).file(interpreter, op, args)
 end

@@ -8,8 +8,11 @@ defmodule ExBashkit.Worker do
   # is dropped: whatever the script held goes back to the kernel with the
   # process. This module is the handle a session holds and the calls on it.
   #
-  # `ExBashkit.Interpreter` gives the rest of the library the same calls for
-  # a worker as for an in-VM session resource.
+  # It is the worker's `ExBashkit.Interpreter.Backend`: `ExBashkit.Interpreter`
+  # gives the rest of the library the same calls for a worker as for an
+  # in-VM session resource.
+
+  @behaviour ExBashkit.Interpreter.Backend
 
   alias ExBashkit.Native
   alias ExBashkit.Worker.{Handle, Hardening, Owner}
@@ -81,11 +84,18 @@ defmodule ExBashkit.Worker do
   # next garbage collection. The caller keeps its session referenced until
   # each call is answered instead (`ExBashkit.Interpreter.keep/1`).
 
-  @doc false
+  @impl true
+  def id(%__MODULE__{id: id}), do: id
+
+  @impl true
+  def call_of?(%Handle{owner: pid}, %__MODULE__{pid: pid}), do: true
+  def call_of?(_pending, _worker), do: false
+
+  @impl true
   def exec(%__MODULE__{pid: pid}, script, caller, tag, callbacks_to, call),
     do: call(pid, {:exec, script, caller, tag, callbacks_to, call})
 
-  @doc false
+  @impl true
   def snapshot(%__MODULE__{pid: pid}, options, key, caller, tag),
     do:
       call(
@@ -94,14 +104,14 @@ defmodule ExBashkit.Worker do
          tag}
       )
 
-  @doc false
+  @impl true
   def restore(%__MODULE__{pid: pid}, snapshot, key, caller, tag),
     do: call(pid, {:job, :restore, [snapshot, key], caller, tag})
 
-  @doc false
+  @impl true
   def file(%__MODULE__{pid: pid}, op, args), do: call(pid, {:fs, op, args})
 
-  @doc false
+  @impl true
   def cancel(%__MODULE__{pid: pid}) do
     case call(pid, :cancel) do
       {:ok, cancelled} -> cancelled
@@ -109,7 +119,7 @@ defmodule ExBashkit.Worker do
     end
   end
 
-  @doc false
+  @impl true
   def abandon(%Handle{owner: pid, id: id}) do
     case call(pid, {:abandon, id}) do
       # Its owner crashed: the worker went with it (its Port was linked),
@@ -119,15 +129,15 @@ defmodule ExBashkit.Worker do
     end
   end
 
-  @doc false
+  @impl true
   def callback_server(%__MODULE__{pid: pid}, server),
     do: call(pid, {:callback_server, self(), server})
 
-  @doc false
+  @impl true
   def callbacks_done(%__MODULE__{pid: pid}, server),
     do: call(pid, {:callbacks_done, self(), server})
 
-  @doc false
+  @impl true
   def callback_reply(%Handle{owner: pid, id: id}, reply) do
     send(pid, {:callback_reply, id, reply})
     true
