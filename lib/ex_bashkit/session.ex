@@ -138,9 +138,9 @@ defmodule ExBashkit.Session do
   `new()` without options takes an interpreter built ahead of need, a
   hand-over of a few microseconds instead of a build of tens: the library
   keeps `config :ex_bashkit, prepared_sessions: n` of them (default 4, 0 for
-  none), built with the default options on a thread of its own, at a lower
-  priority and only while no script runs, and refilled after each
-  hand-over. Sessions with
+  none), built with the default options on a thread of its own while no
+  script runs (or 100 ms after a hand-over, if scripts keep running), and
+  refilled when it runs low. Sessions with
   options, and isolated ones, are built when asked. `ExBashkit.stats/0`
   reports how many wait (`:prepared`); they are not counted as sessions
   until handed over.

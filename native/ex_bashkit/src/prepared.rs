@@ -1,7 +1,7 @@
 //! Sessions built ahead of need. `ExBashkit.Session.new()` with the default
 //! options takes one off a small shelf, a hand-over of a microsecond or
 //! two, instead of building bashkit's interpreter (tens of microseconds).
-//! A thread of our own refills the shelf after each hand-over; sessions
+//! A thread of our own refills the shelf when it runs low; sessions
 //! with other options build as before. Shelved sessions are not counted as
 //! live (`ExBashkit.Native.live_sessions/0`) until handed over.
 
@@ -21,16 +21,15 @@ use crate::session::SessionResource;
 /// The most sessions a shelf holds, whatever the configuration asks.
 const MOST: usize = 64;
 
-/// How often the refill thread looks at the shelf while sessions are being
-/// taken: waking it from a caller would cost that caller a system call.
-const GLANCE: Duration = Duration::from_millis(1);
+/// How often the refill thread looks again while scripts keep it from
+/// building. Looking every millisecond slowed a 30 ms snapshot by a third:
+/// its thread, demoted as a long poll (`runtime.rs`), lost the core to
+/// each look.
+const GLANCE: Duration = Duration::from_millis(20);
 
 /// The longest the refill thread waits, after a hand-over, for running
 /// scripts to end before it builds beside them.
 const PATIENCE: Duration = Duration::from_millis(100);
-
-/// After how long without a hand-over the refill thread sleeps until woken.
-const QUIET: Duration = Duration::from_secs(1);
 
 #[derive(Default)]
 struct Shelf {
@@ -46,9 +45,10 @@ struct Shelf {
     stale: Vec<ResourceArc<SessionResource>>,
     /// When a session was last handed over.
     taken_at: Option<Instant>,
-    /// Set while the refill thread waits to be woken; else it looks at the
-    /// shelf every [`GLANCE`], and a hand-over makes no system call.
-    asleep: bool,
+    /// Set while the refill thread waits. A hand-over wakes it only when
+    /// the shelf runs low ([`low`]): a wake is a system call its caller
+    /// pays, a few microseconds, more than the hand-over itself.
+    waiting: bool,
 }
 
 struct Prepared {
@@ -95,26 +95,32 @@ fn session_prepare(generation: u64, options: NifOptions, capacity: usize) -> rus
 #[rustler::nif]
 fn session_take(env: Env<'_>, generation: u64) -> Term<'_> {
     let prepared = prepared();
-    let (taken, asleep) = match prepared.shelf.try_lock() {
+    let (taken, wake) = match prepared.shelf.try_lock() {
         Ok(mut shelf) if shelf.generation == generation => {
             let taken = shelf.sessions.pop_front();
             if taken.is_some() {
                 shelf.taken_at = Some(Instant::now());
             }
-            (taken, shelf.asleep)
+            let wake = shelf.waiting && low(shelf.sessions.len(), shelf.capacity);
+            (taken, wake)
         }
         _ => (None, false),
     };
+    if wake {
+        prepared.wake.notify_one();
+    }
     match taken {
         Some(resource) => {
-            if asleep {
-                prepared.wake.notify_one();
-            }
             resource.session.unshelve();
             (crate::atoms::ok(), resource).encode(env)
         }
         None => crate::atoms::empty().encode(env),
     }
+}
+
+/// Whether a shelf holding `left` of `capacity` should be refilled now.
+fn low(left: usize, capacity: usize) -> bool {
+    left <= capacity / 4
 }
 
 /// How many sessions wait on the shelf.
@@ -123,13 +129,11 @@ pub fn shelved() -> usize {
 }
 
 /// The refill thread: frees stale sessions, and builds one whenever the
-/// shelf is short of its capacity and no script runs. It runs at a lower
-/// priority (nice 10) but not `SCHED_IDLE`: a build takes locks that
-/// scripts and schedulers take too, and a thread that may be starved must
-/// not hold them.
+/// shelf is short of its capacity and no script runs. It keeps the normal
+/// priority: a build takes locks that scripts and schedulers take too (the
+/// allocator's, the kernel's over the address space), and a thread of low
+/// priority preempted while holding one would stall them.
 fn refill() {
-    // SAFETY: setpriority only reads its arguments; 0 is this thread.
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, 10) };
     let prepared = prepared();
     loop {
         let (generation, options) = wanted(prepared);
@@ -163,28 +167,28 @@ fn wanted(prepared: &Prepared) -> (u64, Arc<SessionOptions>) {
         // A build beside a running script slowed a 30 ms restore by a
         // third: the shelf waits for the interpreter threads to be idle,
         // or for [`PATIENCE`], as a runaway may keep one busy for good.
-        let patient = shelf.taken_at.is_some_and(|at| at.elapsed() < PATIENCE);
-        if short && (!patient || scripts_idle()) {
-            if let Some(options) = shelf.options.clone() {
-                return (shelf.generation, options);
+        if short {
+            let patient = shelf.taken_at.is_some_and(|at| at.elapsed() < PATIENCE);
+            if !patient || scripts_idle() {
+                if let Some(options) = shelf.options.clone() {
+                    return (shelf.generation, options);
+                }
             }
         }
-        let recent = shelf.taken_at.is_some_and(|at| at.elapsed() < QUIET);
-        shelf = if short || recent {
+        shelf.waiting = true;
+        shelf = if short {
             let (shelf, _) = prepared
                 .wake
                 .wait_timeout(shelf, GLANCE)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             shelf
         } else {
-            shelf.asleep = true;
-            let mut shelf = prepared
+            prepared
                 .wake
                 .wait(shelf)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            shelf.asleep = false;
-            shelf
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
         };
+        shelf.waiting = false;
     }
 }
 

@@ -21,8 +21,7 @@ defmodule ExBashkit.Session.PreparedTest do
   end
 
   test "new() hands over interpreters prepared ahead, each its own, and the shelf refills" do
-    Session.new()
-    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+    fill_shelf()
 
     sessions = for _ <- 1..3, do: Session.new()
     live = Native.live_sessions()
@@ -33,14 +32,14 @@ defmodule ExBashkit.Session.PreparedTest do
     assert {:ok, %{stdout: "", exit_code: 1}} = Session.exec(second, "cat /f 2>/dev/null")
     assert {:ok, %{stdout: "\n"}} = Session.exec(third, "echo $X")
 
-    # Refilling builds sessions that are not counted until handed over.
+    # One left is a quarter of the shelf: it is refilled, with sessions
+    # that are not counted until handed over.
     assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
     assert Native.live_sessions() <= live
   end
 
   test "the shelf refills while a script keeps an interpreter thread busy" do
-    Session.new()
-    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+    fill_shelf()
 
     busy = Session.new(limits: [timeout_ms: 60_000])
     test = self()
@@ -77,8 +76,7 @@ defmodule ExBashkit.Session.PreparedTest do
   end
 
   test "a change of configuration prepares with the new defaults" do
-    Session.new()
-    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+    fill_shelf()
 
     Application.put_env(:ex_bashkit, :max_timeout_ms, 300)
     session = Session.new()
@@ -108,6 +106,16 @@ defmodule ExBashkit.Session.PreparedTest do
     session = Session.new()
     assert Session.info(session).isolation == :process
     assert wait_until(fn -> ExBashkit.stats().prepared == 0 end)
+  end
+
+  # A shelf of @capacity, full: new options (another capacity) prepare a
+  # new one, without a hand-over from it.
+  defp fill_shelf do
+    Application.put_env(:ex_bashkit, :prepared_sessions, @capacity + 1)
+    ExBashkit.Session.Prepared.defaults()
+    Application.put_env(:ex_bashkit, :prepared_sessions, @capacity)
+    ExBashkit.Session.Prepared.defaults()
+    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
   end
 
   defp restore(key, nil), do: Application.delete_env(:ex_bashkit, key)
