@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sourced by scripts/test.sh (and run in the Debian 13 chroot): makes a Python
-# venv with the official MCP SDK, the client test/ex_bashkit/mcp_stdio_test.exs
+# venv with the official MCP SDK, the client test/ex_bashkit/mcp/stdio_test.exs
 # drives `mix ex_bashkit.mcp` with, and exports its python as
 # EX_BASHKIT_MCP_PYTHON. Installs python3-venv from Debian when missing.
 # Usage: source scripts/mcp_client.sh [VENV_DIR]

@@ -19,11 +19,11 @@ echo "==> mix test"
 mix test
 echo "==> the Session contract and the hostile corpus, every session in a hardened worker process"
 EX_BASHKIT_ISOLATION=process mix test test/ex_bashkit/session_test.exs \
-  test/ex_bashkit/live_control_test.exs test/ex_bashkit/snapshot_test.exs \
+  test/ex_bashkit/session/live_control_test.exs test/ex_bashkit/session/snapshot_test.exs \
   test/ex_bashkit/builtins_test.exs test/ex_bashkit/virtual_fs_test.exs \
-  test/ex_bashkit/virtual_fs_compat_test.exs test/ex_bashkit/limits_test.exs \
-  test/ex_bashkit/compat_phrases_test.exs test/ex_bashkit/mounts_test.exs \
-  test/ex_bashkit/network_test.exs test/ex_bashkit/python_test.exs \
+  test/ex_bashkit/virtual_fs_compat_test.exs test/ex_bashkit/session/options/limits_test.exs \
+  test/ex_bashkit/compat_phrases_test.exs test/ex_bashkit/session/options/mounts_test.exs \
+  test/ex_bashkit/session/options/network_test.exs test/ex_bashkit/code/python_test.exs \
   test/ex_bashkit/bad_arguments_test.exs test/ex_bashkit/tool_test.exs \
   test/ex_bashkit/hostile_test.exs
 
@@ -33,7 +33,7 @@ cargo fmt --all --check
 # --release reuses the artifacts the NIF build above already produced.
 echo "==> cargo clippy -- -D warnings"
 cargo clippy --release --workspace --all-targets -- -D warnings
-# The escape probe's worker (test builds only, test/ex_bashkit/escape_test.exs).
+# The escape probe's worker (test builds only, test/ex_bashkit/worker/escape_test.exs).
 cargo clippy --release -p ex_bashkit_worker --bin ex_bashkit_worker_probe \
   --features escape_probe -- -D warnings
 # The smallest build (`config :ex_bashkit, features: []`): every part a

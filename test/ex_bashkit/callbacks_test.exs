@@ -2,7 +2,7 @@ defmodule ExBashkit.CallbacksTest do
   # ExBashkit.Callbacks on its own terms: where its processes live, what a
   # callback's process has recorded, and what crosses back into the
   # interpreter. (What scripts see of builtins and virtual_fs backends is
-  # in builtins_test.exs, virtual_fs_test.exs and callback_leak_test.exs.)
+  # in builtins_test.exs, virtual_fs_test.exs and callbacks/leak_test.exs.)
   # Not async: one test changes the application's :max_reply_bytes.
   use ExBashkit.Case, async: false
 

@@ -2,7 +2,7 @@ defmodule ExBashkit.ShellTest do
   # The interactive shell (issue 16) without a terminal: its line editor,
   # continuation rules and flags as units, and whole sessions read from an
   # IO device (as in IEx), attached to a session, a server, and a server on
-  # another node. shell_terminal_test drives it through a real terminal.
+  # another node. shell/terminal_test.exs drives it through a real terminal.
   use ExBashkit.Case, async: true
 
   alias ExBashkit.{Server, Shell}

@@ -1,5 +1,5 @@
 """Drives an MCP server over stdio with the official Python SDK (`mcp` on
-PyPI), for test/ex_bashkit/mcp_stdio_test.exs.
+PyPI), for test/ex_bashkit/mcp/stdio_test.exs.
 
 Usage: python mcp_client.py PLAN_JSON. The plan names the server's command
 and the steps to take; one JSON object is printed: what the server said in

@@ -1,6 +1,6 @@
 //! The worker's hardening lists and filters: the reviewed system call
 //! lists are consistent, and the filters compile. The filters at work are
-//! attacked from inside by test/ex_bashkit/escape_test.exs.
+//! attacked from inside by test/ex_bashkit/worker/escape_test.exs.
 
 use ex_bashkit_core::hardening::seccomp;
 use ex_bashkit_core::hardening::syscalls;

@@ -2,7 +2,7 @@
 //! `ex_bashkit_worker_probe` executable): a builtin that does what a
 //! script that took over its worker would, with raw system calls the
 //! interpreter never makes, so the suite can attack the hardening from
-//! inside (test/ex_bashkit/escape_test.exs). Never in a release build: a
+//! inside (test/ex_bashkit/worker/escape_test.exs). Never in a release build: a
 //! test checks the shipped worker for the marker below.
 //!
 //! `escape OP [ARG]` prints `allowed` or `denied <errno>`; an attempt the

@@ -2,7 +2,7 @@
 //! `ex_bashkit_worker_probe` executable): a builtin that writes whatever
 //! it is given to the VM's pipe, as code that took over its worker could,
 //! so the suite can check that the host holds against a lying worker
-//! (test/ex_bashkit/lying_worker_test.exs). Never in a release build.
+//! (test/ex_bashkit/worker/lying_worker_test.exs). Never in a release build.
 //!
 //! `lie FILE [TIMES [ZEROS]]` writes FILE's bytes (forged frames, read from
 //! the session's filesystem) TIMES times (default 1), then ZEROS zero

@@ -212,7 +212,7 @@ defmodule ExBashkit.MCPStdioTest do
     assert Keyword.fetch!(opts.([]), :isolation) == :process
   end
 
-  defp client, do: Path.expand("../support/mcp_client.py", __DIR__)
+  defp client, do: Path.expand("../../support/mcp_client.py", __DIR__)
 
   # Runs `mix ex_bashkit.mcp flags` with `lines` on its stdin (then closed):
   # {stdout, exit status}.

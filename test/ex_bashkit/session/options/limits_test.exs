@@ -235,7 +235,7 @@ defmodule ExBashkit.LimitsTest do
     end
 
     test "the keys are those of native/ex_bashkit/limits.table, each told in the docs" do
-      table = File.read!(Path.expand("../../native/ex_bashkit/limits.table", __DIR__))
+      table = File.read!(Path.expand("../../../../native/ex_bashkit/limits.table", __DIR__))
 
       from_table =
         for line <- String.split(table, "\n"),
@@ -246,7 +246,7 @@ defmodule ExBashkit.LimitsTest do
       assert length(from_table) == 22
 
       {:docs_v1, _, _, _, %{"en" => session_doc}, _, _} = Code.fetch_docs(Session)
-      guide = File.read!(Path.expand("../../guides/limits.md", __DIR__))
+      guide = File.read!(Path.expand("../../../../guides/limits.md", __DIR__))
 
       for key <- from_table do
         assert session_doc =~ "`#{inspect(key)}` —", "#{key} not in Session's docs"

@@ -3,7 +3,7 @@ defmodule ExBashkit.JavaScriptTest do
 
   alias ExBashkit.{Error, Session}
 
-  @corpus Path.expand("../fixtures/javascript_conformance.js", __DIR__)
+  @corpus Path.expand("../../fixtures/javascript_conformance.js", __DIR__)
 
   defp js(opts \\ []), do: Session.new([javascript: true, isolation: :process] ++ opts)
 
