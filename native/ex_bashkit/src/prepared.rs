@@ -112,6 +112,14 @@ fn session_take(env: Env<'_>, generation: u64) -> Term<'_> {
     match taken {
         Some(resource) => {
             resource.session.unshelve();
+            // Placed as a session built now would be: the thread chosen
+            // when it was prepared may have work now.
+            if let Ok(pool) = interpreters() {
+                resource
+                    .session
+                    .worker
+                    .store(pool.assign(), std::sync::atomic::Ordering::Relaxed);
+            }
             (crate::atoms::ok(), resource).encode(env)
         }
         None => crate::atoms::empty().encode(env),
