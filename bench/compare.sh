@@ -36,6 +36,18 @@ prepare() {
     git worktree add --detach --force "$dir" "$rev" >/dev/null
   fi
   if [ ! -d "$dir/native/ex_bashkit/target" ] && [ -d "$here/native/ex_bashkit/target" ]; then
+    # Each seed is a whole target/ (gigabytes): refuse to fill the disk,
+    # which stops every other job on the machine too.
+    local need free
+    need=$(du -sk "$here/native/ex_bashkit/target" | cut -f1)
+    free=$(df -Pk "$base" | awk 'NR == 2 { print $4 }')
+    if [ "$free" -lt $((need * 2)) ]; then
+      echo "bench/compare.sh: seeding $rev's target/ needs $((need / 1048576)) GiB and leaves" \
+        "less than as much free; remove worktrees no longer compared:" >&2
+      git worktree list | grep "$base" >&2 || true
+      echo "(git worktree remove --force DIR)" >&2
+      exit 1
+    fi
     echo "==> $rev: seeding its target/ from this checkout's" >&2
     cp -a "$here/native/ex_bashkit/target" "$dir/native/ex_bashkit/target"
   fi
