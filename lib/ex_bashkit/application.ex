@@ -21,11 +21,17 @@ defmodule ExBashkit.Application do
        name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
       # The calls servers run, and the relays of their streams.
       {Task.Supervisor, name: ExBashkit.Server.TaskSupervisor},
-      # `isolation: :process`: the zygote that forks workers, the owners of
-      # live ones, spare workers and their cgroups' sweeper. Spares harden
-      # ahead for the default isolated session, whose options they are
-      # handed here (the worker modules do not depend on Session's).
-      {ExBashkit.Worker.Tree, prepare: &ExBashkit.Session.Options.default_native/0},
+      # `isolation: :process`: the zygote that forks workers, spare workers,
+      # and the owners of live ones. They are siblings under one_for_one on
+      # purpose: the zygotes' keeper restarts when one zygote dies, and a
+      # rest_for_one tree would take every live owner with it, also those
+      # whose workers came from another zygote.
+      ExBashkit.Worker.Zygote,
+      # Spares harden ahead for the default isolated session, whose options
+      # they are handed here (the worker modules do not depend on Session's).
+      {ExBashkit.Worker.Spares, prepare: &ExBashkit.Session.Options.default_native/0},
+      ExBashkit.Worker.Cgroups,
+      {DynamicSupervisor, name: ExBashkit.Worker.Supervisor, strategy: :one_for_one},
       # MCP servers (ExBashkit.MCP.Stdio), and the tasks their tool calls run in.
       {DynamicSupervisor, name: ExBashkit.MCP.Supervisor, strategy: :one_for_one},
       {Task.Supervisor, name: ExBashkit.TaskSupervisor}

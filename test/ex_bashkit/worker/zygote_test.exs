@@ -72,30 +72,6 @@ defmodule ExBashkit.ZygoteTest do
     assert parent_of(Session.info(fresh).os_pid) == new_zygote
   end
 
-  test "when the zygotes' keeper crashes, the owners and spares after it restart with it" do
-    session = Session.new(isolation: :process)
-    after_it = [ExBashkit.Worker.Supervisor, ExBashkit.Worker.Spares, ExBashkit.Worker.Cgroups]
-    before = Enum.map(after_it, &Process.whereis/1)
-    keeper = Process.whereis(ExBashkit.Worker.Zygote)
-
-    Process.exit(keeper, :kill)
-
-    # Its zygotes took their workers with them: the owners that held them
-    # are gone too, not left answering for dead workers.
-    assert {:error, _} = Session.exec(session, "true")
-
-    assert wait_until(fn ->
-             restarted = Enum.map(after_it, &Process.whereis/1)
-
-             Enum.all?(restarted, &is_pid/1) and
-               Enum.all?(Enum.zip(before, restarted), fn {a, b} -> a != b end)
-           end)
-
-    refute Process.whereis(ExBashkit.Worker.Zygote) in [nil, keeper]
-    fresh = Session.new(isolation: :process)
-    assert {:ok, %Result{stdout: "again\n"}} = Session.exec(fresh, "echo again")
-  end
-
   test "the zygote forks only for the VM's own ports" do
     {_zygote, name} = zygote()
 
