@@ -46,7 +46,7 @@ struct Shelf {
     /// When a session was last handed over.
     taken_at: Option<Instant>,
     /// Set while the refill thread waits. A hand-over wakes it only when
-    /// the shelf runs low ([`low`]): a wake is a system call its caller
+    /// the shelf runs low ([`Shelf::wants_wake`]): a wake is a system call its caller
     /// pays, a few microseconds, more than the hand-over itself.
     waiting: bool,
 }
@@ -57,8 +57,9 @@ struct Prepared {
     wake: Condvar,
 }
 
+static PREPARED: OnceLock<Prepared> = OnceLock::new();
+
 fn prepared() -> &'static Prepared {
-    static PREPARED: OnceLock<Prepared> = OnceLock::new();
     PREPARED.get_or_init(|| {
         // Without the thread the shelf stays empty, and every session is
         // built by its caller, as without a shelf.
@@ -101,8 +102,7 @@ fn session_take(env: Env<'_>, generation: u64) -> Term<'_> {
             if taken.is_some() {
                 shelf.taken_at = Some(Instant::now());
             }
-            let wake = shelf.waiting && low(shelf.sessions.len(), shelf.capacity);
-            (taken, wake)
+            (taken, shelf.wants_wake())
         }
         _ => (None, false),
     };
@@ -126,14 +126,33 @@ fn session_take(env: Env<'_>, generation: u64) -> Term<'_> {
     }
 }
 
-/// Whether a shelf holding `left` of `capacity` should be refilled now.
-fn low(left: usize, capacity: usize) -> bool {
-    left <= capacity / 4
+impl Shelf {
+    /// Whether a hand-over should wake the waiting refill thread: only
+    /// when a quarter of the shelf or less is left.
+    fn wants_wake(&self) -> bool {
+        self.waiting && self.sessions.len() <= self.capacity / 4
+    }
+
+    fn short(&self) -> bool {
+        self.options.is_some() && self.sessions.len() < self.capacity
+    }
+
+    /// Whether the refill thread should build now. A build beside a
+    /// running script slowed a 30 ms restore by a third, so a short shelf
+    /// waits for the interpreter threads to be idle, or for [`PATIENCE`]
+    /// after a hand-over, as a runaway may keep one busy for good.
+    fn wants_build(&self) -> bool {
+        let patient = self.taken_at.is_some_and(|at| at.elapsed() < PATIENCE);
+        self.short() && (!patient || scripts_idle())
+    }
 }
 
-/// How many sessions wait on the shelf.
+/// How many sessions wait on the shelf; 0 when no shelf was ever asked
+/// for (reading it starts no refill thread).
 pub fn shelved() -> usize {
-    lock(&prepared().shelf).sessions.len()
+    PREPARED
+        .get()
+        .map_or(0, |prepared| lock(&prepared.shelf).sessions.len())
 }
 
 /// The refill thread: frees stale sessions, and builds one whenever the
@@ -171,20 +190,13 @@ fn wanted(prepared: &Prepared) -> (u64, Arc<SessionOptions>) {
             shelf = lock(&prepared.shelf);
             continue;
         }
-        let short = shelf.options.is_some() && shelf.sessions.len() < shelf.capacity;
-        // A build beside a running script slowed a 30 ms restore by a
-        // third: the shelf waits for the interpreter threads to be idle,
-        // or for [`PATIENCE`], as a runaway may keep one busy for good.
-        if short {
-            let patient = shelf.taken_at.is_some_and(|at| at.elapsed() < PATIENCE);
-            if !patient || scripts_idle() {
-                if let Some(options) = shelf.options.clone() {
-                    return (shelf.generation, options);
-                }
+        if shelf.wants_build() {
+            if let Some(options) = shelf.options.clone() {
+                return (shelf.generation, options);
             }
         }
         shelf.waiting = true;
-        shelf = if short {
+        shelf = if shelf.short() {
             let (shelf, _) = prepared
                 .wake
                 .wait_timeout(shelf, GLANCE)

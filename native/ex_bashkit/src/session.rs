@@ -32,16 +32,21 @@ impl SessionResource {
     /// Builds the session; its builtins and virtual_fs backends call the
     /// process serving each script (`callback.rs`).
     pub fn build(options: &SessionOptions) -> Result<Self, String> {
-        let callbacks = Arc::new(Callbacks::default());
-        let no_commands = |_: &_, _: &_| Vec::new();
-        let session = Session::build(options, Channel::new(callbacks.clone()), None, no_commands)?;
-        Ok(Self { session, callbacks })
+        Self::with_callbacks(|channel| {
+            Session::build(options, channel, None, |_: &_, _: &_| Vec::new())
+        })
     }
 
     /// Builds a session ahead of need, for the shelf of `prepared.rs`.
     pub fn build_shelved(options: &SessionOptions) -> Result<Self, String> {
+        Self::with_callbacks(|channel| Session::build_shelved(options, channel))
+    }
+
+    fn with_callbacks(
+        build: impl FnOnce(Channel) -> Result<Session, String>,
+    ) -> Result<Self, String> {
         let callbacks = Arc::new(Callbacks::default());
-        let session = Session::build_shelved(options, Channel::new(callbacks.clone()))?;
+        let session = build(Channel::new(callbacks.clone()))?;
         Ok(Self { session, callbacks })
     }
 }
