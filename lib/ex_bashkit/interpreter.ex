@@ -17,7 +17,7 @@ defmodule ExBashkit.Interpreter do
 
   # The backend of an interpreter, and of a job or call handle. Anything
   # that is not a worker's goes to the NIF, which answers badarg for what
-  # is not its own (`ExBashkit.Session.Guard` names it).
+  # is not its own (`ExBashkit.Interpreter.InVM` names it).
   defp backend(%Worker{}), do: Worker
   defp backend(%Handle{}), do: Worker
   defp backend(_resource), do: InVM

@@ -354,7 +354,10 @@ defmodule ExBashkit.Session do
       {:ok, "result\\n"}
   """
   @spec read_file(t(), Path.t()) :: {:ok, binary()} | {:error, String.t()}
-  def read_file(session, path), do: Files.read(resource!(session), path)
+  def read_file(session, path) do
+    resource = resource!(session)
+    with {:ok, args} <- Files.args([path]), do: Interpreter.file(resource, :read_file, args)
+  end
 
   @doc """
   Writes `content` (any `t:iodata/0`) to `path`, creating parent directories
@@ -371,8 +374,12 @@ defmodule ExBashkit.Session do
       "welcome\\n"
   """
   @spec write_file(t(), Path.t(), iodata()) :: :ok | {:error, String.t()}
-  def write_file(session, path, content),
-    do: Files.write(resource!(session), path, content)
+  def write_file(session, path, content) do
+    resource = resource!(session)
+
+    with {:ok, args} <- Files.write_args(path, content),
+         do: Interpreter.file(resource, :write_file, args)
+  end
 
   @doc """
   Lists the entries of directory `path`.
@@ -393,7 +400,13 @@ defmodule ExBashkit.Session do
   """
   @spec list_dir(t(), Path.t(), details: boolean()) ::
           {:ok, [{String.t(), fs_type()} | entry()]} | {:error, String.t()}
-  def list_dir(session, path, opts \\ []), do: Files.list(resource!(session), path, opts)
+  def list_dir(session, path, opts \\ []) do
+    resource = resource!(session)
+    details? = Files.flag!(opts, :details, "ExBashkit.Session.list_dir/3")
+
+    with {:ok, args} <- Files.args([path]),
+         do: Files.entries(Interpreter.file(resource, :list_dir, args), details?)
+  end
 
   @doc """
   Creates directory `path`.
@@ -416,8 +429,13 @@ defmodule ExBashkit.Session do
       {:ok, %{type: :dir, size: 0}}
   """
   @spec mkdir(t(), Path.t(), parents: boolean()) :: :ok | {:error, String.t()}
-  def mkdir(session, path, opts \\ []),
-    do: Files.mkdir(resource!(session), path, opts)
+  def mkdir(session, path, opts \\ []) do
+    resource = resource!(session)
+    parents = Files.flag!(opts, :parents, "ExBashkit.Session.mkdir/3")
+
+    with {:ok, args} <- Files.args([path], [parents]),
+         do: Interpreter.file(resource, :mkdir, args)
+  end
 
   @doc """
   Removes `path`.
@@ -438,8 +456,13 @@ defmodule ExBashkit.Session do
       iex> {:error, _} = ExBashkit.Session.stat(session, "/d/f.txt")
   """
   @spec remove(t(), Path.t(), recursive: boolean()) :: :ok | {:error, String.t()}
-  def remove(session, path, opts \\ []),
-    do: Files.remove(resource!(session), path, opts)
+  def remove(session, path, opts \\ []) do
+    resource = resource!(session)
+    recursive = Files.flag!(opts, :recursive, "ExBashkit.Session.remove/3")
+
+    with {:ok, args} <- Files.args([path], [recursive]),
+         do: Interpreter.file(resource, :remove, args)
+  end
 
   @doc """
   Renames (moves) `from` to `to`.
@@ -461,8 +484,13 @@ defmodule ExBashkit.Session do
     * `:overwrite` — replace an existing `to` (default `false`).
   """
   @spec rename(t(), Path.t(), Path.t(), overwrite: boolean()) :: :ok | {:error, String.t()}
-  def rename(session, from, to, opts \\ []),
-    do: Files.rename(resource!(session), from, to, opts)
+  def rename(session, from, to, opts \\ []) do
+    resource = resource!(session)
+    overwrite = Files.flag!(opts, :overwrite, "ExBashkit.Session.rename/4")
+
+    with {:ok, args} <- Files.args([from, to], [overwrite]),
+         do: Interpreter.file(resource, :rename, args)
+  end
 
   @doc """
   Sets the permission bits of `path` (`0o644`); with `recursive: true`,
@@ -480,8 +508,12 @@ defmodule ExBashkit.Session do
   """
   @spec chmod(t(), Path.t(), non_neg_integer(), recursive: boolean()) ::
           :ok | {:error, String.t()}
-  def chmod(session, path, mode, opts \\ []),
-    do: Files.chmod(resource!(session), path, mode, opts)
+  def chmod(session, path, mode, opts \\ []) do
+    resource = resource!(session)
+
+    with {:ok, args} <- Files.chmod_args(path, mode, opts),
+         do: Interpreter.file(resource, :chmod, args)
+  end
 
   @doc """
   Returns metadata for `path`.
@@ -500,7 +532,13 @@ defmodule ExBashkit.Session do
   """
   @spec stat(t(), Path.t(), details: boolean()) ::
           {:ok, %{type: fs_type(), size: non_neg_integer()} | entry()} | {:error, String.t()}
-  def stat(session, path, opts \\ []), do: Files.stat(resource!(session), path, opts)
+  def stat(session, path, opts \\ []) do
+    resource = resource!(session)
+    details? = Files.flag!(opts, :details, "ExBashkit.Session.stat/3")
+
+    with {:ok, args} <- Files.args([path]),
+         do: Files.stat(Interpreter.file(resource, :stat, args), details?)
+  end
 
   @doc """
   Where `session`'s interpreter lives: `:isolation` is `:none` (in this VM)

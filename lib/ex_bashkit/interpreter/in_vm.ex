@@ -2,6 +2,10 @@ defmodule ExBashkit.Interpreter.InVM do
   @moduledoc false
   # A session's interpreter in this VM: a NIF resource, its scripts run on
   # the NIF's interpreter threads (native/ex_bashkit/src/).
+  #
+  # The NIFs answer badarg for a reference that is not a live session
+  # resource (every other argument has been checked by then): the calls a
+  # session's public functions make say which argument it was.
 
   @behaviour ExBashkit.Interpreter.Backend
 
@@ -11,19 +15,32 @@ defmodule ExBashkit.Interpreter.InVM do
   def id(resource), do: Native.session_id(resource)
 
   @impl true
-  def exec(resource, script, caller, tag, callbacks_to, call),
-    do: Native.session_exec(resource, script, caller, tag, callbacks_to, call)
+  def exec(resource, script, caller, tag, callbacks_to, call) do
+    Native.session_exec(resource, script, caller, tag, callbacks_to, call)
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
 
   @impl true
-  def snapshot(resource, options, key, caller, tag),
-    do: Native.session_snapshot(resource, options, key, caller, tag)
+  def snapshot(resource, options, key, caller, tag) do
+    Native.session_snapshot(resource, options, key, caller, tag)
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
 
   @impl true
-  def restore(resource, snapshot, key, caller, tag),
-    do: Native.session_restore(resource, snapshot, key, caller, tag)
+  def restore(resource, snapshot, key, caller, tag) do
+    Native.session_restore(resource, snapshot, key, caller, tag)
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
 
   @impl true
-  def cancel(resource), do: Native.session_cancel(resource)
+  def cancel(resource) do
+    Native.session_cancel(resource)
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
 
   # A script that began keeps computing (nothing can stop it in the VM):
   # what it printed so far is its caller's.
@@ -49,5 +66,16 @@ defmodule ExBashkit.Interpreter.InVM do
   def callback_reply(call, reply), do: Native.callback_reply(call, reply)
 
   @impl true
-  def file(resource, op, args), do: apply(Native, :"session_#{op}", [resource | args])
+  def file(resource, op, args) do
+    apply(Native, :"session_#{op}", [resource | args])
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
+
+  defp not_a_session!(resource, stacktrace) do
+    reraise ArgumentError,
+            "expected an ExBashkit.Session (from ExBashkit.Session.new/1), got a struct " <>
+              "holding #{inspect(resource)}, which is not a session",
+            stacktrace
+  end
 end

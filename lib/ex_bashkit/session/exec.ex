@@ -5,7 +5,7 @@ defmodule ExBashkit.Session.Exec do
   # any, then one interpreter call awaited by `ExBashkit.Execution`.
 
   alias ExBashkit.{Approval, Callbacks, Execution, Interpreter}
-  alias ExBashkit.Session.{ExecOptions, Guard, Options}
+  alias ExBashkit.Session.{ExecOptions, Options}
 
   @spec run(ExBashkit.Session.t(), term(), String.t(), keyword()) ::
           {:ok, ExBashkit.Result.t()} | {:error, String.t() | ExBashkit.Error.t()}
@@ -27,7 +27,7 @@ defmodule ExBashkit.Session.Exec do
 
   @spec cancel(term()) :: :ok | :idle
   def cancel(resource) do
-    if Guard.call(resource, fn -> Interpreter.cancel(resource) end), do: :ok, else: :idle
+    if Interpreter.cancel(resource), do: :ok, else: :idle
   end
 
   # Header functions of `:allow_net` give their values for this call.
@@ -65,9 +65,7 @@ defmodule ExBashkit.Session.Exec do
 
     outcome =
       resource
-      |> Guard.call(fn ->
-        Interpreter.exec(resource, script, self(), tag, callbacks_to, call.native)
-      end)
+      |> Interpreter.exec(script, self(), tag, callbacks_to, call.native)
       |> Execution.await(tag, call, forward)
 
     Interpreter.keep(resource)

@@ -1,68 +1,25 @@
 defmodule ExBashkit.Session.Files do
   @moduledoc false
-  # The bodies of `ExBashkit.Session`'s file API: each checks its paths and
-  # options, then makes one `Interpreter.file/3` call. Files do not queue
-  # behind a running script (the interpreter serves them beside it).
+  # The checks and shapes of `ExBashkit.Session`'s file API: each function
+  # there builds its call's arguments here, makes one `Interpreter.file/3`
+  # call, and shapes the answer here. Files do not queue behind a running
+  # script (the interpreter serves them beside it).
 
-  alias ExBashkit.Interpreter
-  alias ExBashkit.Session.Guard
+  @typep args :: {:ok, list()} | {:error, String.t()}
 
-  @spec read(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t()) ::
-          {:ok, binary()} | {:error, String.t()}
-  def read(resource, path), do: call(resource, :read_file, [path], [])
-
-  @spec write(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), iodata()) ::
-          :ok | {:error, String.t()}
-  def write(resource, path, content),
-    do: call(resource, :write_file, [path], [iodata!(content)])
-
-  @spec list(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), keyword()) ::
-          {:ok, list()} | {:error, String.t()}
-  def list(resource, path, opts) do
-    details? = flag!(opts, :details, "ExBashkit.Session.list_dir/3")
-
-    with {:ok, entries} <- call(resource, :list_dir, [path], []) do
-      {:ok,
-       Enum.map(entries, fn {name, type, size, mode, mtime} ->
-         if details?,
-           do: %{name: name, type: type, size: size, mode: mode, mtime: mtime},
-           else: {name, type}
-       end)}
-    end
+  @doc "The arguments of a file call on `paths`, then `extra`."
+  @spec args([term()], list()) :: args()
+  def args(paths, extra \\ []) do
+    with {:ok, paths} <- normalize_all(paths, []), do: {:ok, paths ++ extra}
   end
 
-  @spec mkdir(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), keyword()) ::
-          :ok | {:error, String.t()}
-  def mkdir(resource, path, opts),
-    do: call(resource, :mkdir, [path], [flag!(opts, :parents, "ExBashkit.Session.mkdir/3")])
+  @doc "The arguments of `write_file`: the path, then the content as a binary."
+  @spec write_args(term(), term()) :: args()
+  def write_args(path, content), do: args([path], [iodata!(content)])
 
-  @spec remove(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), keyword()) ::
-          :ok | {:error, String.t()}
-  def remove(resource, path, opts),
-    do: call(resource, :remove, [path], [flag!(opts, :recursive, "ExBashkit.Session.remove/3")])
-
-  @spec rename(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), Path.t(), keyword()) ::
-          :ok | {:error, String.t()}
-  def rename(resource, from, to, opts) do
-    overwrite = flag!(opts, :overwrite, "ExBashkit.Session.rename/4")
-    call(resource, :rename, [from, to], [overwrite])
-  end
-
-  @spec stat(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), keyword()) ::
-          {:ok, map()} | {:error, String.t()}
-  def stat(resource, path, opts) do
-    details? = flag!(opts, :details, "ExBashkit.Session.stat/3")
-
-    with {:ok, {type, size, mode, mtime}} <- call(resource, :stat, [path], []) do
-      if details?,
-        do: {:ok, %{type: type, size: size, mode: mode, mtime: mtime}},
-        else: {:ok, %{type: type, size: size}}
-    end
-  end
-
-  @spec chmod(ExBashkit.Interpreter.t() | ExBashkit.Worker.t(), Path.t(), term(), keyword()) ::
-          :ok | {:error, String.t()}
-  def chmod(resource, path, mode, opts) do
+  @doc "The arguments of `chmod`: the path, the mode, then the `:recursive` flag."
+  @spec chmod_args(term(), term(), keyword()) :: args()
+  def chmod_args(path, mode, opts) do
     recursive = flag!(opts, :recursive, "ExBashkit.Session.chmod/4")
 
     unless is_integer(mode) and mode in 0..0o7777 do
@@ -70,12 +27,37 @@ defmodule ExBashkit.Session.Files do
             "mode must be an integer from 0 to 0o7777 (permission bits, e.g. 0o644), got: #{inspect(mode)}"
     end
 
-    call(resource, :chmod, [path], [mode, recursive])
+    args([path], [mode, recursive])
   end
 
-  defp call(resource, op, paths, args) do
-    with {:ok, paths} <- normalize_all(paths, []),
-         do: Guard.call(resource, fn -> Interpreter.file(resource, op, paths ++ args) end)
+  @doc "A `list_dir` answer as names and types, or with `details?` as maps."
+  @spec entries({:ok, list()} | {:error, String.t()}, boolean()) ::
+          {:ok, list()} | {:error, String.t()}
+  def entries({:ok, entries}, details?) do
+    {:ok,
+     Enum.map(entries, fn {name, type, size, mode, mtime} ->
+       if details?,
+         do: %{name: name, type: type, size: size, mode: mode, mtime: mtime},
+         else: {name, type}
+     end)}
+  end
+
+  def entries(error, _details?), do: error
+
+  @doc "A `stat` answer as a map, with the mode and mtime when `details?`."
+  @spec stat({:ok, tuple()} | {:error, String.t()}, boolean()) ::
+          {:ok, map()} | {:error, String.t()}
+  def stat({:ok, {type, size, mode, mtime}}, true),
+    do: {:ok, %{type: type, size: size, mode: mode, mtime: mtime}}
+
+  def stat({:ok, {type, size, _mode, _mtime}}, false), do: {:ok, %{type: type, size: size}}
+  def stat(error, _details?), do: error
+
+  @doc "The boolean option `key` of `opts` (default `false`), for `context`."
+  @spec flag!(keyword(), atom(), String.t()) :: boolean()
+  def flag!(opts, key, context) do
+    schema = [{key, [type: :boolean, default: false]}]
+    ExBashkit.Options.validate!(opts, schema, context) |> Map.fetch!(key)
   end
 
   defp normalize_all([], done), do: {:ok, Enum.reverse(done)}
@@ -104,10 +86,5 @@ defmodule ExBashkit.Session.Files do
   rescue
     ArgumentError ->
       reraise ArgumentError, "content must be iodata, got: #{inspect(content)}", __STACKTRACE__
-  end
-
-  defp flag!(opts, key, context) do
-    schema = [{key, [type: :boolean, default: false]}]
-    ExBashkit.Options.validate!(opts, schema, context) |> Map.fetch!(key)
   end
 end

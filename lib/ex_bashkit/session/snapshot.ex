@@ -4,7 +4,6 @@ defmodule ExBashkit.Session.Snapshot do
   # options, and one interpreter call each, observed by telemetry.
 
   alias ExBashkit.{Execution, Interpreter, Telemetry}
-  alias ExBashkit.Session.Guard
 
   @take_options [
     key: [
@@ -52,7 +51,7 @@ defmodule ExBashkit.Session.Snapshot do
       fn ->
         outcome =
           resource
-          |> Guard.call(fn -> Interpreter.snapshot(resource, options, key, self(), tag) end)
+          |> Interpreter.snapshot(options, key, self(), tag)
           |> Execution.reply(tag)
 
         Interpreter.keep(resource)
@@ -81,7 +80,7 @@ defmodule ExBashkit.Session.Snapshot do
       %{session: session},
       fn ->
         resource
-        |> Guard.call(fn -> Interpreter.restore(resource, snapshot, key, self(), tag) end)
+        |> Interpreter.restore(snapshot, key, self(), tag)
         |> Execution.reply(tag)
       end,
       &{%{}, %{status: elem(&1, 0)}}
