@@ -72,6 +72,36 @@ defmodule ExBashkit.ZygoteTest do
     assert parent_of(Session.info(fresh).os_pid) == new_zygote
   end
 
+  test "when the zygotes' keeper dies, its zygotes' workers end; a worker started by exec lives on" do
+    {zygote, _name} = zygote()
+    forked = Session.new(isolation: :process)
+    forked_pid = Session.info(forked).os_pid
+    assert parent_of(forked_pid) == zygote
+
+    # Options no spare was prepared with, so this worker is started now, by exec.
+    Application.put_env(:ex_bashkit, :worker_zygote, false)
+
+    execed =
+      try do
+        Session.new(isolation: :process, env: %{"STARTED" => "by exec"})
+      after
+        Application.delete_env(:ex_bashkit, :worker_zygote)
+      end
+
+    refute parent_of(Session.info(execed).os_pid) == zygote
+
+    keeper = Process.whereis(ExBashkit.Worker.Zygote)
+    Process.exit(keeper, :kill)
+
+    assert wait_until(fn -> not process?(zygote) and not process?(forked_pid) end)
+    assert {:error, _} = Session.exec(forked, "true")
+    assert {:ok, %Result{stdout: "by exec\n"}} = Session.exec(execed, "echo $STARTED")
+
+    assert wait_until(fn -> Process.whereis(ExBashkit.Worker.Zygote) not in [nil, keeper] end)
+    fresh = Session.new(isolation: :process)
+    assert {:ok, %Result{stdout: "again\n"}} = Session.exec(fresh, "echo again")
+  end
+
   test "the zygote forks only for the VM's own ports" do
     {_zygote, name} = zygote()
 
