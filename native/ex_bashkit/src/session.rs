@@ -5,6 +5,7 @@ use std::ops::Deref;
 use std::sync::Arc;
 
 use ex_bashkit_core::callback::Channel;
+use ex_bashkit_core::error::SessionError;
 use ex_bashkit_core::options::SessionOptions;
 use ex_bashkit_core::session::{self, Session};
 use rustler::{Encoder, Env, Resource, ResourceArc, Term};
@@ -43,7 +44,7 @@ impl SessionResource {
     }
 
     fn with_callbacks(
-        build: impl FnOnce(Channel) -> Result<Session, String>,
+        build: impl FnOnce(Channel) -> Result<Session, SessionError>,
     ) -> Result<Self, String> {
         let callbacks = Arc::new(Callbacks::default());
         let session = build(Channel::new(callbacks.clone()))?;

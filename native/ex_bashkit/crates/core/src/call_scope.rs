@@ -5,6 +5,7 @@
 //! script dropped mid-way (cancelled, timed out, its caller gone) cannot put
 //! it back itself; the session's next job does, before anything else.
 
+use crate::error::SessionError;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -73,7 +74,7 @@ impl CallScope {
         bash: &mut Bash,
         env: &[(String, String)],
         cwd: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), SessionError> {
         if env.is_empty() && cwd.is_none() {
             return Ok(());
         }
@@ -107,11 +108,15 @@ impl CallScope {
     }
 }
 
-async fn directory(bash: &Bash, current: &Path, cwd: &str) -> Result<PathBuf, String> {
+async fn directory(bash: &Bash, current: &Path, cwd: &str) -> Result<PathBuf, SessionError> {
     let path = normalize_path(&current.join(cwd));
+    let refused = |missing| SessionError::Cwd {
+        cwd: cwd.to_string(),
+        missing,
+    };
     match bash.fs().stat(&path).await {
         Ok(meta) if meta.file_type == bashkit::FileType::Directory => Ok(path),
-        Ok(_) => Err(format!("cwd {cwd:?} is not a directory")),
-        Err(_) => Err(format!("cwd {cwd:?} does not exist")),
+        Ok(_) => Err(refused(false)),
+        Err(_) => Err(refused(true)),
     }
 }

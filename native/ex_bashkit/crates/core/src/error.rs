@@ -1,6 +1,54 @@
-//! Turning bashkit errors into the messages Elixir callers see.
+//! The session layer's errors, and turning bashkit's into the messages
+//! Elixir callers see.
 
 use bashkit::LimitExceeded;
+
+/// Why the session layer refused or failed a call, one variant per cause.
+/// `Display` is the message Elixir callers see; `ScriptError::from`
+/// (script_error.rs) is the one place each gets its `ExBashkit.Error`
+/// reason.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(
+        "the session was closed (ExBashkit.Session.close/1): it can run nothing more, \
+         start a new session"
+    )]
+    Closed,
+    #[error(
+        "the session can run no more scripts: a script on it went past its memory limit \
+         inside work that cannot be interrupted and was frozen (start a new session)"
+    )]
+    Frozen,
+    /// The interpreter threads could not start (their stacks did not fit).
+    #[error(
+        "cannot start the interpreter threads: {error} (each reserves a {stack_mib} MiB stack \
+         of address space; is the VM's address space limited, as by ulimit -v?)"
+    )]
+    Threads { error: String, stack_mib: usize },
+    /// The script nests deeper than `:max_ast_depth` allows (checked at twice it).
+    #[error(
+        "the script nests ( or {{, compound commands or time prefixes more than {max_depth} \
+         levels deep (limit :max_ast_depth, checked before parsing at twice its value)"
+    )]
+    TooDeep { max_depth: usize },
+    #[error("the snapshot decodes to more than {max} bytes (limit :max_snapshot_bytes)")]
+    SnapshotTooLarge { max: u64 },
+    /// A call's `:cwd` that is not a directory of the session.
+    #[error("cwd {cwd:?} {}", if *.missing { "does not exist" } else { "is not a directory" })]
+    Cwd { cwd: String, missing: bool },
+    /// A host mount refused (by the host or by the mount policy).
+    #[error("{0}")]
+    Mount(String),
+    /// The interpreter could not be built from the options.
+    #[error("{0}")]
+    Build(String),
+}
+
+impl From<SessionError> for String {
+    fn from(error: SessionError) -> Self {
+        error.to_string()
+    }
+}
 /// The message for a failed script's `{:error, message}`. A tripped limit
 /// that the `:limits` option controls names its key, so the fix is obvious.
 pub fn message(err: &bashkit::Error) -> String {

@@ -105,8 +105,7 @@ pub async fn run_on_session<S>(
 ) -> Outcome<Ran, ScriptError> {
     job.follow_output(call.output.clone());
     let work = async {
-        nesting::check(script, session.max_nesting)
-            .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+        nesting::check(script, session.max_nesting)?;
         let mut bash = session.bash.lock().await;
         session.usable()?;
         job.started();
@@ -151,8 +150,7 @@ pub async fn run_once(
     callbacks: Channel,
 ) -> Outcome<Ran, ScriptError> {
     job.started();
-    nesting::check(script, options.limits.nesting_depth())
-        .map_err(|message| ScriptError::limit(message, "max_ast_depth"))?;
+    nesting::check(script, options.limits.nesting_depth())?;
     let gate = Gate::new(options.command_policy.clone());
     let mut bash = options
         .build(

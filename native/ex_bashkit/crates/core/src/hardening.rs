@@ -64,11 +64,43 @@ impl Plan {
     }
 }
 
+/// Why a layer is missing, one variant per cause; `Display` is the reason
+/// the worker reports to the VM (`{:missing, reason}` in the session's
+/// `:layers`).
+#[derive(Debug, thiserror::Error)]
+pub enum HardeningError {
+    #[error("unshare: {0} (user namespaces disabled?)")]
+    Namespaces(std::io::Error),
+    #[error("setrlimit: {0}")]
+    Rlimit(std::io::Error),
+    #[error("the VM runs as root and worker_user is :keep")]
+    RootKept,
+    #[error("worker_user names root")]
+    UserIsRoot,
+    #[error("cannot become {uid}:{gid}: {error}")]
+    User {
+        uid: u32,
+        gid: u32,
+        error: std::io::Error,
+    },
+    #[error("{0}")]
+    NoNewPrivs(std::io::Error),
+    /// The cgroup could not be made, entered or capped (`hardening/cgroup.rs`).
+    #[error("{0}")]
+    Cgroup(String),
+    /// The kernel or the ruleset refused Landlock (`hardening/landlock.rs`).
+    #[error("{0}")]
+    Landlock(String),
+    /// The filters could not be compiled or installed (`hardening/seccomp.rs`).
+    #[error("{0}")]
+    Seccomp(String),
+}
+
 /// Each layer, in force (`Ok`) or missing with the reason, and the cgroup
 /// directories made for the worker (which the VM removes after it).
 #[derive(Debug, Default)]
 pub struct Report {
-    pub layers: Vec<(&'static str, Result<(), String>)>,
+    pub layers: Vec<(&'static str, Result<(), HardeningError>)>,
     pub cgroups: Vec<std::path::PathBuf>,
     /// The seccomp filters, compiled as the worker starts (a spare does it
     /// ahead of its session): the plan says whether it has the network.
@@ -78,7 +110,7 @@ pub struct Report {
 }
 
 impl Report {
-    fn record(&mut self, layer: &'static str, outcome: Result<(), String>) {
+    fn record(&mut self, layer: &'static str, outcome: Result<(), HardeningError>) {
         self.layers.push((layer, outcome));
     }
 }
@@ -157,16 +189,18 @@ pub fn for_session(plan: &Plan, needs: &Needs, report: &mut Report) {
         report.cgroups = dirs;
         cgroup::cap_memory(&report.cgroups, memory_max(needs))
     });
-    report.record("cgroup", capped);
+    report.record("cgroup", capped.map_err(HardeningError::Cgroup));
     report.record("rlimits", rlimits(needs));
     report.record("unprivileged_user", unprivileged_user(plan.user));
     report.record("no_new_privs", no_new_privs());
     let landlock = landlock::apply(needs.mounts).map(|_| ());
-    report.record("landlock", landlock);
+    report.record("landlock", landlock.map_err(HardeningError::Landlock));
     let filters = report.filters.take().unwrap_or_else(seccomp::programs);
     report.record(
         "seccomp",
-        filters.and_then(|filters| seccomp::apply(&filters)),
+        filters
+            .and_then(|filters| seccomp::apply(&filters))
+            .map_err(HardeningError::Seccomp),
     );
     ENABLED.store(true, std::sync::atomic::Ordering::Relaxed);
 }
@@ -218,7 +252,7 @@ pub fn clean_start() {
 /// An empty network namespace (no interface but a loopback of its own,
 /// down) and an IPC namespace. Root makes them directly; anyone else in a
 /// user namespace of its own, which holds no right on the host.
-fn unshare_network() -> Result<(), String> {
+fn unshare_network() -> Result<(), HardeningError> {
     let namespaces = libc::CLONE_NEWNET | libc::CLONE_NEWIPC;
     // SAFETY: plain syscalls; the process has one thread, as unshare needs.
     let flags = if unsafe { libc::geteuid() } == 0 {
@@ -229,10 +263,7 @@ fn unshare_network() -> Result<(), String> {
     if unsafe { libc::unshare(flags) } == 0 {
         Ok(())
     } else {
-        Err(format!(
-            "unshare: {} (user namespaces disabled?)",
-            std::io::Error::last_os_error()
-        ))
+        Err(HardeningError::Namespaces(std::io::Error::last_os_error()))
     }
 }
 
@@ -246,7 +277,7 @@ fn memory_max(needs: &Needs) -> u64 {
         .saturating_add(python_vm)
 }
 
-fn rlimits(needs: &Needs) -> Result<(), String> {
+fn rlimits(needs: &Needs) -> Result<(), HardeningError> {
     // Past this size a write fails (EFBIG) instead of killing the process.
     // SAFETY: ignoring a signal.
     unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
@@ -274,7 +305,7 @@ fn rlimits(needs: &Needs) -> Result<(), String> {
         };
         // SAFETY: a plain syscall on this process with a limit of ours.
         if unsafe { libc::setrlimit(resource, &limit) } != 0 {
-            return Err(format!("setrlimit: {}", std::io::Error::last_os_error()));
+            return Err(HardeningError::Rlimit(std::io::Error::last_os_error()));
         }
     }
     Ok(())
@@ -282,7 +313,7 @@ fn rlimits(needs: &Needs) -> Result<(), String> {
 
 /// A worker started as root becomes `user`, with no supplementary groups
 /// and no capability left; one started as anyone else already is.
-fn unprivileged_user(user: Option<(u32, u32)>) -> Result<(), String> {
+fn unprivileged_user(user: Option<(u32, u32)>) -> Result<(), HardeningError> {
     // SAFETY: plain syscalls on this process (glibc applies the set*id
     // calls to every thread).
     unsafe {
@@ -291,20 +322,21 @@ fn unprivileged_user(user: Option<(u32, u32)>) -> Result<(), String> {
             return Ok(());
         }
         let Some((uid, gid)) = user else {
-            return Err("the VM runs as root and worker_user is :keep".into());
+            return Err(HardeningError::RootKept);
         };
         if uid == 0 {
-            return Err("worker_user names root".into());
+            return Err(HardeningError::UserIsRoot);
         }
         let parent = libc::getppid();
         let failed = libc::setgroups(0, std::ptr::null()) != 0
             || libc::setresgid(gid, gid, gid) != 0
             || libc::setresuid(uid, uid, uid) != 0;
         if failed || libc::geteuid() == 0 || libc::setuid(0) == 0 {
-            return Err(format!(
-                "cannot become {uid}:{gid}: {}",
-                std::io::Error::last_os_error()
-            ));
+            return Err(HardeningError::User {
+                uid,
+                gid,
+                error: std::io::Error::last_os_error(),
+            });
         }
         // Losing root cleared the capabilities; exec could not restore any.
         libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -319,12 +351,12 @@ fn unprivileged_user(user: Option<(u32, u32)>) -> Result<(), String> {
     Ok(())
 }
 
-fn no_new_privs() -> Result<(), String> {
+fn no_new_privs() -> Result<(), HardeningError> {
     // SAFETY: a plain prctl on this process.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } == 0 {
         Ok(())
     } else {
-        Err(std::io::Error::last_os_error().to_string())
+        Err(HardeningError::NoNewPrivs(std::io::Error::last_os_error()))
     }
 }
 

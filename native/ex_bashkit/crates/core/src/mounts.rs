@@ -8,6 +8,7 @@
 //! bashkit's `RealFs`, which canonicalizes every access.
 
 #[cfg(feature = "mounts")]
+use crate::error::SessionError;
 use std::path::PathBuf;
 #[cfg(feature = "mounts")]
 use std::sync::Arc;
@@ -34,11 +35,13 @@ pub async fn attach(
     _bash: &Bash,
     mounts: &[Mount],
     _allowed: Option<&[String]>,
-) -> Result<(), String> {
+) -> Result<(), SessionError> {
     // ExBashkit.Session.Options refuses mounts first; this is the backstop.
     match mounts.is_empty() {
         true => Ok(()),
-        false => Err("this build of ex_bashkit has no host mounts (the `mounts` feature)".into()),
+        false => Err(SessionError::Mount(
+            "this build of ex_bashkit has no host mounts (the `mounts` feature)".into(),
+        )),
     }
 }
 
@@ -47,14 +50,16 @@ pub async fn attach(
     bash: &Bash,
     mounts: &[Mount],
     allowed: Option<&[String]>,
-) -> Result<(), String> {
+) -> Result<(), SessionError> {
     let allowed = match allowed {
         Some(paths) => Some(canonical_prefixes(paths).await),
         None => None,
     };
     let mut ready = Vec::with_capacity(mounts.len());
     for (vfs_path, host_path, mode) in mounts {
-        let describe = |why: String| format!("mount {vfs_path:?} -> {host_path:?}: {why}");
+        let describe = |why: String| {
+            SessionError::Mount(format!("mount {vfs_path:?} -> {host_path:?}: {why}"))
+        };
         let root = host_root(host_path, allowed.as_deref())
             .await
             .map_err(describe)?;
@@ -72,7 +77,7 @@ pub async fn attach(
     }
     for (vfs_path, fs) in ready {
         bash.mount(vfs_path, fs)
-            .map_err(|e| format!("mount {vfs_path:?}: {e}"))?;
+            .map_err(|e| SessionError::Mount(format!("mount {vfs_path:?}: {e}")))?;
     }
     Ok(())
 }

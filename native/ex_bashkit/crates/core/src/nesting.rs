@@ -23,6 +23,8 @@
 //! nesting from it (bashkit's own limits still apply), rather than refuse
 //! a script that nests less than the limit.
 
+use crate::error::SessionError;
+
 /// What opened a level.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -66,8 +68,8 @@ struct Scan<'s> {
     heredocs: Vec<Heredoc>,
 }
 
-/// `Err(message)` when `script` nests more than `max_depth` levels deep.
-pub fn check(script: &str, max_depth: usize) -> Result<(), String> {
+/// Refuses a `script` that nests more than `max_depth` levels deep.
+pub fn check(script: &str, max_depth: usize) -> Result<(), SessionError> {
     let mut scan = Scan {
         bytes: script.as_bytes(),
         at: 0,
@@ -85,7 +87,7 @@ pub fn check(script: &str, max_depth: usize) -> Result<(), String> {
 }
 
 impl Scan<'_> {
-    fn run(&mut self) -> Result<(), String> {
+    fn run(&mut self) -> Result<(), SessionError> {
         let mut double = false;
         while let Some(&byte) = self.bytes.get(self.at) {
             self.at += 1;
@@ -190,7 +192,7 @@ impl Scan<'_> {
     }
 
     /// `(`, or the inner `(` of `((`.
-    fn open_paren(&mut self) -> Result<(), String> {
+    fn open_paren(&mut self) -> Result<(), SessionError> {
         let arithmetic = self.at >= 2 && self.bytes[self.at - 2] == b'(';
         self.open(if arithmetic {
             Level::Arithmetic
@@ -229,7 +231,7 @@ impl Scan<'_> {
         }
     }
 
-    fn end_word(&mut self) -> Result<(), String> {
+    fn end_word(&mut self) -> Result<(), SessionError> {
         if !self.in_word {
             return Ok(());
         }
@@ -276,14 +278,12 @@ impl Scan<'_> {
         Ok(())
     }
 
-    fn open(&mut self, level: Level) -> Result<(), String> {
+    fn open(&mut self, level: Level) -> Result<(), SessionError> {
         self.levels.push(level);
         if self.levels.len() > self.max_depth {
-            return Err(format!(
-                "the script nests ( or {{, compound commands or time prefixes more than {} \
-                 levels deep (limit :max_ast_depth, checked before parsing at twice its value)",
-                self.max_depth
-            ));
+            return Err(SessionError::TooDeep {
+                max_depth: self.max_depth,
+            });
         }
         Ok(())
     }
@@ -351,7 +351,7 @@ impl Scan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::check;
+    use super::{check, SessionError};
 
     #[test]
     fn ordinary_scripts_pass() {
@@ -374,9 +374,10 @@ mod tests {
             let script = format!("echo x; {}", open.repeat(1_000));
             let refused = check(&script, 200).unwrap_err();
             assert!(
-                refused.contains("limit :max_ast_depth"),
-                "{open}: {refused}"
+                matches!(refused, SessionError::TooDeep { max_depth: 200 }),
+                "{open}: {refused:?}"
             );
+            assert!(refused.to_string().contains("limit :max_ast_depth"));
         }
     }
 

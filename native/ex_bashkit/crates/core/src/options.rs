@@ -8,6 +8,7 @@ use bashkit::{Bash, BashBuilder, SessionLimits};
 
 use crate::builtins::ElixirBuiltin;
 use crate::callback::Channel;
+use crate::error::SessionError;
 use crate::limits::Limits;
 use crate::mounts::{self, Mount};
 use crate::network::{AllowNet, Credentials};
@@ -75,7 +76,7 @@ impl SessionOptions {
         egress: Option<Egress>,
         gate: &Arc<Gate>,
         extra: Extra,
-    ) -> Result<Bash, String> {
+    ) -> Result<Bash, SessionError> {
         let tools = python::Tools {
             names: &self.tools,
             channel,
@@ -113,19 +114,19 @@ impl SessionOptions {
         if self.sqlite {
             bash.exec(&format!("unset {}", crate::sqlite::OPT_IN))
                 .await
-                .map_err(|e| format!("sqlite: {e}"))?;
+                .map_err(|e| SessionError::Build(format!("sqlite: {e}")))?;
         }
         gate.stop_with(bash.cancellation_token());
         mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
         for path in &self.virtual_fs {
             let backend = ElixirFs::new(path.clone(), channel.clone());
             bash.mount(path, Arc::new(backend))
-                .map_err(|e| format!("virtual_fs {path:?}: {e}"))?;
+                .map_err(|e| SessionError::Build(format!("virtual_fs {path:?}: {e}")))?;
         }
         bash.fs()
             .mkdir(Path::new(&self.cwd), true)
             .await
-            .map_err(|e| format!("cannot create cwd {:?}: {e}", self.cwd))?;
+            .map_err(|e| SessionError::Build(format!("cannot create cwd {:?}: {e}", self.cwd)))?;
         Ok(bash)
     }
 

@@ -46,6 +46,7 @@
 //! busy machine. Lowering those would starve everything else they serve,
 //! timers included, for as long as the machine stays busy.
 
+use crate::error::SessionError;
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
@@ -205,7 +206,7 @@ pub struct Stats {
 /// The process-wide pool, started on first use, with its watchdog. When
 /// the threads cannot be started (a VM under `ulimit -v` has no room for
 /// their stacks), every call that needs them gets the same error.
-pub fn interpreters() -> Result<&'static Interpreters, String> {
+pub fn interpreters() -> Result<&'static Interpreters, SessionError> {
     static POOL: OnceLock<Result<Interpreters, String>> = OnceLock::new();
     let pool = POOL.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -229,15 +230,14 @@ pub fn interpreters() -> Result<&'static Interpreters, String> {
         crate::memory::wake_on_freeze(watchdog.thread().clone());
         Ok(pool)
     });
-    pool.as_ref().map_err(String::clone)
+    pool.as_ref().map_err(|error| SessionError::Threads {
+        error: error.clone(),
+        stack_mib: INTERPRETER_STACK_BYTES >> 20,
+    })
 }
 
 fn cannot_start(error: std::io::Error) -> String {
-    format!(
-        "cannot start the interpreter threads: {error} (each reserves a {} MiB stack \
-         of address space; is the VM's address space limited, as by ulimit -v?)",
-        INTERPRETER_STACK_BYTES >> 20
-    )
+    error.to_string()
 }
 
 impl Interpreters {

@@ -2,7 +2,7 @@
 
 use bashkit::LimitExceeded;
 
-use crate::error::{limit_key, message};
+use crate::error::{limit_key, message, SessionError};
 use crate::stop::Stop;
 
 /// Why a script ended without a result, as `ExBashkit.Error`'s `:reason`.
@@ -84,6 +84,27 @@ impl ScriptError {
 impl From<String> for ScriptError {
     fn from(message: String) -> Self {
         Self::new(Reason::Error, None, message)
+    }
+}
+
+/// The one place the session layer's errors get their `ExBashkit.Error`
+/// reason: a limit names its key, everything else is `:error`.
+impl From<SessionError> for ScriptError {
+    fn from(error: SessionError) -> Self {
+        let limit = match error {
+            SessionError::TooDeep { .. } => Some("max_ast_depth"),
+            SessionError::SnapshotTooLarge { .. } => Some("max_snapshot_bytes"),
+            SessionError::Closed
+            | SessionError::Frozen
+            | SessionError::Threads { .. }
+            | SessionError::Cwd { .. }
+            | SessionError::Mount(_)
+            | SessionError::Build(_) => None,
+        };
+        match limit {
+            Some(key) => Self::limit(error.to_string(), key),
+            None => Self::new(Reason::Error, None, error.to_string()),
+        }
     }
 }
 

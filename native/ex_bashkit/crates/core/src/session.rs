@@ -12,6 +12,7 @@ use tokio::sync::Mutex;
 use crate::call_scope::CallScope;
 use crate::callback::Channel;
 use crate::cancel::Running;
+use crate::error::SessionError;
 use crate::network::Credentials;
 use crate::options::{Extra, SessionOptions};
 use crate::policy::Gate;
@@ -87,13 +88,16 @@ impl Session {
         callbacks: Channel,
         egress: Option<crate::options::Egress>,
         extra: impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SessionError> {
         Self::assemble(options, callbacks, egress, extra, false)
     }
 
     /// Builds a session ahead of need, shelved: not one of the [`live`]
     /// sessions until [`Session::unshelve`] hands it to a caller.
-    pub fn build_shelved(options: &SessionOptions, callbacks: Channel) -> Result<Self, String> {
+    pub fn build_shelved(
+        options: &SessionOptions,
+        callbacks: Channel,
+    ) -> Result<Self, SessionError> {
         Self::assemble(options, callbacks, None, |_, _| Vec::new(), true)
     }
 
@@ -103,7 +107,7 @@ impl Session {
         egress: Option<crate::options::Egress>,
         extra: impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra,
         shelved: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SessionError> {
         let pool = interpreters()?;
         let worker = pool.assign();
         let callbacks = Arc::new(callbacks);
@@ -156,15 +160,10 @@ impl Session {
     }
 
     /// Refuses work for a session whose interpreter a frozen script holds.
-    pub fn usable(&self) -> Result<(), String> {
+    pub fn usable(&self) -> Result<(), SessionError> {
         self.open()?;
         if self.frozen.load(Ordering::Acquire) {
-            return Err(
-                "the session can run no more scripts: a script on it went past its \
-                        memory limit inside work that cannot be interrupted and was frozen \
-                        (start a new session)"
-                    .to_string(),
-            );
+            return Err(SessionError::Frozen);
         }
         Ok(())
     }
@@ -179,17 +178,13 @@ impl Session {
     }
 
     /// Refuses everything once the session was closed.
-    pub fn open(&self) -> Result<(), String> {
+    pub fn open(&self) -> Result<(), SessionError> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(CLOSED.to_string());
+            return Err(SessionError::Closed);
         }
         Ok(())
     }
 }
-
-/// What every call on a closed session answers.
-pub const CLOSED: &str =
-    "the session was closed (ExBashkit.Session.close/1): it can run nothing more, start a new session";
 
 /// How many sessions are alive in this process.
 pub fn live() -> usize {

@@ -32,7 +32,8 @@ pub fn restore(
     key: Option<&[u8]>,
     max_bytes: u64,
 ) -> bashkit::Result<()> {
-    snapshot_bound::check(snapshot, max_bytes).map_err(bashkit::Error::CommandFailure)?;
+    snapshot_bound::check(snapshot, max_bytes)
+        .map_err(|error| bashkit::Error::CommandFailure(error.to_string()))?;
     match key {
         Some(key) => bash.restore_snapshot_keyed(snapshot, key),
         None => bash.restore_snapshot(snapshot),

@@ -9,6 +9,7 @@
 //! left to bashkit, which rejects it with its own message: what it would
 //! decode from a malformed container is bounded by what was counted here.
 
+use crate::error::SessionError;
 use std::io::Read;
 
 /// Container framing (bashkit's `snapshot/container.rs`, format v2): the
@@ -21,10 +22,9 @@ const OBJECT_ID_LEN: usize = 32;
 const COMPRESSION_NONE: u8 = 0;
 const COMPRESSION_DEFLATE: u8 = 1;
 
-/// `Err(message)` when `snapshot` decodes to more than `max` bytes.
-pub fn check(snapshot: &[u8], max: u64) -> Result<(), String> {
-    let too_large =
-        || format!("the snapshot decodes to more than {max} bytes (limit :max_snapshot_bytes)");
+/// Refuses a `snapshot` that decodes to more than `max` bytes.
+pub fn check(snapshot: &[u8], max: u64) -> Result<(), SessionError> {
+    let too_large = || SessionError::SnapshotTooLarge { max };
     if snapshot.len() as u64 > max {
         return Err(too_large());
     }
@@ -135,7 +135,10 @@ mod tests {
         assert!(snapshot.len() < 2_000);
         assert!(check(&snapshot, 51_000).is_ok());
         let refused = check(&snapshot, 50_999).unwrap_err();
-        assert!(refused.contains("limit :max_snapshot_bytes"), "{refused}");
+        assert!(
+            refused.to_string().contains("limit :max_snapshot_bytes"),
+            "{refused}"
+        );
     }
 
     #[test]

@@ -416,7 +416,9 @@ fn layers(report: &ex_bashkit_core::hardening::Report) -> Term {
             .map(|(layer, outcome)| {
                 let state = match outcome {
                     Ok(()) => atom("ok"),
-                    Err(reason) => tuple(vec![atom("missing"), binary(reason.as_bytes())]),
+                    Err(reason) => {
+                        tuple(vec![atom("missing"), binary(reason.to_string().as_bytes())])
+                    }
                 };
                 tuple(vec![atom(layer), state])
             })

@@ -301,6 +301,7 @@ impl Worker {
         }
         let channel = Channel::new(self.calls.clone());
         Session::build(options, channel, self.egress(), self.commands(options))
+            .map_err(String::from)
     }
 
     /// Queues a job on the session's interpreter thread; `start` gives the
@@ -320,7 +321,7 @@ impl Worker {
         };
         let pool = match interpreters() {
             Ok(pool) => pool,
-            Err(message) => return job.answer(Outcome::Failed(message)),
+            Err(error) => return job.answer(Outcome::Failed(error.into())),
         };
         lock(&self.jobs).insert(id, job.clone());
         let jobs = self.jobs.clone();
