@@ -43,7 +43,7 @@ defmodule ExBashkit.MixProject do
       extras:
         ["README.md", "guides/which_entry_point.md" | Path.wildcard("guides/*.md")]
         |> Enum.uniq()
-        |> Kernel.++(["CHANGELOG.md", "ARCHITECTURE.md"]),
+        |> Kernel.++(["CHANGELOG.md", "ARCHITECTURE.md", "CONTRIBUTING.md"]),
       groups_for_extras: [Guides: ~r{guides/}],
       groups_for_modules: [
         "Running code": [
