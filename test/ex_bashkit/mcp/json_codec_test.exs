@@ -1,4 +1,4 @@
-defmodule ExBashkit.JSONTest do
+defmodule ExBashkit.MCP.JSONCodecTest do
   # The MCP server's JSON: the NIF's codec (serde_json) always, and OTP's
   # :json where this VM has it (OTP 27 and later), held to the same answers.
   use ExUnit.Case, async: true

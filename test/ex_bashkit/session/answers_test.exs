@@ -1,5 +1,5 @@
-defmodule ExBashkit.ExecutionTest do
-  # ExBashkit.Execution on its own: the caller's side of a queued script.
+defmodule ExBashkit.Session.AnswersTest do
+  # How a caller receives a queued script's answer (ExBashkit.Execution, on its own).
   # The NIF answers `{tag, outcome}` and streams `{:ex_bashkit, tag, chunk}`;
   # here this process sends those messages itself, as the NIF would, so
   # each rule of the wait is seen without an interpreter in between.
