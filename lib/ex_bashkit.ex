@@ -43,7 +43,7 @@ defmodule ExBashkit do
           opaque: boolean()
         }
 
-  alias ExBashkit.{Error, Execution, Native, Result, Session}
+  alias ExBashkit.{Caller, Error, Native, Result, Session}
   alias ExBashkit.Session.{ExecOptions, Options}
 
   # A fresh interpreter is configured exactly like a default session.
@@ -114,12 +114,12 @@ defmodule ExBashkit do
   defp exec_in_vm(script) do
     tag = make_ref()
 
-    script = Execution.script!(script)
+    script = Caller.script!(script)
     options = Options.defaults(@defaults)
     call = ExecOptions.validate!([], Options.Limits.timeout_ms(options), "ExBashkit.exec/2")
 
-    Execution.observe(nil, script, call, fn ->
-      options |> Native.exec_once(script, self(), tag) |> Execution.await(tag, call)
+    Caller.observe(nil, script, call, fn ->
+      options |> Native.exec_once(script, self(), tag) |> Caller.await(tag, call)
     end)
   end
 

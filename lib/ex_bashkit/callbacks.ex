@@ -22,7 +22,7 @@ defmodule ExBashkit.Callbacks do
   # Every reply crossing into the interpreter is bounded by
   # `config :ex_bashkit, :max_reply_bytes`; error text is truncated to it.
 
-  alias ExBashkit.{Builtin, Execution, Interpreter, Result, Telemetry, VirtualFs}
+  alias ExBashkit.{Builtin, Caller, Interpreter, Result, Telemetry, VirtualFs}
   alias ExBashkit.Callbacks.Chains
   alias ExBashkit.Callbacks.Supervisor, as: Servers
 
@@ -163,19 +163,19 @@ defmodule ExBashkit.Callbacks do
     loop(%{table: table, chain: chain, caller: caller_monitor, stop: stop, calls: %{}})
   end
 
-  defp loop(state), do: state |> handle(next_message(Execution.deadline())) |> continue()
+  defp loop(state), do: state |> handle(next_message(Caller.deadline())) |> continue()
 
   defp continue(:stop), do: :ok
   defp continue(state), do: loop(state)
 
-  # Like Execution.await/2, stays runnable for a moment before blocking: the
+  # Like Caller.await/2, stays runnable for a moment before blocking: the
   # next call of a busy script is usually microseconds away.
   defp next_message(deadline) do
     receive do
       message -> message
     after
       0 ->
-        if Execution.spin?(deadline) do
+        if Caller.spin?(deadline) do
           :erlang.yield()
           next_message(deadline)
         else

@@ -4,7 +4,7 @@ defmodule ExBashkit.Interpreter do
   # resource in this VM (`ExBashkit.Interpreter.InVM`) or a worker process
   # (`ExBashkit.Worker`, `isolation: :process`), both implementing
   # `ExBashkit.Interpreter.Backend` with the same shapes, so
-  # `ExBashkit.Session`, `ExBashkit.Execution` and `ExBashkit.Callbacks`
+  # `ExBashkit.Session`, `ExBashkit.Caller` and `ExBashkit.Callbacks`
   # need not know which.
 
   alias ExBashkit.Interpreter.{Backend, InVM}

@@ -136,7 +136,7 @@ defmodule ExBashkit.Pool do
   @spec exec(pool(), binary()) ::
           {:ok, ExBashkit.Result.t()} | {:error, String.t() | :overloaded}
   def exec(pool \\ __MODULE__, script) do
-    script = ExBashkit.Execution.script!(script)
+    script = ExBashkit.Caller.script!(script)
     run(pool, fn -> ExBashkit.exec(script) end)
   end
 
@@ -155,7 +155,7 @@ defmodule ExBashkit.Pool do
   @spec session_exec(pool(), ExBashkit.Session.t(), binary()) ::
           {:ok, ExBashkit.Result.t()} | {:error, String.t() | :overloaded}
   def session_exec(pool \\ __MODULE__, session, script) do
-    script = ExBashkit.Execution.script!(script)
+    script = ExBashkit.Caller.script!(script)
     run(pool, fn -> ExBashkit.Session.exec(session, script) end)
   end
 

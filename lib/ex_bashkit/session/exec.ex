@@ -2,19 +2,19 @@ defmodule ExBashkit.Session.Exec do
   @moduledoc false
   # The body of `ExBashkit.Session.exec/3` and `cancel/1`: the call's
   # options, approval, fresh secrets, callbacks served if the session has
-  # any, then one interpreter call awaited by `ExBashkit.Execution`.
+  # any, then one interpreter call awaited by `ExBashkit.Caller`.
 
-  alias ExBashkit.{Approval, Callbacks, Execution, Interpreter}
+  alias ExBashkit.{Approval, Callbacks, Caller, Interpreter}
   alias ExBashkit.Session.{ExecOptions, Options}
 
   @spec run(ExBashkit.Session.t(), term(), String.t(), keyword()) ::
           {:ok, ExBashkit.Result.t()} | {:error, String.t() | ExBashkit.Error.t()}
   def run(session, resource, script, opts) do
-    script = Execution.script!(script)
+    script = Caller.script!(script)
     {approve, opts} = approve(session, opts)
     call = ExecOptions.validate!(opts, timeout_ms(session), "ExBashkit.Session.exec/3")
 
-    Execution.observe(session, script, call, fn ->
+    Caller.observe(session, script, call, fn ->
       with :ok <- Approval.check(approve, script, approve_timeout_ms(session)),
            {:ok, call} <- fresh_secrets(session, call) do
         case session.callbacks do
@@ -66,7 +66,7 @@ defmodule ExBashkit.Session.Exec do
     outcome =
       resource
       |> Interpreter.exec(script, self(), tag, callbacks_to, call.native)
-      |> Execution.await(tag, call, forward)
+      |> Caller.await(tag, call, forward)
 
     Interpreter.keep(resource)
     outcome

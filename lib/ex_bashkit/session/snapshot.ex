@@ -3,7 +3,7 @@ defmodule ExBashkit.Session.Snapshot do
   # The bodies of `ExBashkit.Session.snapshot/2` and `restore/3`: their
   # options, and one interpreter call each, observed by telemetry.
 
-  alias ExBashkit.{Execution, Interpreter, Telemetry}
+  alias ExBashkit.{Caller, Interpreter, Telemetry}
 
   @take_options [
     key: [
@@ -52,7 +52,7 @@ defmodule ExBashkit.Session.Snapshot do
         outcome =
           resource
           |> Interpreter.snapshot(options, key, self(), tag)
-          |> Execution.reply(tag)
+          |> Caller.reply(tag)
 
         Interpreter.keep(resource)
         outcome
@@ -81,7 +81,7 @@ defmodule ExBashkit.Session.Snapshot do
       fn ->
         resource
         |> Interpreter.restore(snapshot, key, self(), tag)
-        |> Execution.reply(tag)
+        |> Caller.reply(tag)
       end,
       &{%{}, %{status: elem(&1, 0)}}
     )

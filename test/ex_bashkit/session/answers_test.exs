@@ -1,11 +1,11 @@
 defmodule ExBashkit.Session.AnswersTest do
-  # How a caller receives a queued script's answer (ExBashkit.Execution, on its own).
+  # How a caller receives a queued script's answer (ExBashkit.Caller, on its own).
   # The NIF answers `{tag, outcome}` and streams `{:ex_bashkit, tag, chunk}`;
   # here this process sends those messages itself, as the NIF would, so
   # each rule of the wait is seen without an interpreter in between.
   use ExBashkit.Case, async: true
 
-  alias ExBashkit.{Error, Execution}
+  alias ExBashkit.{Caller, Error}
   alias ExBashkit.Session.ExecOptions
 
   defp call(opts \\ []), do: ExecOptions.validate!(opts, 30_000, "test")
@@ -19,7 +19,7 @@ defmodule ExBashkit.Session.AnswersTest do
       send(self(), {tag, {:ok, {"out\n", "err\n", 3, false, []}}})
 
       assert {:ok, %Result{stdout: "out\n", stderr: "err\n", exit_code: 3, truncated: false}} =
-               Execution.await(queued(), tag, call())
+               Caller.await(queued(), tag, call())
     end
 
     test "an error is a struct, with what the script printed" do
@@ -27,12 +27,12 @@ defmodule ExBashkit.Session.AnswersTest do
       send(self(), {tag, {:error, {:limit, :max_commands, "too many", "so far\n", ""}}})
 
       assert {:error, %Error{reason: :limit, limit: :max_commands, stdout: "so far\n"}} =
-               Execution.await(queued(), tag, call())
+               Caller.await(queued(), tag, call())
     end
 
     test "a job that could not be queued answers at once" do
       assert {:error, %Error{reason: :error, message: "busy"}} =
-               Execution.await({:error, "busy"}, make_ref(), call())
+               Caller.await({:error, "busy"}, make_ref(), call())
     end
 
     test "stdout chunks go into :into as they arrive, in order" do
@@ -43,7 +43,7 @@ defmodule ExBashkit.Session.AnswersTest do
       send(self(), {:ex_bashkit, call.output_tag, {:stdout, "b\n"}})
       send(self(), {tag, {:ok, {"a\nb\n", "", 0, false, []}}})
 
-      assert {:ok, %Result{stdout: ["a\n", "b\n"]}} = Execution.await(queued(), tag, call)
+      assert {:ok, %Result{stdout: ["a\n", "b\n"]}} = Caller.await(queued(), tag, call)
     end
 
     test "chunks of an answer no longer read are flushed with the error" do
@@ -52,7 +52,7 @@ defmodule ExBashkit.Session.AnswersTest do
       send(self(), {tag, {:error, "failed"}})
       send(self(), {:ex_bashkit, call.output_tag, {:stdout, "late\n"}})
 
-      assert {:error, %Error{message: "failed"}} = Execution.await(queued(), tag, call)
+      assert {:error, %Error{message: "failed"}} = Caller.await(queued(), tag, call)
       refute_received {:ex_bashkit, _, _}
     end
 
@@ -63,7 +63,7 @@ defmodule ExBashkit.Session.AnswersTest do
       send(self(), {tag, {:ok, {"", "", 0, false, []}}})
       forward = &send(test, {:forwarded, &1})
 
-      assert {:ok, %Result{}} = Execution.await(queued(), tag, call(), forward)
+      assert {:ok, %Result{}} = Caller.await(queued(), tag, call(), forward)
       assert_received {:forwarded, {:ex_bashkit_call, :pending, {:builtin, "x"}, %{}}}
     end
 
@@ -73,7 +73,7 @@ defmodule ExBashkit.Session.AnswersTest do
       send(self(), {other, :not_mine})
       send(self(), {tag, {:ok, {"", "", 0, false, []}}})
 
-      assert {:ok, %Result{}} = Execution.await(queued(), tag, call())
+      assert {:ok, %Result{}} = Caller.await(queued(), tag, call())
       assert_received {^other, :not_mine}
     end
   end
@@ -81,15 +81,15 @@ defmodule ExBashkit.Session.AnswersTest do
   describe "finish/2" do
     test "errors are messages unless the call asked for structs" do
       error = {:error, %Error{reason: :timeout, message: "too slow"}}
-      assert Execution.finish(error, call()) == {:error, "too slow"}
-      assert Execution.finish(error, call(errors: :struct)) == error
+      assert Caller.finish(error, call()) == {:error, "too slow"}
+      assert Caller.finish(error, call(errors: :struct)) == error
     end
 
     test "a :stream_to listener gets the outcome, errors as structs" do
       tag = make_ref()
       error = {:error, %Error{reason: :timeout, message: "too slow"}}
 
-      assert {:error, "too slow"} = Execution.finish(error, call(stream_to: {self(), tag}))
+      assert {:error, "too slow"} = Caller.finish(error, call(stream_to: {self(), tag}))
       assert_received {:ex_bashkit, ^tag, {:exit, ^error}}
     end
   end
@@ -98,23 +98,23 @@ defmodule ExBashkit.Session.AnswersTest do
     test "the value a job sent, or the error it was refused with" do
       tag = make_ref()
       send(self(), {tag, {:ok, "bytes"}})
-      assert Execution.reply(queued(), tag) == {:ok, "bytes"}
-      assert Execution.reply({:error, "no"}, tag) == {:error, "no"}
+      assert Caller.reply(queued(), tag) == {:ok, "bytes"}
+      assert Caller.reply({:error, "no"}, tag) == {:error, "no"}
     end
   end
 
   describe "spinning" do
     test "a caller spins only before its deadline" do
-      assert System.monotonic_time() < Execution.deadline()
-      refute Execution.spin?(System.monotonic_time() - 1)
+      assert System.monotonic_time() < Caller.deadline()
+      refute Caller.spin?(System.monotonic_time() - 1)
     end
   end
 
   test "script!/1 takes a binary and names what it got otherwise" do
-    assert Execution.script!("echo") == "echo"
+    assert Caller.script!("echo") == "echo"
 
     assert_raise ArgumentError, "script must be a binary, got: :echo", fn ->
-      Execution.script!(:echo)
+      Caller.script!(:echo)
     end
   end
 end

@@ -1,6 +1,7 @@
-defmodule ExBashkit.Execution do
+defmodule ExBashkit.Caller do
   @moduledoc false
-  # Waits for a script queued by a NIF. The script runs on the NIF's own
+  # The caller's side of a queued job (a script, a snapshot, a restore):
+  # it waits for the answer. The script runs on the NIF's own
   # threads and answers with `{tag, outcome}`; while it runs the caller sits
   # in `receive`, holding no scheduler. The NIF monitors the caller, so a
   # caller that dies cancels its script.
