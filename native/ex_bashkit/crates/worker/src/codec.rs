@@ -16,7 +16,64 @@ use ex_bashkit_core::policy::{CommandPolicy, Denial, Rule};
 use ex_bashkit_core::python::PythonRuntime;
 use ex_bashkit_core::script_error::ScriptError;
 
-pub type Decoded<T> = Result<T, String>;
+pub type Decoded<T> = Result<T, DecodeError>;
+
+/// Why a frame from the VM does not decode. The worker answers it as a
+/// failed request: the VM sent it, so it is a bug of ours, not an attack.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// A term of another type than its place in the frame wants.
+    #[error("expected {expected}, got {got}")]
+    Expected { expected: &'static str, got: String },
+    #[error("integer out of range: {0}")]
+    OutOfRange(String),
+    #[error("negative: {0}")]
+    Negative(String),
+    #[error("missing key {0}")]
+    MissingKey(String),
+    /// A tag or name the frame's grammar does not have.
+    #[error("unknown {what} {term}")]
+    Unknown { what: &'static str, term: String },
+    /// Anything else the frame's grammar refuses.
+    #[error("{0}")]
+    Malformed(String),
+}
+
+impl DecodeError {
+    pub fn expected(expected: &'static str, got: &Term) -> Self {
+        Self::Expected {
+            expected,
+            got: got.to_string(),
+        }
+    }
+}
+
+impl DecodeError {
+    pub fn unknown(what: &'static str, term: impl std::fmt::Display) -> Self {
+        Self::Unknown {
+            what,
+            term: term.to_string(),
+        }
+    }
+}
+
+impl From<&str> for DecodeError {
+    fn from(message: &str) -> Self {
+        Self::Malformed(message.to_string())
+    }
+}
+
+impl From<String> for DecodeError {
+    fn from(message: String) -> Self {
+        Self::Malformed(message)
+    }
+}
+
+impl From<DecodeError> for String {
+    fn from(error: DecodeError) -> Self {
+        error.to_string()
+    }
+}
 
 pub fn atom(name: &str) -> Term {
     Term::Atom(Atom::from(name))
@@ -149,45 +206,48 @@ pub fn atom_name(term: &Term) -> Option<&str> {
 pub fn elements(term: &Term) -> Decoded<&[Term]> {
     match term {
         Term::Tuple(tuple) => Ok(&tuple.elements),
-        _ => Err(format!("expected a tuple, got {term}")),
+        _ => Err(DecodeError::expected("a tuple", term)),
     }
 }
 
 pub fn items(term: &Term) -> Decoded<Vec<&Term>> {
     match term {
         Term::List(list) => Ok(list.elements.iter().collect()),
-        Term::ByteList(_) => Err("expected a list of terms, got a charlist".into()),
-        _ => Err(format!("expected a list, got {term}")),
+        Term::ByteList(_) => Err(DecodeError::Expected {
+            expected: "a list of terms",
+            got: "a charlist".into(),
+        }),
+        _ => Err(DecodeError::expected("a list", term)),
     }
 }
 
 pub fn bytes(term: &Term) -> Decoded<Vec<u8>> {
     match term {
         Term::Binary(binary) => Ok(binary.bytes.clone()),
-        _ => Err(format!("expected a binary, got {term}")),
+        _ => Err(DecodeError::expected("a binary", term)),
     }
 }
 
 pub fn string(term: &Term) -> Decoded<String> {
-    String::from_utf8(bytes(term)?).map_err(|_| "expected UTF-8 text".to_string())
+    String::from_utf8(bytes(term)?).map_err(|_| DecodeError::from("expected UTF-8 text"))
 }
 
 pub fn integer_of(term: &Term) -> Decoded<i64> {
     match term {
         Term::FixInteger(value) => Ok(value.value.into()),
         Term::BigInteger(value) => {
-            i64::try_from(&value.value).map_err(|_| format!("integer out of range: {term}"))
+            i64::try_from(&value.value).map_err(|_| DecodeError::OutOfRange(term.to_string()))
         }
-        _ => Err(format!("expected an integer, got {term}")),
+        _ => Err(DecodeError::expected("an integer", term)),
     }
 }
 
 pub fn u64_of(term: &Term) -> Decoded<u64> {
     match term {
         Term::BigInteger(value) => {
-            u64::try_from(&value.value).map_err(|_| format!("integer out of range: {term}"))
+            u64::try_from(&value.value).map_err(|_| DecodeError::OutOfRange(term.to_string()))
         }
-        _ => u64::try_from(integer_of(term)?).map_err(|_| format!("negative: {term}")),
+        _ => u64::try_from(integer_of(term)?).map_err(|_| DecodeError::Negative(term.to_string())),
     }
 }
 
@@ -195,7 +255,7 @@ pub fn flag(term: &Term) -> Decoded<bool> {
     match atom_name(term) {
         Some("true") => Ok(true),
         Some("false") => Ok(false),
-        _ => Err(format!("expected a boolean, got {term}")),
+        _ => Err(DecodeError::expected("a boolean", term)),
     }
 }
 
@@ -222,14 +282,14 @@ impl<'t> Fields<'t> {
     pub fn of(term: &'t Term) -> Decoded<Self> {
         match term {
             Term::Map(map) => Ok(Self(&map.map)),
-            _ => Err(format!("expected a map, got {term}")),
+            _ => Err(DecodeError::expected("a map", term)),
         }
     }
 
     pub fn get(&self, key: &str) -> Decoded<&'t Term> {
         self.0
             .get(&atom(key))
-            .ok_or_else(|| format!("missing key {key}"))
+            .ok_or_else(|| DecodeError::MissingKey(key.to_string()))
     }
 }
 
@@ -280,7 +340,7 @@ fn allow_net(term: &Term) -> Decoded<AllowNet> {
     }
     match elements(term)? {
         [tag, patterns] if atom_name(tag) == Some("only") => Ok(AllowNet::Only(strings(patterns)?)),
-        _ => Err(format!("unknown allow_net {term}")),
+        _ => Err(DecodeError::unknown("allow_net", term)),
     }
 }
 
@@ -293,7 +353,7 @@ pub fn command_policy(term: &Term) -> Decoded<CommandPolicy> {
                 Some("deny") => Rule::Deny(names),
                 Some("allow") => Rule::Allow(names),
                 Some("ask") => Rule::Ask,
-                _ => return Err(format!("unknown command policy {term}")),
+                _ => return Err(DecodeError::unknown("command policy", term)),
             };
             Ok(CommandPolicy {
                 rule,
@@ -352,7 +412,7 @@ pub fn session_options(term: &Term) -> Decoded<SessionOptions> {
 fn named<T: Named>(term: &Term) -> Decoded<T> {
     atom_name(term)
         .and_then(T::named)
-        .ok_or_else(|| format!("unknown atom {term}"))
+        .ok_or_else(|| DecodeError::unknown("atom", term))
 }
 
 /// An answer to a call, already checked by `ExBashkit.Callbacks`; anything
@@ -382,7 +442,7 @@ fn decode_reply(term: &Term) -> Decoded<Reply> {
                     [name, kind_term, size] => {
                         Ok((string(name)?, named(kind_term)?, u64_of(size)?))
                     }
-                    _ => Err("expected {name, kind, size}".to_string()),
+                    _ => Err("expected {name, kind, size}".into()),
                 })
                 .collect::<Decoded<_>>()?,
         )),
@@ -391,7 +451,7 @@ fn decode_reply(term: &Term) -> Decoded<Reply> {
             Some(code) => Failure::Code(code.to_string()),
             None => Failure::Message(string(why)?),
         })),
-        _ => Err(format!("unknown reply {term}")),
+        _ => Err(DecodeError::unknown("reply", term)),
     }
 }
 

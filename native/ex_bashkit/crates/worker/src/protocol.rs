@@ -25,7 +25,7 @@ use eetf::Term;
 
 use crate::codec::{
     self, atom, atom_name, binary, boolean, elements, integer, integer_of, items, list, optional,
-    owned_binary, pairs, string, tuple, u64_of, Decoded, Fields,
+    owned_binary, pairs, string, tuple, u64_of, DecodeError, Decoded, Fields,
 };
 use crate::frame::IntoTerm;
 use ex_bashkit_core::callback::{Reply, Request as CallRequest};
@@ -168,7 +168,10 @@ pub fn decode(term: Term) -> Option<Request> {
         _ => return None,
     };
     let id = id?;
-    Some(decoded.unwrap_or_else(|why| Request::Malformed { id, why }))
+    Some(decoded.unwrap_or_else(|why| Request::Malformed {
+        id,
+        why: why.into(),
+    }))
 }
 
 fn one(rest: Vec<Term>) -> Option<Term> {
@@ -179,7 +182,7 @@ fn one(rest: Vec<Term>) -> Option<Term> {
 fn take_bytes(term: Term) -> Decoded<Vec<u8>> {
     match term {
         Term::Binary(binary) => Ok(binary.bytes),
-        other => Err(format!("expected a binary, got {other}")),
+        other => Err(DecodeError::expected("a binary", &other)),
     }
 }
 
@@ -238,7 +241,7 @@ fn file_op(rest: Vec<Term>) -> Decoded<Request> {
     let mut args = args.elements.into_iter();
     let mut text = || {
         args.next()
-            .ok_or("missing argument".to_string())
+            .ok_or(DecodeError::from("missing argument"))
             .and_then(|t| string(&t))
     };
     let op = match atom_name(&op) {
@@ -272,7 +275,7 @@ fn file_op(rest: Vec<Term>) -> Decoded<Request> {
             let content = args.next().ok_or("missing content")?;
             FileOp::WriteFile(path, take_bytes(content)?)
         }
-        _ => return Err(format!("unknown file operation {op}")),
+        _ => return Err(DecodeError::unknown("file operation", op)),
     };
     Ok(Request::Fs { id, op })
 }
@@ -289,7 +292,7 @@ fn http_answer(term: &Term) -> Decoded<HttpAnswer> {
             }
         }
         [tag, message] if atom_name(tag) == Some("error") => Ok(Err(string(message)?)),
-        _ => Err(format!("unknown http answer {term}")),
+        _ => Err(DecodeError::unknown("http answer", term)),
     }
 }
 
@@ -480,5 +483,23 @@ fn fs_term(answer: FsAnswer) -> Term {
         )),
         FsAnswer::Stat(entry) => codec::ok(tuple(entry_fields(entry))),
         FsAnswer::Failed(message) => codec::error(&message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{decode, Request};
+    use crate::codec::{atom, integer, list, tuple};
+
+    #[test]
+    fn a_request_that_does_not_decode_is_answered_saying_why() {
+        let exec = |script| tuple(vec![atom("exec"), integer(7), script, atom("nil")]);
+        let why = |frame| match decode(frame) {
+            Some(Request::Malformed { id: 7, why }) => why,
+            _ => panic!("not answered as malformed"),
+        };
+        assert_eq!(why(exec(integer(42))), "expected a binary, got 42");
+        let fs = tuple(vec![atom("fs"), integer(7), atom("shred"), list(vec![])]);
+        assert_eq!(why(fs), "unknown file operation 'shred'");
     }
 }

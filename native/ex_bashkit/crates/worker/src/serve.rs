@@ -150,7 +150,7 @@ impl Worker {
         let session = self.session.clone();
         match (request, session) {
             (Request::Prepare(options), None) => self.prepare_ahead(&options),
-            (Request::New(options), None) => self.start(options),
+            (Request::New(options), None) => self.start(options.map_err(String::from)),
             (Request::Exec { id, script, call }, Some(session)) => {
                 self.job(id, &session, |job, stop| {
                     exec(
