@@ -240,18 +240,31 @@ defmodule ExBashkit.Session.Options do
   @spec validate!(term()) :: validated()
   def validate!(opts) do
     opts = Options.validate!(default_isolation(opts), @schema, "ExBashkit.Session.new/1")
-
     CommandPolicy.where!(opts.command_policy, opts.isolation)
-
     opts = %{opts | builtins: Capabilities.with_tools(opts.builtins, opts.tools)}
+    check_across!(opts)
 
-    callbacks = %ExBashkit.Callbacks{
-      builtins: opts.builtins,
-      virtual_fs: opts.virtual_fs,
-      policy: CommandPolicy.function(opts.command_policy),
-      timeout: opts.builtin_timeout_ms
+    {allow_net, secrets} = Network.credentials(opts.allow_net)
+
+    credentials =
+      case Network.resolve_credentials(secrets) do
+        {:ok, credentials} -> credentials
+        {:error, message} -> raise ArgumentError, message
+      end
+
+    %{
+      native: native(opts, allow_net, credentials),
+      isolation: opts.isolation,
+      files: opts.files,
+      approval: {opts.approve, opts.builtin_timeout_ms},
+      # Header functions are called again before each call.
+      secrets: if(Network.dynamic?(secrets), do: secrets),
+      callbacks: callbacks(opts)
     }
+  end
 
+  # The checks that span several options.
+  defp check_across!(opts) do
     Filesystem.no_overlaps!(
       Enum.map(opts.mounts, fn {point, _, _} = mount -> {point, "mount #{inspect(mount)}"} end) ++
         Enum.map(opts.virtual_fs, fn {point, _} ->
@@ -286,48 +299,45 @@ defmodule ExBashkit.Session.Options do
       opts.isolation,
       "its engine (Turso) is beta upstream, so it runs"
     )
+  end
 
-    {allow_net, secrets} = Network.credentials(opts.allow_net)
+  # The struct the NIF (or a worker) decodes: names where Elixir keeps
+  # functions, and nothing only Elixir reads.
+  defp native(opts, allow_net, credentials) do
+    {python_runtime, python} = opts.python
 
-    credentials =
-      case Network.resolve_credentials(secrets) do
-        {:ok, credentials} -> credentials
-        {:error, message} -> raise ArgumentError, message
-      end
-
-    native =
-      struct!(
-        __MODULE__,
-        %{
-          opts
-          | builtins: Map.keys(opts.builtins),
-            tools: Enum.map(opts.tools, & &1.name),
-            virtual_fs: Map.keys(opts.virtual_fs),
-            python: python,
-            allow_net: allow_net
-        }
-        |> Map.put(:credentials, credentials)
-        |> Map.put(:python_runtime, python_runtime)
-        |> Map.put(
-          :command_policy,
-          CommandPolicy.native(opts.command_policy, opts.command_policy_abort)
-        )
-        |> Map.drop([:files, :builtin_timeout_ms, :isolation, :approve, :command_policy_abort])
+    struct!(
+      __MODULE__,
+      %{
+        opts
+        | builtins: Map.keys(opts.builtins),
+          tools: Enum.map(opts.tools, & &1.name),
+          virtual_fs: Map.keys(opts.virtual_fs),
+          python: python,
+          allow_net: allow_net
+      }
+      |> Map.put(:credentials, credentials)
+      |> Map.put(:python_runtime, python_runtime)
+      |> Map.put(
+        :command_policy,
+        CommandPolicy.native(opts.command_policy, opts.command_policy_abort)
       )
+      |> Map.drop([:files, :builtin_timeout_ms, :isolation, :approve, :command_policy_abort])
+    )
+  end
 
-    %{
-      native: native,
-      isolation: opts.isolation,
-      files: opts.files,
-      approval: {opts.approve, opts.builtin_timeout_ms},
-      # Header functions are called again before each call.
-      secrets: if(Network.dynamic?(secrets), do: secrets),
-      callbacks:
-        if(callbacks.builtins == %{} and callbacks.virtual_fs == %{} and callbacks.policy == nil,
-          do: nil,
-          else: callbacks
-        )
+  # The Elixir side of the callbacks, or nil when a script has none to make.
+  defp callbacks(opts) do
+    callbacks = %ExBashkit.Callbacks{
+      builtins: opts.builtins,
+      virtual_fs: opts.virtual_fs,
+      policy: CommandPolicy.function(opts.command_policy),
+      timeout: opts.builtin_timeout_ms
     }
+
+    if callbacks.builtins == %{} and callbacks.virtual_fs == %{} and callbacks.policy == nil,
+      do: nil,
+      else: callbacks
   end
 
   # `config :ex_bashkit, isolation: :process` isolates every session that
