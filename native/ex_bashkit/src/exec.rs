@@ -34,7 +34,7 @@ fn exec_output_so_far(env: Env<'_>, handle: ResourceArc<JobHandle>) -> Term<'_> 
 }
 
 /// `{stdout, stderr, exit_code, truncated, denials}`, as
-/// `ExBashkit.Execution` reads it; `denials` are `{name, reason}` pairs.
+/// `ExBashkit.Caller` reads it; `denials` are `{name, reason}` pairs.
 fn encode_result(env: Env<'_>, ran: Ran) -> Term<'_> {
     let Ran { result, denials } = ran;
     let stdout = bytes(env, result.stdout.as_bytes());
@@ -68,7 +68,7 @@ fn session_exec<'a>(
         interpreters()?.place(&session.worker),
         pid,
         tag,
-        |handle, stop| {
+        move |handle, stop| {
             let job: Arc<dyn Job> = Arc::new(VmJob(handle));
             async move {
                 let serve = || session.callbacks.serve(callback_server);

@@ -170,7 +170,7 @@ impl Job for VmJob {
     }
 }
 
-/// Where an abandoned job was, as `ExBashkit.Execution` reads it: not begun
+/// Where an abandoned job was, as `ExBashkit.Caller` reads it: not begun
 /// on its thread, behind its session's other scripts, running, or answered
 /// (the reply is then in the caller's mailbox).
 #[derive(rustler::NifUnitEnum)]
@@ -195,7 +195,7 @@ pub fn spawn_job<'a, S, F, T, E>(
     encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
 ) -> Result<ResourceArc<JobHandle>, String>
 where
-    S: FnOnce(ResourceArc<JobHandle>, StopSignal) -> F,
+    S: FnOnce(ResourceArc<JobHandle>, StopSignal) -> F + Send + 'static,
     F: Future<Output = Outcome<T, E>> + Send + 'static,
     T: Send + 'static,
     E: Encoder + From<String> + Send + 'static,
@@ -203,14 +203,19 @@ where
     let pool = interpreters()?;
     let (handle, stop) = JobHandle::new(Recipient::new(pid, tag));
     let handle = ResourceArc::new(handle);
-    let job = start(handle.clone(), stop);
     match handle.monitor(Some(env), &pid) {
         Some(monitor) => *lock(&handle.monitor) = Some(monitor),
         None => handle.stop(Stop::CallerExited), // the caller is already gone
     }
     let running = handle.clone();
+    let own = handle.clone();
+    // The job's future is made, and boxed, on the interpreter thread: it
+    // holds bashkit's (kilobytes; 25 KB for a one-off run), and every move
+    // of it on the caller's scheduler was a copy of all of it, a tenth of
+    // `exec("true")` there. What crosses threads is the small `start`.
     pool.spawn(worker, async move {
         running.advance(Progress::Sent, Progress::Queued);
+        let job = Box::pin(start(own, stop));
         // A panic in the interpreter must still answer the caller, who
         // would otherwise wait forever.
         let outcome = AssertUnwindSafe(job)
@@ -221,14 +226,17 @@ where
                     "internal error: the interpreter panicked".to_string(),
                 ))
             });
-        if let Some(monitor) = lock(&running.monitor).take() {
-            running.demonitor(None, &monitor);
-        }
         runtime::job_done();
         running.answer(|env| match outcome {
             Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
             Err(error) => (crate::atoms::error(), error).encode(env),
         });
+        // After the answer, which the caller waits for: a demonitor is a
+        // signal to the caller's process, a microsecond here. A caller
+        // that dies in between stops a job that is over, which is nothing.
+        if let Some(monitor) = lock(&running.monitor).take() {
+            running.demonitor(None, &monitor);
+        }
     });
     Ok(handle)
 }

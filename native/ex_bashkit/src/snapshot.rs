@@ -90,7 +90,7 @@ where
 {
     session.usable().map_err(|e| format!("{failure}: {e}"))?;
     let worker = interpreters()?.place(&session.worker);
-    let job = |handle: ResourceArc<JobHandle>, stop: StopSignal| {
+    let job = move |handle: ResourceArc<JobHandle>, stop: StopSignal| {
         stop.guard(async move {
             let mut bash = session.bash.lock().await;
             handle.started();

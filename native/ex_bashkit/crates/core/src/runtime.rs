@@ -29,7 +29,7 @@
 //! watchdog moves such jobs out of a hogged thread's
 //! inbox every [`WATCH_INTERVAL`]. What had already started on a hogged
 //! thread (a `sleep` of another session there) waits until the hog ends; its
-//! caller is still answered at its deadline (see `ExBashkit.Execution`).
+//! caller is still answered at its deadline (see `ExBashkit.Caller`).
 //!
 //! On Linux the watchdog also moves a hogged thread whose poll burns CPU
 //! (its own CPU clock, not the wall clock, says so) to `SCHED_IDLE` until
