@@ -389,7 +389,10 @@ fn exec(
         }
         let job: Arc<dyn Job> = job;
         let start = || deadline.start(timeout);
-        match run_on_session(&session, &script, plan, job, start, stop).await {
+        // Boxed here, on the interpreter thread: inline, its kilobytes of
+        // state would be copied at each move of this future on the way.
+        let run = Box::pin(run_on_session(&session, &script, plan, job, start, stop));
+        match run.await {
             Ok(Ran { result, denials }) => Outcome::Ran {
                 truncated: result.stdout_truncated || result.stderr_truncated,
                 stdout: result.stdout.into_bytes(),
