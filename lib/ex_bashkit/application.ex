@@ -21,21 +21,12 @@ defmodule ExBashkit.Application do
        name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
       # The calls servers run, and the relays of their streams.
       {Task.Supervisor, name: ExBashkit.Server.TaskSupervisor},
-      # `isolation: :process`: the zygotes' keeper, spare workers, the
-      # cgroups' sweeper and the owners of live workers. Siblings under
-      # one_for_one on purpose: what depends on the keeper is the workers,
-      # not the processes, and the OS carries that dependency. If the keeper
-      # dies, its Ports close, each zygote reads EOF and exits, its workers
-      # die with it (PR_SET_PDEATHSIG), and every owner and spare holding one
-      # sees its own Port's exit. A rest_for_one tree would also end the
-      # owners (temporary: a session cannot be restarted) whose workers live
-      # on, the ones started by exec or by another executable's zygote.
-      ExBashkit.Worker.Zygote,
-      # Spares harden ahead for the default isolated session, whose options
-      # they are handed here (the worker modules do not depend on Session's).
-      {ExBashkit.Worker.Spares, prepare: &ExBashkit.Session.Options.default_native/0},
-      ExBashkit.Worker.Cgroups,
-      {DynamicSupervisor, name: ExBashkit.Worker.Supervisor, strategy: :one_for_one},
+      # `isolation: :process`: the owners of live workers, the zygotes'
+      # keeper, spare workers and the cgroups' sweeper, in the order
+      # worker/tree.ex explains. Spares harden ahead for the default
+      # isolated session, whose options they are handed here (the worker
+      # modules do not depend on Session's).
+      {ExBashkit.Worker.Tree, prepare: &ExBashkit.Session.Options.default_native/0},
       # MCP servers (ExBashkit.MCP.Stdio), and the tasks their tool calls run in.
       {DynamicSupervisor, name: ExBashkit.MCP.Supervisor, strategy: :one_for_one},
       {Task.Supervisor, name: ExBashkit.TaskSupervisor}

@@ -4,7 +4,7 @@ defmodule ExBashkit.ZygoteTest do
   # kills the zygote and changes the application's config, so it runs alone.
   use ExBashkit.Case, async: false
 
-  alias ExBashkit.Session
+  alias ExBashkit.{Session, Worker}
 
   @launcher Path.expand("../../../priv/native/ex_bashkit_worker_stub", __DIR__)
 
@@ -72,7 +72,7 @@ defmodule ExBashkit.ZygoteTest do
     assert parent_of(Session.info(fresh).os_pid) == new_zygote
   end
 
-  test "when the zygotes' keeper dies, its zygotes' workers end; a worker started by exec lives on" do
+  test "when the zygotes' keeper dies, its zygotes' workers and the spares end; owners stay" do
     {zygote, _name} = zygote()
     forked = Session.new(isolation: :process)
     forked_pid = Session.info(forked).os_pid
@@ -90,14 +90,26 @@ defmodule ExBashkit.ZygoteTest do
 
     refute parent_of(Session.info(execed).os_pid) == zygote
 
-    keeper = Process.whereis(ExBashkit.Worker.Zygote)
+    [owners, keeper, spares, cgroups] =
+      for name <- [Worker.Supervisor, Worker.Zygote, Worker.Spares, Worker.Cgroups],
+          do: Process.whereis(name)
+
     Process.exit(keeper, :kill)
 
+    # The keeper and what comes after it restart (rest_for_one) ...
+    assert wait_until(fn ->
+             Enum.all?(
+               [{Worker.Zygote, keeper}, {Worker.Spares, spares}, {Worker.Cgroups, cgroups}],
+               fn {name, old} -> Process.whereis(name) not in [nil, old] end
+             )
+           end)
+
+    # ... the owners, before it, do not.
+    assert Process.whereis(Worker.Supervisor) == owners
     assert wait_until(fn -> not process?(zygote) and not process?(forked_pid) end)
     assert {:error, _} = Session.exec(forked, "true")
     assert {:ok, %Result{stdout: "by exec\n"}} = Session.exec(execed, "echo $STARTED")
 
-    assert wait_until(fn -> Process.whereis(ExBashkit.Worker.Zygote) not in [nil, keeper] end)
     fresh = Session.new(isolation: :process)
     assert {:ok, %Result{stdout: "again\n"}} = Session.exec(fresh, "echo again")
   end
