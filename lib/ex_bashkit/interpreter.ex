@@ -48,7 +48,11 @@ defmodule ExBashkit.Interpreter do
     do: backend(interpreter).restore(interpreter, snapshot, key, caller, tag)
 
   @spec cancel(t()) :: boolean()
-  def cancel(interpreter), do: backend(interpreter).cancel(interpreter)
+  def cancel(interpreter) do
+    cancelled = backend(interpreter).cancel(interpreter)
+    keep(interpreter)
+    cancelled
+  end
 
   @doc "Stops waiting for `job`: where it was, with what it printed if it had begun."
   @spec abandon(job()) :: Backend.whereabouts()
@@ -77,6 +81,11 @@ defmodule ExBashkit.Interpreter do
 
   @doc "The file API: `op` is one of #{inspect(@file_ops)}, `args` the NIF's."
   @spec file(t(), atom(), list()) :: term()
-  def file(interpreter, op, args) when op in @file_ops,
-    do: backend(interpreter).file(interpreter, op, args)
+  def file(interpreter, op, args) when op in @file_ops do
+    # The call waits for its answer: the session must not be collected
+    # meanwhile, which would end a worker mid-call (see keep/1).
+    answer = backend(interpreter).file(interpreter, op, args)
+    keep(interpreter)
+    answer
+  end
 end

@@ -79,9 +79,13 @@ defmodule ExBashkit.Session.Snapshot do
       %{bytes: byte_size(snapshot)},
       %{session: session},
       fn ->
-        resource
-        |> Interpreter.restore(snapshot, key, self(), tag)
-        |> Caller.reply(tag)
+        outcome =
+          resource
+          |> Interpreter.restore(snapshot, key, self(), tag)
+          |> Caller.reply(tag)
+
+        Interpreter.keep(resource)
+        outcome
       end,
       &{%{}, %{status: elem(&1, 0)}}
     )

@@ -85,6 +85,37 @@ defmodule ExBashkit.WorkerLifetimeTest do
     assert wait_until(fn -> not process?(os_pid) end)
   end
 
+  test "a session is not collected while a call on it, its last use, waits for its worker" do
+    caller = self()
+    big = :binary.copy("x", 8_388_608)
+    fresh = fn -> Session.new(isolation: :process, files: %{"/big" => big}) end
+    {:ok, snapshot} = Session.snapshot(fresh.())
+
+    # Collects the caller's heap over and over while it waits: a session
+    # referenced by nothing after the call's arguments would be collected,
+    # and its worker killed, mid-call.
+    collector =
+      spawn_link(fn ->
+        Stream.repeatedly(fn -> :erlang.garbage_collect(caller) end) |> Stream.run()
+      end)
+
+    try do
+      for _ <- 1..10 do
+        assert {:ok, <<"x", _::binary>>} = Session.read_file(fresh.(), "/big")
+        assert {:ok, %{size: 8_388_608}} = Session.stat(fresh.(), "/big")
+        assert :ok = Session.write_file(fresh.(), "/other", big)
+        assert {:ok, entries} = Session.list_dir(fresh.(), "/")
+        assert {"big", :file} in entries
+        assert :idle = Session.cancel(fresh.())
+        assert {:ok, _} = Session.snapshot(fresh.())
+        assert {:ok, _} = Session.restore(fresh.(), snapshot)
+      end
+    after
+      Process.unlink(collector)
+      Process.exit(collector, :kill)
+    end
+  end
+
   test "close/1 ends the worker at once; closing again is :ok, and later calls say why" do
     session = Session.new(isolation: :process)
     {:ok, _} = Session.exec(session, "echo hi > /f")

@@ -93,7 +93,11 @@ defmodule ExBashkit.CommandPolicyTest do
           session = fresh(isolation, command_policy: {:deny, ["rm"]})
           outcome = Session.exec(session, "echo before\n" <> script)
           assert {:ok, %Result{stdout: "before\n" <> _}} = outcome, inspect(script)
-          assert kept?(session), "#{inspect(script)} deleted /data"
+          # What was read and what the script said, should this ever fail.
+          read = Session.read_file(session, "/data/keep.txt")
+
+          assert read == {:ok, "precious"},
+                 "#{inspect(script)}: /data/keep.txt read as #{inspect(read)} after #{inspect(outcome)}"
         end
       end
 
