@@ -8,10 +8,11 @@
 //! bashkit's `RealFs`, which canonicalizes every access.
 
 #[cfg(feature = "mounts")]
-use crate::error::SessionError;
 use std::path::PathBuf;
 #[cfg(feature = "mounts")]
 use std::sync::Arc;
+
+use crate::error::SessionError;
 
 use bashkit::Bash;
 #[cfg(feature = "mounts")]
