@@ -41,6 +41,13 @@ defmodule ExBashkit.Caller do
   def await({:error, message}, _tag, _call, _forward), do: {:error, Error.from_job(message)}
 
   def await({:ok, handle}, tag, call, forward) do
+    outcome = wait(handle, tag, call, forward)
+    # A worker's session stays referenced until its job answered.
+    ExBashkit.Worker.keep(handle)
+    outcome
+  end
+
+  defp wait(handle, tag, call, forward) do
     until = System.monotonic_time(:millisecond) + call.timeout_ms + margin_ms(handle)
     sink = sink(call)
 
@@ -128,23 +135,28 @@ defmodule ExBashkit.Caller do
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
 
-  def reply({:ok, %ExBashkit.Worker.Handle{owner: owner}}, tag) do
+  def reply({:ok, %ExBashkit.Worker.Handle{owner: owner} = handle}, tag) do
     # A worker's owner answers every job it holds, also when it kills the
     # worker; one that crashed answers nothing, so it is watched.
     monitor = Process.monitor(owner)
 
-    receive do
-      {^tag, outcome} ->
-        Process.demonitor(monitor, [:flush])
-        outcome
+    outcome =
+      receive do
+        {^tag, outcome} ->
+          Process.demonitor(monitor, [:flush])
+          outcome
 
-      {:DOWN, ^monitor, :process, _, _} ->
-        receive do
-          {^tag, outcome} -> outcome
-        after
-          0 -> {:error, ExBashkit.Worker.Owner.gone("its owner process is gone")}
-        end
-    end
+        {:DOWN, ^monitor, :process, _, _} ->
+          receive do
+            {^tag, outcome} -> outcome
+          after
+            0 -> {:error, ExBashkit.Worker.Owner.gone("its owner process is gone")}
+          end
+      end
+
+    # The session stays referenced until its job answered.
+    ExBashkit.Worker.keep(handle)
+    outcome
   end
 
   def reply({:ok, _handle}, tag) do

@@ -26,15 +26,6 @@ defmodule ExBashkit.Interpreter do
   @spec id(t()) :: pos_integer()
   def id(interpreter), do: backend(interpreter).id(interpreter)
 
-  @doc """
-  Keeps `interpreter` referenced by the calling process until here: called
-  after a job's answer, so that the session cannot be garbage collected
-  while its job runs however the caller's code is compiled (a worker ends
-  when its session is collected, and its owner holds no reference to it).
-  """
-  @spec keep(t()) :: :ok
-  def keep(_interpreter), do: :ok
-
   @spec exec(t(), binary(), pid(), reference(), pid() | nil, struct() | nil) :: Backend.queued()
   def exec(interpreter, script, caller, tag, callbacks_to, call),
     do: backend(interpreter).exec(interpreter, script, caller, tag, callbacks_to, call)
@@ -48,11 +39,7 @@ defmodule ExBashkit.Interpreter do
     do: backend(interpreter).restore(interpreter, snapshot, key, caller, tag)
 
   @spec cancel(t()) :: boolean()
-  def cancel(interpreter) do
-    cancelled = backend(interpreter).cancel(interpreter)
-    keep(interpreter)
-    cancelled
-  end
+  def cancel(interpreter), do: backend(interpreter).cancel(interpreter)
 
   @doc "Stops waiting for `job`: where it was, with what it printed if it had begun."
   @spec abandon(job()) :: Backend.whereabouts()
@@ -81,11 +68,6 @@ defmodule ExBashkit.Interpreter do
 
   @doc "The file API: `op` is one of #{inspect(@file_ops)}, `args` the NIF's."
   @spec file(t(), atom(), list()) :: term()
-  def file(interpreter, op, args) when op in @file_ops do
-    # The call waits for its answer: the session must not be collected
-    # meanwhile, which would end a worker mid-call (see keep/1).
-    answer = backend(interpreter).file(interpreter, op, args)
-    keep(interpreter)
-    answer
-  end
+  def file(interpreter, op, args) when op in @file_ops,
+    do: backend(interpreter).file(interpreter, op, args)
 end

@@ -563,8 +563,6 @@ defmodule ExBashkit.Session do
     case resource!(session) do
       %ExBashkit.Worker{} = worker ->
         %{os_pid: os_pid, layers: layers} = ExBashkit.Worker.info(worker)
-        # Referenced until answered, as every call is (Interpreter.keep/1).
-        Interpreter.keep(worker)
         %{isolation: :process, os_pid: os_pid, layers: layers}
 
       _resource ->

@@ -81,8 +81,10 @@ defmodule ExBashkit.Worker do
   #
   # The owner is never handed the session's guard: a guard on its heap would
   # keep the worker alive after its session was dropped, until the owner's
-  # next garbage collection. The caller keeps its session referenced until
-  # each call is answered instead (`ExBashkit.Interpreter.keep/1`).
+  # next garbage collection. The caller keeps it referenced until each call
+  # is answered instead: `call/2` for the calls answered at once, and a
+  # job's handle, which carries the guard, for those `ExBashkit.Caller`
+  # awaits (see `keep/1`).
 
   @impl true
   def id(%__MODULE__{id: id}), do: id
@@ -92,28 +94,33 @@ defmodule ExBashkit.Worker do
   def call_of?(_pending, _worker), do: false
 
   @impl true
-  def exec(%__MODULE__{pid: pid}, script, caller, tag, callbacks_to, call),
-    do: call(pid, {:exec, script, caller, tag, callbacks_to, call})
+  def exec(worker, script, caller, tag, callbacks_to, call),
+    do: job(worker, {:exec, script, caller, tag, callbacks_to, call})
 
   @impl true
-  def snapshot(%__MODULE__{pid: pid}, options, key, caller, tag),
-    do:
-      call(
-        pid,
-        {:job, :snapshot, [options.exclude_filesystem, options.exclude_functions, key], caller,
-         tag}
-      )
+  def snapshot(worker, options, key, caller, tag) do
+    args = [options.exclude_filesystem, options.exclude_functions, key]
+    job(worker, {:job, :snapshot, args, caller, tag})
+  end
 
   @impl true
-  def restore(%__MODULE__{pid: pid}, snapshot, key, caller, tag),
-    do: call(pid, {:job, :restore, [snapshot, key], caller, tag})
+  def restore(worker, snapshot, key, caller, tag),
+    do: job(worker, {:job, :restore, [snapshot, key], caller, tag})
+
+  # A job's handle carries the session's guard to the caller that awaits it.
+  defp job(%__MODULE__{guard: guard} = worker, request) do
+    case call(worker, request) do
+      {:ok, %Handle{} = handle} -> {:ok, %{handle | guard: guard}}
+      error -> error
+    end
+  end
 
   @impl true
-  def file(%__MODULE__{pid: pid}, op, args), do: call(pid, {:fs, op, args})
+  def file(worker, op, args), do: call(worker, {:fs, op, args})
 
   @impl true
-  def cancel(%__MODULE__{pid: pid}) do
-    case call(pid, :cancel) do
+  def cancel(worker) do
+    case call(worker, :cancel) do
       {:ok, cancelled} -> cancelled
       {:error, _} -> false
     end
@@ -130,12 +137,10 @@ defmodule ExBashkit.Worker do
   end
 
   @impl true
-  def callback_server(%__MODULE__{pid: pid}, server),
-    do: call(pid, {:callback_server, self(), server})
+  def callback_server(worker, server), do: call(worker, {:callback_server, self(), server})
 
   @impl true
-  def callbacks_done(%__MODULE__{pid: pid}, server),
-    do: call(pid, {:callbacks_done, self(), server})
+  def callbacks_done(worker, server), do: call(worker, {:callbacks_done, self(), server})
 
   @impl true
   def callback_reply(%Handle{owner: pid, id: id}, reply) do
@@ -155,8 +160,8 @@ defmodule ExBashkit.Worker do
   end
 
   @doc false
-  def info(%__MODULE__{pid: pid}) do
-    case call(pid, :info) do
+  def info(worker) do
+    case call(worker, :info) do
       {:error, _} -> %{os_pid: nil, alive: false, layers: []}
       info -> info
     end
@@ -187,8 +192,24 @@ defmodule ExBashkit.Worker do
     end
   end
 
+  @doc """
+  Keeps a worker session, or a job's handle (which carries its guard),
+  referenced by the calling process until here: called once the call is
+  answered, so that the session cannot be garbage collected while it waits
+  however the caller's code is compiled. A worker ends when its session is
+  collected, and its owner holds no reference to it.
+  """
+  @spec keep(t() | Handle.t()) :: :ok
+  def keep(_worker_or_handle), do: :ok
+
+  defp call(%__MODULE__{pid: pid} = worker, request) do
+    answer = call(pid, request)
+    keep(worker)
+    answer
+  end
+
   # An owner that is gone answers as a dead worker does.
-  defp call(pid, request) do
+  defp call(pid, request) when is_pid(pid) do
     GenServer.call(pid, request, :infinity)
   catch
     :exit, _ -> {:error, Owner.gone("the session was closed, or its owner process is gone")}

@@ -63,12 +63,8 @@ defmodule ExBashkit.Session.Exec do
     tag = make_ref()
     callbacks_to = if forward, do: self()
 
-    outcome =
-      resource
-      |> Interpreter.exec(script, self(), tag, callbacks_to, call.native)
-      |> Caller.await(tag, call, forward)
-
-    Interpreter.keep(resource)
-    outcome
+    resource
+    |> Interpreter.exec(script, self(), tag, callbacks_to, call.native)
+    |> Caller.await(tag, call, forward)
   end
 end

@@ -49,13 +49,9 @@ defmodule ExBashkit.Session.Snapshot do
       [:ex_bashkit, :snapshot],
       %{session: session},
       fn ->
-        outcome =
-          resource
-          |> Interpreter.snapshot(options, key, self(), tag)
-          |> Caller.reply(tag)
-
-        Interpreter.keep(resource)
-        outcome
+        resource
+        |> Interpreter.snapshot(options, key, self(), tag)
+        |> Caller.reply(tag)
       end,
       fn
         {:ok, bytes} -> {%{bytes: byte_size(bytes)}, %{status: :ok}}
@@ -79,13 +75,9 @@ defmodule ExBashkit.Session.Snapshot do
       %{bytes: byte_size(snapshot)},
       %{session: session},
       fn ->
-        outcome =
-          resource
-          |> Interpreter.restore(snapshot, key, self(), tag)
-          |> Caller.reply(tag)
-
-        Interpreter.keep(resource)
-        outcome
+        resource
+        |> Interpreter.restore(snapshot, key, self(), tag)
+        |> Caller.reply(tag)
       end,
       &{%{}, %{status: elem(&1, 0)}}
     )
