@@ -51,7 +51,9 @@ defmodule ExBashkit.Caller do
     until = System.monotonic_time(:millisecond) + call.timeout_ms + margin_ms(handle)
     sink = sink(call)
 
-    case receive_spinning(tag, deadline(), until, forward, sink) do
+    yield? = not is_reference(handle) or forward != nil
+
+    case receive_spinning(tag, deadline(), until, forward, sink, yield?) do
       {:timeout, sink} ->
         halt(sink)
         abandon(handle, tag, call.timeout_ms)
@@ -160,7 +162,7 @@ defmodule ExBashkit.Caller do
   end
 
   def reply({:ok, _handle}, tag) do
-    {outcome, nil} = receive_spinning(tag, deadline(), :infinity, nil, nil)
+    {outcome, nil} = receive_spinning(tag, deadline(), :infinity, nil, nil, false)
     outcome
   end
 
@@ -256,11 +258,19 @@ defmodule ExBashkit.Caller do
   # sleep costs more than that once the VM has any port or socket open (the
   # sleeping scheduler waits in the poll set): 14 µs became 30 µs per exec
   # on the benchmark machine. So the caller stays runnable for a short
-  # while, yielding to every other process, before it blocks — but only
-  # while no other process is waiting to run: then the scheduler will not
-  # sleep anyway, and spinning only takes their time (10,000 sessions
-  # starting `sleep 1` at once, beside a cargo build: 411 ms to submit when
-  # every caller spun, 186 ms when none did).
+  # while before it blocks — but only while no other process is waiting to
+  # run: then the scheduler will not sleep anyway, and spinning only takes
+  # their time (10,000 sessions starting `sleep 1` at once, beside a cargo
+  # build: 411 ms to submit when every caller spun, 186 ms when none did).
+  #
+  # A script in this VM answers with a message from its interpreter thread:
+  # the caller looks for it without yielding between looks (a yield put a
+  # pass of the scheduler's loop between the answer's arrival and its
+  # receipt; the check above is made at each look). A worker's answer
+  # comes through its Port, and a script's callbacks through processes of
+  # their own: there the caller yields between looks, which lets its
+  # scheduler poll for I/O and start them (without the yields, an exec in
+  # a worker went from 34 to 54 µs, a builtin's round trip from 10 to 15).
   @spin_us 30
 
   @doc false
@@ -280,7 +290,7 @@ defmodule ExBashkit.Caller do
   # :infinity), spinning until `spin_until` first; hands callback calls to
   # `forward` and output chunks to `sink` meanwhile. Returns the outcome (or
   # :timeout) with the sink.
-  defp receive_spinning(tag, spin_until, until, forward, sink) do
+  defp receive_spinning(tag, spin_until, until, forward, sink, yield? \\ true) do
     spinning? = spin?(spin_until)
     wait = if spinning?, do: 0, else: remaining_ms(until)
 
@@ -294,19 +304,20 @@ defmodule ExBashkit.Caller do
 
       {:ex_bashkit, output_tag, {stream, chunk}}
       when is_tuple(sink) and elem(sink, 0) == output_tag ->
-        receive_spinning(tag, spin_until, until, forward, collect(sink, stream, chunk))
+        sink = collect(sink, stream, chunk)
+        receive_spinning(tag, spin_until, until, forward, sink, yield?)
     after
       wait ->
         cond do
           spinning? ->
-            :erlang.yield()
-            receive_spinning(tag, spin_until, until, forward, sink)
+            if yield?, do: :erlang.yield()
+            receive_spinning(tag, spin_until, until, forward, sink, yield?)
 
           until != :infinity and System.monotonic_time(:millisecond) >= until ->
             {:timeout, sink}
 
           true ->
-            receive_spinning(tag, spin_until, until, forward, sink)
+            receive_spinning(tag, spin_until, until, forward, sink, yield?)
         end
     end
   end
