@@ -9,8 +9,9 @@
 # beside this checkout), seeded from this checkout's target/ the first time
 # so that only what differs is compiled. Then ROUNDS rounds, each running
 # bench/gate.exs (this checkout's, the same file for both sides) once per
-# side, the side going first alternating between rounds, so a machine that
-# grows busier weighs on both. A figure's cell is the median of its round
+# figure per side (ONLY=a,b to pick figures), the side going first
+# alternating between rounds, so a machine that grows busier weighs on
+# both. A figure's cell is the median of its round
 # values and their range; the ratio is B's median over A's. bench/README.md
 # ("The regression gate") says how to read it.
 set -euo pipefail
@@ -58,15 +59,22 @@ prepare() {
 prepare "$a"
 prepare "$b"
 
+# Each figure in a VM of its own, both sides of it one after the other: a
+# figure measured after others in one VM paid for what they left running
+# (snapshot + restore read 1.46x f3db684's after exec_worker's spare
+# workers, and 1.08x alone).
+figures="${ONLY:-$(cd "$base/$b" && LIST=1 MIX_ENV=prod mix run "$gate")}"
 results="$base/results-$a-$b-$(date +%s).tsv"
 for round in $(seq 1 "$rounds"); do
   if [ $((round % 2)) -eq 1 ]; then order="$a $b"; else order="$b $a"; fi
-  for rev in $order; do
-    echo "==> round $round of $rounds: $rev" >&2
-    (cd "$base/$rev" && MIX_ENV=prod mix run "$gate") |
-      while IFS=$'\t' read -r figure value; do
-        printf '%s\t%s\t%s\t%s\n' "$rev" "$round" "$figure" "$value"
-      done >>"$results"
+  echo "==> round $round of $rounds: $order" >&2
+  for figure in ${figures//,/ }; do
+    for rev in $order; do
+      (cd "$base/$rev" && ONLY="$figure" MIX_ENV=prod mix run "$gate") |
+        while IFS=$'\t' read -r name value; do
+          printf '%s\t%s\t%s\t%s\n' "$rev" "$round" "$name" "$value"
+        done >>"$results"
+    done
   done
 done
 

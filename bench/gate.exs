@@ -4,6 +4,11 @@
 #
 #   MIX_ENV=prod mix run bench/gate.exs     (one round; prints "figure<TAB>µs")
 #
+# ONLY=exec,builtin measures those figures alone; LIST=1 prints the names.
+# bench/compare.sh runs each figure in a VM of its own: what one leaves
+# behind (the spare workers refilled after exec_worker, the prepared
+# interpreters after new) must not weigh on the next.
+#
 # Figures (each a p50 of its samples, in µs):
 #   new              Session.new(), 2,000 calls back to back (more than prepared
 #                    interpreters can be refilled: mostly builds)
@@ -45,6 +50,11 @@ defmodule Gate do
     ]
 
     only = System.get_env("ONLY")
+
+    if System.get_env("LIST") do
+      figures |> Keyword.keys() |> Enum.join(",") |> IO.puts()
+      System.halt(0)
+    end
 
     for {name, measure} <- figures,
         only in [nil, ""] or to_string(name) in String.split(only, ",") do
