@@ -172,6 +172,30 @@ defmodule ExBashkit.SessionTest do
       assert run(session, "echo next").stdout == "next\n"
       assert {:error, _} = Session.read_file(session, "/late")
     end
+
+    test "a caller that dies while its script waits behind another's: that script never runs" do
+      session = Session.new()
+      test = self()
+      first = spawn(fn -> Session.exec(session, "touch /started; sleep 0.5") end)
+      wait_until_running(session)
+
+      queued =
+        spawn(fn ->
+          send(test, :queueing)
+          Session.exec(session, "touch /ran")
+        end)
+
+      assert_receive :queueing
+      # Its script is queued once it waits for the answer (the interpreter
+      # watches the caller from the script's first wait, here for the
+      # session).
+      wait_until_waiting(queued)
+      Process.exit(queued, :kill)
+
+      assert run(session, "echo next").stdout == "next\n"
+      assert {:error, _} = Session.read_file(session, "/ran")
+      Process.exit(first, :kill)
+    end
   end
 
   describe "filesystem API" do
@@ -274,6 +298,17 @@ defmodule ExBashkit.SessionTest do
 
   # Scripts under test start with `touch /started`; stat/2 does not queue
   # behind the script, so it can watch for that.
+  defp wait_until_waiting(pid) do
+    case Process.info(pid, [:status, :current_function]) do
+      [status: :waiting, current_function: {ExBashkit.Caller, _, _}] ->
+        :ok
+
+      _ ->
+        Process.sleep(1)
+        wait_until_waiting(pid)
+    end
+  end
+
   defp wait_until_running(session) do
     case Session.stat(session, "/started") do
       {:ok, _} ->

@@ -52,7 +52,6 @@ fn encode_result(env: Env<'_>, ran: Ran) -> Term<'_> {
 /// any; `options` are the call's own (`nil` for none).
 #[rustler::nif]
 fn session_exec<'a>(
-    env: Env<'a>,
     session: ResourceArc<SessionResource>,
     script: Binary<'a>,
     pid: LocalPid,
@@ -64,7 +63,6 @@ fn session_exec<'a>(
     session.usable()?;
     let call = call(options, session.output_caps);
     spawn_job(
-        env,
         interpreters()?.place(&session.worker),
         pid,
         tag,
@@ -114,7 +112,6 @@ fn session_callbacks_done(
 /// Runs `script` on a fresh interpreter that is dropped afterwards.
 #[rustler::nif]
 fn exec_once<'a>(
-    env: Env<'a>,
     options: NifOptions,
     script: Binary<'a>,
     pid: LocalPid,
@@ -124,7 +121,6 @@ fn exec_once<'a>(
     let script = script_text(script.as_slice())?;
     let worker = interpreters()?.assign_warm();
     spawn_job(
-        env,
         worker,
         pid,
         tag,

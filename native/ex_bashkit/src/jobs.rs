@@ -8,7 +8,9 @@
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use ex_bashkit_core::job::{Job, Outcome};
 use ex_bashkit_core::runtime::{self, interpreters};
@@ -184,10 +186,9 @@ pub enum Whereabouts {
 /// Starts the job `start` builds on interpreter thread `worker` for the
 /// process `pid`, which gets `{tag, {:ok, encode(value)}}` or
 /// `{tag, {:error, error}}`. The job gets its handle, to say when its own
-/// work starts, and its [`StopSignal`], to end when the caller dies first,
-/// abandons it, or cancels it.
+/// work starts, and its [`StopSignal`], to end when the caller dies first
+/// (watched from the job's first wait), abandons it, or cancels it.
 pub fn spawn_job<'a, S, F, T, E>(
-    env: Env<'a>,
     worker: usize,
     pid: LocalPid,
     tag: Term<'a>,
@@ -203,10 +204,6 @@ where
     let pool = interpreters()?;
     let (handle, stop) = JobHandle::new(Recipient::new(pid, tag));
     let handle = ResourceArc::new(handle);
-    match handle.monitor(Some(env), &pid) {
-        Some(monitor) => *lock(&handle.monitor) = Some(monitor),
-        None => handle.stop(Stop::CallerExited), // the caller is already gone
-    }
     let running = handle.clone();
     let own = handle.clone();
     // The job's future is made, and boxed, on the interpreter thread: it
@@ -215,7 +212,10 @@ where
     // `exec("true")` there. What crosses threads is the small `start`.
     pool.spawn(worker, async move {
         running.advance(Progress::Sent, Progress::Queued);
-        let job = Box::pin(start(own, stop));
+        let job = WatchOnWait {
+            job: Box::pin(start(own, stop)),
+            first_wait: Some(|| watch(&running, &pid)),
+        };
         // A panic in the interpreter must still answer the caller, who
         // would otherwise wait forever.
         let outcome = AssertUnwindSafe(job)
@@ -239,6 +239,39 @@ where
         }
     });
     Ok(handle)
+}
+
+/// Monitors the caller `pid` of `job` from an interpreter thread: its exit
+/// stops the job. A caller already gone stops it now.
+fn watch(job: &ResourceArc<JobHandle>, pid: &LocalPid) {
+    match job.monitor(None, pid) {
+        Some(monitor) => *lock(&job.monitor) = Some(monitor),
+        None => job.stop(Stop::CallerExited),
+    }
+}
+
+/// A job's future, and what to do the first time it has to wait. A job
+/// is stopped by its caller's exit only at an await point, so one that
+/// finishes in its first poll (most scripts: microseconds) need not watch
+/// its caller: the monitor, and the demonitor after the answer, were two
+/// signals to the caller's process per `exec`.
+struct WatchOnWait<F, W> {
+    job: Pin<Box<F>>,
+    first_wait: Option<W>,
+}
+
+impl<F: Future, W: FnOnce() + Unpin> Future for WatchOnWait<F, W> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let poll = self.job.as_mut().poll(cx);
+        if poll.is_pending() {
+            if let Some(first_wait) = self.first_wait.take() {
+                first_wait();
+            }
+        }
+        poll
+    }
 }
 
 /// Where and under which tag an asynchronous result is sent: the message is

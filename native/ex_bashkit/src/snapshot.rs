@@ -27,7 +27,6 @@ pub struct SnapshotOpts {
 /// Replies `{:ok, bytes}`; keyed (HMAC-SHA256) when `key` is given.
 #[rustler::nif]
 fn session_snapshot<'a>(
-    env: Env<'a>,
     session: ResourceArc<SessionResource>,
     options: SnapshotOpts,
     key: Option<Binary<'a>>,
@@ -40,14 +39,13 @@ fn session_snapshot<'a>(
     };
     let key = owned(key);
     let take = move |bash: &mut Bash| take(bash, options, key.as_deref());
-    queue(env, session, pid, tag, TAKE_FAILED, take, encode_bytes)
+    queue(session, pid, tag, TAKE_FAILED, take, encode_bytes)
 }
 
 /// Replies `{:ok, :ok}` or `{:error, message}`; `key` must match the
 /// snapshot's (none for an unkeyed one).
 #[rustler::nif]
 fn session_restore<'a>(
-    env: Env<'a>,
     session: ResourceArc<SessionResource>,
     snapshot: Binary<'a>,
     key: Option<Binary<'a>>,
@@ -58,7 +56,7 @@ fn session_restore<'a>(
     let key = owned(key);
     let max_bytes = session.max_snapshot_bytes;
     let restore = move |bash: &mut Bash| restore(bash, &snapshot, key.as_deref(), max_bytes);
-    queue(env, session, pid, tag, RESTORE_FAILED, restore, encode_ok)
+    queue(session, pid, tag, RESTORE_FAILED, restore, encode_ok)
 }
 
 fn encode_bytes(env: Env<'_>, snapshot: Vec<u8>) -> Term<'_> {
@@ -76,7 +74,6 @@ fn owned(key: Option<Binary>) -> Option<Vec<u8>> {
 /// Runs `work` on the session's interpreter, after the scripts queued
 /// before it.
 fn queue<'a, T, W>(
-    env: Env<'a>,
     session: ResourceArc<SessionResource>,
     pid: LocalPid,
     tag: Term<'a>,
@@ -97,5 +94,5 @@ where
             work(&mut bash).map_err(|e| format!("{failure}: {}", error::message(&e)))
         })
     };
-    spawn_job(env, worker, pid, tag, job, encode)
+    spawn_job(worker, pid, tag, job, encode)
 }
