@@ -3,8 +3,8 @@ defmodule ExBashkit.Caller do
   # The caller's side of a queued job (a script, a snapshot, a restore):
   # it waits for the answer. The script runs on the NIF's own
   # threads and answers with `{tag, outcome}`; while it runs the caller sits
-  # in `receive`, holding no scheduler. The NIF monitors the caller, so a
-  # caller that dies cancels its script.
+  # in `receive`, holding no scheduler. The job monitors the caller (from
+  # its first wait), so a caller that dies cancels its script.
   #
   # A script normally stops at its `:timeout_ms` by itself. One stuck in
   # work that never yields (bashkit code that cannot be interrupted) cannot
