@@ -290,7 +290,7 @@ defmodule ExBashkit.Caller do
   # :infinity), spinning until `spin_until` first; hands callback calls to
   # `forward` and output chunks to `sink` meanwhile. Returns the outcome (or
   # :timeout) with the sink.
-  defp receive_spinning(tag, spin_until, until, forward, sink, yield? \\ true) do
+  defp receive_spinning(tag, spin_until, until, forward, sink, yield?) do
     spinning? = spin?(spin_until)
     wait = if spinning?, do: 0, else: remaining_ms(until)
 
@@ -300,7 +300,7 @@ defmodule ExBashkit.Caller do
 
       {:ex_bashkit_call, _, _, _} = call when is_function(forward, 1) ->
         forward.(call)
-        receive_spinning(tag, deadline(), until, forward, sink)
+        receive_spinning(tag, deadline(), until, forward, sink, yield?)
 
       {:ex_bashkit, output_tag, {stream, chunk}}
       when is_tuple(sink) and elem(sink, 0) == output_tag ->

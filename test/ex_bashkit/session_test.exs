@@ -156,15 +156,7 @@ defmodule ExBashkit.SessionTest do
 
     test "a caller that dies cancels its script and frees the session for the next one" do
       session = Session.new()
-      test = self()
-
-      caller =
-        spawn(fn ->
-          send(test, :started)
-          Session.exec(session, "touch /started; sleep 20; echo late > /late")
-        end)
-
-      assert_receive :started
+      caller = waiting_caller(session, "touch /started; sleep 20; echo late > /late")
       wait_until_running(session)
       Process.exit(caller, :kill)
 
@@ -175,21 +167,10 @@ defmodule ExBashkit.SessionTest do
 
     test "a caller that dies while its script waits behind another's: that script never runs" do
       session = Session.new()
-      test = self()
-      first = spawn(fn -> Session.exec(session, "touch /started; sleep 0.5") end)
+      first = waiting_caller(session, "touch /started; sleep 0.5")
       wait_until_running(session)
-
-      queued =
-        spawn(fn ->
-          send(test, :queueing)
-          Session.exec(session, "touch /ran")
-        end)
-
-      assert_receive :queueing
-      # Its script is queued once it waits for the answer (the interpreter
-      # watches the caller from the script's first wait, here for the
-      # session).
-      wait_until_waiting(queued)
+      # Queued behind the first: the job watches its caller from this wait.
+      queued = waiting_caller(session, "touch /ran")
       Process.exit(queued, :kill)
 
       assert run(session, "echo next").stdout == "next\n"
@@ -296,8 +277,14 @@ defmodule ExBashkit.SessionTest do
     refute inspect(Session.new()) == inspect(session)
   end
 
-  # Scripts under test start with `touch /started`; stat/2 does not queue
-  # behind the script, so it can watch for that.
+  # A process running `script` on `session`, returned once its script is
+  # queued: the process then waits in `ExBashkit.Caller` for the answer.
+  defp waiting_caller(session, script) do
+    caller = spawn(fn -> Session.exec(session, script) end)
+    wait_until_waiting(caller)
+    caller
+  end
+
   defp wait_until_waiting(pid) do
     case Process.info(pid, [:status, :current_function]) do
       [status: :waiting, current_function: {ExBashkit.Caller, _, _}] ->
@@ -309,6 +296,8 @@ defmodule ExBashkit.SessionTest do
     end
   end
 
+  # Scripts under test start with `touch /started`; stat/2 does not queue
+  # behind the script, so it can watch for that.
   defp wait_until_running(session) do
     case Session.stat(session, "/started") do
       {:ok, _} ->

@@ -2,9 +2,9 @@
 //! gets the outcome as a message `{tag, result}`.
 //!
 //! A job's [`JobHandle`] monitors the caller from the job's first wait, so
-//! a caller that dies cancels its job. A caller that stops waiting (its deadline passed) abandons the
-//! handle: from then on the job never answers, so no late reply lands in a
-//! mailbox that has moved on.
+//! a caller that dies cancels its job. A caller that stops waiting (its
+//! deadline passed) abandons the handle: from then on the job never
+//! answers, so no late reply lands in a mailbox that has moved on.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
