@@ -97,10 +97,13 @@ defmodule ExBashkit.SqliteTest do
     session = db(limits: [timeout_ms: 1_000])
     started = System.monotonic_time(:millisecond)
 
+    # Whichever stops it first, the statement's deadline inside sqlite3 (a
+    # failing exit status) or the script's (a :timeout error, as a struct).
     {:ok, %Result{exit_code: code}} =
       Session.exec(
         session,
-        ~s[sqlite3 :memory: "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"]
+        ~s[sqlite3 :memory: "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r"],
+        errors: :struct
       )
       |> case do
         {:error, %ExBashkit.Error{reason: :timeout}} -> {:ok, %Result{exit_code: :timeout}}
