@@ -12,8 +12,8 @@ use ex_bashkit_core::callback::{Failure, FsOp, Remote, Reply, Request};
 use ex_bashkit_core::file_kind::FileKind;
 use ex_bashkit_core::sync::lock;
 use rustler::{
-    Atom, Decoder, Encoder, Env, LocalPid, NifResult, NifTaggedEnum, NifUnitEnum, OwnedEnv,
-    Resource, ResourceArc, Term,
+    Atom, Decoder, Encoder, Env, LocalPid, NifResult, NifTaggedEnum, NifUnitEnum, Resource,
+    ResourceArc, Term,
 };
 use tokio::sync::oneshot;
 
@@ -223,12 +223,11 @@ impl Remote for Callbacks {
         let target = lock(&self.server);
         let server =
             (*target).ok_or("callbacks are only served while a script of this session runs")?;
-        OwnedEnv::new()
-            .send_and_clear(&server, |env| {
-                let call = (atoms::ex_bashkit_call(), pending, target_of(request, env));
-                (call.0, call.1, call.2, map(request, env)).encode(env)
-            })
-            .map_err(|_| "the callback server is gone".to_string())?;
+        crate::envs::send(&server, |env| {
+            let call = (atoms::ex_bashkit_call(), pending, target_of(request, env));
+            (call.0, call.1, call.2, map(request, env)).encode(env)
+        })
+        .map_err(|_| "the callback server is gone".to_string())?;
         Ok(answer)
     }
 }

@@ -12,7 +12,7 @@
 //! it streams in. Requests run on the interpreter threads, so a slow
 //! server holds no scheduler; the answer comes back by message.
 
-use rustler::{Atom, Binary, Encoder, Env, LocalPid, OwnedEnv, Resource, ResourceArc, Term};
+use rustler::{Atom, Binary, Encoder, Env, LocalPid, Resource, ResourceArc, Term};
 
 use ex_bashkit_core::network::{AllowNet, CredentialRules, Credentials};
 
@@ -113,7 +113,7 @@ fn egress_request(
     let pool = ex_bashkit_core::runtime::interpreters()?;
     pool.spawn(pool.assign(), async move {
         let outcome = send(&egress, &method, &url, &headers, body, timeout_ms).await;
-        let _ = OwnedEnv::new().send_and_clear(&to, |env| {
+        let _ = crate::envs::send(&to, |env| {
             let outcome = match outcome {
                 Ok((status, headers, body)) => {
                     Ok((status, headers, crate::terms::bytes(env, &body)))

@@ -285,8 +285,7 @@ pub struct Recipient {
 impl Recipient {
     /// Captures `tag` (any term, usually a reference) for a later reply.
     pub fn new(pid: LocalPid, tag: Term<'_>) -> Self {
-        let spare = lock(&SPARE_ENVS).pop();
-        let env = spare.unwrap_or_default();
+        let env = crate::envs::take();
         let tag = env.save(tag);
         Self { pid, env, tag }
     }
@@ -301,17 +300,6 @@ impl Recipient {
         let _ = self
             .env
             .send_and_clear(&self.pid, |env| (tag.load(env), payload(env)).encode(env));
-        let mut spare = lock(&SPARE_ENVS);
-        if spare.len() < MAX_SPARE_ENVS {
-            spare.push(self.env);
-        }
+        crate::envs::keep(self.env);
     }
 }
-
-/// Environments cleared by a send, for the next jobs' answers: making one
-/// on the caller's scheduler and freeing it on the interpreter thread, per
-/// job, was a few tenths of a microsecond of a trivial `exec`'s 11.
-static SPARE_ENVS: Mutex<Vec<OwnedEnv>> = Mutex::new(Vec::new());
-
-/// As many as jobs answered at once would use; more are freed.
-const MAX_SPARE_ENVS: usize = 64;

@@ -7,6 +7,7 @@ mod atoms;
 mod callback;
 mod convert;
 mod egress;
+mod envs;
 mod exec;
 mod exec_options;
 mod features;

@@ -33,7 +33,7 @@ impl Listen for Listener {
             false => atoms::stderr(),
         };
         // A listener that is gone is not an error: the script goes on.
-        let _ = OwnedEnv::new().send_and_clear(&self.pid, |env| {
+        let _ = crate::envs::send(&self.pid, |env| {
             let tag = self
                 .tag_env
                 .run(|tag_env| self.tag.load(tag_env).in_env(env));
