@@ -73,8 +73,9 @@ use timed::Timed;
 /// not depth-limited upstream; it is virtual memory until used.
 pub const INTERPRETER_STACK_BYTES: usize = 1 << 30;
 
-/// How long an interpreter thread keeps looking for work before sleeping.
-const SPIN_WINDOW: Duration = Duration::from_micros(200);
+/// How long an interpreter thread keeps looking for work before sleeping;
+/// a worker process's reader looks for the VM's next frame as long.
+pub const SPIN_WINDOW: Duration = Duration::from_micros(200);
 
 /// Per-thread bound on tokio's blocking pool (bashkit parses big scripts there).
 const MAX_BLOCKING_THREADS: usize = 8;

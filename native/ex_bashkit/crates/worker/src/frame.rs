@@ -7,6 +7,7 @@ use std::io::{self, Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use eetf::Term;
 
@@ -47,6 +48,30 @@ pub fn read(input: &mut impl Read, fd: RawFd) -> io::Result<Option<Term>> {
     Term::decode(payload.as_slice())
         .map(Some)
         .map_err(|e| io::Error::other(format!("undecodable frame: {e}")))
+}
+
+/// Returns once the VM's pipe `fd` has bytes, or at `until`, looking
+/// without sleeping meanwhile. The VM sends in bursts (a script, then the
+/// next one), and on this project's machine waking a thread that sleeps
+/// in `read` costs more than a trivial script: a pipe round trip to a
+/// C program that sleeps in `read` took 45–60 µs, and 9–30 µs while the
+/// program kept a core busy (`bench/README.md`). The core is given away
+/// whenever another thread wants it.
+pub fn await_input(fd: RawFd, until: Instant) {
+    let mut ready = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    while Instant::now() < until {
+        // SAFETY: one pollfd of this process, and no timeout. Bytes, the
+        // pipe's end and an error all end the wait: the read that follows
+        // tells them apart.
+        if unsafe { libc::poll(&mut ready, 1, 0) } != 0 {
+            return;
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// What a frame holds: an event, as `protocol.rs` encodes it.

@@ -86,6 +86,10 @@ pub fn main() {
     let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
     let mut input = BufReader::with_capacity(1 << 16, &*stdin);
     loop {
+        if input.buffer().is_empty() {
+            let until = std::time::Instant::now() + runtime::SPIN_WINDOW;
+            crate::frame::await_input(stdin.as_raw_fd(), until);
+        }
         match crate::frame::read(&mut input, stdin.as_raw_fd()) {
             Ok(Some(term)) => {
                 if let Some(request) = crate::protocol::decode(term) {
