@@ -67,7 +67,7 @@ mod timed;
 
 use load::{current_tid, set_background, CpuClock, Load};
 pub use timed::job_done;
-use timed::Timed;
+use timed::{collect, collect_owed, Timed};
 
 /// Stack size of every interpreter thread. Generous because eval recursion is
 /// not depth-limited upstream; it is virtual memory until used.
@@ -76,6 +76,10 @@ pub const INTERPRETER_STACK_BYTES: usize = 1 << 30;
 /// How long an interpreter thread keeps looking for work before sleeping;
 /// a worker process's reader looks for the VM's next frame as long.
 pub const SPIN_WINDOW: Duration = Duration::from_micros(200);
+
+/// How long an interpreter thread that freed much stays without work
+/// before it hands the freed pages back to the OS.
+const COLLECT_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
 
 /// Per-thread bound on tokio's blocking pool (bashkit parses big scripts there).
 const MAX_BLOCKING_THREADS: usize = 8;
@@ -484,6 +488,15 @@ async fn serve(inbox: Arc<Inbox>, load: Arc<Load>) {
             None if recently_active() => {
                 std::thread::yield_now();
                 tokio::task::yield_now().await;
+                continue;
+            }
+            // Pages a large free left go back to the OS once no job came
+            // for a while: a loop of large jobs keeps reusing them.
+            None if collect_owed() => {
+                let idle = tokio::time::timeout(COLLECT_WHEN_IDLE_FOR, inbox.arrived.notified());
+                if idle.await.is_err() {
+                    collect();
+                }
                 continue;
             }
             None => {
