@@ -53,10 +53,10 @@ pub fn read(input: &mut impl Read, fd: RawFd) -> io::Result<Option<Term>> {
 /// Returns once the VM's pipe `fd` has bytes, or at `until`, looking
 /// without sleeping meanwhile. The VM sends in bursts (a script, then the
 /// next one), and on this project's machine waking a thread that sleeps
-/// in `read` costs more than a trivial script: a pipe round trip to a
-/// C program that sleeps in `read` took 45–60 µs, and 9–30 µs while the
-/// program kept a core busy (`bench/README.md`). The core is given away
-/// whenever another thread wants it.
+/// in `read` costs more than a trivial script: a Port's round trip to a C
+/// program that sleeps in `read` took 45–60 µs, and 9–30 µs while the
+/// program kept a core busy (`bench/port_floor.exs`). The core is given
+/// away whenever another thread wants it.
 pub fn await_input(fd: RawFd, until: Instant) {
     let mut ready = libc::pollfd {
         fd,
