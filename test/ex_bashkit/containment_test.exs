@@ -99,10 +99,14 @@ defmodule ExBashkit.ContainmentTest do
     # Waits out a runaway, sharing the cores with earlier tests' ones. A
     # runaway computes at idle priority (SCHED_IDLE), so beside a second
     # suite it gets the cores only when nothing else wants them: a smaller
-    # one (~2 s of CPU, still well past its deadline and margin) than the
-    # module's others (~8 s), which once was not done in 300 s.
+    # one than the module's others, which once was not done in 300 s. It
+    # must still outlast its caller's wait (100 ms and a 500 ms margin)
+    # on a fast, idle machine: 25,000 terms took 1.27 s alone on the
+    # development machine on a day its 15,000 took 0.44 s (their cost
+    # grows with the square of the count), and then the script answered
+    # {:ok, _} before the wait ran out.
     test "the session works again once the runaway ends", ctx do
-      session = runaway_session(ctx, 15_000)
+      session = runaway_session(ctx, 25_000)
       assert {:error, _} = Session.exec(session, @hog, timeout_ms: 100)
 
       assert wait_until(
