@@ -63,7 +63,8 @@ impl WorkerJob {
 
 impl Job for WorkerJob {
     fn started(&self) {
-        self.outbox.send(Event::Started(self.id));
+        // Held: most scripts' answer follows within the hold.
+        self.outbox.hold(Event::Started(self.id));
     }
 
     fn stop(&self, stop: Stop) {

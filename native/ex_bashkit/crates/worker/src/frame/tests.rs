@@ -53,3 +53,81 @@ fn a_frame_larger_than_the_pipe_is_read_whole_and_the_next_one_after_it() {
     writer.join().unwrap().unwrap();
     assert_eq!(super::read(&mut input, fd).unwrap(), None);
 }
+
+/// A term as `Outbox` encodes it: a small binary stands for an event.
+struct Text(&'static [u8]);
+
+impl super::IntoTerm for Text {
+    fn into_term(self) -> Term {
+        Term::Binary(eetf::Binary::from(self.0))
+    }
+}
+
+fn outbox() -> (std::sync::Arc<super::Outbox>, io::BufReader<File>, i32) {
+    let (read, write) = pipe();
+    let fd = read.as_raw_fd();
+    let outbox = std::sync::Arc::new(super::Outbox::new(File::from(write)));
+    (outbox, io::BufReader::new(File::from(read)), fd)
+}
+
+fn text(bytes: &[u8]) -> Option<Term> {
+    Some(Term::Binary(eetf::Binary::from(bytes)))
+}
+
+#[test]
+fn a_held_frame_goes_out_with_the_next_frame_and_before_it() {
+    let (outbox, mut input, fd) = outbox();
+    outbox.hold(Text(b"held"));
+    outbox.send(Text(b"next"));
+    // Both are in the pipe as soon as `send` returns, long before the
+    // holder's time is up: length, version, tag, size, 4 bytes, twice.
+    let mut waiting: libc::c_int = 0;
+    // SAFETY: FIONREAD on a pipe this test owns, into a live int.
+    assert_eq!(unsafe { libc::ioctl(fd, libc::FIONREAD, &mut waiting) }, 0);
+    assert_eq!(waiting as usize, 2 * (4 + 1 + 1 + 4 + 4));
+    assert_eq!(super::read(&mut input, fd).unwrap(), text(b"held"));
+    assert_eq!(super::read(&mut input, fd).unwrap(), text(b"next"));
+}
+
+#[test]
+fn a_held_frame_goes_out_on_its_own_when_nothing_follows() {
+    let (outbox, mut input, fd) = outbox();
+    for round in 0..3 {
+        // The first round starts the holder thread, the later ones wake it.
+        let started = std::time::Instant::now();
+        outbox.hold(Text(b"alone"));
+        assert_eq!(super::read(&mut input, fd).unwrap(), text(b"alone"));
+        assert!(started.elapsed() >= super::HOLD_AT_MOST, "round {round}");
+    }
+}
+
+#[test]
+fn no_frame_is_lost_or_torn_when_threads_hold_and_send_at_once() {
+    let (outbox, mut input, fd) = outbox();
+    let writers: Vec<_> = (0..4)
+        .map(|_| {
+            let outbox = outbox.clone();
+            std::thread::spawn(move || {
+                for i in 0..200 {
+                    if i % 2 == 0 {
+                        outbox.hold(Text(b"held"));
+                    } else {
+                        outbox.send(Text(b"sent"));
+                    }
+                }
+            })
+        })
+        .collect();
+    let (mut held, mut sent) = (0, 0);
+    for _ in 0..800 {
+        match super::read(&mut input, fd).unwrap() {
+            Some(term) if Some(&term) == text(b"held").as_ref() => held += 1,
+            Some(term) if Some(&term) == text(b"sent").as_ref() => sent += 1,
+            other => panic!("unexpected frame {other:?}"),
+        }
+    }
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    assert_eq!((held, sent), (400, 400));
+}
