@@ -6,8 +6,8 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
-use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Instant;
 
 use eetf::Term;
 
@@ -81,152 +81,38 @@ pub trait IntoTerm {
 
 /// The VM's end: this process's stdout, written one whole frame at a time
 /// from any thread.
-pub struct Outbox {
-    pipe: Mutex<Pipe>,
-    /// Wakes the thread that sends held frames when one is held while it
-    /// waits (`hold`).
-    holder: Condvar,
-}
-
-struct Pipe {
-    file: ManuallyDrop<File>,
-    /// Encoded frames that go out with the next frame sent, or from the
-    /// holder thread within `HOLD_AT_MOST`.
-    held: Vec<u8>,
-    holder: Holder,
-}
-
-#[derive(PartialEq)]
-enum Holder {
-    NotStarted,
-    /// Waiting for a frame to be held.
-    Waiting,
-    /// Sends what is held when its `HOLD_AT_MOST` is up.
-    Counting,
-}
-
-/// The longest a held frame waits for a frame to go out with. A job's
-/// `{:started, id}` is held: a trivial script then costs the VM one
-/// wakeup instead of two, and 7 µs less a round trip (20.9 against 28.3
-/// µs, the same build with the frame sent at once, alternating by hand).
-/// The VM acts on a job having started only at deadlines a second or more
-/// away (ExBashkit.Worker.Owner).
-pub const HOLD_AT_MOST: Duration = Duration::from_millis(1);
+pub struct Outbox(Mutex<ManuallyDrop<File>>);
 
 impl Outbox {
     pub fn stdout() -> Self {
         // SAFETY: fd 1 is the Port's pipe for the life of the process; the
         // File is never dropped, so the fd is never closed twice.
-        Self::new(unsafe { File::from_raw_fd(1) })
+        Self(Mutex::new(ManuallyDrop::new(unsafe {
+            File::from_raw_fd(1)
+        })))
     }
 
-    /// An outbox writing to `file`, which it never closes.
-    pub fn new(file: File) -> Self {
-        Self {
-            pipe: Mutex::new(Pipe {
-                file: ManuallyDrop::new(file),
-                held: Vec::new(),
-                holder: Holder::NotStarted,
-            }),
-            holder: Condvar::new(),
-        }
-    }
-
-    /// Sends `frame` (a `protocol::Event`), after the frames held. A VM that
-    /// is gone cannot be told anything: the process exits, as it would when
-    /// its stdin closes.
+    /// Sends `frame` (a `protocol::Event`). A VM that is gone cannot be
+    /// told anything: the process exits, as it would when its stdin closes.
     pub fn send(&self, frame: impl IntoTerm) {
-        let Some(frame) = encode(&frame.into_term()) else {
+        self.send_term(&frame.into_term());
+    }
+
+    fn send_term(&self, term: &Term) {
+        let mut frame = Vec::with_capacity(4 + 1 + encoded_size_hint(term));
+        frame.extend_from_slice(&[0; 4]);
+        if term.encode(&mut frame).is_err() {
             return;
-        };
-        let mut pipe = lock(&self.pipe);
-        if pipe.held.is_empty() {
-            return pipe.write(&frame);
         }
-        let mut held = std::mem::take(&mut pipe.held);
-        if frame.len() <= PIPE_BYTES {
-            // One write, one wakeup of the VM.
-            held.extend_from_slice(&frame);
-            pipe.write(&held);
-        } else {
-            pipe.write(&held);
-            pipe.write(&frame);
-        }
-        held.clear();
-        pipe.held = held;
-    }
-
-    /// Sends `frame` with the next frame any thread sends, or on its own
-    /// within `HOLD_AT_MOST`, whichever comes first; frames keep their
-    /// order either way.
-    pub fn hold(self: &Arc<Self>, frame: impl IntoTerm) {
-        let Some(frame) = encode(&frame.into_term()) else {
-            return;
-        };
-        let mut pipe = lock(&self.pipe);
-        pipe.held.extend_from_slice(&frame);
-        match pipe.holder {
-            Holder::Counting => {}
-            Holder::Waiting => {
-                pipe.holder = Holder::Counting;
-                self.holder.notify_one();
-            }
-            Holder::NotStarted => {
-                // Started on first use: no thread may start before the
-                // session's hardening.
-                let outbox = self.clone();
-                let started = std::thread::Builder::new()
-                    .name("held frames".into())
-                    .spawn(move || outbox.send_held());
-                match started {
-                    Ok(_) => pipe.holder = Holder::Counting,
-                    Err(_) => {
-                        let held = std::mem::take(&mut pipe.held);
-                        pipe.write(&held);
-                    }
-                }
-            }
-        }
-    }
-
-    /// The holder thread: sends what was held once its time is up.
-    fn send_held(&self) {
-        loop {
-            std::thread::sleep(HOLD_AT_MOST);
-            let mut pipe = lock(&self.pipe);
-            if !pipe.held.is_empty() {
-                let held = std::mem::take(&mut pipe.held);
-                pipe.write(&held);
-            }
-            pipe.holder = Holder::Waiting;
-            while pipe.holder == Holder::Waiting {
-                pipe = self
-                    .holder
-                    .wait(pipe)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-            }
-        }
-    }
-}
-
-impl Pipe {
-    fn write(&mut self, bytes: &[u8]) {
-        let large = Large::pipe(self.file.as_raw_fd(), bytes.len());
-        if self.file.write_all(bytes).is_err() {
+        let length = (frame.len() - 4) as u32;
+        frame[..4].copy_from_slice(&length.to_be_bytes());
+        let mut stdout = lock(&self.0);
+        let large = Large::pipe(stdout.as_raw_fd(), frame.len());
+        if stdout.write_all(&frame).is_err() {
             exit_now();
         }
         drop(large);
     }
-}
-
-/// `term` as a frame: its length, then its encoding.
-fn encode(term: &Term) -> Option<Vec<u8>> {
-    let mut frame = Vec::with_capacity(4 + 1 + encoded_size_hint(term));
-    frame.extend_from_slice(&[0; 4]);
-    term.encode(&mut frame).ok()?;
-    let length = (frame.len() - 4) as u32;
-    frame[..4].copy_from_slice(&length.to_be_bytes());
-    Some(frame)
 }
 
 /// A pipe grown to `LARGE_PIPE_BYTES` for one large frame, and shrunk

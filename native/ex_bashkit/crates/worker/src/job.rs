@@ -63,8 +63,7 @@ impl WorkerJob {
 
 impl Job for WorkerJob {
     fn started(&self) {
-        // Held: most scripts' answer follows within the hold.
-        self.outbox.hold(Event::Started(self.id));
+        self.outbox.send(Event::Started(self.id));
     }
 
     fn stop(&self, stop: Stop) {

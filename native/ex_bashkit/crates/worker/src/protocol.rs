@@ -17,9 +17,6 @@
 //! | `{:reply, call_id, reply}`                 | nothing (a builtin's or backend's answer) |
 //! | `{:http_body, request_id, chunk}`          | nothing (a part of a response body) |
 //! | `{:http_reply, request_id, answer}`        | nothing (a response's end: `{:ok, {status, headers}}` or `{:error, msg}`) |
-//!
-//! A job's `{:started, id}` goes out with the next frame the worker sends,
-//! or on its own after at most `frame::HOLD_AT_MOST` (`Outbox::hold`).
 
 use std::time::Duration;
 
