@@ -69,9 +69,10 @@ defmodule ExBashkit.Worker.Owner do
       inbox: Protocol.inbox(),
       bounds: bounds,
       max_frame: bounds.frame,
-      # Ids of jobs this owner stopped waiting for, whose worker may still
-      # send their frames until their `:done`.
-      abandoned: MapSet.new(),
+      # Jobs this owner stopped waiting for while they looked queued, whose
+      # worker may still send their frames until their `:done`: id => whether
+      # the worker said it started.
+      abandoned: %{},
       # Ids of the builtin and virtual_fs calls the worker is waiting on.
       calls: MapSet.new(),
       # The session's way out (`:allow_net`), in this VM: the worker has no
@@ -218,7 +219,7 @@ defmodule ExBashkit.Worker.Owner do
         frame(state.port, {:abandon, id})
         Process.demonitor(job.monitor, [:flush])
         state = %{state | jobs: Map.delete(state.jobs, id)}
-        {:reply, :queued, %{state | abandoned: MapSet.put(state.abandoned, id)}}
+        {:reply, :queued, %{state | abandoned: Map.put(state.abandoned, id, false)}}
 
       %{} ->
         {:reply, :answered, state}
@@ -309,6 +310,14 @@ defmodule ExBashkit.Worker.Owner do
     end
   end
 
+  # A job abandoned as queued that had started after all, and has not
+  # stopped within its grace: only the kernel can stop it.
+  def handle_info({:abandoned, id}, state) do
+    if Map.has_key?(state.abandoned, id),
+      do: {:noreply, kill(state, :timeout, "a script did not stop at its deadline")},
+      else: {:noreply, state}
+  end
+
   def handle_info({:deadline, :start}, %{status: {:starting, _, _}} = state),
     do: {:noreply, kill(state, :start, "the worker did not build its session in time")}
 
@@ -356,14 +365,26 @@ defmodule ExBashkit.Worker.Owner do
 
   defp event({:new, _answer}, state), do: violation(state, "a second answer to :new")
 
+  # A job's caller may exit, or stop waiting, while its `:started` is on
+  # the way: the owner took the job for queued (no orphan timer; abandoned
+  # with `:queued`), but the worker had started it, and a script that never
+  # yields does not see the abandon. Its grace begins here instead.
   defp event({:started, id}, state) do
     case state.jobs do
       %{^id => %{started: false} = job} ->
+        if job.caller == nil, do: Process.send_after(self(), {:orphan, id}, @orphan_grace_ms)
         target = if job.kind == :exec, do: job.callbacks_to, else: state.target
         %{state | jobs: %{state.jobs | id => %{job | started: true}}, target: target}
 
       %{} ->
-        unless_abandoned(state, id, ":started")
+        case state.abandoned do
+          %{^id => false} ->
+            Process.send_after(self(), {:abandoned, id}, @orphan_grace_ms)
+            %{state | abandoned: %{state.abandoned | id => true}}
+
+          %{} ->
+            violation(state, ":started for job #{id}, which is not waiting")
+        end
     end
   end
 
@@ -399,8 +420,8 @@ defmodule ExBashkit.Worker.Owner do
   defp event({:done, id, outcome, usable}, state) do
     case Map.pop(state.jobs, id) do
       {nil, _jobs} ->
-        if MapSet.member?(state.abandoned, id),
-          do: frozen(%{state | abandoned: MapSet.delete(state.abandoned, id)}, usable),
+        if Map.has_key?(state.abandoned, id),
+          do: frozen(%{state | abandoned: Map.delete(state.abandoned, id)}, usable),
           else: violation(state, "an answer for job #{id}, which is not waiting")
 
       {job, jobs} ->
@@ -560,7 +581,7 @@ defmodule ExBashkit.Worker.Owner do
   defp answers?(_what, _kind, _result), do: false
 
   defp unless_abandoned(state, id, what) do
-    if MapSet.member?(state.abandoned, id),
+    if Map.has_key?(state.abandoned, id),
       do: state,
       else: violation(state, "#{what} for job #{id}, which is not waiting")
   end
@@ -675,7 +696,7 @@ defmodule ExBashkit.Worker.Owner do
         target: nil,
         cgroups: [],
         calls: MapSet.new(),
-        abandoned: MapSet.new(),
+        abandoned: %{},
         http: MapSet.new(),
         inbox: Protocol.inbox()
     }
