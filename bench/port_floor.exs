@@ -1,5 +1,6 @@
 # What one round trip through a Port costs on this machine before any of
-# ex_bashkit's work, the floor under `exec` in a worker (issue 46):
+# ex_bashkit's work, the floor under `exec` in a worker (issue 46), and
+# what it costs when a thread of the VM reads the program's pipe instead:
 #
 #   mix run bench/port_floor.exs          (ROUNDS=3)
 #
@@ -8,20 +9,35 @@
 #   * sleeps in read: one thread, blocked in `read` between frames;
 #   * keeps a core busy: the same reader hands each frame to a second
 #     thread that spins waiting for it, and that thread answers.
-# Each way is timed from an Elixir process that owns the Port
-# (`Port.command/2`, then `receive` of the answer): ROUNDS rounds of 5,000
-# round trips, the median of the rounds' p50 and their range, in µs.
+# Each way is timed from an Elixir process, through two channels:
+#   * a Port it owns (`Port.command/2`, then `receive` of the answer);
+#   * the program started by a NIF built here (bench/channel_floor, never
+#     part of ex_bashkit), whose thread reads the program's stdout, looks
+#     for bytes without sleeping for 200 µs after each answer, and sends
+#     them with `enif_send`; the process writes the request with a NIF call.
+# ROUNDS rounds of 5,000 round trips each (after 500 not counted), the
+# channels alternating within a round: the median of the rounds' p50 and
+# their range, in µs.
 #
-# The gap between the two rows is what waking a thread asleep in `read`
-# costs here (a virtual machine: an idle vCPU is woken by its host); a
-# worker's reader looks for the next frame without sleeping for a while
-# after each one for that reason (crates/worker/src/frame.rs).
+# The gap between the two programs is what waking a thread asleep in
+# `read` costs here (a virtual machine: an idle vCPU is woken by its
+# host); a worker's reader looks for the next frame without sleeping for
+# a while after each one for that reason (crates/worker/src/frame.rs).
 
 Code.require_file("support.exs", __DIR__)
+
+defmodule ChannelFloor do
+  @moduledoc false
+  # bench/channel_floor's NIF (loaded by PortFloor.run/0).
+  def load(path), do: :erlang.load_nif(String.to_charlist(path), 0)
+  def open(_program, _mode, _to), do: :erlang.nif_error(:not_loaded)
+  def send(_channel, _data), do: :erlang.nif_error(:not_loaded)
+end
 
 defmodule PortFloor do
   @rounds String.to_integer(System.get_env("ROUNDS", "3"))
   @calls 5_000
+  @request <<40::32>> <> :binary.copy("x", 40)
 
   @source ~S"""
   #include <pthread.h>
@@ -75,13 +91,18 @@ defmodule PortFloor do
 
   def run do
     program = build()
+    load_channel()
     IO.puts("## a Port's round trip (#{@rounds} rounds of #{@calls})\n")
-    IO.puts("| the program | p50, µs |")
-    IO.puts("|---|---|")
+    IO.puts("| the program | through a Port | read by a thread of the VM |")
+    IO.puts("|---|---|---|")
 
     for {label, mode} <- [{"sleeps in read", "sleep"}, {"keeps a core busy", "busy"}] do
-      rounds = for _ <- 1..@rounds, do: round_trip_p50(program, mode)
-      IO.puts("| #{label} | #{BenchSupport.spread(rounds)} |")
+      rounds =
+        for _ <- 1..@rounds,
+            do: {round_trip_p50(program, mode, :port), round_trip_p50(program, mode, :thread)}
+
+      {port, thread} = Enum.unzip(rounds)
+      IO.puts("| #{label} | #{BenchSupport.spread(port)} | #{BenchSupport.spread(thread)} |")
     end
   end
 
@@ -95,18 +116,43 @@ defmodule PortFloor do
     program
   end
 
-  defp round_trip_p50(program, mode) do
+  # bench/channel_floor, built into the NIF workspace's target directory.
+  defp load_channel do
+    manifest = Path.expand("channel_floor/Cargo.toml", __DIR__)
+    target = Path.expand("../native/ex_bashkit/target", __DIR__)
+
+    {_, 0} =
+      System.cmd("cargo", ["build", "--release", "--quiet", "--manifest-path", manifest],
+        env: [{"CARGO_TARGET_DIR", target}]
+      )
+
+    :ok = ChannelFloor.load(Path.join(target, "release/libchannel_floor"))
+  end
+
+  defp round_trip_p50(program, mode, :port) do
     port = Port.open({:spawn_executable, program}, [:binary, :stream, :use_stdio, args: [mode]])
-    request = <<40::32>> <> :binary.copy("x", 40)
-
-    samples =
-      BenchSupport.sorted_samples_ns(@calls, fn ->
-        Port.command(port, request)
-        receive_bytes(port, 5)
-      end)
-
+    p50 = p50(fn -> Port.command(port, @request) && receive_bytes(port, 5) end)
     Port.close(port)
+    p50
+  end
+
+  defp round_trip_p50(program, mode, :thread) do
+    channel = ChannelFloor.open(program, mode, self())
+    p50(fn -> ChannelFloor.send(channel, @request) && receive_answer(5) end)
+  end
+
+  defp p50(round_trip) do
+    for _ <- 1..500, do: round_trip.()
+    samples = BenchSupport.sorted_samples_ns(@calls, round_trip)
     Float.round(Enum.at(samples, div(@calls, 2)) / 1000, 1)
+  end
+
+  defp receive_answer(left) when left <= 0, do: :ok
+
+  defp receive_answer(left) do
+    receive do
+      {:answer, data} -> receive_answer(left - byte_size(data))
+    end
   end
 
   defp receive_bytes(_port, left) when left <= 0, do: :ok

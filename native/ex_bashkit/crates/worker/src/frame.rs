@@ -54,9 +54,10 @@ pub fn read(input: &mut impl Read, fd: RawFd) -> io::Result<Option<Term>> {
 /// without sleeping meanwhile. The VM sends in bursts (a script, then the
 /// next one), and on this project's machine waking a thread that sleeps
 /// in `read` costs more than a trivial script: a Port's round trip to a C
-/// program that sleeps in `read` took 46.9 µs, and 24.4 µs while the
-/// program kept a core busy (`bench/port_floor.exs`). The core is given
-/// away whenever another thread wants it.
+/// program that sleeps in `read` took 44.8–48.6 µs, and 8.1–22.0 µs
+/// while the program kept a core busy (`bench/port_floor.exs`, two runs:
+/// the machine has two modes). The core is given away whenever another
+/// thread wants it.
 pub fn await_input(fd: RawFd, until: Instant) {
     let mut ready = libc::pollfd {
         fd,
