@@ -52,6 +52,10 @@ defmodule ExBashkit.WorkerLateStartTest do
     on_exit(fn -> :telemetry.detach(handler) end)
 
     session = Session.new(isolation: :process)
+    # Held until the test ends: a session nothing holds any more is
+    # dropped, and its owner kills the worker and stops (a test that
+    # kills its caller would otherwise lose the last holder).
+    on_exit(fn -> Session.close(session) end)
     os_pid = dir |> Path.join("pid") |> File.read!() |> String.trim()
     assert process?(os_pid)
     %{session: session, dir: dir, os_pid: os_pid, owner: session.resource.pid}
@@ -75,6 +79,9 @@ defmodule ExBashkit.WorkerLateStartTest do
     caller = spawn(fn -> Session.exec(session, "sleep 60") end)
     assert wait_until(fn -> Map.has_key?(:sys.get_state(owner).jobs, 1) end)
     Process.exit(caller, :kill)
+    # The test's own reference may be gone by now (it does not use the
+    # session again): what holds the session is the setup's on_exit.
+    :erlang.garbage_collect()
     assert wait_until(fn -> match?(%{1 => %{caller: nil}}, :sys.get_state(owner).jobs) end)
     File.touch!(Path.join(dir, "go"))
 
