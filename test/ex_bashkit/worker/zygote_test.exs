@@ -70,6 +70,9 @@ defmodule ExBashkit.ZygoteTest do
     {new_zygote, _} = zygote()
     refute new_zygote == zygote
     assert parent_of(Session.info(fresh).os_pid) == new_zygote
+    # Used after its worker's /proc was read: a session the test no longer
+    # refers to may be collected, and its worker ended, before the read.
+    assert {:ok, _} = Session.exec(fresh, "true")
   end
 
   test "when the zygotes' keeper dies, its zygotes' workers and the spares end; owners stay" do
@@ -155,8 +158,10 @@ defmodule ExBashkit.ZygoteTest do
 
     other = Session.new(isolation: :process)
     refute parent_of(Session.info(other).os_pid) == zygote
-    assert {:ok, %Result{stdout: "still\n"}} = Session.exec(session, "echo still")
     assert parent_of(Session.info(session).os_pid) == zygote
+    # Both used after their workers' /proc was read, as above.
+    assert {:ok, %Result{stdout: "still\n"}} = Session.exec(session, "echo still")
+    assert {:ok, %Result{stdout: "other\n"}} = Session.exec(other, "echo other")
   end
 
   test "with worker_zygote: false, workers are started by exec" do
