@@ -29,15 +29,7 @@ defmodule ExBashkit.TelemetryTest do
   ]
 
   setup do
-    test = self()
-    id = make_ref()
-
-    handler = fn event, measurements, metadata, _ ->
-      send(test, {:event, event, measurements, metadata})
-    end
-
-    :ok = :telemetry.attach_many(id, @events, handler, nil)
-    on_exit(fn -> :telemetry.detach(id) end)
+    forward_telemetry(@events)
     assert ExBashkit.Telemetry.enabled?()
     :ok
   end
@@ -46,16 +38,16 @@ defmodule ExBashkit.TelemetryTest do
     session = Session.new(command_policy: {:deny, ["rm", "ls"]}, files: %{"/k" => "k"})
     run(session, "rm /k; ls; echo done")
 
-    assert_receive {:event, [:ex_bashkit, :command, :denied], %{count: 1},
+    assert_receive {:telemetry, [:ex_bashkit, :command, :denied], %{count: 1},
                     %{name: "rm", reason: "denied by the command policy", aborted: false}}
 
-    assert_receive {:event, [:ex_bashkit, :command, :denied], %{count: 1},
+    assert_receive {:telemetry, [:ex_bashkit, :command, :denied], %{count: 1},
                     %{name: "ls", aborted: false}}
 
     aborting = Session.new(command_policy: {:deny, ["rm"]}, command_policy_abort: true)
     assert {:error, _} = Session.exec(aborting, "rm /k")
 
-    assert_receive {:event, [:ex_bashkit, :command, :denied], %{count: 1},
+    assert_receive {:telemetry, [:ex_bashkit, :command, :denied], %{count: 1},
                     %{name: "rm", reason: "denied by the command policy", aborted: true}}
   end
 
@@ -65,7 +57,7 @@ defmodule ExBashkit.TelemetryTest do
     os_pid = Session.info(session).os_pid
     assert {:error, _} = Session.exec(session, hog_command(), timeout_ms: 300)
 
-    assert_receive {:event, [:ex_bashkit, :worker, :kill], %{count: 1},
+    assert_receive {:telemetry, [:ex_bashkit, :worker, :kill], %{count: 1},
                     %{reason: :timeout, os_pid: ^os_pid}}
   end
 
@@ -73,10 +65,10 @@ defmodule ExBashkit.TelemetryTest do
     session = Session.new()
     {:ok, _} = Session.exec(session, "printf abc; printf de >&2; exit 3")
 
-    assert_receive {:event, [:ex_bashkit, :exec, :start], %{monotonic_time: _, system_time: _},
-                    %{session: ^session, script_bytes: 33}}
+    assert_receive {:telemetry, [:ex_bashkit, :exec, :start],
+                    %{monotonic_time: _, system_time: _}, %{session: ^session, script_bytes: 33}}
 
-    assert_receive {:event, [:ex_bashkit, :exec, :stop], %{duration: duration} = m,
+    assert_receive {:telemetry, [:ex_bashkit, :exec, :stop], %{duration: duration} = m,
                     %{session: ^session} = meta}
 
     assert duration > 0
@@ -85,7 +77,7 @@ defmodule ExBashkit.TelemetryTest do
 
     {:ok, _} = ExBashkit.exec("echo once")
 
-    assert_receive {:event, [:ex_bashkit, :exec, :stop], %{stdout_bytes: 5},
+    assert_receive {:telemetry, [:ex_bashkit, :exec, :stop], %{stdout_bytes: 5},
                     %{session: nil, exit_code: 0}}
 
     limited = Session.new(limits: [max_loop_iterations: 1])
@@ -93,7 +85,7 @@ defmodule ExBashkit.TelemetryTest do
     {:error, %Error{}} =
       Session.exec(limited, "for i in 1 2 3; do echo $i; done", errors: :struct)
 
-    assert_receive {:event, [:ex_bashkit, :exec, :stop], _,
+    assert_receive {:telemetry, [:ex_bashkit, :exec, :stop], _,
                     %{
                       session: ^limited,
                       exit_code: nil,
@@ -102,7 +94,9 @@ defmodule ExBashkit.TelemetryTest do
                     }}
 
     {:ok, %{stdout: ["x\n"]}} = Session.exec(session, "echo x", into: [])
-    assert_receive {:event, [:ex_bashkit, :exec, :stop], %{stdout_bytes: 2}, %{session: ^session}}
+
+    assert_receive {:telemetry, [:ex_bashkit, :exec, :stop], %{stdout_bytes: 2},
+                    %{session: ^session}}
   end
 
   test "callbacks: builtins and virtual_fs, with their status; a raise is an exception event" do
@@ -117,17 +111,18 @@ defmodule ExBashkit.TelemetryTest do
 
     {:ok, %{stdout: "fine\nfrom the map\n"}} = Session.exec(session, "ok; cat /kv/a; boom")
 
-    assert_receive {:event, [:ex_bashkit, :callback, :start], _, %{type: :builtin, name: "ok"}}
+    assert_receive {:telemetry, [:ex_bashkit, :callback, :start], _,
+                    %{type: :builtin, name: "ok"}}
 
-    assert_receive {:event, [:ex_bashkit, :callback, :stop], %{duration: _},
+    assert_receive {:telemetry, [:ex_bashkit, :callback, :stop], %{duration: _},
                     %{type: :builtin, name: "ok", status: :ok}}
 
-    assert_receive {:event, [:ex_bashkit, :callback, :stop], _,
+    assert_receive {:telemetry, [:ex_bashkit, :callback, :stop], _,
                     %{type: :virtual_fs, name: "/kv", operation: operation}}
 
     assert is_atom(operation)
 
-    assert_receive {:event, [:ex_bashkit, :callback, :exception], %{duration: _},
+    assert_receive {:telemetry, [:ex_bashkit, :callback, :exception], %{duration: _},
                     %{type: :builtin, name: "boom", kind: :error, reason: %RuntimeError{}}}
   end
 
@@ -136,27 +131,33 @@ defmodule ExBashkit.TelemetryTest do
     {:ok, bytes} = Session.snapshot(session)
     size = byte_size(bytes)
 
-    assert_receive {:event, [:ex_bashkit, :snapshot, :stop], %{bytes: ^size},
+    assert_receive {:telemetry, [:ex_bashkit, :snapshot, :stop], %{bytes: ^size},
                     %{session: ^session, status: :ok}}
 
     fresh = Session.new()
     {:ok, _} = Session.restore(fresh, bytes)
-    assert_receive {:event, [:ex_bashkit, :restore, :start], %{bytes: ^size}, %{session: ^fresh}}
-    assert_receive {:event, [:ex_bashkit, :restore, :stop], _, %{session: ^fresh, status: :ok}}
+
+    assert_receive {:telemetry, [:ex_bashkit, :restore, :start], %{bytes: ^size},
+                    %{session: ^fresh}}
+
+    assert_receive {:telemetry, [:ex_bashkit, :restore, :stop], _,
+                    %{session: ^fresh, status: :ok}}
 
     {:error, _} = Session.restore(fresh, "garbage")
-    assert_receive {:event, [:ex_bashkit, :restore, :stop], _, %{session: ^fresh, status: :error}}
+
+    assert_receive {:telemetry, [:ex_bashkit, :restore, :stop], _,
+                    %{session: ^fresh, status: :error}}
   end
 
   test "peer runs" do
     {:ok, _} = ExBashkit.Peer.run(~S|IO.write("hey"); 1|)
 
-    assert_receive {:event, [:ex_bashkit, :peer, :run, :stop], %{output_bytes: 3},
+    assert_receive {:telemetry, [:ex_bashkit, :peer, :run, :stop], %{output_bytes: 3},
                     %{code_bytes: 18, status: :ok}},
                    10_000
 
     {:error, _, _} = ExBashkit.Peer.run("raise 1")
-    assert_receive {:event, [:ex_bashkit, :peer, :run, :stop], _, %{status: :error}}, 10_000
+    assert_receive {:telemetry, [:ex_bashkit, :peer, :run, :stop], _, %{status: :error}}, 10_000
   end
 
   @tag timeout: 120_000
@@ -166,13 +167,13 @@ defmodule ExBashkit.TelemetryTest do
     {:ok, _} = Server.exec(server, "echo hi > /f")
     :ok = Server.hibernate(server)
 
-    assert_receive {:event, [:ex_bashkit, :server, :hibernate],
+    assert_receive {:telemetry, [:ex_bashkit, :server, :hibernate],
                     %{duration: _, snapshot_bytes: bytes}, %{id: ^id, store: nil}}
 
     assert bytes > 0
     {:ok, _} = Server.exec(server, "cat /f")
 
-    assert_receive {:event, [:ex_bashkit, :server, :wake], %{duration: _},
+    assert_receive {:telemetry, [:ex_bashkit, :server, :wake], %{duration: _},
                     %{id: ^id, from: :memory}}
 
     {_peer, node} = Cluster.start_node()
@@ -180,7 +181,7 @@ defmodule ExBashkit.TelemetryTest do
     assert node(moved) == node
     host = node()
 
-    assert_receive {:event, [:ex_bashkit, :server, :move], %{snapshot_bytes: _},
+    assert_receive {:telemetry, [:ex_bashkit, :server, :move], %{snapshot_bytes: _},
                     %{id: ^id, from: ^host, to: ^node}}
 
     Server.stop(moved)

@@ -125,6 +125,24 @@ defmodule ExBashkit.Case do
     :ok
   end
 
+  @doc """
+  Sends each of `events` to the calling process as `{:telemetry, event,
+  measurements, metadata}` until the test ends, through the suite's
+  stand-in for `:telemetry` (test/support/telemetry.ex).
+  """
+  @spec forward_telemetry([[atom()]]) :: :ok
+  def forward_telemetry(events) do
+    test = self()
+    id = {:forward_telemetry, make_ref()}
+
+    forward = fn event, measurements, metadata, _config ->
+      send(test, {:telemetry, event, measurements, metadata})
+    end
+
+    :ok = :telemetry.attach_many(id, events, forward, nil)
+    ExUnit.Callbacks.on_exit(fn -> :telemetry.detach(id) end)
+  end
+
   @doc "A path under the system temp dir, named by `unique_name/1`."
   @spec tmp_path(String.t()) :: Path.t()
   def tmp_path(prefix), do: Path.join(System.tmp_dir!(), unique_name(prefix))

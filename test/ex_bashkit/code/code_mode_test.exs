@@ -287,22 +287,15 @@ defmodule ExBashkit.CodeModeTest do
     end
 
     test "telemetry: one span per call, naming the tool and the surface" do
-      test = self()
-      id = {__MODULE__, make_ref()}
-
-      :telemetry.attach(
-        id,
-        [:ex_bashkit, :tool, :stop],
-        fn _, _, meta, _ -> send(test, {:span, meta}) end,
-        nil
-      )
-
-      on_exit(fn -> :telemetry.detach(id) end)
+      forward_telemetry([[:ex_bashkit, :tool, :stop]])
       tool = orders()
       Tool.call(tool, %{"customer" => "a"})
       run(js_session([tool]), "orders list --customer a")
-      assert_receive {:span, %{name: "orders.list", surface: :model, status: :ok}}
-      assert_receive {:span, %{name: "orders.list", surface: :command, status: :ok}}
+
+      for surface <- [:model, :command] do
+        assert_receive {:telemetry, [:ex_bashkit, :tool, :stop], _,
+                        %{name: "orders.list", surface: ^surface, status: :ok}}
+      end
     end
   end
 

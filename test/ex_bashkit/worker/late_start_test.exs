@@ -39,17 +39,7 @@ defmodule ExBashkit.WorkerLateStartTest do
     put_config(:worker_zygote, false)
     put_config(:worker_spares, 0)
 
-    test = self()
-    handler = unique_name("late_start")
-
-    :telemetry.attach(
-      handler,
-      [:ex_bashkit, :worker, :kill],
-      fn _event, _measurements, metadata, _config -> send(test, {:killed, metadata}) end,
-      nil
-    )
-
-    on_exit(fn -> :telemetry.detach(handler) end)
+    forward_telemetry([[:ex_bashkit, :worker, :kill]])
 
     session = Session.new(isolation: :process)
     # Held until the test ends: a session nothing holds any more is
@@ -70,7 +60,10 @@ defmodule ExBashkit.WorkerLateStartTest do
     assert %{1 => false} = :sys.get_state(owner).abandoned
     File.touch!(Path.join(dir, "go"))
 
-    assert_receive {:killed, %{reason: :timeout, os_pid: 4_000_000}}, 10_000
+    assert_receive {:telemetry, [:ex_bashkit, :worker, :kill], _,
+                    %{reason: :timeout, os_pid: 4_000_000}},
+                   10_000
+
     assert wait_until(fn -> not process?(os_pid) end)
   end
 
@@ -85,7 +78,10 @@ defmodule ExBashkit.WorkerLateStartTest do
     assert wait_until(fn -> match?(%{1 => %{caller: nil}}, :sys.get_state(owner).jobs) end)
     File.touch!(Path.join(dir, "go"))
 
-    assert_receive {:killed, %{reason: :orphaned, os_pid: 4_000_000}}, 10_000
+    assert_receive {:telemetry, [:ex_bashkit, :worker, :kill], _,
+                    %{reason: :orphaned, os_pid: 4_000_000}},
+                   10_000
+
     assert wait_until(fn -> not process?(os_pid) end)
   end
 
@@ -99,6 +95,8 @@ defmodule ExBashkit.WorkerLateStartTest do
     File.write!(Path.join(dir, "started.frame"), twice)
     File.touch!(Path.join(dir, "go"))
 
-    assert_receive {:killed, %{reason: :protocol, os_pid: 4_000_000}}, 10_000
+    assert_receive {:telemetry, [:ex_bashkit, :worker, :kill], _,
+                    %{reason: :protocol, os_pid: 4_000_000}},
+                   10_000
   end
 end

@@ -177,21 +177,11 @@ defmodule ExBashkit.WorkerLifetimeTest do
   end
 
   test "ExBashkit.exec/1 honours config :isolation" do
-    parent = self()
-    id = {__MODULE__, :exec}
-
-    :telemetry.attach(
-      id,
-      [:ex_bashkit, :exec, :start],
-      fn _, _, meta, _ ->
-        send(parent, {:exec_in, meta.session && meta.session.resource})
-      end,
-      nil
-    )
-
-    on_exit(fn -> :telemetry.detach(id) end)
+    forward_telemetry([[:ex_bashkit, :exec, :start]])
     put_config(:isolation, :process)
     assert {:ok, %{stdout: "hi\n"}} = ExBashkit.exec("echo hi")
-    assert_receive {:exec_in, %ExBashkit.Worker{}}
+
+    assert_receive {:telemetry, [:ex_bashkit, :exec, :start], _,
+                    %{session: %{resource: %ExBashkit.Worker{}}}}
   end
 end

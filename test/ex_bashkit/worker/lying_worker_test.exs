@@ -194,28 +194,17 @@ defmodule ExBashkit.LyingWorkerTest do
   end
 
   test "a violation reaches telemetry with what was wrong, never the frame's bytes" do
-    parent = self()
-    id = {__MODULE__, :violation}
+    forward_telemetry([[:ex_bashkit, :worker, :protocol_violation]])
+    run = lie(&term({:done, &1, {:ok, "secret-bytes"}, true}))
+    assert {:error, %ExBashkit.Error{reason: :protocol}} = run.outcome
 
-    :telemetry.attach(
-      id,
-      [:ex_bashkit, :worker, :protocol_violation],
-      fn _, measure, meta, _ ->
-        send(parent, {:violation, measure, meta})
-      end,
-      nil
-    )
+    os_pid = run.os_pid
 
-    try do
-      run = lie(&term({:done, &1, {:ok, "secret-bytes"}, true}))
-      assert {:error, %ExBashkit.Error{reason: :protocol}} = run.outcome
-      assert_receive {:violation, %{count: 1}, %{os_pid: os_pid, why: why}}
-      assert os_pid == run.os_pid
-      assert why =~ "answer"
-      refute why =~ "secret-bytes"
-    after
-      :telemetry.detach(id)
-    end
+    assert_receive {:telemetry, [:ex_bashkit, :worker, :protocol_violation], %{count: 1},
+                    %{os_pid: ^os_pid, why: why}}
+
+    assert why =~ "answer"
+    refute why =~ "secret-bytes"
   end
 
   describe "an honest worker keeps inside the host's bounds" do
