@@ -227,7 +227,9 @@ defmodule ExBashkit.GitTest do
     out
   end
 
+  # 7-9 s here: ten times that, for a slower machine.
   @tag :fidelity
+  @tag timeout: 300_000
   test "fidelity against Debian's git: the agreement does not fall" do
     git = System.find_executable("git") || flunk("git is needed for the fidelity corpus")
     assert git

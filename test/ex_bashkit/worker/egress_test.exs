@@ -35,6 +35,9 @@ defmodule ExBashkit.EgressTest do
     assert_received {:http_request, "/via-host"}
   end
 
+  # 6 s here (it reads the worker's whole memory): ten times that, for a
+  # slower machine.
+  @tag timeout: 300_000
   test "a credential reaches the server, and is nowhere in the worker's memory", %{base: base} do
     session =
       isolated(
