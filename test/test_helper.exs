@@ -25,6 +25,14 @@ end
 
 Application.put_env(:ex_bashkit, :test_mcp_python, Path.expand(mcp_python))
 
+# Distribution starts here, before any test file is compiled, as
+# ExBashkit.Peer.ensure_distributed!/0 advises: started by the first test
+# that needs it, it renamed the node while Elixir 1.18 was still compiling
+# test files, and the compiler's checker, whose pid it had kept under the
+# old name, could no longer be reached ("no connection to nonode@nohost").
+# ExBashkit.DistributionStartTest starts a VM of its own that is not.
+ExBashkit.Peer.ensure_distributed!()
+
 # A test that waits for something to happen asserts that it happens, not how
 # fast: on a loaded machine (CI, or two suites at once) a script can take
 # seconds to be scheduled. Waits that are the behaviour under test say so
