@@ -5,9 +5,22 @@
 //! with git's output (`guides/git.md` lists them and the fidelity corpus).
 
 mod commands;
+mod config;
 mod diff;
+mod ignore;
+mod index_file;
+mod merge;
+mod odb;
+#[cfg(feature = "network")]
+mod pack;
+mod refs;
+#[cfg(feature = "network")]
+mod remote;
 mod repo;
+mod stash;
 mod text;
+#[cfg(feature = "network")]
+mod transfer;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -66,6 +79,10 @@ pub type Run = Result<Out, Out>;
 /// Where a command runs.
 pub struct Here<'a> {
     pub fs: Arc<dyn FileSystem>,
+    /// The session's HTTP client (its allowlist, credentials and egress),
+    /// where `:allow_net` gave it one.
+    #[cfg(feature = "network")]
+    pub http: Option<Arc<bashkit::HttpClient>>,
     pub cwd: PathBuf,
     pub env: &'a HashMap<String, String>,
     pub git: &'a Git,
@@ -94,6 +111,8 @@ impl Builtin for Git {
         }
         let here = Here {
             fs: ctx.fs.clone(),
+            #[cfg(feature = "network")]
+            http: ctx.http_client.cloned(),
             cwd,
             env: ctx.env,
             git: self,

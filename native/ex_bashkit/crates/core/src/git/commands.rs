@@ -2,12 +2,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::diff::{self, Change};
 use super::repo::{short, Blob, Files, Head, Index, Oid, Repo, WorkFile};
-use super::text;
+use super::{config, text};
 use super::{resolve, Here, Out, Run};
+#[cfg(not(feature = "network"))]
 use crate::network::AllowNet;
 
 const SUPPORTED: &str = "init, clone, config, add, rm, mv, commit, status, log, show, diff, \
@@ -24,17 +24,48 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
         "--version" | "version" => Ok(Out::ok("git version 2.39.5 (ex_bashkit)\n")),
         "help" | "--help" | "-h" => Ok(Out::ok(format!("commands: {SUPPORTED}\n"))),
         "init" => init(here, rest).await,
+        #[cfg(feature = "network")]
+        "clone" => super::transfer::clone(here, rest).await,
+        #[cfg(feature = "network")]
+        "ls-remote" => {
+            let repo = Repo::discover(here, &here.cwd).await;
+            super::transfer::ls_remote(here, repo.as_ref(), rest).await
+        }
+        #[cfg(not(feature = "network"))]
         "clone" | "fetch" | "pull" | "push" | "ls-remote" => remote_io(here, command, rest).await,
         "config" => config(here, rest).await,
         "remote" => remote(here, rest).await,
         name => {
-            let Some(repo) = Repo::discover(&here.fs, &here.cwd).await else {
+            let Some(repo) = Repo::discover(here, &here.cwd).await else {
                 return Err(Out::fatal(
                     "not a git repository (or any of the parent directories): .git",
                 ));
             };
+            // A command that writes the index checks first that it may, so
+            // a refusal comes before anything has changed.
+            if matches!(
+                name,
+                "add"
+                    | "rm"
+                    | "mv"
+                    | "commit"
+                    | "checkout"
+                    | "switch"
+                    | "reset"
+                    | "restore"
+                    | "merge"
+                    | "pull"
+            ) {
+                repo.check_writable().await.map_err(Out::fatal)?;
+            }
             let it = Ctx { here, repo };
             match name {
+                #[cfg(feature = "network")]
+                "fetch" => super::transfer::fetch(here, &it.repo, rest).await,
+                #[cfg(feature = "network")]
+                "push" => super::transfer::push(here, &it.repo, rest).await,
+                #[cfg(feature = "network")]
+                "pull" => it.pull(rest).await,
                 "add" => it.add(rest).await,
                 "rm" => it.rm(rest).await,
                 "mv" => it.mv(rest).await,
@@ -56,7 +87,8 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                 "grep" => it.grep(rest).await,
                 "cat-file" => it.cat_file(rest).await,
                 "clean" => it.clean(rest).await,
-                "stash" | "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply"
+                "stash" => it.stash(rest).await,
+                "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply"
                 | "blame" | "describe" | "reflog" | "submodule" | "worktree" | "gc" => Err(
                     Out::error(
                         format!(
@@ -74,22 +106,22 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
     }
 }
 
-fn failed(message: String) -> Out {
+pub(super) fn failed(message: String) -> Out {
     Out::fatal(message)
 }
 
 /// Options a command takes, split from its operands; `--` ends options.
-struct Args<'a> {
+pub(super) struct Args<'a> {
     flags: Vec<&'a str>,
     values: BTreeMap<&'static str, String>,
-    operands: Vec<&'a str>,
+    pub(super) operands: Vec<&'a str>,
     paths: Vec<&'a str>,
 }
 
 impl<'a> Args<'a> {
     /// `valued`: options followed by a value (`-m MSG`, or `-mMSG`,
     /// `--message=MSG`), by every name they go by, the first the key.
-    fn parse(args: &'a [String], valued: &[&[&'static str]]) -> Result<Self, Out> {
+    pub(super) fn parse(args: &'a [String], valued: &[&[&'static str]]) -> Result<Self, Out> {
         let mut parsed = Args {
             flags: Vec::new(),
             values: BTreeMap::new(),
@@ -172,11 +204,11 @@ impl<'a> Args<'a> {
         }
     }
 
-    fn has(&self, names: &[&str]) -> bool {
+    pub(super) fn has(&self, names: &[&str]) -> bool {
         self.flags.iter().any(|f| names.contains(f))
     }
 
-    fn value(&self, key: &str) -> Option<&str> {
+    pub(super) fn value(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
     }
 }
@@ -192,12 +224,6 @@ fn short_flag(c: char) -> &'static str {
     FLAGS[LETTERS.find(c).unwrap_or(0)]
 }
 
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}
-
 async fn init(here: &Here<'_>, args: &[String]) -> Run {
     let args = Args::parse(args, &[&["-b", "--initial-branch"]])?;
     let root = match args.operands.first() {
@@ -208,7 +234,7 @@ async fn init(here: &Here<'_>, args: &[String]) -> Run {
         .mkdir(&root, true)
         .await
         .map_err(|e| failed(e.to_string()))?;
-    let (repo, existed) = Repo::init(&here.fs, &root).await.map_err(failed)?;
+    let (repo, existed) = Repo::init(here, &root).await.map_err(failed)?;
     if let (Some(branch), false) = (args.value("-b"), existed) {
         repo.set_head_branch(branch).await.map_err(failed)?;
     }
@@ -226,7 +252,9 @@ async fn init(here: &Here<'_>, args: &[String]) -> Run {
     )))
 }
 
-/// The URL a network command names, checked against `:allow_net`.
+/// A build without the network part: the URL a network command names,
+/// checked against `:allow_net`, and no transport to reach it.
+#[cfg(not(feature = "network"))]
 async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -> Run {
     let args = Args::parse(
         args,
@@ -236,7 +264,7 @@ async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -> Run {
     let url = if command == "clone" || named.contains("://") || named.contains('@') {
         named.to_string()
     } else {
-        let repo = Repo::discover(&here.fs, &here.cwd).await;
+        let repo = Repo::discover(here, &here.cwd).await;
         let config = match &repo {
             Some(repo) => repo.config().await,
             None => Vec::new(),
@@ -276,66 +304,85 @@ async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -> Run {
 
 async fn config(here: &Here<'_>, args: &[String]) -> Run {
     let args = Args::parse(args, &[&["--file", "-f"]])?;
-    let Some(repo) = Repo::discover(&here.fs, &here.cwd).await else {
+    let Some(repo) = Repo::discover(here, &here.cwd).await else {
         return Err(Out::fatal("not in a git directory"));
     };
-    let mut entries = repo.config().await;
+    let text = repo.config_text().await;
+    let entries = config::parse(&text);
     if args.has(&["--list", "-l"]) {
         let text: String = entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
         return Ok(Out::ok(text));
     }
-    let key = |name: &str| -> String {
-        match name.rsplit_once('.') {
-            Some((section, key)) => match section.split_once('.') {
-                Some((s, sub)) => format!("{}.{sub}.{}", s.to_lowercase(), key.to_lowercase()),
-                None => format!("{}.{}", section.to_lowercase(), key.to_lowercase()),
-            },
-            None => name.to_lowercase(),
+    let name = args.operands.first().map(|n| config::canonical(n));
+    if args.has(&["--unset", "--unset-all"]) {
+        let name = name.unwrap_or_default();
+        let values = entries.iter().filter(|(k, _)| *k == name).count();
+        if values > 1 && !args.has(&["--unset-all"]) {
+            return Err(Out::error(
+                format!("warning: {name} has multiple values\n"),
+                5,
+            ));
         }
-    };
-    if args.has(&["--unset"]) {
-        let name = key(args.operands.first().copied().unwrap_or(""));
-        let before = entries.len();
-        entries.retain(|(k, _)| *k != name);
-        if before == entries.len() {
+        let Some(edited) = config::unset(&text, &name) else {
             return Err(Out::error("", 5));
-        }
-        repo.save_config(&entries).await.map_err(failed)?;
+        };
+        repo.save_config_text(&edited).await.map_err(failed)?;
         return Ok(Out::ok(""));
     }
+    if args.has(&["--get-all"]) {
+        let name = name.unwrap_or_default();
+        let values: String = entries
+            .iter()
+            .filter(|(k, _)| *k == name)
+            .map(|(_, v)| format!("{v}\n"))
+            .collect();
+        return match values.is_empty() {
+            true => Err(Out::error("", 1)),
+            false => Ok(Out::ok(values)),
+        };
+    }
     match args.operands.as_slice() {
-        [name] => match entries.iter().rev().find(|(k, _)| *k == key(name)) {
-            Some((_, value)) => Ok(Out::ok(format!("{value}\n"))),
-            None => Err(Out::error("", 1)),
-        },
-        [name, value] => {
-            let name = key(name);
-            match entries.iter_mut().find(|(k, _)| *k == name) {
-                Some(entry) => entry.1 = value.to_string(),
-                None => entries.push((name, value.to_string())),
+        [_] => {
+            let name = name.unwrap_or_default();
+            match entries.iter().rev().find(|(k, _)| *k == name) {
+                Some((_, value)) => Ok(Out::ok(format!("{value}\n"))),
+                None => Err(Out::error("", 1)),
             }
-            repo.save_config(&entries).await.map_err(failed)?;
+        }
+        [key, value] => {
+            if !key.contains('.') {
+                return Err(Out::error(
+                    format!("error: key does not contain a section: {key}\n"),
+                    2,
+                ));
+            }
+            let edited = if args.has(&["--add"]) {
+                config::add(&text, key, value)
+            } else {
+                config::set(&text, key, value)
+            };
+            repo.save_config_text(&edited).await.map_err(failed)?;
             Ok(Out::ok(""))
         }
         _ => Err(Out::error(
-            "usage: git config [--unset] <name> [<value>]\n",
+            "usage: git config [--add | --unset | --get-all] <name> [<value>]\n",
             129,
         )),
     }
 }
 
 async fn remote(here: &Here<'_>, args: &[String]) -> Run {
-    let Some(repo) = Repo::discover(&here.fs, &here.cwd).await else {
+    let Some(repo) = Repo::discover(here, &here.cwd).await else {
         return Err(Out::fatal(
             "not a git repository (or any of the parent directories): .git",
         ));
     };
-    let mut entries = repo.config().await;
-    let remotes: Vec<(String, String)> = entries
-        .iter()
+    let text = repo.config_text().await;
+    let remotes: Vec<(String, String)> = config::parse(&text)
+        .into_iter()
         .filter_map(|(k, v)| {
             let name = k.strip_prefix("remote.")?.strip_suffix(".url")?;
-            Some((name.to_string(), v.clone()))
+            Some((name.to_string(), v))
         })
         .collect();
     match args.first().map(String::as_str) {
@@ -352,20 +399,35 @@ async fn remote(here: &Here<'_>, args: &[String]) -> Run {
                 .collect::<String>(),
         )),
         Some("add") if args.len() == 3 => {
-            if remotes.iter().any(|(n, _)| *n == args[1]) {
+            let name = &args[1];
+            if remotes.iter().any(|(n, _)| n == name) {
                 return Err(Out::error(
-                    format!("error: remote {} already exists.\n", args[1]),
+                    format!("error: remote {name} already exists.\n"),
                     3,
                 ));
             }
-            entries.push((format!("remote.{}.url", args[1]), args[2].clone()));
-            repo.save_config(&entries).await.map_err(failed)?;
+            let edited = config::add(&text, &format!("remote.{name}.url"), &args[2]);
+            let edited = config::add(
+                &edited,
+                &format!("remote.{name}.fetch"),
+                &format!("+refs/heads/*:refs/remotes/{name}/*"),
+            );
+            repo.save_config_text(&edited).await.map_err(failed)?;
             Ok(Out::ok(""))
         }
         Some("remove" | "rm") if args.len() == 2 => {
-            let prefix = format!("remote.{}.", args[1]);
-            entries.retain(|(k, _)| !k.starts_with(&prefix));
-            repo.save_config(&entries).await.map_err(failed)?;
+            let Some(edited) = config::remove_section(&text, &format!("remote.{}", args[1])) else {
+                return Err(Out::error(
+                    format!("error: No such remote: '{}'\n", args[1]),
+                    2,
+                ));
+            };
+            repo.save_config_text(&edited).await.map_err(failed)?;
+            for name in repo.refs(&format!("remotes/{}", args[1])).await {
+                repo.delete_ref(&format!("remotes/{}", args[1]), &name)
+                    .await
+                    .map_err(failed)?;
+            }
             Ok(Out::ok(""))
         }
         Some("get-url") if args.len() == 2 => match remotes.iter().find(|(n, _)| *n == args[1]) {
@@ -375,8 +437,19 @@ async fn remote(here: &Here<'_>, args: &[String]) -> Run {
                 2,
             )),
         },
+        Some("set-url") if args.len() == 3 => {
+            if !remotes.iter().any(|(n, _)| *n == args[1]) {
+                return Err(Out::error(
+                    format!("error: No such remote '{}'\n", args[1]),
+                    2,
+                ));
+            }
+            let edited = config::set(&text, &format!("remote.{}.url", args[1]), &args[2]);
+            repo.save_config_text(&edited).await.map_err(failed)?;
+            Ok(Out::ok(""))
+        }
         _ => Err(Out::error(
-            "usage: git remote [-v | add <name> <url> | remove <name>]\n",
+            "usage: git remote [-v | add <name> <url> | remove <name> | get-url <name> | set-url <name> <url>]\n",
             129,
         )),
     }
@@ -384,18 +457,34 @@ async fn remote(here: &Here<'_>, args: &[String]) -> Run {
 
 /// What `status` and friends compare: the last commit, the index, the
 /// work tree.
-struct State {
-    head: Option<Oid>,
-    head_files: Files,
-    index: Index,
-    work: BTreeMap<String, WorkFile>,
+pub(super) struct State {
+    pub(super) head: Option<Oid>,
+    pub(super) head_files: Files,
+    pub(super) index: Index,
+    pub(super) work: BTreeMap<String, WorkFile>,
     /// The blob of each tracked file in the work tree.
-    work_blobs: BTreeMap<String, Blob>,
+    pub(super) work_blobs: BTreeMap<String, Blob>,
+    /// Conflicted paths and the stages the index has for each.
+    pub(super) unmerged: BTreeMap<String, Vec<u8>>,
+}
+
+/// An unmerged path's two-letter code (`UU`) and its long label.
+fn unmerged_code(stages: &[u8]) -> (&'static str, &'static str) {
+    let has = |s: u8| stages.contains(&s);
+    match (has(1), has(2), has(3)) {
+        (true, true, true) => ("UU", "both modified:   "),
+        (false, true, false) => ("AU", "added by us:     "),
+        (false, false, true) => ("UA", "added by them:   "),
+        (true, false, true) => ("DU", "deleted by us:   "),
+        (true, true, false) => ("UD", "deleted by them: "),
+        (false, true, true) => ("AA", "both added:      "),
+        _ => ("DD", "both deleted:    "),
+    }
 }
 
 impl State {
     /// `A`/`M`/`D` of the index against the last commit.
-    fn staged(&self) -> Vec<(char, String)> {
+    pub(super) fn staged(&self) -> Vec<(char, String)> {
         let mut changes = Vec::new();
         for (path, entry) in &self.index {
             match self.head_files.get(path) {
@@ -405,7 +494,7 @@ impl State {
             }
         }
         for path in self.head_files.keys() {
-            if !self.index.contains_key(path) {
+            if !self.index.contains_key(path) && !self.unmerged.contains_key(path) {
                 changes.push(('D', path.clone()));
             }
         }
@@ -439,9 +528,12 @@ impl State {
     }
 
     /// `M`/`D` of the work tree against the index.
-    fn unstaged(&self) -> Vec<(char, String)> {
+    pub(super) fn unstaged(&self) -> Vec<(char, String)> {
         let mut changes = Vec::new();
         for (path, entry) in &self.index {
+            if entry.not_checked() {
+                continue;
+            }
             match self.work_blobs.get(path) {
                 None => changes.push(('D', path.clone())),
                 Some(blob) if *blob != entry.blob => changes.push(('M', path.clone())),
@@ -454,7 +546,14 @@ impl State {
     /// Untracked files, a directory holding nothing tracked as `dir/`.
     fn untracked(&self) -> Vec<String> {
         let mut shown = BTreeSet::new();
-        for path in self.work.keys().filter(|p| !self.index.contains_key(*p)) {
+        let untracked = self
+            .work
+            .iter()
+            .filter(|(p, f)| {
+                !f.ignored && !self.index.contains_key(*p) && !self.unmerged.contains_key(*p)
+            })
+            .map(|(p, _)| p);
+        for path in untracked {
             let mut display = path.clone();
             let mut end = 0;
             while let Some(slash) = path[end..].find('/') {
@@ -478,18 +577,18 @@ impl State {
     }
 }
 
-struct Ctx<'a> {
-    here: &'a Here<'a>,
-    repo: Repo,
+pub(super) struct Ctx<'a> {
+    pub(super) here: &'a Here<'a>,
+    pub(super) repo: Repo,
 }
 
 impl Ctx<'_> {
-    async fn state(&self) -> Result<State, Out> {
+    pub(super) async fn state(&self) -> Result<State, Out> {
         let repo = &self.repo;
         let head = repo.head_commit().await;
         let head_files = repo.commit_files(head.as_deref()).await.map_err(failed)?;
-        let index = repo.index().await;
-        let work = repo.work_files().await.map_err(failed)?;
+        let index = repo.index().await.map_err(failed)?;
+        let work = repo.work_files(&index).await.map_err(failed)?;
         let mut work_blobs = BTreeMap::new();
         for (path, file) in &work {
             if index.contains_key(path) {
@@ -503,6 +602,7 @@ impl Ctx<'_> {
             index,
             work,
             work_blobs,
+            unmerged: repo.unmerged_stages(),
         })
     }
 
@@ -551,30 +651,11 @@ impl Ctx<'_> {
         shown
     }
 
-    async fn branch_name(&self) -> Option<String> {
+    pub(super) async fn branch_name(&self) -> Option<String> {
         match self.repo.head().await {
             Head::Branch(name) => Some(name),
             Head::Detached(_) => None,
         }
-    }
-
-    async fn author(&self) -> (String, String) {
-        let config = self.repo.config().await;
-        let get = |key: &str| {
-            config
-                .iter()
-                .rev()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.clone())
-        };
-        let env = |key: &str| self.here.env.get(key).cloned();
-        let name = env("GIT_AUTHOR_NAME")
-            .or_else(|| get("user.name"))
-            .unwrap_or_else(|| self.here.git.name.clone());
-        let email = env("GIT_AUTHOR_EMAIL")
-            .or_else(|| get("user.email"))
-            .unwrap_or_else(|| self.here.git.email.clone());
-        (name, email)
     }
 
     // ---- add, rm, mv -------------------------------------------------------
@@ -594,8 +675,8 @@ impl Ctx<'_> {
             }
         }
         let repo = &self.repo;
-        let mut index = repo.index().await;
-        let work = repo.work_files().await.map_err(failed)?;
+        let mut index = repo.index().await.map_err(failed)?;
+        let work = repo.work_files(&index).await.map_err(failed)?;
         for spec in &specs {
             let matched = work.keys().any(|p| Self::matches(spec, p))
                 || index.keys().any(|p| Self::matches(spec, p));
@@ -606,19 +687,52 @@ impl Ctx<'_> {
                 )));
             }
         }
+        // A path named outright that only ignored files match is refused,
+        // as git refuses it, before anything is staged.
+        let ignored_named: Vec<&str> = specs
+            .iter()
+            .filter(|spec| !spec.is_empty() && !args.has(&["-f", "--force"]))
+            .filter(|spec| {
+                let hits: Vec<_> = work
+                    .iter()
+                    .filter(|(p, _)| Self::matches(spec, p) && !index.contains_key(*p))
+                    .collect();
+                !hits.is_empty()
+                    && hits.iter().all(|(_, f)| f.ignored)
+                    && !index.keys().any(|p| Self::matches(spec, p))
+            })
+            .map(|spec| display_spec(spec))
+            .collect();
+        if !ignored_named.is_empty() {
+            let mut message =
+                String::from("The following paths are ignored by one of your .gitignore files:\n");
+            for spec in &ignored_named {
+                message.push_str(spec);
+                message.push('\n');
+            }
+            message.push_str(
+                "hint: Use -f if you really want to add them.\n\
+                 hint: Disable this message with \"git config advice.addIgnoredFile false\"\n",
+            );
+            return Err(Out::error(message, 1));
+        }
+        let force = args.has(&["-f", "--force"]);
         for (path, file) in &work {
             if !Self::any_match(&specs, path) || (update && !index.contains_key(path)) {
                 continue;
             }
-            let unchanged = index.get(path).is_some_and(|e| {
-                e.size == file.size && e.mtime == file.mtime && e.blob.mode == file.mode
-            });
+            if file.ignored && !force && !index.contains_key(path) {
+                continue;
+            }
+            let unchanged = index.get(path).is_some_and(|e| repo.unchanged(e, file));
             if !unchanged {
                 let entry = repo.stage(path).await.map_err(failed)?;
                 index.insert(path.clone(), entry);
             }
         }
-        index.retain(|path, _| work.contains_key(path) || !Self::any_match(&specs, path));
+        index.retain(|path, entry| {
+            work.contains_key(path) || entry.not_checked() || !Self::any_match(&specs, path)
+        });
         repo.save_index(&index).await.map_err(failed)?;
         Ok(Out::ok(""))
     }
@@ -635,7 +749,7 @@ impl Ctx<'_> {
                 129,
             ));
         }
-        let mut index = self.repo.index().await;
+        let mut index = self.repo.index().await.map_err(failed)?;
         let mut removed = Vec::new();
         for spec in &specs {
             let hits: Vec<String> = index
@@ -677,7 +791,7 @@ impl Ctx<'_> {
             return Err(Out::error("usage: git mv <source> <destination>\n", 129));
         };
         let (from, mut to) = (self.pathspec(from), self.pathspec(to));
-        let mut index = self.repo.index().await;
+        let mut index = self.repo.index().await.map_err(failed)?;
         let Some(entry) = index.remove(&from) else {
             return Err(Out::fatal(format!(
                 "not under version control, source={from}, destination={to}"
@@ -705,14 +819,33 @@ impl Ctx<'_> {
     async fn commit(&self, args: &[String]) -> Run {
         let args = Args::parse(
             args,
-            &[&["-m", "--message"], &["-F", "--file"], &["--author"]],
+            &[
+                &["-m", "--message"],
+                &["-F", "--file"],
+                &["--author"],
+                &["--date"],
+            ],
         )?;
         let repo = &self.repo;
+        repo.check_writable().await.map_err(failed)?;
+        let unmerged = repo.unmerged();
+        if !unmerged.is_empty() {
+            let mut message = String::from(
+                "error: Committing is not possible because you have unmerged files.\n\
+                 hint: Fix them up in the work tree, and then use 'git add/rm <file>'\n\
+                 hint: as appropriate to mark resolution and make a commit.\n",
+            );
+            message.push_str("fatal: Exiting because of an unresolved conflict.\n");
+            return Err(Out::error(message, 128));
+        }
         if args.has(&["-a", "--all"]) {
-            let mut index = repo.index().await;
-            let work = repo.work_files().await.map_err(failed)?;
+            let mut index = repo.index().await.map_err(failed)?;
+            let work = repo.work_files(&index).await.map_err(failed)?;
             let paths: Vec<String> = index.keys().cloned().collect();
             for path in paths {
+                if index[&path].not_checked() {
+                    continue;
+                }
                 match work.get(&path) {
                     None => {
                         index.remove(&path);
@@ -728,6 +861,15 @@ impl Ctx<'_> {
             }
             repo.save_index(&index).await.map_err(failed)?;
         }
+        let amend = args.has(&["--amend"]);
+        let head = repo.head_commit().await;
+        let amended = match (&head, amend) {
+            (Some(head), true) => Some(repo.commit(head).await.map_err(failed)?),
+            (None, true) => {
+                return Err(Out::fatal("You have nothing to amend."));
+            }
+            _ => None,
+        };
         let mut message = match (args.value("-m"), args.value("-F")) {
             (Some(message), _) => message.to_string(),
             (None, Some(file)) => {
@@ -738,30 +880,44 @@ impl Ctx<'_> {
                     .map_err(|_| failed(format!("could not read log file '{file}'")))?;
                 String::from_utf8_lossy(&bytes).into_owned()
             }
-            (None, None) if args.has(&["--amend"]) => match repo.head_commit().await {
-                Some(head) => repo.commit(&head).await.map_err(failed)?.message,
+            (None, None) => match &amended {
+                Some(commit) => commit.message.clone(),
                 None => String::new(),
             },
-            (None, None) => String::new(),
         };
-        message = message.trim_end().to_string();
-        let amend = args.has(&["--amend"]);
-        let head = repo.head_commit().await;
-        let parents = match (&head, amend) {
-            (Some(head), true) => repo.commit(head).await.map_err(failed)?.parents,
-            (Some(head), false) => vec![head.clone()],
-            (None, _) => Vec::new(),
+        message = text::clean_message(&message);
+        // Concluding a merge: its other parent and its message.
+        let merging = repo.state_file("MERGE_HEAD").await;
+        let mut parents = match (&head, &amended) {
+            (_, Some(commit)) => commit.parents.clone(),
+            (Some(head), None) => vec![head.clone()],
+            (None, None) => Vec::new(),
         };
-        let index = repo.index().await;
+        if let (Some(merge_head), None) = (&merging, &amended) {
+            parents.extend(
+                merge_head
+                    .lines()
+                    .map(|l| l.trim().to_string())
+                    .filter(|l| !l.is_empty()),
+            );
+            if message.is_empty() {
+                let saved = repo.state_file("MERGE_MSG").await.unwrap_or_default();
+                let kept: Vec<&str> = saved.lines().filter(|l| !l.starts_with('#')).collect();
+                message = text::clean_message(&kept.join("\n"));
+            }
+        }
+        let index = repo.index().await.map_err(failed)?;
+        // `git add -N` paths are not committed until really added.
         let files: Files = index
             .iter()
+            .filter(|(_, e)| !e.intent_to_add())
             .map(|(p, e)| (p.clone(), e.blob.clone()))
             .collect();
         let parent_files = repo
             .commit_files(parents.first().map(String::as_str))
             .await
             .map_err(failed)?;
-        if files == parent_files && !args.has(&["--allow-empty"]) && !amend {
+        if files == parent_files && !args.has(&["--allow-empty"]) && !amend && merging.is_none() {
             let status = self.long_status(&self.state().await?).await;
             return Err(Out {
                 stdout: status,
@@ -776,27 +932,44 @@ impl Ctx<'_> {
             ));
         }
         let tree = repo.write_tree(&files).await.map_err(failed)?;
-        let (mut name, mut email) = self.author().await;
-        if let Some(author) = args.value("--author") {
-            if let Some((n, e)) = author.split_once(" <") {
-                name = n.to_string();
-                email = e.trim_end_matches('>').to_string();
-            }
+        let mut author = None;
+        if let Some(commit) = &amended {
+            // --amend keeps the author and the authored date.
+            let a = &commit.author;
+            author = Some((
+                format!("{} <{}>", a.name, a.email),
+                format!("{} {}", a.time, a.zone),
+            ));
         }
-        let when = now();
-        let mut body = format!("tree {tree}\n");
-        for parent in &parents {
-            let _ = writeln!(body, "parent {parent}");
+        if let Some(given) = args.value("--author").filter(|g| g.contains('<')) {
+            let when = match author.take() {
+                Some((_, when)) => when,
+                None => repo.identity("AUTHOR").await.1,
+            };
+            author = Some((given.to_string(), when));
         }
-        let _ = write!(
-            body,
-            "author {name} <{email}> {when} +0000\ncommitter {name} <{email}> {when} +0000\n\n{message}\n"
-        );
-        let oid = repo
-            .write_object("commit", body.as_bytes())
-            .await
-            .map_err(failed)?;
-        repo.advance_head(&oid).await.map_err(failed)?;
+        if let Some(date) = args.value("--date") {
+            let (seconds, zone) = text::parse_date(date)
+                .ok_or_else(|| Out::fatal(format!("invalid date format: {date}")))?;
+            let who = match author.take() {
+                Some((who, _)) => who,
+                None => repo.identity("AUTHOR").await.0,
+            };
+            author = Some((who, format!("{seconds} {zone}")));
+        }
+        let oid = self.write_commit(&tree, &parents, &message, author).await?;
+        if merging.is_some() {
+            repo.remove_state_files(&["MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"])
+                .await;
+        }
+        let what = match (amend, parents.len()) {
+            (true, _) => "commit (amend)",
+            (false, 0) => "commit (initial)",
+            (false, 1) => "commit",
+            (false, _) => "commit (merge)",
+        };
+        let reflog = format!("{what}: {}", message.lines().next().unwrap_or(""));
+        repo.advance_head(&oid, &reflog).await.map_err(failed)?;
         if args.has(&["-q", "--quiet"]) {
             return Ok(Out::ok(""));
         }
@@ -811,6 +984,16 @@ impl Ctx<'_> {
         };
         let subject = message.lines().next().unwrap_or("");
         let mut out = format!("[{place}{root} {}] {subject}\n", short(&oid));
+        // git names the author where it is not the committer, and the
+        // author's date where it was carried over or given.
+        let written = repo.commit(&oid).await.map_err(failed)?;
+        let (a, c) = (&written.author, &written.committer);
+        if (&a.name, &a.email) != (&c.name, &c.email) {
+            let _ = writeln!(out, " Author: {} <{}>", a.name, a.email);
+        }
+        if amend || args.value("--date").is_some() {
+            let _ = writeln!(out, " Date: {}", a.date());
+        }
         let changes = self.changes(&parent_files, &files, None, &[]).await?;
         let (mut insertions, mut deletions) = (0, 0);
         for change in &changes {
@@ -819,27 +1002,7 @@ impl Ctx<'_> {
             deletions += removed;
         }
         out.push_str(&diff::summary(changes.len(), insertions, deletions));
-        for change in &changes {
-            match (&change.old, &change.new) {
-                _ if change.from.is_some() => {
-                    let _ = writeln!(out, " rename {} (100%)", change.name());
-                }
-                (None, Some((blob, _))) => {
-                    let _ = writeln!(out, " create mode {:o} {}", blob.mode, change.path);
-                }
-                (Some((blob, _)), None) => {
-                    let _ = writeln!(out, " delete mode {:o} {}", blob.mode, change.path);
-                }
-                (Some((old, _)), Some((new, _))) if old.mode != new.mode => {
-                    let _ = writeln!(
-                        out,
-                        " mode change {:o} => {:o} {}",
-                        old.mode, new.mode, change.path
-                    );
-                }
-                _ => {}
-            }
-        }
+        out.push_str(&Self::mode_summary(&changes));
         Ok(Out::ok(out))
     }
 
@@ -858,8 +1021,30 @@ impl Ctx<'_> {
                 (Some(branch), None) => {
                     let _ = writeln!(out, "## No commits yet on {branch}");
                 }
-                (Some(branch), Some(_)) => {
-                    let _ = writeln!(out, "## {branch}");
+                (Some(branch), Some(head)) => {
+                    let _ = write!(out, "## {branch}");
+                    if let Some((upstream, there)) = self.repo.upstream(&branch).await {
+                        let _ = write!(out, "...{upstream}");
+                        match there {
+                            None => out.push_str(" [gone]"),
+                            Some(there) => {
+                                let (ahead, behind) = self.ahead_behind(head, &there).await;
+                                match (ahead, behind) {
+                                    (0, 0) => {}
+                                    (a, 0) => {
+                                        let _ = write!(out, " [ahead {a}]");
+                                    }
+                                    (0, b) => {
+                                        let _ = write!(out, " [behind {b}]");
+                                    }
+                                    (a, b) => {
+                                        let _ = write!(out, " [ahead {a}, behind {b}]");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    out.push('\n');
                 }
                 (None, _) => out.push_str("## HEAD (no branch)\n"),
             }
@@ -873,8 +1058,19 @@ impl Ctx<'_> {
         for (code, path) in state.unstaged() {
             codes.entry(path.clone()).or_insert((' ', ' ', path)).1 = code;
         }
-        for (x, y, shown) in codes.into_values() {
-            let _ = writeln!(out, "{x}{y} {}", self.shown(&shown));
+        let mut lines: Vec<(String, String)> = codes
+            .into_iter()
+            .map(|(key, (x, y, shown))| (key, format!("{x}{y} {}", self.shown(&shown))))
+            .collect();
+        for (path, stages) in &state.unmerged {
+            lines.push((
+                path.clone(),
+                format!("{} {}", unmerged_code(stages).0, self.shown(path)),
+            ));
+        }
+        lines.sort();
+        for (_, line) in lines {
+            let _ = writeln!(out, "{line}");
         }
         for path in state.untracked() {
             let _ = writeln!(out, "?? {}", self.shown(&path));
@@ -882,10 +1078,64 @@ impl Ctx<'_> {
         Ok(Out::ok(out))
     }
 
-    async fn long_status(&self, state: &State) -> String {
+    /// Commits on `ours` not on `theirs`, and the other way round.
+    async fn ahead_behind(&self, ours: &str, theirs: &str) -> (usize, usize) {
+        let mine = self.repo.ancestors(ours).await;
+        let other = self.repo.ancestors(theirs).await;
+        (
+            mine.difference(&other).count(),
+            other.difference(&mine).count(),
+        )
+    }
+
+    /// `status`'s lines on the upstream branch, as git words them.
+    async fn tracking(&self, branch: &str, head: Option<&str>) -> String {
+        let Some((upstream, there)) = self.repo.upstream(branch).await else {
+            return String::new();
+        };
+        let (Some(there), Some(head)) = (there, head) else {
+            return format!(
+                "Your branch is based on '{upstream}', but the upstream is gone.\n  (use \"git branch --unset-upstream\" to fixup)\n\n"
+            );
+        };
+        let plural = |n: usize| if n == 1 { "commit" } else { "commits" };
+        match self.ahead_behind(head, &there).await {
+            (0, 0) => format!("Your branch is up to date with '{upstream}'.\n\n"),
+            (a, 0) => format!(
+                "Your branch is ahead of '{upstream}' by {a} {}.\n  (use \"git push\" to publish your local commits)\n\n",
+                plural(a)
+            ),
+            (0, b) => format!(
+                "Your branch is behind '{upstream}' by {b} {}, and can be fast-forwarded.\n  (use \"git pull\" to update your local branch)\n\n",
+                plural(b)
+            ),
+            (a, b) => format!(
+                "Your branch and '{upstream}' have diverged,\nand have {a} and {b} different commits each, respectively.\n  (use \"git pull\" if you want to integrate the remote branch with yours)\n\n"
+            ),
+        }
+    }
+
+    pub(super) async fn long_status(&self, state: &State) -> String {
         let mut out = match self.repo.head().await {
-            Head::Branch(branch) => format!("On branch {branch}\n"),
-            Head::Detached(oid) => format!("HEAD detached at {}\n", short(&oid)),
+            Head::Branch(branch) => {
+                let tracking = self.tracking(&branch, state.head.as_deref()).await;
+                format!("On branch {branch}\n{tracking}")
+            }
+            Head::Detached(oid) => {
+                // "at" the name it was checked out as while HEAD is still
+                // there, "from" it once commits moved on.
+                let name = self.repo.last_checkout().await;
+                match name {
+                    Some(name)
+                        if self.repo.resolve_commit(&name).await.as_deref()
+                            == Some(oid.as_str()) =>
+                    {
+                        format!("HEAD detached at {name}\n")
+                    }
+                    Some(name) => format!("HEAD detached from {name}\n"),
+                    None => format!("HEAD detached at {}\n", short(&oid)),
+                }
+            }
         };
         let unborn = state.head.is_none();
         if unborn {
@@ -900,6 +1150,16 @@ impl Ctx<'_> {
         let staged = state.staged();
         let unstaged = state.unstaged();
         let untracked = state.untracked();
+        let merging = self.repo.state_file("MERGE_HEAD").await.is_some();
+        if merging && !state.unmerged.is_empty() {
+            out.push_str(
+                "You have unmerged paths.\n  (fix conflicts and run \"git commit\")\n  (use \"git merge --abort\" to abort the merge)\n\n",
+            );
+        } else if merging {
+            out.push_str(
+                "All conflicts fixed but you are still merging.\n  (use \"git commit\" to conclude merge)\n\n",
+            );
+        }
         if !staged.is_empty() {
             out.push_str("Changes to be committed:\n");
             out.push_str(if unborn {
@@ -909,6 +1169,22 @@ impl Ctx<'_> {
             });
             for (code, path) in &staged {
                 let _ = writeln!(out, "\t{}{}", label(*code), self.shown(path));
+            }
+            out.push('\n');
+        }
+        if !state.unmerged.is_empty() {
+            out.push_str("Unmerged paths:\n");
+            let deletion = state
+                .unmerged
+                .values()
+                .any(|stages| !(stages.contains(&2) && stages.contains(&3)));
+            out.push_str(if deletion {
+                "  (use \"git add/rm <file>...\" as appropriate to mark resolution)\n"
+            } else {
+                "  (use \"git add <file>...\" to mark resolution)\n"
+            });
+            for (path, stages) in &state.unmerged {
+                let _ = writeln!(out, "\t{}{}", unmerged_code(stages).1, self.shown(path));
             }
             out.push('\n');
         }
@@ -936,7 +1212,7 @@ impl Ctx<'_> {
             out.push('\n');
         }
         if staged.is_empty() {
-            out.push_str(if !unstaged.is_empty() {
+            out.push_str(if !unstaged.is_empty() || !state.unmerged.is_empty() {
                 "no changes added to commit (use \"git add\" and/or \"git commit -a\")\n"
             } else if !untracked.is_empty() {
                 "nothing added to commit but untracked files present (use \"git add\" to track)\n"
@@ -953,7 +1229,7 @@ impl Ctx<'_> {
 
     /// The changes from `old` to `new` (or to the work tree's tracked
     /// files when `work` is given), their contents read.
-    async fn changes(
+    pub(super) async fn changes(
         &self,
         old: &Files,
         new: &Files,
@@ -1009,7 +1285,14 @@ impl Ctx<'_> {
         self.repo.commit_files(Some(&oid)).await.map_err(failed)
     }
 
-    async fn revision(&self, revision: &str) -> Result<Oid, Out> {
+    /// A revision as a commit: tags peeled.
+    pub(super) async fn revision(&self, revision: &str) -> Result<Oid, Out> {
+        let oid = self.object(revision).await?;
+        self.repo.peel(&oid).await.map_err(failed)
+    }
+
+    /// A revision as the object it names (a tag stays a tag).
+    async fn object(&self, revision: &str) -> Result<Oid, Out> {
         self.repo.resolve(revision).await.ok_or_else(|| {
             Out::fatal(format!(
                 "ambiguous argument '{revision}': unknown revision or path not in the working tree."
@@ -1082,6 +1365,7 @@ impl Ctx<'_> {
                     index: state.index.clone(),
                     work: state.work.clone(),
                     work_blobs: state.work_blobs.clone(),
+                    unmerged: BTreeMap::new(),
                 };
                 for path in files.keys() {
                     if let (Some(file), false) = (
@@ -1125,22 +1409,42 @@ impl Ctx<'_> {
         })
     }
 
-    /// The commits `log` walks: first parents from `start`, newest first.
+    /// The commits `log` walks from `start`, as git orders them by
+    /// default: the newest commit date first among those reached so far
+    /// (ties in the order they were reached), without `stop`'s ancestors.
     async fn history(&self, start: &str, stop: Option<&str>) -> Result<Vec<Oid>, Out> {
         let repo = &self.repo;
         let excluded = match stop {
             Some(stop) => repo.ancestors(&self.revision(stop).await?).await,
             None => Default::default(),
         };
-        let mut oid = Some(self.revision(start).await?);
+        let first = repo
+            .peel(&self.revision(start).await?)
+            .await
+            .map_err(failed)?;
+        let mut queue = std::collections::BinaryHeap::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut reached = 0u64;
         let mut commits = Vec::new();
-        while let Some(next) = oid {
-            if excluded.contains(&next) {
-                break;
+        let mut push = |queue: &mut std::collections::BinaryHeap<_>, oid: Oid, time: i64| {
+            reached += 1;
+            queue.push((time, std::cmp::Reverse(reached), oid));
+        };
+        let time = repo.commit(&first).await.map_err(failed)?.committer.time;
+        seen.insert(first.clone());
+        push(&mut queue, first, time);
+        while let Some((_, _, oid)) = queue.pop() {
+            if excluded.contains(&oid) {
+                continue;
             }
-            let commit = repo.commit(&next).await.map_err(failed)?;
-            commits.push(next);
-            oid = commit.parents.first().cloned();
+            let commit = repo.commit(&oid).await.map_err(failed)?;
+            for parent in commit.parents {
+                if seen.insert(parent.clone()) {
+                    let time = repo.commit(&parent).await.map_err(failed)?.committer.time;
+                    push(&mut queue, parent, time);
+                }
+            }
+            commits.push(oid);
         }
         Ok(commits)
     }
@@ -1183,10 +1487,24 @@ impl Ctx<'_> {
                         .collect::<Vec<_>>()
                         .join(" "),
                 ),
-                "an" | "cn" => out.push_str(&commit.author),
-                "ae" | "ce" => out.push_str(&commit.author_email),
-                "ad" | "cd" => out.push_str(&text::date(commit.time)),
-                "at" | "ct" => out.push_str(&commit.time.to_string()),
+                "an" => out.push_str(&commit.author.name),
+                "cn" => out.push_str(&commit.committer.name),
+                "ae" => out.push_str(&commit.author.email),
+                "ce" => out.push_str(&commit.committer.email),
+                "ad" => out.push_str(&commit.author.date()),
+                "cd" => out.push_str(&commit.committer.date()),
+                "at" => out.push_str(&commit.author.time.to_string()),
+                "ct" => out.push_str(&commit.committer.time.to_string()),
+                "ai" => out.push_str(&text::iso_date(commit.author.time, &commit.author.zone)),
+                "ci" => out.push_str(&text::iso_date(
+                    commit.committer.time,
+                    &commit.committer.zone,
+                )),
+                "as" => {
+                    out.push_str(&text::iso_date(commit.author.time, &commit.author.zone)[..10])
+                }
+                "cs" => out
+                    .push_str(&text::iso_date(commit.committer.time, &commit.committer.zone)[..10]),
                 "s" => out.push_str(commit.subject()),
                 "b" => out.push_str(&body),
                 "B" => out.push_str(&commit.message),
@@ -1207,11 +1525,17 @@ impl Ctx<'_> {
             Style::Oneline => format!("{} {}\n", short(oid), commit.subject()),
             Style::Format(format, _) => Self::formatted(format, oid, commit),
             Style::Medium => {
-                let mut out = format!(
-                    "commit {oid}\nAuthor: {} <{}>\nDate:   {}\n\n",
-                    commit.author,
-                    commit.author_email,
-                    text::date(commit.time)
+                let mut out = format!("commit {oid}\n");
+                if commit.parents.len() > 1 {
+                    let parents: Vec<&str> = commit.parents.iter().map(|p| short(p)).collect();
+                    let _ = writeln!(out, "Merge: {}", parents.join(" "));
+                }
+                let _ = write!(
+                    out,
+                    "Author: {} <{}>\nDate:   {}\n\n",
+                    commit.author.name,
+                    commit.author.email,
+                    commit.author.date()
                 );
                 for line in commit.message.lines() {
                     if line.is_empty() {
@@ -1269,11 +1593,15 @@ impl Ctx<'_> {
             }
             let commit = self.repo.commit(&oid).await.map_err(failed)?;
             if let Some(author) = args.value("--author") {
-                if !commit.author.contains(author) && !commit.author_email.contains(author) {
+                if !commit.author.name.contains(author) && !commit.author.email.contains(author) {
                     continue;
                 }
             }
-            let needs_changes = patch || stat || !specs.is_empty();
+            // A merge shows no diff unless asked (`-m`, `--cc`), and with
+            // paths it is left out when its first parent had them the same.
+            let merge = commit.parents.len() > 1;
+            let needs_changes =
+                (patch || stat || !specs.is_empty()) && !(merge && specs.is_empty());
             let changes = if needs_changes {
                 let before = self
                     .repo
@@ -1289,7 +1617,9 @@ impl Ctx<'_> {
                 continue;
             }
             let mut entry = Self::entry(&style, &oid, &commit);
-            if stat {
+            if merge {
+                // No patch or stat for a merge.
+            } else if stat {
                 entry.push('\n');
                 entry.push_str(&diff::stat(&changes));
             } else if patch {
@@ -1327,14 +1657,49 @@ impl Ctx<'_> {
             let bytes = self.repo.blob(&blob.oid).await.map_err(failed)?;
             return Ok(Out::ok(String::from_utf8_lossy(&bytes).into_owned()));
         }
-        let oid = self.revision(target).await?;
+        let mut oid = self.object(target).await?;
+        let mut out = String::new();
+        // An annotated tag: its own header and message, then what it names.
+        loop {
+            let (kind, body) = self.repo.read_object(&oid).await.map_err(failed)?;
+            match kind.as_str() {
+                "tag" => {
+                    let text = String::from_utf8_lossy(&body);
+                    let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
+                    let field = |name: &str| {
+                        headers
+                            .lines()
+                            .find_map(|l| l.strip_prefix(name))
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    let tagger = super::repo::Signature::parse(&field("tagger "));
+                    let _ = write!(
+                        out,
+                        "tag {}\nTagger: {} <{}>\nDate:   {}\n\n{message}\n",
+                        field("tag "),
+                        tagger.name,
+                        tagger.email,
+                        tagger.date()
+                    );
+                    oid = field("object ");
+                }
+                "blob" => {
+                    out.push_str(&String::from_utf8_lossy(&body));
+                    return Ok(Out::ok(out));
+                }
+                _ => break,
+            }
+        }
         let commit = self.repo.commit(&oid).await.map_err(failed)?;
         let style = Style::of(&args);
-        let mut out = Self::entry(&style, &oid, &commit);
+        out.push_str(&Self::entry(&style, &oid, &commit));
         if let Style::Format(_, _) = style {
             out.push('\n');
         }
-        if args.has(&["-s", "--no-patch", "--quiet"]) {
+        // A clean merge's combined diff is empty: no file differs from
+        // every parent.
+        if args.has(&["-s", "--no-patch", "--quiet"]) || commit.parents.len() > 1 {
             return Ok(Out::ok(out));
         }
         let before = self
@@ -1408,11 +1773,38 @@ impl Ctx<'_> {
                 _ => return Err(Out::fatal("branch name required")),
             };
             check_branch_name(&new)?;
+            if old != new && repo.branch(&new).await.is_some() && !args.has(&["-M"]) {
+                return Err(Out::fatal(format!("a branch named '{new}' already exists")));
+            }
             match repo.branch(&old).await {
-                Some(oid) => {
+                Some(oid) if old != new => {
+                    // The branch's reflog and config go with it, as git moves them.
+                    let log = repo.state_file(&format!("logs/refs/heads/{old}")).await;
                     repo.set_ref("heads", &new, &oid).await.map_err(failed)?;
                     repo.delete_ref("heads", &old).await.map_err(failed)?;
+                    if let Some(log) = log {
+                        repo.write_state_file(&format!("logs/refs/heads/{new}"), &log)
+                            .await
+                            .map_err(failed)?;
+                        repo.log_update(
+                            &format!("refs/heads/{new}"),
+                            Some(&oid),
+                            &oid,
+                            &format!("Branch: renamed refs/heads/{old} to refs/heads/{new}"),
+                        )
+                        .await
+                        .map_err(failed)?;
+                    }
+                    let text = repo.config_text().await;
+                    if let Some(text) = config::rename_section(
+                        &text,
+                        &format!("branch.{old}"),
+                        &format!("branch.{new}"),
+                    ) {
+                        repo.save_config_text(&text).await.map_err(failed)?;
+                    }
                 }
+                Some(_) => {}
                 None if current.as_deref() == Some(old.as_str()) => {}
                 None => {
                     return Err(Out::error(
@@ -1435,14 +1827,38 @@ impl Ctx<'_> {
                 if let (None, Some(head)) = (&current, repo.head_commit().await) {
                     let _ = writeln!(out, "* (HEAD detached at {})", short(&head));
                 }
-                for name in names {
-                    let mark = if current.as_deref() == Some(name.as_str()) {
+                let remotes = args.has(&["-a", "--all", "-r", "--remotes"]);
+                let locals = !args.has(&["-r", "--remotes"]);
+                let mut listed: Vec<(String, Option<String>)> = Vec::new();
+                if locals {
+                    listed.extend(names.into_iter().map(|n| (n, None)));
+                }
+                if remotes {
+                    let prefix = if locals { "remotes/" } else { "" };
+                    for name in repo.refs("remotes").await {
+                        let target = repo
+                            .symref_target(&format!("refs/remotes/{name}"))
+                            .await
+                            .and_then(|t| t.strip_prefix("refs/remotes/").map(str::to_string));
+                        listed.push((format!("{prefix}{name}"), target));
+                    }
+                }
+                for (name, target) in listed {
+                    if let Some(target) = target {
+                        let _ = writeln!(out, "  {name} -> {target}");
+                        continue;
+                    }
+                    let mark = if locals && current.as_deref() == Some(name.as_str()) {
                         '*'
                     } else {
                         ' '
                     };
                     if verbose {
-                        let oid = repo.branch(&name).await.unwrap_or_default();
+                        let oid = match name.strip_prefix("remotes/") {
+                            Some(remote) => repo.read_ref(&format!("refs/remotes/{remote}")).await,
+                            None => repo.branch(&name).await,
+                        }
+                        .unwrap_or_default();
                         let subject = repo
                             .commit(&oid)
                             .await
@@ -1463,7 +1879,7 @@ impl Ctx<'_> {
                     )));
                 }
                 let start = rest.first().copied().unwrap_or("HEAD");
-                let Some(oid) = repo.resolve(start).await else {
+                let Some(oid) = repo.resolve_commit(start).await else {
                     return Err(Out::fatal(format!("not a valid object name: '{start}'")));
                 };
                 repo.set_ref("heads", name, &oid).await.map_err(failed)?;
@@ -1525,7 +1941,7 @@ impl Ctx<'_> {
 
     /// Moves the index and work tree from `HEAD`'s files to `target`'s,
     /// refusing where a local change would be lost.
-    async fn move_to(&self, target: &Files) -> Result<(), Out> {
+    pub(super) async fn move_to(&self, target: &Files) -> Result<(), Out> {
         let state = self.state().await?;
         let mut paths: BTreeSet<&String> = state.head_files.keys().collect();
         paths.extend(target.keys());
@@ -1597,8 +2013,23 @@ impl Ctx<'_> {
                     self.move_to(&files).await?;
                 }
                 repo.set_ref("heads", name, oid).await.map_err(failed)?;
+                repo.log_update(
+                    &format!("refs/heads/{name}"),
+                    None,
+                    oid,
+                    &format!("branch: Created from {}", start.unwrap_or("HEAD")),
+                )
+                .await
+                .map_err(failed)?;
             }
+            let before = repo.head_commit().await;
             repo.set_head_branch(name).await.map_err(failed)?;
+            if let Some(oid) = &start_oid {
+                let from = self.checkout_name(current.as_deref(), before.as_deref());
+                repo.log_checkout(before.as_deref(), oid, &from, name)
+                    .await
+                    .map_err(failed)?;
+            }
             let message = format!("Switched to a new branch '{name}'\n");
             return Ok(Out::ok("").with_stderr(if quiet { String::new() } else { message }));
         }
@@ -1609,16 +2040,40 @@ impl Ctx<'_> {
         let oid = repo.branch(name).await;
         let files = repo.commit_files(oid.as_deref()).await.map_err(failed)?;
         self.move_to(&files).await?;
+        let before = repo.head_commit().await;
         repo.set_head_branch(name).await.map_err(failed)?;
+        if let Some(oid) = &oid {
+            let from = self.checkout_name(current.as_deref(), before.as_deref());
+            repo.log_checkout(before.as_deref(), oid, &from, name)
+                .await
+                .map_err(failed)?;
+        }
         let message = format!("Switched to branch '{name}'\n");
         Ok(Out::ok("").with_stderr(if quiet { String::new() } else { message }))
+    }
+
+    /// What a checkout's reflog line says it moved from: the branch, or
+    /// the commit a detached `HEAD` was at.
+    fn checkout_name(&self, branch: Option<&str>, head: Option<&str>) -> String {
+        match (branch, head) {
+            (Some(branch), _) => branch.to_string(),
+            (None, Some(oid)) => oid.to_string(),
+            (None, None) => "HEAD".to_string(),
+        }
     }
 
     async fn detach(&self, target: &str, quiet: bool) -> Run {
         let oid = self.revision(target).await?;
         let files = self.repo.commit_files(Some(&oid)).await.map_err(failed)?;
         self.move_to(&files).await?;
+        let before = self.repo.head_commit().await;
+        let current = self.branch_name().await;
         self.repo.set_head_detached(&oid).await.map_err(failed)?;
+        let from = self.checkout_name(current.as_deref(), before.as_deref());
+        self.repo
+            .log_checkout(before.as_deref(), &oid, &from, target)
+            .await
+            .map_err(failed)?;
         let subject = self
             .repo
             .commit(&oid)
@@ -1646,7 +2101,7 @@ impl Ctx<'_> {
             ),
         };
         specs.extend(args.paths.iter().map(|p| self.pathspec(p)));
-        let target_oid = repo.resolve(revision).await;
+        let target_oid = repo.resolve_commit(revision).await;
         if target_oid.is_none() && revision != "HEAD" {
             return Err(self
                 .revision(revision)
@@ -1660,7 +2115,7 @@ impl Ctx<'_> {
             .map_err(failed)?;
         if !specs.is_empty() {
             // Unstage the paths: their index entries from the revision.
-            let mut index = repo.index().await;
+            let mut index = repo.index().await.map_err(failed)?;
             let paths: BTreeSet<String> = index
                 .keys()
                 .chain(target.keys())
@@ -1709,11 +2164,15 @@ impl Ctx<'_> {
             }
             repo.save_index(&index).await.map_err(failed)?;
         } else if !soft {
-            let index = repo.index_of(&target, &repo.index().await).await;
+            let index = repo
+                .index_of(&target, &repo.index().await.map_err(failed)?)
+                .await;
             repo.save_index(&index).await.map_err(failed)?;
         }
         if let Some(oid) = &target_oid {
-            repo.advance_head(oid).await.map_err(failed)?;
+            repo.advance_head(oid, &format!("reset: moving to {revision}"))
+                .await
+                .map_err(failed)?;
         }
         if quiet {
             return Ok(Out::ok(""));
@@ -1772,9 +2231,9 @@ impl Ctx<'_> {
         worktree: bool,
     ) -> Run {
         let repo = &self.repo;
-        let mut index = repo.index().await;
+        let mut index = repo.index().await.map_err(failed)?;
         let from: Files = match source {
-            Some(revision) => match repo.resolve(revision).await {
+            Some(revision) => match repo.resolve_commit(revision).await {
                 Some(oid) => repo.commit_files(Some(&oid)).await.map_err(failed)?,
                 None if revision == "HEAD" => Files::new(),
                 None => {
@@ -1847,10 +2306,22 @@ impl Ctx<'_> {
 
     async fn merge(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &[&["-m", "--message"]])?;
+        let repo = &self.repo;
+        if args.has(&["--abort"]) {
+            return self.merge_abort().await;
+        }
+        if repo.state_file("MERGE_HEAD").await.is_some() {
+            return Err(Out::error(
+                "error: Merging is not possible because you have unmerged files.\n\
+                 hint: Fix them up in the work tree, and then use 'git add/rm <file>'\n\
+                 hint: as appropriate to mark resolution and make a commit.\n\
+                 fatal: Exiting because of an unresolved conflict.\n",
+                128,
+            ));
+        }
         let Some(target) = args.operands.first() else {
             return Err(Out::fatal("No remote for the current branch."));
         };
-        let repo = &self.repo;
         let theirs = self.revision(target).await?;
         let Some(ours) = repo.head_commit().await else {
             return Err(Out::fatal(
@@ -1860,26 +2331,445 @@ impl Ctx<'_> {
         if repo.ancestors(&ours).await.contains(&theirs) {
             return Ok(Out::ok("Already up to date.\n"));
         }
-        if !repo.ancestors(&theirs).await.contains(&ours) {
+        let before = repo.commit_files(Some(&ours)).await.map_err(failed)?;
+        let fast_forward = repo.ancestors(&theirs).await.contains(&ours);
+        if fast_forward && !args.has(&["--no-ff"]) {
+            let after = repo.commit_files(Some(&theirs)).await.map_err(failed)?;
+            self.move_to(&after).await?;
+            repo.advance_head(&theirs, &format!("merge {target}: Fast-forward"))
+                .await
+                .map_err(failed)?;
+            let changes = self.changes(&before, &after, None, &[]).await?;
+            return Ok(Out::ok(format!(
+                "Updating {}..{}\nFast-forward\n{}{}",
+                short(&ours),
+                short(&theirs),
+                diff::stat(&changes),
+                Self::mode_summary(&changes)
+            )));
+        }
+        if args.has(&["--ff-only"]) {
+            return Err(Out::fatal("Not possible to fast-forward, aborting."));
+        }
+        let Some(base) = super::merge::base(repo, &ours, &theirs).await else {
+            return Err(Out::fatal("refusing to merge unrelated histories"));
+        };
+        let base_files = repo.commit_files(Some(&base)).await.map_err(failed)?;
+        let their_files = repo.commit_files(Some(&theirs)).await.map_err(failed)?;
+        let state = self.state().await?;
+        let mut paths: BTreeSet<&String> = base_files.keys().collect();
+        paths.extend(before.keys());
+        paths.extend(their_files.keys());
+        // Every path's outcome: merged blob (None: deleted), or a conflict.
+        let mut result: Files = before.clone();
+        let mut conflicts: Vec<(String, u8, Blob)> = Vec::new();
+        let mut worktree: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut notes = String::new();
+        let mut conflicted = Vec::new();
+        for path in paths {
+            let (b, o, t) = (
+                base_files.get(path),
+                before.get(path),
+                their_files.get(path),
+            );
+            if o == t || b == t {
+                continue;
+            }
+            if b == o {
+                match t {
+                    Some(blob) => result.insert(path.clone(), blob.clone()),
+                    None => result.remove(path),
+                };
+                continue;
+            }
+            match (o, t) {
+                (Some(o), Some(t)) => {
+                    let _ = writeln!(notes, "Auto-merging {path}");
+                    let base_text = match b {
+                        Some(b) => repo.blob(&b.oid).await.map_err(failed)?,
+                        None => Vec::new(),
+                    };
+                    let mine = repo.blob(&o.oid).await.map_err(failed)?;
+                    let other = repo.blob(&t.oid).await.map_err(failed)?;
+                    let texts = (
+                        String::from_utf8(base_text),
+                        String::from_utf8(mine.clone()),
+                        String::from_utf8(other),
+                    );
+                    let merged = match texts {
+                        (Ok(bt), Ok(mt), Ok(tt)) if !mt.contains('\0') && !tt.contains('\0') => {
+                            Some(super::merge::text(&bt, &mt, &tt, "HEAD", target))
+                        }
+                        _ => None,
+                    };
+                    let mode = match b {
+                        Some(b) if b.mode == o.mode => t.mode,
+                        _ => o.mode,
+                    };
+                    match merged {
+                        Some((text, false)) => {
+                            let oid = repo
+                                .write_object("blob", text.as_bytes())
+                                .await
+                                .map_err(failed)?;
+                            result.insert(path.clone(), Blob { mode, oid });
+                        }
+                        other => {
+                            let kind = if b.is_none() { "add/add" } else { "content" };
+                            if other.is_none() {
+                                let _ = writeln!(
+                                    notes,
+                                    "warning: Cannot merge binary files: {path} (HEAD vs. {target})"
+                                );
+                            }
+                            let _ = writeln!(notes, "CONFLICT ({kind}): Merge conflict in {path}");
+                            let text = other.map_or(mine, |(text, _)| text.into_bytes());
+                            worktree.insert(path.clone(), text);
+                            if let Some(b) = b {
+                                conflicts.push((path.clone(), 1, b.clone()));
+                            }
+                            conflicts.push((path.clone(), 2, o.clone()));
+                            conflicts.push((path.clone(), 3, t.clone()));
+                            result.remove(path);
+                            conflicted.push(path.clone());
+                        }
+                    }
+                }
+                (kept, _) => {
+                    // Changed on one side, deleted on the other.
+                    let (deleted_in, changed_in, version) = match kept {
+                        Some(_) => (target.to_string(), "HEAD".to_string(), "HEAD"),
+                        None => ("HEAD".to_string(), target.to_string(), *target),
+                    };
+                    let _ = writeln!(
+                        notes,
+                        "CONFLICT (modify/delete): {path} deleted in {deleted_in} and modified in {changed_in}.  Version {version} of {path} left in tree."
+                    );
+                    if let Some(b) = b {
+                        conflicts.push((path.clone(), 1, b.clone()));
+                    }
+                    if let Some(o) = o {
+                        conflicts.push((path.clone(), 2, o.clone()));
+                    }
+                    if let Some(t) = t {
+                        conflicts.push((path.clone(), 3, t.clone()));
+                    }
+                    let kept = o.or(t).expect("one side kept it");
+                    worktree.insert(path.clone(), repo.blob(&kept.oid).await.map_err(failed)?);
+                    result.remove(path);
+                    conflicted.push(path.clone());
+                }
+            }
+        }
+        // Local changes in the way stop the merge before it touches anything.
+        let touched: Vec<&String> = before
+            .keys()
+            .chain(result.keys())
+            .chain(worktree.keys())
+            .filter(|p| before.get(*p) != result.get(*p) || worktree.contains_key(*p))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|p| {
+                let indexed = state.index.get(*p).map(|e| &e.blob);
+                indexed != before.get(*p)
+                    || state.work_blobs.get(*p) != indexed
+                    || (indexed.is_none() && state.work.get(*p).is_some_and(|f| !f.ignored))
+            })
+            .collect();
+        if !touched.is_empty() {
+            let list: String = touched.iter().map(|p| format!("\t{p}\n")).collect();
             return Err(Out::error(
                 format!(
-                    "fatal: the sandbox's git merges fast-forward only, and '{target}' has diverged \
-                     from HEAD; combine the changes with checkout/restore and commit them\n"
+                    "error: Your local changes to the following files would be overwritten by merge:\n{list}\
+                     Please commit your changes or stash them before you merge.\nAborting\n"
                 ),
-                128,
+                2,
             ));
         }
-        let before = repo.commit_files(Some(&ours)).await.map_err(failed)?;
-        let after = repo.commit_files(Some(&theirs)).await.map_err(failed)?;
-        self.move_to(&after).await?;
-        repo.advance_head(&theirs).await.map_err(failed)?;
-        let changes = self.changes(&before, &after, None, &[]).await?;
+        let mut index = state.index.clone();
+        for path in before.keys().chain(result.keys()).collect::<BTreeSet<_>>() {
+            if worktree.contains_key(path) || before.get(path) == result.get(path) {
+                continue;
+            }
+            match result.get(path) {
+                Some(blob) => {
+                    let entry = repo.checkout_file(path, blob).await.map_err(failed)?;
+                    index.insert(path.clone(), entry);
+                }
+                None => {
+                    repo.remove_file(path).await.map_err(failed)?;
+                    index.remove(path);
+                }
+            }
+        }
+        let current = self.branch_name().await;
+        let message = match args.value("-m") {
+            Some(message) => text::clean_message(message),
+            None => {
+                let what = if repo.branch(target).await.is_some() {
+                    format!("branch '{target}'")
+                } else if repo
+                    .read_ref(&format!("refs/remotes/{target}"))
+                    .await
+                    .is_some()
+                {
+                    format!("remote-tracking branch '{target}'")
+                } else {
+                    format!("commit '{target}'")
+                };
+                match current.as_deref() {
+                    Some("main" | "master") | None => format!("Merge {what}\n"),
+                    Some(branch) => format!("Merge {what} into {branch}\n"),
+                }
+            }
+        };
+        if !conflicted.is_empty() {
+            for (path, text) in &worktree {
+                let full = repo.root.join(path);
+                if let Some(parent) = full.parent() {
+                    repo.fs
+                        .mkdir(parent, true)
+                        .await
+                        .map_err(|e| failed(e.to_string()))?;
+                }
+                repo.fs
+                    .write_file(&full, text)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+                index.remove(path);
+            }
+            repo.set_unmerged(conflicts);
+            repo.save_index(&index).await.map_err(failed)?;
+            let mut merge_msg = message.clone();
+            merge_msg.push_str("\n# Conflicts:\n");
+            for path in &conflicted {
+                let _ = writeln!(merge_msg, "#\t{path}");
+            }
+            repo.write_state_file("MERGE_HEAD", &format!("{theirs}\n"))
+                .await
+                .map_err(failed)?;
+            repo.write_state_file("MERGE_MSG", &merge_msg)
+                .await
+                .map_err(failed)?;
+            repo.write_state_file("MERGE_MODE", "")
+                .await
+                .map_err(failed)?;
+            repo.write_state_file("ORIG_HEAD", &format!("{ours}\n"))
+                .await
+                .map_err(failed)?;
+            notes.push_str("Automatic merge failed; fix conflicts and then commit the result.\n");
+            return Err(Out {
+                stdout: notes,
+                stderr: String::new(),
+                code: 1,
+            });
+        }
+        repo.save_index(&index).await.map_err(failed)?;
+        let tree = repo.write_tree(&result).await.map_err(failed)?;
+        let oid = self
+            .write_commit(&tree, &[ours.clone(), theirs.clone()], &message, None)
+            .await?;
+        repo.write_state_file("ORIG_HEAD", &format!("{ours}\n"))
+            .await
+            .map_err(failed)?;
+        repo.advance_head(
+            &oid,
+            &format!("merge {target}: Merge made by the 'ort' strategy."),
+        )
+        .await
+        .map_err(failed)?;
+        let changes = self.changes(&before, &result, None, &[]).await?;
         Ok(Out::ok(format!(
-            "Updating {}..{}\nFast-forward\n{}",
-            short(&ours),
-            short(&theirs),
-            diff::stat(&changes)
+            "{notes}Merge made by the 'ort' strategy.\n{}{}",
+            diff::stat(&changes),
+            Self::mode_summary(&changes)
         )))
+    }
+
+    /// Writes a commit object: the author given (who, when) or the
+    /// environment's, the committer always the environment's.
+    pub(super) async fn write_commit(
+        &self,
+        tree: &str,
+        parents: &[Oid],
+        message: &str,
+        author: Option<(String, String)>,
+    ) -> Result<Oid, Out> {
+        let repo = &self.repo;
+        let (author, authored) = match author {
+            Some(given) => given,
+            None => repo.identity("AUTHOR").await,
+        };
+        let (committer, committed) = repo.identity("COMMITTER").await;
+        let mut body = format!("tree {tree}\n");
+        for parent in parents {
+            let _ = writeln!(body, "parent {parent}");
+        }
+        let _ = write!(
+            body,
+            "author {author} {authored}\ncommitter {committer} {committed}\n\n{message}"
+        );
+        repo.write_object("commit", body.as_bytes())
+            .await
+            .map_err(failed)
+    }
+
+    /// `git merge --abort`: back to `HEAD`, the merge's files gone.
+    async fn merge_abort(&self) -> Run {
+        let repo = &self.repo;
+        if repo.state_file("MERGE_HEAD").await.is_none() {
+            return Err(Out::fatal(
+                "There is no merge to abort (MERGE_HEAD missing).",
+            ));
+        }
+        let head = repo.head_commit().await;
+        let target = repo.commit_files(head.as_deref()).await.map_err(failed)?;
+        let state = self.state().await?;
+        let mut index = Index::new();
+        let unmerged = repo.unmerged_stages();
+        for path in state.index.keys().chain(unmerged.keys()) {
+            if !target.contains_key(path) {
+                repo.remove_file(path).await.map_err(failed)?;
+            }
+        }
+        for (path, blob) in &target {
+            let entry = if state.work_blobs.get(path) == Some(blob) && !unmerged.contains_key(path)
+            {
+                state.index.get(path).cloned()
+            } else {
+                None
+            };
+            let entry = match entry {
+                Some(entry) => entry,
+                None => repo.checkout_file(path, blob).await.map_err(failed)?,
+            };
+            index.insert(path.clone(), entry);
+        }
+        repo.set_unmerged(Vec::new());
+        repo.save_index(&index).await.map_err(failed)?;
+        repo.remove_state_files(&["MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"])
+            .await;
+        Ok(Out::ok(""))
+    }
+
+    /// `create mode`/`delete mode`/`mode change` lines, as `commit` and
+    /// `merge` print them after the stat.
+    pub(super) fn mode_summary(changes: &[Change]) -> String {
+        let mut out = String::new();
+        for change in changes {
+            match (&change.old, &change.new) {
+                _ if change.from.is_some() => {
+                    let _ = writeln!(out, " rename {} (100%)", change.name());
+                }
+                (None, Some((blob, _))) => {
+                    let _ = writeln!(out, " create mode {:o} {}", blob.mode, change.path);
+                }
+                (Some((blob, _)), None) => {
+                    let _ = writeln!(out, " delete mode {:o} {}", blob.mode, change.path);
+                }
+                (Some((old, _)), Some((new, _))) if old.mode != new.mode => {
+                    let _ = writeln!(
+                        out,
+                        " mode change {:o} => {:o} {}",
+                        old.mode, new.mode, change.path
+                    );
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// `fetch`, then `merge` of the upstream branch, as git pulls.
+    #[cfg(feature = "network")]
+    async fn pull(&self, args: &[String]) -> Run {
+        let repo = &self.repo;
+        let quiet = args.iter().any(|a| a == "-q" || a == "--quiet");
+        let Head::Branch(branch) = repo.head().await else {
+            return Err(Out::fatal(
+                "You are not currently on a branch.\nPlease specify which branch you want to merge with.",
+            ));
+        };
+        let given: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+        let remote = match given.first() {
+            Some(remote) => remote.to_string(),
+            None => repo
+                .config_value(&format!("branch.{branch}.remote"))
+                .await
+                .unwrap_or_else(|| "origin".to_string()),
+        };
+        let fetched = super::transfer::fetch_into(self.here, repo, &remote, false).await?;
+        let mut err = String::new();
+        if !fetched.lines.is_empty() && !quiet {
+            let _ = writeln!(err, "From {}", fetched.url);
+            err.push_str(&super::transfer::report(&fetched.lines));
+        }
+        let merge = match given.get(1) {
+            Some(name) => Some(format!("refs/heads/{name}")),
+            None => repo.config_value(&format!("branch.{branch}.merge")).await,
+        };
+        let Some(merge) = merge else {
+            return Err(Out::error(
+                format!(
+                    "{err}There is no tracking information for the current branch.\n\
+                     Please specify which branch you want to merge with.\n\
+                     See git-pull(1) for details.\n\n    git pull <remote> <branch>\n\n\
+                     If you wish to set tracking information for this branch you can do so with:\n\n    \
+                     git branch --set-upstream-to={remote}/<branch> {branch}\n\n"
+                ),
+                1,
+            ));
+        };
+        let upstream = format!(
+            "{remote}/{}",
+            merge.strip_prefix("refs/heads/").unwrap_or(&merge)
+        );
+        let theirs = self.revision(&upstream).await?;
+        if let Some(ours) = repo.head_commit().await {
+            let diverged = !repo.ancestors(&ours).await.contains(&theirs)
+                && !repo.ancestors(&theirs).await.contains(&ours);
+            let configured = repo.config_value("pull.rebase").await.is_some()
+                || repo.config_value("pull.ff").await.is_some();
+            let asked = args
+                .iter()
+                .any(|a| matches!(a.as_str(), "--no-rebase" | "--ff" | "--no-ff" | "--rebase"));
+            if diverged && !configured && !asked {
+                return Err(Out::error(
+                    format!(
+                        "{err}hint: You have divergent branches and need to specify how to reconcile them.\n\
+                         hint: You can do so by running one of the following commands sometime before\n\
+                         hint: your next pull:\n\
+                         hint:\n\
+                         hint:   git config pull.rebase false  # merge\n\
+                         hint:   git config pull.rebase true   # rebase\n\
+                         hint:   git config pull.ff only       # fast-forward only\n\
+                         hint:\n\
+                         hint: You can replace \"git config\" with \"git config --global\" to set a default\n\
+                         hint: preference for all repositories. You can also pass --rebase, --no-rebase,\n\
+                         hint: or --ff-only on the command line to override the configured default per\n\
+                         hint: invocation.\n\
+                         fatal: Need to specify how to reconcile divergent branches.\n"
+                    ),
+                    128,
+                ));
+            }
+        }
+        let message = format!(
+            "Merge branch '{}' of {}",
+            merge.strip_prefix("refs/heads/").unwrap_or(&merge),
+            fetched.url
+        );
+        let merged = self.merge(&[upstream, "-m".to_string(), message]).await;
+        match merged {
+            Ok(out) => Ok(Out {
+                stderr: format!("{err}{}", out.stderr),
+                ..out
+            }),
+            Err(out) => Err(Out {
+                stderr: format!("{err}{}", out.stderr),
+                ..out
+            }),
+        }
     }
 
     async fn tag(&self, args: &[String]) -> Run {
@@ -1908,9 +2798,24 @@ impl Ctx<'_> {
                 if repo.tag(name).await.is_some() && !args.has(&["-f"]) {
                     return Err(Out::fatal(format!("tag '{name}' already exists")));
                 }
-                let oid = self
-                    .revision(rest.first().copied().unwrap_or("HEAD"))
-                    .await?;
+                check_branch_name(name)?;
+                let mut oid = self.object(rest.first().copied().unwrap_or("HEAD")).await?;
+                let annotated = args.has(&["-a", "--annotate"]) || args.value("-m").is_some();
+                if annotated {
+                    let message = text::clean_message(args.value("-m").unwrap_or(""));
+                    if message.is_empty() {
+                        return Err(Out::fatal("no tag message given (use -m)"));
+                    }
+                    let (kind, _) = repo.read_object(&oid).await.map_err(failed)?;
+                    let (tagger, when) = repo.identity("COMMITTER").await;
+                    let body = format!(
+                        "object {oid}\ntype {kind}\ntag {name}\ntagger {tagger} {when}\n\n{message}"
+                    );
+                    oid = repo
+                        .write_object("tag", body.as_bytes())
+                        .await
+                        .map_err(failed)?;
+                }
                 repo.set_ref("tags", name, &oid).await.map_err(failed)?;
                 Ok(Out::ok(""))
             }
@@ -1936,7 +2841,13 @@ impl Ctx<'_> {
         let mut out = String::new();
         if args.has(&["-o", "--others"]) {
             let state = self.state().await?;
-            for path in state.work.keys().filter(|p| !state.index.contains_key(*p)) {
+            let standard = args.has(&["--exclude-standard"]);
+            let others = state
+                .work
+                .iter()
+                .filter(|(p, f)| !(state.index.contains_key(*p) || standard && f.ignored))
+                .map(|(p, _)| p);
+            for path in others {
                 if let Some(shown) = shown(path) {
                     let _ = writeln!(out, "{shown}");
                 }
@@ -1961,7 +2872,7 @@ impl Ctx<'_> {
             return Ok(Out::ok(out));
         }
         let stage = args.has(&["-s", "--stage"]);
-        for (path, entry) in self.repo.index().await {
+        for (path, entry) in self.repo.index().await.map_err(failed)? {
             if let Some(shown) = shown(&path) {
                 if stage {
                     let _ = writeln!(out, "{:o} {} 0\t{shown}", entry.blob.mode, entry.blob.oid);
@@ -2034,23 +2945,10 @@ impl Ctx<'_> {
             return Err(Out::error("usage: git merge-base <commit> <commit>\n", 129));
         };
         let (a, b) = (self.revision(a).await?, self.revision(b).await?);
-        let theirs = self.repo.ancestors(&b).await;
-        // The first of a's line that b's history holds.
-        let mut next = Some(a);
-        while let Some(oid) = next {
-            if theirs.contains(&oid) {
-                return Ok(Out::ok(format!("{oid}\n")));
-            }
-            next = self
-                .repo
-                .commit(&oid)
-                .await
-                .map_err(failed)?
-                .parents
-                .first()
-                .cloned();
+        match super::merge::base(&self.repo, &a, &b).await {
+            Some(oid) => Ok(Out::ok(format!("{oid}\n"))),
+            None => Err(Out::error("", 1)),
         }
-        Err(Out::error("", 1))
     }
 
     async fn grep(&self, args: &[String]) -> Run {
@@ -2082,7 +2980,7 @@ impl Ctx<'_> {
         let count = args.has(&["-c", "--count"]);
         let invert = args.has(&["-v", "--invert-match"]);
         let mut out = String::new();
-        for path in self.repo.index().await.keys() {
+        for path in self.repo.index().await.map_err(failed)?.keys() {
             if !Self::any_match(&specs, path) {
                 continue;
             }
@@ -2171,9 +3069,20 @@ impl Ctx<'_> {
             }
             if dry {
                 let _ = writeln!(out, "Would remove {path}");
-            } else {
-                let full = self.repo.root.join(path.trim_end_matches('/'));
-                let _ = self.repo.fs.remove(&full, true).await;
+                continue;
+            }
+            let quiet = args.has(&["-q", "--quiet"]);
+            // An untracked directory's ignored files stay, as git keeps
+            // them without -x.
+            let doomed = state
+                .work
+                .iter()
+                .filter(|(p, f)| !f.ignored && (*p == &path || (is_dir && p.starts_with(&path))))
+                .map(|(p, _)| p);
+            for file in doomed {
+                self.repo.remove_file(file).await.map_err(failed)?;
+            }
+            if !quiet {
                 let _ = writeln!(out, "Removing {path}");
             }
         }

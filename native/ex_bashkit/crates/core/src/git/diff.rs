@@ -294,7 +294,9 @@ pub fn stat(changes: &[Change]) -> String {
         .unwrap_or(0);
     let largest = counted.iter().map(|(_, a, r)| a + r).max().unwrap_or(0);
     let number_width = largest.to_string().len();
-    let graph_width = 80usize.saturating_sub(name_width + number_width + 5).max(1);
+    // git's widths for an 80-column stat: the graph gets what the name
+    // and the count leave (at least 6 columns).
+    let graph_width = 80usize.saturating_sub(name_width + number_width + 6).max(6);
     let mut out = String::new();
     let (mut insertions, mut deletions) = (0, 0);
     for (change, added, removed) in &counted {
@@ -312,15 +314,27 @@ pub fn stat(changes: &[Change]) -> String {
             continue;
         }
         let total = added + removed;
-        let (plus, minus) = if largest > graph_width {
+        let (plus, minus) = if graph_width < largest {
+            // git's scale_linear, the total scaled first so the two parts
+            // add up.
             let scale = |n: usize| {
                 if n == 0 {
                     0
                 } else {
-                    (n * graph_width / largest).max(1)
+                    1 + n * (graph_width - 1) / largest
                 }
             };
-            (scale(*added), scale(*removed))
+            let mut total = scale(added + removed);
+            if total < 2 && *added > 0 && *removed > 0 {
+                total = 2;
+            }
+            if added < removed {
+                let plus = scale(*added);
+                (plus, total - plus)
+            } else {
+                let minus = scale(*removed);
+                (total - minus, minus)
+            }
         } else {
             (*added, *removed)
         };

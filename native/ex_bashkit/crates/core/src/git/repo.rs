@@ -1,21 +1,21 @@
-//! A repository on the session's filesystem: git's own object format
-//! (zlib-compressed loose objects named by SHA-1), refs and `HEAD` as git
-//! lays them out, `config` in git's syntax; the index is a text file of
-//! ours (`.git/sandbox-index`), with each entry's size and mtime so an
-//! unchanged file is not read again.
+//! A repository on the session's filesystem, in git's own formats, so
+//! that real git and ours take turns on it: objects loose and packed
+//! (`odb.rs`), refs loose and packed (`refs.rs`), the real `.git/index`
+//! (`index_file.rs`), `config` edited in place (`config.rs`), and the
+//! ignore rules (`ignore.rs`).
 
-use std::collections::{BTreeMap, HashSet};
-use std::io::{Read, Write};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::UNIX_EPOCH;
 
 use bashkit::FileSystem;
-use flate2::read::ZlibDecoder;
-use flate2::write::ZlibEncoder;
-use sha1::{Digest, Sha1};
 
-pub type Oid = String;
+use super::ignore::Ignores;
+use super::index_file::{self, IndexFile, Stat};
+use super::odb::{from_hex, to_hex, Odb};
+pub use super::odb::{hash, Oid};
+use super::{config, text, Here};
 
 /// A file as a tree or the index holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,29 +27,89 @@ pub struct Blob {
 /// Path (relative to the work tree, `/`-separated) → blob.
 pub type Files = BTreeMap<String, Blob>;
 
+/// A merged (stage 0) entry of the index.
 #[derive(Clone, Debug)]
 pub struct IndexEntry {
     pub blob: Blob,
-    pub size: u64,
-    pub mtime: u128,
+    pub stat: Stat,
+    pub assume_valid: bool,
+    /// Version 3's flags: skip-worktree, intent-to-add.
+    pub extended: u16,
 }
 
+impl IndexEntry {
+    pub fn new(blob: Blob, stat: Stat) -> Self {
+        Self {
+            blob,
+            stat,
+            assume_valid: false,
+            extended: 0,
+        }
+    }
+
+    /// Added with `git add -N`: known, but not yet in what a commit takes.
+    pub fn intent_to_add(&self) -> bool {
+        self.extended & index_file::INTENT_TO_ADD != 0
+    }
+
+    /// An entry git does not compare with the work tree as a file: sparse
+    /// checkouts' skip-worktree, `update-index --assume-unchanged`, and a
+    /// submodule (its work tree is its own).
+    pub fn not_checked(&self) -> bool {
+        self.assume_valid
+            || self.extended & index_file::SKIP_WORKTREE != 0
+            || self.blob.mode == 0o160000
+    }
+}
+
+/// The merged entries by path; conflicts and extensions are kept by the
+/// repository between `index()` and `save_index()`.
 pub type Index = BTreeMap<String, IndexEntry>;
 
-/// A file of the work tree, as `stat` sees it.
+/// A file of the work tree, as `lstat` sees it.
 #[derive(Clone, Debug)]
 pub struct WorkFile {
     pub mode: u32,
-    pub size: u64,
-    pub mtime: u128,
+    pub stat: Stat,
+    /// Ignored by `.gitignore` and friends (it may still be tracked).
+    pub ignored: bool,
+}
+
+/// A person and a moment, as a commit's `author`/`committer` line has
+/// them.
+#[derive(Clone, Debug, Default)]
+pub struct Signature {
+    pub name: String,
+    pub email: String,
+    pub time: i64,
+    /// `+0100`, as written.
+    pub zone: String,
+}
+
+impl Signature {
+    pub fn parse(text: &str) -> Signature {
+        let (name, rest) = text.split_once(" <").unwrap_or((text, ""));
+        let (email, when) = rest.rsplit_once("> ").unwrap_or((rest, ""));
+        let mut when = when.split(' ');
+        Signature {
+            name: name.to_string(),
+            email: email.to_string(),
+            time: when.next().and_then(|t| t.parse().ok()).unwrap_or(0),
+            zone: when.next().unwrap_or("+0000").to_string(),
+        }
+    }
+
+    /// `Thu Nov 26 17:40:15 2026 +0100`, in the signature's own zone.
+    pub fn date(&self) -> String {
+        text::date(self.time, &self.zone)
+    }
 }
 
 pub struct Commit {
     pub tree: Oid,
     pub parents: Vec<Oid>,
-    pub author: String,
-    pub author_email: String,
-    pub time: i64,
+    pub author: Signature,
+    pub committer: Signature,
     pub message: String,
 }
 
@@ -71,147 +131,225 @@ fn io<E: std::fmt::Display>(error: E) -> Failure {
     error.to_string()
 }
 
+/// What of `.git/index` lives beside its merged entries.
+#[derive(Default)]
+struct IndexRest {
+    version: u32,
+    /// Conflict stages (1–3), kept until their path is resolved.
+    unmerged: Vec<index_file::Entry>,
+    /// Extensions written back as they were read.
+    kept: Vec<([u8; 4], Vec<u8>)>,
+    /// Whether a cache-tree (`TREE`) was there: it is written back
+    /// invalidated, which git accepts and rebuilds.
+    tree_cache: bool,
+    /// Why this index must not be written, if it must not.
+    unwritable: Option<String>,
+    /// The index file's own modification time: an entry whose file
+    /// changed in that same second may have changed after it was staged
+    /// (git's "racy" entries), so its content is compared.
+    written: (u32, u32),
+}
+
 pub struct Repo {
     pub fs: Arc<dyn FileSystem>,
     pub root: PathBuf,
     pub git: PathBuf,
+    odb: Odb,
+    rest: Mutex<IndexRest>,
+    /// The environment and default identity commits are made with.
+    env: HashMap<String, String>,
+    default_name: String,
+    default_email: String,
 }
 
 pub const NULL_OID: &str = "0000000000000000000000000000000000000000";
-
-pub fn hash(kind: &str, body: &[u8]) -> Oid {
-    let mut hasher = Sha1::new();
-    hasher.update(format!("{kind} {}\0", body.len()).as_bytes());
-    hasher.update(body);
-    hasher
-        .finalize()
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
 
 pub fn short(oid: &str) -> &str {
     &oid[..7.min(oid.len())]
 }
 
-pub fn mtime_of(meta: &bashkit::Metadata) -> u128 {
-    meta.modified
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos())
+fn split_time(time: std::time::SystemTime) -> (u32, u32) {
+    time.duration_since(UNIX_EPOCH)
+        .map_or((0, 0), |d| (d.as_secs() as u32, d.subsec_nanos()))
 }
 
-/// Git's two file modes.
-pub fn file_mode(mode: u32) -> u32 {
-    if mode & 0o111 != 0 {
+/// The stat git would record for a file with this metadata; what the
+/// session's filesystem does not know (device, inode, owner) is zero.
+pub fn stat_of(meta: &bashkit::Metadata) -> Stat {
+    let mtime = split_time(meta.modified);
+    Stat {
+        ctime: mtime,
+        mtime,
+        size: meta.size as u32,
+        ..Stat::default()
+    }
+}
+
+/// Git's file modes.
+pub fn file_mode(meta: &bashkit::Metadata) -> u32 {
+    if meta.file_type.is_symlink() {
+        0o120000
+    } else if meta.mode & 0o111 != 0 {
         0o100755
     } else {
         0o100644
     }
 }
 
+/// Extensions git may write that this index layer cannot keep true.
+fn extension_refusal(signature: &[u8; 4]) -> Option<String> {
+    let what = match signature {
+        b"UNTR" => "the untracked cache (run `git update-index --no-untracked-cache` on it first)",
+        b"FSMN" => "a file-system monitor (run `git config core.fsmonitor false` and `git update-index --no-fsmonitor` on it first)",
+        b"link" => "a split index (run `git update-index --no-split-index` on it first)",
+        b"sdir" => "a sparse index (run `git sparse-checkout disable` on it first)",
+        _ => return None,
+    };
+    Some(format!("this repository's index uses {what}, which the sandbox's git cannot keep up to date; it refuses to write the index"))
+}
+
 impl Repo {
-    /// The repository `cwd` is in: the nearest directory up with a `.git`.
-    pub async fn discover(fs: &Arc<dyn FileSystem>, cwd: &Path) -> Option<Repo> {
+    fn open(here: &Here<'_>, root: &Path, git: PathBuf) -> Repo {
+        Repo {
+            fs: here.fs.clone(),
+            root: root.to_path_buf(),
+            odb: Odb::new(here.fs.clone(), git.join("objects")),
+            git,
+            rest: Mutex::new(IndexRest::default()),
+            env: here.env.clone(),
+            default_name: here.git.name.clone(),
+            default_email: here.git.email.clone(),
+        }
+    }
+
+    /// The repository `cwd` is in: the nearest directory up with a `.git`
+    /// (a directory, or a file saying `gitdir: …`).
+    pub async fn discover(here: &Here<'_>, cwd: &Path) -> Option<Repo> {
+        let fs = &here.fs;
         let mut dir = Some(cwd);
         while let Some(candidate) = dir {
             let git = candidate.join(".git");
-            if fs.stat(&git).await.is_ok_and(|m| m.file_type.is_dir()) {
-                return Some(Repo {
-                    fs: fs.clone(),
-                    root: candidate.to_path_buf(),
-                    git,
-                });
+            if let Ok(meta) = fs.stat(&git).await {
+                if meta.file_type.is_dir() {
+                    return Some(Repo::open(here, candidate, git));
+                }
+                let text = fs.read_file(&git).await.ok()?;
+                let text = String::from_utf8_lossy(&text);
+                let target = text.trim().strip_prefix("gitdir:")?.trim();
+                return Some(Repo::open(
+                    here,
+                    candidate,
+                    super::resolve(candidate, target),
+                ));
             }
             dir = candidate.parent();
         }
         None
     }
 
-    pub async fn init(fs: &Arc<dyn FileSystem>, root: &Path) -> Res<(Repo, bool)> {
+    pub async fn init(here: &Here<'_>, root: &Path) -> Res<(Repo, bool)> {
+        let fs = &here.fs;
         let git = root.join(".git");
         let existed = fs.exists(&git.join("HEAD")).await.unwrap_or(false);
-        for dir in ["objects", "refs/heads", "refs/tags"] {
+        for dir in [
+            "objects/info",
+            "objects/pack",
+            "refs/heads",
+            "refs/tags",
+            "info",
+            "hooks",
+        ] {
             fs.mkdir(&git.join(dir), true).await.map_err(io)?;
         }
-        let repo = Repo {
-            fs: fs.clone(),
-            root: root.to_path_buf(),
-            git,
-        };
+        let repo = Repo::open(here, root, git);
         if !existed {
             repo.write(&repo.git.join("HEAD"), b"ref: refs/heads/master\n")
                 .await?;
             repo.write(
                 &repo.git.join("config"),
-                b"[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n",
+                b"[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n",
+            )
+            .await?;
+            repo.write(
+                &repo.git.join("description"),
+                b"Unnamed repository; edit this file 'description' to name the repository.\n",
+            )
+            .await?;
+            repo.write(
+                &repo.git.join("info/exclude"),
+                b"# git ls-files --others --exclude-from=.git/info/exclude\n# Lines that start with '#' are comments.\n# For a project mostly in C, the following would be a good set of\n# exclude patterns (uncomment them if you want to use them):\n# *.[oa]\n# *~\n",
             )
             .await?;
         }
         Ok((repo, existed))
     }
 
-    async fn write(&self, path: &Path, bytes: &[u8]) -> Res<()> {
+    pub(super) async fn write(&self, path: &Path, bytes: &[u8]) -> Res<()> {
         self.fs.write_file(path, bytes).await.map_err(io)
     }
 
-    async fn read_text(&self, path: &Path) -> Option<String> {
+    pub(super) async fn read_text(&self, path: &Path) -> Option<String> {
         let bytes = self.fs.read_file(path).await.ok()?;
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 
-    // ---- objects -----------------------------------------------------------
-
-    fn object_path(&self, oid: &str) -> PathBuf {
-        self.git.join("objects").join(&oid[..2]).join(&oid[2..])
+    pub async fn bare(&self) -> bool {
+        self.config_value("core.bare")
+            .await
+            .is_some_and(|v| v == "true")
     }
 
+    // ---- objects -----------------------------------------------------------
+
     pub async fn write_object(&self, kind: &str, body: &[u8]) -> Res<Oid> {
-        let oid = hash(kind, body);
-        let path = self.object_path(&oid);
-        if !self.fs.exists(&path).await.unwrap_or(false) {
-            let mut encoder = ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-            encoder
-                .write_all(format!("{kind} {}\0", body.len()).as_bytes())
-                .and_then(|()| encoder.write_all(body))
-                .map_err(io)?;
-            let compressed = encoder.finish().map_err(io)?;
-            self.fs
-                .mkdir(path.parent().expect("objects/xx"), true)
-                .await
-                .map_err(io)?;
-            self.write(&path, &compressed).await?;
-        }
-        Ok(oid)
+        self.odb.write(kind, body).await
     }
 
     pub async fn read_object(&self, oid: &str) -> Res<(String, Vec<u8>)> {
-        if oid.len() != 40 {
-            return Err(format!("bad object {oid}"));
-        }
-        let compressed = self
-            .fs
-            .read_file(&self.object_path(oid))
-            .await
-            .map_err(|_| format!("bad object {oid}"))?;
-        let mut raw = Vec::new();
-        ZlibDecoder::new(&compressed[..])
-            .read_to_end(&mut raw)
-            .map_err(|_| format!("corrupt object {oid}"))?;
-        let nul = raw
-            .iter()
-            .position(|&b| b == 0)
-            .ok_or_else(|| format!("corrupt object {oid}"))?;
-        let header = String::from_utf8_lossy(&raw[..nul]).into_owned();
-        let kind = header.split(' ').next().unwrap_or("").to_string();
-        Ok((kind, raw[nul + 1..].to_vec()))
+        let (kind, body) = self.odb.read(oid).await?;
+        Ok((kind, Arc::unwrap_or_clone(body)))
+    }
+
+    /// Indexes a pack a server sent and stores it beside its `.idx`.
+    #[cfg(feature = "network")]
+    pub async fn add_pack(&self, pack: &[u8]) -> Res<()> {
+        let indexed = super::pack::index(pack)?;
+        self.odb.add_pack(pack, &indexed.idx, &indexed.name).await
+    }
+
+    pub async fn has_object(&self, oid: &str) -> bool {
+        self.odb.contains(oid).await
     }
 
     pub async fn blob(&self, oid: &str) -> Res<Vec<u8>> {
         Ok(self.read_object(oid).await?.1)
     }
 
+    /// An object with tags peeled: what an annotated tag points at.
+    pub async fn peel(&self, oid: &str) -> Res<Oid> {
+        let mut oid = oid.to_string();
+        for _ in 0..16 {
+            let (kind, body) = self.odb.read(&oid).await?;
+            if kind != "tag" {
+                return Ok(oid);
+            }
+            let text = String::from_utf8_lossy(&body);
+            oid = text
+                .lines()
+                .next()
+                .and_then(|l| l.strip_prefix("object "))
+                .ok_or_else(|| format!("corrupt tag {oid}"))?
+                .to_string();
+        }
+        Err(format!("tag chain too long at {oid}"))
+    }
+
+    /// The commit `oid` names; a tag is followed to its commit.
     pub async fn commit(&self, oid: &str) -> Res<Commit> {
-        let (kind, body) = self.read_object(oid).await?;
+        let (mut kind, mut body) = self.odb.read(oid).await?;
+        if kind == "tag" {
+            (kind, body) = self.odb.read(&self.peel(oid).await?).await?;
+        }
         if kind != "commit" {
             return Err(format!("{oid} is a {kind}, not a commit"));
         }
@@ -220,9 +358,8 @@ impl Repo {
         let mut commit = Commit {
             tree: String::new(),
             parents: Vec::new(),
-            author: String::new(),
-            author_email: String::new(),
-            time: 0,
+            author: Signature::default(),
+            committer: Signature::default(),
             message: message.to_string(),
         };
         for line in headers.lines() {
@@ -231,21 +368,36 @@ impl Repo {
             } else if let Some(parent) = line.strip_prefix("parent ") {
                 commit.parents.push(parent.to_string());
             } else if let Some(author) = line.strip_prefix("author ") {
-                // name <email> time zone
-                if let Some((name, rest)) = author.split_once(" <") {
-                    commit.author = name.to_string();
-                    if let Some((email, when)) = rest.split_once("> ") {
-                        commit.author_email = email.to_string();
-                        commit.time = when
-                            .split(' ')
-                            .next()
-                            .and_then(|t| t.parse().ok())
-                            .unwrap_or(0);
-                    }
-                }
+                commit.author = Signature::parse(author);
+            } else if let Some(committer) = line.strip_prefix("committer ") {
+                commit.committer = Signature::parse(committer);
             }
         }
         Ok(commit)
+    }
+
+    /// A tree's entries: name → (mode, object).
+    pub async fn tree_entries(&self, tree: &str) -> Res<Vec<(String, u32, Oid)>> {
+        let (kind, body) = self.odb.read(tree).await?;
+        if kind != "tree" {
+            return Err(format!("{tree} is a {kind}, not a tree"));
+        }
+        let mut entries = Vec::new();
+        let mut rest = &body[..];
+        while !rest.is_empty() {
+            let space = rest.iter().position(|&b| b == b' ').ok_or("corrupt tree")?;
+            let nul = rest.iter().position(|&b| b == 0).ok_or("corrupt tree")?;
+            if nul < space {
+                return Err("corrupt tree".into());
+            }
+            let mode =
+                u32::from_str_radix(&String::from_utf8_lossy(&rest[..space]), 8).map_err(io)?;
+            let name = String::from_utf8_lossy(&rest[space + 1..nul]).into_owned();
+            let raw = rest.get(nul + 1..nul + 21).ok_or("corrupt tree")?;
+            entries.push((name, mode, to_hex(raw)));
+            rest = &rest[nul + 21..];
+        }
+        Ok(entries)
     }
 
     /// Every file of a tree, nested trees flattened.
@@ -253,23 +405,13 @@ impl Repo {
         let mut files = Files::new();
         let mut pending = vec![(String::new(), tree.to_string())];
         while let Some((prefix, oid)) = pending.pop() {
-            let (_, body) = self.read_object(&oid).await?;
-            let mut rest = &body[..];
-            while !rest.is_empty() {
-                let space = rest.iter().position(|&b| b == b' ').ok_or("corrupt tree")?;
-                let nul = rest.iter().position(|&b| b == 0).ok_or("corrupt tree")?;
-                let mode =
-                    u32::from_str_radix(&String::from_utf8_lossy(&rest[..space]), 8).map_err(io)?;
-                let name = String::from_utf8_lossy(&rest[space + 1..nul]).into_owned();
-                let raw = rest.get(nul + 1..nul + 21).ok_or("corrupt tree")?;
-                let child: Oid = raw.iter().map(|b| format!("{b:02x}")).collect();
+            for (name, mode, child) in self.tree_entries(&oid).await? {
                 let path = format!("{prefix}{name}");
                 if mode == 0o40000 {
                     pending.push((format!("{path}/"), child));
                 } else {
                     files.insert(path, Blob { mode, oid: child });
                 }
-                rest = &rest[nul + 21..];
             }
         }
         Ok(files)
@@ -322,153 +464,87 @@ impl Repo {
             let mut body = Vec::new();
             for (name, mode, oid) in entries.values() {
                 body.extend_from_slice(format!("{mode:o} {name}\0").as_bytes());
-                body.extend(hex_bytes(oid));
+                body.extend(from_hex(oid).ok_or("bad object name")?);
             }
             self.write_object("tree", &body).await
         })
     }
 
-    // ---- refs --------------------------------------------------------------
-
-    pub async fn head(&self) -> Head {
-        let text = self
-            .read_text(&self.git.join("HEAD"))
-            .await
-            .unwrap_or_default();
-        match text.trim().strip_prefix("ref: refs/heads/") {
-            Some(branch) => Head::Branch(branch.to_string()),
-            None => Head::Detached(text.trim().to_string()),
-        }
-    }
-
-    pub async fn set_head_branch(&self, branch: &str) -> Res<()> {
-        self.write(
-            &self.git.join("HEAD"),
-            format!("ref: refs/heads/{branch}\n").as_bytes(),
-        )
-        .await
-    }
-
-    pub async fn set_head_detached(&self, oid: &str) -> Res<()> {
-        self.write(&self.git.join("HEAD"), format!("{oid}\n").as_bytes())
-            .await
-    }
-
-    pub async fn branch(&self, name: &str) -> Option<Oid> {
-        let text = self
-            .read_text(&self.git.join("refs/heads").join(name))
-            .await?;
-        Some(text.trim().to_string()).filter(|t| t.len() == 40)
-    }
-
-    pub async fn tag(&self, name: &str) -> Option<Oid> {
-        let text = self
-            .read_text(&self.git.join("refs/tags").join(name))
-            .await?;
-        Some(text.trim().to_string()).filter(|t| t.len() == 40)
-    }
-
-    pub async fn set_ref(&self, kind: &str, name: &str, oid: &str) -> Res<()> {
-        let path = self.git.join("refs").join(kind).join(name);
-        if let Some(parent) = path.parent() {
-            self.fs.mkdir(parent, true).await.map_err(io)?;
-        }
-        self.write(&path, format!("{oid}\n").as_bytes()).await
-    }
-
-    pub async fn delete_ref(&self, kind: &str, name: &str) -> Res<()> {
-        self.fs
-            .remove(&self.git.join("refs").join(kind).join(name), false)
-            .await
-            .map_err(io)
-    }
-
-    pub async fn refs(&self, kind: &str) -> Vec<String> {
-        let mut names = Vec::new();
-        let base = self.git.join("refs").join(kind);
-        let mut pending = vec![base.clone()];
-        while let Some(dir) = pending.pop() {
-            for entry in self.fs.read_dir(&dir).await.unwrap_or_default() {
-                let path = dir.join(&entry.name);
-                if entry.metadata.file_type.is_dir() {
-                    pending.push(path);
-                } else if let Ok(name) = path.strip_prefix(&base) {
-                    names.push(name.to_string_lossy().into_owned());
-                }
-            }
-        }
-        names.sort();
-        names
-    }
-
-    /// The commit `HEAD` names; `None` before the first commit.
-    pub async fn head_commit(&self) -> Option<Oid> {
-        match self.head().await {
-            Head::Branch(branch) => self.branch(&branch).await,
-            Head::Detached(oid) => Some(oid),
-        }
-    }
-
-    /// Moves what `HEAD` names (its branch, or `HEAD` itself) to `oid`.
-    pub async fn advance_head(&self, oid: &str) -> Res<()> {
-        match self.head().await {
-            Head::Branch(branch) => self.set_ref("heads", &branch, oid).await,
-            Head::Detached(_) => self.set_head_detached(oid).await,
-        }
-    }
-
-    /// A revision as git reads one: `HEAD`, a branch, a tag, a hash or its
-    /// prefix, each followed by any number of `~N` and `^`.
+    /// A revision as git reads one: `HEAD`, a branch, a tag, a remote
+    /// branch, a full ref, a hash or its prefix, each followed by any
+    /// number of `~N`, `^N` and `^{}`/`^{commit}`.
     pub async fn resolve(&self, revision: &str) -> Option<Oid> {
         let split = revision.find(['~', '^']).unwrap_or(revision.len());
         let (base, mut suffix) = revision.split_at(split);
         let mut oid = match base {
             "HEAD" | "@" => self.head_commit().await?,
-            name => match self.branch(name).await {
-                Some(oid) => oid,
-                None => match self.tag(name).await {
-                    Some(oid) => oid,
-                    None => self.expand(name).await?,
-                },
-            },
+            name => self.named(name).await?,
         };
         while !suffix.is_empty() {
-            let (steps, rest) = if let Some(rest) = suffix.strip_prefix('~') {
-                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-                (rest[..digits].parse().unwrap_or(1), &rest[digits..])
-            } else {
-                let rest = &suffix[1..];
-                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-                if rest[..digits].parse::<usize>().unwrap_or(1) != 1 {
-                    return None;
-                }
-                (1, &rest[digits..])
-            };
-            for _ in 0..steps {
-                oid = self.commit(&oid).await.ok()?.parents.first()?.clone();
+            if let Some(rest) = suffix
+                .strip_prefix("^{}")
+                .or_else(|| suffix.strip_prefix("^{commit}"))
+            {
+                oid = self.peel(&oid).await.ok()?;
+                suffix = rest;
+                continue;
             }
-            suffix = rest;
+            let (tilde, rest) = match suffix.strip_prefix('~') {
+                Some(rest) => (true, rest),
+                None => (false, &suffix[1..]),
+            };
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            let n: usize = match &rest[..digits] {
+                "" => 1,
+                n => n.parse().ok()?,
+            };
+            oid = self.peel(&oid).await.ok()?;
+            if tilde {
+                for _ in 0..n {
+                    oid = self.commit(&oid).await.ok()?.parents.first()?.clone();
+                }
+            } else if n > 0 {
+                oid = self.commit(&oid).await.ok()?.parents.get(n - 1)?.clone();
+            }
+            suffix = &rest[digits..];
         }
         Some(oid)
     }
 
+    /// A revision as the commit it names, tags peeled.
+    pub async fn resolve_commit(&self, revision: &str) -> Option<Oid> {
+        let oid = self.resolve(revision).await?;
+        self.peel(&oid).await.ok()
+    }
+
+    /// A name as git's `rev-parse` tries it: itself as a ref, then under
+    /// `refs/`, tags, heads, remotes, a remote's `HEAD`; then a hash.
+    async fn named(&self, name: &str) -> Option<Oid> {
+        let candidates = [
+            name.to_string(),
+            format!("refs/{name}"),
+            format!("refs/tags/{name}"),
+            format!("refs/heads/{name}"),
+            format!("refs/remotes/{name}"),
+            format!("refs/remotes/{name}/HEAD"),
+        ];
+        if name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let oid = name.to_ascii_lowercase();
+            return self.has_object(&oid).await.then_some(oid);
+        }
+        for candidate in &candidates {
+            if candidate.starts_with("refs/") || candidate == "HEAD" {
+                if let Some(oid) = self.read_ref(candidate).await {
+                    return Some(oid);
+                }
+            }
+        }
+        self.expand(name).await
+    }
+
     /// A full hash from a prefix of at least four digits.
     async fn expand(&self, prefix: &str) -> Option<Oid> {
-        if prefix.len() < 4 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        let prefix = prefix.to_ascii_lowercase();
-        let dir = self.git.join("objects").join(&prefix[..2]);
-        let matches: Vec<Oid> = self
-            .fs
-            .read_dir(&dir)
-            .await
-            .ok()?
-            .into_iter()
-            .map(|e| format!("{}{}", &prefix[..2], e.name))
-            .filter(|oid| oid.starts_with(&prefix))
-            .collect();
-        match matches.as_slice() {
+        match self.odb.names_with(prefix).await.as_slice() {
             [only] => Some(only.clone()),
             _ => None,
         }
@@ -488,47 +564,271 @@ impl Repo {
         seen
     }
 
+    // ---- identity ----------------------------------------------------------
+
+    /// `Name <email>` and `time zone` for `kind` (`AUTHOR` or
+    /// `COMMITTER`), from `GIT_<kind>_NAME`/`_EMAIL`/`_DATE`, then
+    /// `<kind>.name`/`user.name` (and emails) in the config, then the
+    /// session's user: the order git takes them in.
+    pub async fn identity(&self, kind: &str) -> (String, String) {
+        let lower = kind.to_lowercase();
+        let config = self.config().await;
+        let get = |key: &str| {
+            config
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let env = |key: &str| self.env.get(key).cloned();
+        let name = env(&format!("GIT_{kind}_NAME"))
+            .or_else(|| get(&format!("{lower}.name")))
+            .or_else(|| get("user.name"))
+            .unwrap_or_else(|| self.default_name.clone());
+        let email = env(&format!("GIT_{kind}_EMAIL"))
+            .or_else(|| get(&format!("{lower}.email")))
+            .or_else(|| get("user.email"))
+            .or_else(|| env("EMAIL"))
+            .unwrap_or_else(|| self.default_email.clone());
+        let when = env(&format!("GIT_{kind}_DATE"))
+            .and_then(|date| text::parse_date(&date))
+            .unwrap_or_else(|| (now(), "+0000".to_string()));
+        (
+            format!("{name} <{email}>"),
+            format!("{} {}", when.0, when.1),
+        )
+    }
+
     // ---- index -------------------------------------------------------------
 
     fn index_path(&self) -> PathBuf {
-        self.git.join("sandbox-index")
+        self.git.join("index")
     }
 
-    pub async fn index(&self) -> Index {
-        let text = self.read_text(&self.index_path()).await.unwrap_or_default();
+    /// The index's merged entries. A damaged or unreadable index is an
+    /// error, never an empty index: an empty one would be committed as
+    /// the deletion of every file.
+    pub async fn index(&self) -> Res<Index> {
+        let path = self.index_path();
+        let bytes = match self.fs.read_file(&path).await {
+            Ok(bytes) => bytes,
+            Err(_) if !self.fs.exists(&path).await.unwrap_or(false) => {
+                return Ok(self.legacy_index().await);
+            }
+            Err(e) => return Err(format!("index file open failed: {e}")),
+        };
+        let file = IndexFile::parse(&bytes)?;
+        let written = match self.fs.stat(&path).await {
+            Ok(meta) => split_time(meta.modified),
+            Err(_) => (u32::MAX, 0),
+        };
+        let mut rest = IndexRest {
+            version: file.version,
+            written,
+            ..IndexRest::default()
+        };
+        for (signature, data) in file.extensions {
+            if signature[0].is_ascii_lowercase() && !matches!(&signature, b"link" | b"sdir") {
+                return Err(format!(
+                    "index uses {} extension, which we do not understand",
+                    String::from_utf8_lossy(&signature)
+                ));
+            }
+            match &signature {
+                b"TREE" => rest.tree_cache = true,
+                // Where the entries end and how they are split for
+                // threads: they describe the old file, git drops and
+                // rewrites them as its settings say.
+                b"EOIE" | b"IEOT" => {}
+                b"REUC" => rest.kept.push((signature, data)),
+                other => {
+                    rest.unwritable = Some(extension_refusal(other).unwrap_or_else(|| {
+                        format!(
+                            "this repository's index has a {} extension the sandbox's git does not know; it refuses to write the index",
+                            String::from_utf8_lossy(other)
+                        )
+                    }));
+                }
+            }
+        }
+        let mut index = Index::new();
+        for entry in file.entries {
+            let path = String::from_utf8(entry.path.clone())
+                .map_err(|_| "the index names a path that is not UTF-8".to_string())?;
+            if entry.stage != 0 {
+                rest.unmerged.push(entry);
+                continue;
+            }
+            index.insert(
+                path,
+                IndexEntry {
+                    blob: Blob {
+                        mode: entry.mode,
+                        oid: to_hex(&entry.oid),
+                    },
+                    stat: entry.stat,
+                    assume_valid: entry.assume_valid,
+                    extended: entry.extended,
+                },
+            );
+        }
+        *self.rest.lock().unwrap() = rest;
+        Ok(index)
+    }
+
+    /// The text index of earlier ex_bashkit releases (`.git/sandbox-index`),
+    /// read once so their snapshots go on; the next write replaces it.
+    async fn legacy_index(&self) -> Index {
+        let text = self
+            .read_text(&self.git.join("sandbox-index"))
+            .await
+            .unwrap_or_default();
         text.lines()
             .filter_map(|line| {
                 let mut fields = line.splitn(5, ' ');
                 let mode = u32::from_str_radix(fields.next()?, 8).ok()?;
                 let oid = fields.next()?.to_string();
-                let size = fields.next()?.parse().ok()?;
-                let mtime = fields.next()?.parse().ok()?;
-                let path = unescape_path(fields.next()?);
-                Some((
-                    path,
-                    IndexEntry {
-                        blob: Blob { mode, oid },
-                        size,
-                        mtime,
-                    },
-                ))
+                let _size: u64 = fields.next()?.parse().ok()?;
+                let _mtime: u128 = fields.next()?.parse().ok()?;
+                let path = fields.next()?.replace("\\n", "\n").replace("\\\\", "\\");
+                // No stat: each file is compared by content once.
+                Some((path, IndexEntry::new(Blob { mode, oid }, Stat::default())))
             })
             .collect()
     }
 
+    /// Why this repository's index must not be written, checked before a
+    /// command changes anything.
+    pub async fn check_writable(&self) -> Res<()> {
+        self.index().await?;
+        if let Some(why) = &self.rest.lock().unwrap().unwritable {
+            return Err(why.clone());
+        }
+        if self.bare().await {
+            return Err("this operation must be run in a work tree".to_string());
+        }
+        Ok(())
+    }
+
+    /// Unmerged paths (a conflicted merge's), sorted.
+    pub fn unmerged(&self) -> Vec<String> {
+        let rest = self.rest.lock().unwrap();
+        let mut paths: Vec<String> = rest
+            .unmerged
+            .iter()
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        paths.dedup();
+        paths
+    }
+
+    /// Each unmerged path with the stages it has (1 base, 2 ours, 3
+    /// theirs).
+    pub fn unmerged_stages(&self) -> BTreeMap<String, Vec<u8>> {
+        let rest = self.rest.lock().unwrap();
+        let mut paths: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        for entry in &rest.unmerged {
+            paths
+                .entry(String::from_utf8_lossy(&entry.path).into_owned())
+                .or_default()
+                .push(entry.stage);
+        }
+        paths
+    }
+
+    /// Conflicts to write with the next `save_index`: path, stage, blob.
+    pub fn set_unmerged(&self, conflicts: Vec<(String, u8, Blob)>) {
+        let mut rest = self.rest.lock().unwrap();
+        rest.unmerged = conflicts
+            .into_iter()
+            .map(|(path, stage, blob)| index_file::Entry {
+                path: path.into_bytes(),
+                stat: Stat::default(),
+                mode: blob.mode,
+                oid: from_hex(&blob.oid).unwrap_or([0; 20]),
+                stage,
+                assume_valid: false,
+                extended: 0,
+            })
+            .collect();
+    }
+
+    /// A file of `.git` (`MERGE_HEAD`, `MERGE_MSG`), if there.
+    pub async fn state_file(&self, name: &str) -> Option<String> {
+        self.read_text(&self.git.join(name)).await
+    }
+
+    pub async fn write_state_file(&self, name: &str, text: &str) -> Res<()> {
+        let path = self.git.join(name);
+        if let Some(parent) = path.parent() {
+            self.fs.mkdir(parent, true).await.map_err(io)?;
+        }
+        self.write(&path, text.as_bytes()).await
+    }
+
+    pub async fn remove_state_files(&self, names: &[&str]) {
+        for name in names {
+            let _ = self.fs.remove(&self.git.join(name), false).await;
+        }
+    }
+
+    /// Writes `index` as `.git/index`, through `index.lock` as git does.
     pub async fn save_index(&self, index: &Index) -> Res<()> {
-        let mut text = String::new();
-        for (path, entry) in index {
-            text.push_str(&format!(
-                "{:o} {} {} {} {}\n",
-                entry.blob.mode,
-                entry.blob.oid,
-                entry.size,
-                entry.mtime,
-                escape_path(path)
+        let bytes = {
+            let rest = self.rest.lock().unwrap();
+            if let Some(why) = &rest.unwritable {
+                return Err(why.clone());
+            }
+            let mut entries: Vec<index_file::Entry> = index
+                .iter()
+                .map(|(path, e)| index_file::Entry {
+                    path: path.as_bytes().to_vec(),
+                    stat: e.stat,
+                    mode: e.blob.mode,
+                    oid: from_hex(&e.blob.oid).unwrap_or([0; 20]),
+                    stage: 0,
+                    assume_valid: e.assume_valid,
+                    extended: e.extended,
+                })
+                .collect();
+            // A conflict stays until its path is staged.
+            entries.extend(
+                rest.unmerged
+                    .iter()
+                    .filter(|e| !index.contains_key(String::from_utf8_lossy(&e.path).as_ref()))
+                    .cloned(),
+            );
+            entries.sort_by(|a, b| a.path.cmp(&b.path).then(a.stage.cmp(&b.stage)));
+            let mut extensions = Vec::new();
+            if rest.tree_cache {
+                // The root, invalidated: no entry count, no subtrees.
+                extensions.push((*b"TREE", b"\0-1 0\n".to_vec()));
+            }
+            extensions.extend(rest.kept.iter().cloned());
+            IndexFile {
+                version: if rest.version == 0 { 2 } else { rest.version },
+                entries,
+                extensions,
+            }
+            .render()
+        };
+        let lock = self.git.join("index.lock");
+        if self.fs.exists(&lock).await.unwrap_or(false) {
+            return Err(format!(
+                "Unable to create '{}': File exists.\n\nAnother git process seems to be running in this repository",
+                lock.display()
             ));
         }
-        self.write(&self.index_path(), text.as_bytes()).await
+        self.write(&lock, &bytes).await?;
+        if let Err(e) = self.fs.rename(&lock, &self.index_path()).await {
+            let _ = self.fs.remove(&lock, false).await;
+            return Err(io(e));
+        }
+        if let Ok(meta) = self.fs.stat(&self.index_path()).await {
+            self.rest.lock().unwrap().written = split_time(meta.modified);
+        }
+        let _ = self.fs.remove(&self.git.join("sandbox-index"), false).await;
+        Ok(())
     }
 
     /// An index of `files`, with each one's stat where the work tree has
@@ -539,60 +839,117 @@ impl Repo {
         let mut index = Index::new();
         for (path, blob) in files {
             let full = self.root.join(path);
-            let (size, mtime) = match self.fs.stat(&full).await {
+            let stat = match self.fs.lstat(&full).await {
                 Ok(meta) => {
-                    let mtime = mtime_of(&meta);
-                    let known = current.get(path).is_some_and(|e| {
-                        e.blob == *blob && e.size == meta.size && e.mtime == mtime
-                    });
+                    let work = WorkFile {
+                        mode: file_mode(&meta),
+                        stat: stat_of(&meta),
+                        ignored: false,
+                    };
+                    let known = current
+                        .get(path)
+                        .is_some_and(|e| e.blob == *blob && self.unchanged(e, &work));
                     let same = known
                         || self
-                            .fs
-                            .read_file(&full)
+                            .content(path, work.mode)
                             .await
                             .is_ok_and(|content| hash("blob", &content) == blob.oid);
                     if same {
-                        (meta.size, mtime)
+                        work.stat
                     } else {
-                        (u64::MAX, 0)
+                        Stat::default()
                     }
                 }
-                Err(_) => (u64::MAX, 0),
+                Err(_) => Stat::default(),
             };
-            index.insert(
-                path.clone(),
-                IndexEntry {
-                    blob: blob.clone(),
-                    size,
-                    mtime,
-                },
-            );
+            index.insert(path.clone(), IndexEntry::new(blob.clone(), stat));
         }
         index
     }
 
+    /// Whether a work-tree file is, by its stat, what its entry recorded.
+    pub fn unchanged(&self, entry: &IndexEntry, file: &WorkFile) -> bool {
+        let written = self.rest.lock().unwrap().written;
+        let s = &entry.stat;
+        s.mtime != (0, 0)
+            && s.mtime == file.stat.mtime
+            && s.size == file.stat.size
+            && entry.blob.mode == file.mode
+            && s.mtime < written
+    }
+
     // ---- work tree ---------------------------------------------------------
 
-    /// Every file under the root but `.git`, by relative path.
-    pub async fn work_files(&self) -> Res<BTreeMap<String, WorkFile>> {
+    /// The ignore rules of the work tree's top: `core.excludesFile` (or
+    /// git's default, `$XDG_CONFIG_HOME/git/ignore`), `info/exclude`.
+    async fn global_ignores(&self) -> Ignores {
+        let mut ignores = Ignores::default();
+        let home = self.env.get("HOME").cloned().unwrap_or_default();
+        let excludes = match self.config_value("core.excludesfile").await {
+            Some(path) => match path.strip_prefix("~/") {
+                Some(rest) => Path::new(&home).join(rest),
+                None => super::resolve(&self.root, &path),
+            },
+            None => match self.env.get("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+                Some(dir) => Path::new(dir).join("git/ignore"),
+                None => Path::new(&home).join(".config/git/ignore"),
+            },
+        };
+        for source in [excludes, self.git.join("info/exclude")] {
+            if let Ok(bytes) = self.fs.read_file(&source).await {
+                ignores.add_global(&bytes, &source);
+            }
+        }
+        ignores
+    }
+
+    /// Every file under the root but `.git`, by relative path, each
+    /// marked ignored or not. An ignored directory is entered only where
+    /// the index tracks something in it.
+    pub async fn work_files(&self, index: &Index) -> Res<BTreeMap<String, WorkFile>> {
+        let mut ignores = self.global_ignores().await;
         let mut files = BTreeMap::new();
-        let mut pending = vec![self.root.clone()];
-        while let Some(dir) = pending.pop() {
-            for entry in self.fs.read_dir(&dir).await.map_err(io)? {
+        // (directory, its relative path with a trailing `/`, ignored)
+        let mut pending = vec![(self.root.clone(), String::new(), false)];
+        while let Some((dir, prefix, dir_ignored)) = pending.pop() {
+            let entries = self.fs.read_dir(&dir).await.map_err(io)?;
+            if !dir_ignored {
+                if let Some(entry) = entries.iter().find(|e| e.name == ".gitignore") {
+                    if entry.metadata.file_type.is_file() {
+                        if let Ok(bytes) = self.fs.read_file(&dir.join(".gitignore")).await {
+                            ignores.add_gitignore(&bytes, prefix.trim_end_matches('/'));
+                        }
+                    }
+                }
+            }
+            for entry in entries {
                 if entry.name == ".git" {
                     continue;
                 }
                 let path = dir.join(&entry.name);
+                let relative = format!("{prefix}{}", entry.name);
                 let meta = &entry.metadata;
                 if meta.file_type.is_dir() {
-                    pending.push(path);
-                } else if meta.file_type.is_file() {
+                    let ignored = dir_ignored || ignores.ignored(&relative, true);
+                    let inner = format!("{relative}/");
+                    let tracked_inside = index
+                        .range(inner.clone()..)
+                        .next()
+                        .is_some_and(|(p, _)| p.starts_with(&inner));
+                    // A nested repository is its own, as git leaves it.
+                    let nested = !tracked_inside
+                        && self.fs.exists(&path.join(".git")).await.unwrap_or(false);
+                    if (!ignored || tracked_inside) && !nested {
+                        pending.push((path, inner, ignored));
+                    }
+                } else if meta.file_type.is_file() || meta.file_type.is_symlink() {
+                    let ignored = dir_ignored || ignores.ignored(&relative, false);
                     files.insert(
-                        self.relative(&path),
+                        relative,
                         WorkFile {
-                            mode: file_mode(meta.mode),
-                            size: meta.size,
-                            mtime: mtime_of(meta),
+                            mode: file_mode(meta),
+                            stat: stat_of(meta),
+                            ignored,
                         },
                     );
                 }
@@ -608,18 +965,29 @@ impl Repo {
             .into_owned()
     }
 
+    /// What git hashes for a work-tree file: its bytes, or a symlink's
+    /// target.
+    async fn content(&self, path: &str, mode: u32) -> Res<Vec<u8>> {
+        let full = self.root.join(path);
+        if mode == 0o120000 {
+            let target = self.fs.read_link(&full).await.map_err(io)?;
+            return Ok(target.to_string_lossy().into_owned().into_bytes());
+        }
+        self.fs.read_file(&full).await.map_err(io)
+    }
+
     /// The blob a work-tree file would be: the index's when its stat says
     /// it is unchanged, else hashed from its content.
     pub async fn work_blob(&self, path: &str, file: &WorkFile, index: &Index) -> Res<Blob> {
         if let Some(entry) = index.get(path) {
-            if entry.size == file.size && entry.mtime == file.mtime {
+            if self.unchanged(entry, file) {
                 return Ok(Blob {
                     mode: file.mode,
                     oid: entry.blob.oid.clone(),
                 });
             }
         }
-        let content = self.fs.read_file(&self.root.join(path)).await.map_err(io)?;
+        let content = self.content(path, file.mode).await?;
         Ok(Blob {
             mode: file.mode,
             oid: hash("blob", &content),
@@ -629,17 +997,11 @@ impl Repo {
     /// Stores a work-tree file as a blob and answers its index entry.
     pub async fn stage(&self, path: &str) -> Res<IndexEntry> {
         let full = self.root.join(path);
-        let meta = self.fs.stat(&full).await.map_err(io)?;
-        let content = self.fs.read_file(&full).await.map_err(io)?;
+        let meta = self.fs.lstat(&full).await.map_err(io)?;
+        let mode = file_mode(&meta);
+        let content = self.content(path, mode).await?;
         let oid = self.write_object("blob", &content).await?;
-        Ok(IndexEntry {
-            blob: Blob {
-                mode: file_mode(meta.mode),
-                oid,
-            },
-            size: meta.size,
-            mtime: mtime_of(&meta),
-        })
+        Ok(IndexEntry::new(Blob { mode, oid }, stat_of(&meta)))
     }
 
     /// Writes `blob` at `path` in the work tree; answers its index entry.
@@ -649,15 +1011,20 @@ impl Repo {
             self.fs.mkdir(parent, true).await.map_err(io)?;
         }
         let content = self.blob(&blob.oid).await?;
-        self.write(&full, &content).await?;
-        let mode = if blob.mode == 0o100755 { 0o755 } else { 0o644 };
-        let _ = self.fs.chmod(&full, mode).await;
-        let meta = self.fs.stat(&full).await.map_err(io)?;
-        Ok(IndexEntry {
-            blob: blob.clone(),
-            size: meta.size,
-            mtime: mtime_of(&meta),
-        })
+        if blob.mode == 0o120000 {
+            let _ = self.fs.remove(&full, false).await;
+            let target = String::from_utf8_lossy(&content).into_owned();
+            self.fs
+                .symlink(Path::new(&target), &full)
+                .await
+                .map_err(io)?;
+        } else {
+            self.write(&full, &content).await?;
+            let mode = if blob.mode == 0o100755 { 0o755 } else { 0o644 };
+            let _ = self.fs.chmod(&full, mode).await;
+        }
+        let meta = self.fs.lstat(&full).await.map_err(io)?;
+        Ok(IndexEntry::new(blob.clone(), stat_of(&meta)))
     }
 
     /// Removes a work-tree file and the directories it leaves empty.
@@ -684,90 +1051,35 @@ impl Repo {
 
     // ---- config ------------------------------------------------------------
 
-    pub async fn config(&self) -> Vec<(String, String)> {
-        parse_config(
-            &self
-                .read_text(&self.git.join("config"))
-                .await
-                .unwrap_or_default(),
-        )
-    }
-
-    pub async fn save_config(&self, entries: &[(String, String)]) -> Res<()> {
-        self.write(&self.git.join("config"), render_config(entries).as_bytes())
+    pub async fn config_text(&self) -> String {
+        self.read_text(&self.git.join("config"))
             .await
+            .unwrap_or_default()
+    }
+
+    pub async fn config(&self) -> Vec<(String, String)> {
+        config::parse(&self.config_text().await)
+    }
+
+    /// The last value of `key` (canonical: `core.bare`, `remote.origin.url`).
+    pub async fn config_value(&self, key: &str) -> Option<String> {
+        self.config()
+            .await
+            .into_iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
+
+    pub async fn save_config_text(&self, text: &str) -> Res<()> {
+        self.write(&self.git.join("config"), text.as_bytes()).await
     }
 }
 
-fn hex_bytes(oid: &str) -> Vec<u8> {
-    (0..oid.len() / 2)
-        .filter_map(|i| u8::from_str_radix(&oid[2 * i..2 * i + 2], 16).ok())
-        .collect()
-}
-
-fn escape_path(path: &str) -> String {
-    path.replace('\\', "\\\\").replace('\n', "\\n")
-}
-
-fn unescape_path(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match (c, c == '\\') {
-            (_, true) => match chars.next() {
-                Some('n') => out.push('\n'),
-                Some(other) => out.push(other),
-                None => out.push('\\'),
-            },
-            (c, false) => out.push(c),
-        }
-    }
-    out
-}
-
-/// `section.key` (`section.sub.key` for `[section "sub"]`) → value.
-pub fn parse_config(text: &str) -> Vec<(String, String)> {
-    let mut section = String::new();
-    let mut entries = Vec::new();
-    for line in text.lines().map(str::trim) {
-        if line.starts_with('#') || line.starts_with(';') || line.is_empty() {
-            continue;
-        }
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = match header.split_once(' ') {
-                Some((name, sub)) => format!("{}.{}", name.to_lowercase(), sub.trim_matches('"')),
-                None => header.to_lowercase(),
-            };
-        } else if let Some((key, value)) = line.split_once('=') {
-            entries.push((
-                format!("{section}.{}", key.trim().to_lowercase()),
-                value.trim().trim_matches('"').to_string(),
-            ));
-        }
-    }
-    entries
-}
-
-fn render_config(entries: &[(String, String)]) -> String {
-    let mut sections: Vec<(String, Vec<(String, String)>)> = Vec::new();
-    for (key, value) in entries {
-        let (section, name) = key.rsplit_once('.').unwrap_or(("core", key));
-        match sections.iter_mut().find(|(s, _)| s == section) {
-            Some((_, items)) => items.push((name.to_string(), value.clone())),
-            None => sections.push((section.to_string(), vec![(name.to_string(), value.clone())])),
-        }
-    }
-    let mut text = String::new();
-    for (section, items) in sections {
-        match section.split_once('.') {
-            Some((name, sub)) => text.push_str(&format!("[{name} \"{sub}\"]\n")),
-            None => text.push_str(&format!("[{section}]\n")),
-        }
-        for (name, value) in items {
-            text.push_str(&format!("\t{name} = {value}\n"));
-        }
-    }
-    text
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 #[cfg(test)]
@@ -784,20 +1096,10 @@ mod tests {
     }
 
     #[test]
-    fn config_round_trips() {
-        let entries = parse_config("[user]\n\tname = Ann\n[remote \"origin\"]\n\turl = x\n");
-        assert_eq!(
-            entries,
-            vec![
-                ("user.name".to_string(), "Ann".to_string()),
-                ("remote.origin.url".to_string(), "x".to_string())
-            ]
-        );
-        assert_eq!(parse_config(&render_config(&entries)), entries);
-    }
-
-    #[test]
-    fn index_paths_escape_newlines() {
-        assert_eq!(unescape_path(&escape_path("a\\b\nc")), "a\\b\nc");
+    fn signatures_keep_their_zone() {
+        let s = Signature::parse("A U Thor <a@x.org> 1112911993 -0700");
+        assert_eq!((s.name.as_str(), s.email.as_str()), ("A U Thor", "a@x.org"));
+        assert_eq!((s.time, s.zone.as_str()), (1_112_911_993, "-0700"));
+        assert_eq!(s.date(), "Thu Apr 7 15:13:13 2005 -0700");
     }
 }

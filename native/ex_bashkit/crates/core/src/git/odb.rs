@@ -1,0 +1,583 @@
+//! Git's object database as real git leaves it: loose objects
+//! (`objects/xx/…`, zlib) and packs (`objects/pack/*.pack` with their
+//! `.idx`, versions 1 and 2, offset and reference deltas), plus the object
+//! directories `objects/info/alternates` names. Read from the session's
+//! filesystem, so the same code serves mounts, the in-memory filesystem
+//! and restored snapshots. New objects are written loose, as git writes
+//! them before a `gc`.
+//!
+//! Written here rather than taken from `gix-pack`: its pack and index
+//! files open a host path and memory-map it, and our files live behind
+//! bashkit's asynchronous `FileSystem`.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bashkit::FileSystem;
+use flate2::read::ZlibDecoder;
+use flate2::write::ZlibEncoder;
+use sha1::{Digest, Sha1};
+use tokio::sync::OnceCell;
+
+pub type Oid = String;
+
+/// An object's kind and body.
+pub type Object = (String, Arc<Vec<u8>>);
+
+pub fn hash(kind: &str, body: &[u8]) -> Oid {
+    let mut hasher = Sha1::new();
+    hasher.update(format!("{kind} {}\0", body.len()).as_bytes());
+    hasher.update(body);
+    to_hex(&hasher.finalize())
+}
+
+pub fn to_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 15) as usize] as char);
+    }
+    out
+}
+
+pub fn from_hex(oid: &str) -> Option<[u8; 20]> {
+    if oid.len() != 40 {
+        return None;
+    }
+    let mut out = [0u8; 20];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(oid.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn bad(oid: &str) -> String {
+    format!("bad object {oid}")
+}
+
+fn corrupt(what: &str) -> String {
+    format!("corrupt {what}")
+}
+
+/// Kinds by their number in a pack.
+fn kind_name(kind: u8) -> Option<&'static str> {
+    match kind {
+        1 => Some("commit"),
+        2 => Some("tree"),
+        3 => Some("blob"),
+        4 => Some("tag"),
+        _ => None,
+    }
+}
+
+/// One pack and its index, both read whole.
+struct Pack {
+    idx: Vec<u8>,
+    data: Vec<u8>,
+    /// Where the names table starts, and how many objects there are.
+    names: usize,
+    count: usize,
+    version: u32,
+    /// Delta bases already expanded, by offset: a chain's shared base
+    /// is inflated once.
+    bases: Mutex<HashMap<u64, Object>>,
+}
+
+/// Bases kept per pack; past that the cache starts over.
+const KEPT_BASES: usize = 512;
+
+fn be32(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+impl Pack {
+    fn new(idx: Vec<u8>, data: Vec<u8>) -> Result<Pack, String> {
+        if data.get(..4) != Some(b"PACK") {
+            return Err(corrupt("pack"));
+        }
+        let (version, fanout) = if idx.get(..4) == Some(b"\xfftOc") {
+            let version = be32(&idx, 4).ok_or_else(|| corrupt("pack index"))?;
+            if version != 2 {
+                return Err(format!("pack index version {version} is not supported"));
+            }
+            (2, 8)
+        } else {
+            (1, 0)
+        };
+        let count = be32(&idx, fanout + 255 * 4).ok_or_else(|| corrupt("pack index"))? as usize;
+        let names = fanout + 256 * 4;
+        let needed = match version {
+            2 => names + count * 28,
+            _ => names + count * 24,
+        };
+        if idx.len() < needed {
+            return Err(corrupt("pack index"));
+        }
+        Ok(Pack {
+            idx,
+            data,
+            names,
+            count,
+            version,
+            bases: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn name(&self, i: usize) -> &[u8] {
+        match self.version {
+            2 => &self.idx[self.names + i * 20..self.names + i * 20 + 20],
+            _ => &self.idx[self.names + i * 24 + 4..self.names + i * 24 + 24],
+        }
+    }
+
+    fn fanout(&self, byte: u8) -> (usize, usize) {
+        let base = if self.version == 2 { 8 } else { 0 };
+        let end = be32(&self.idx, base + byte as usize * 4).unwrap_or(0) as usize;
+        let start = match byte {
+            0 => 0,
+            b => be32(&self.idx, base + (b as usize - 1) * 4).unwrap_or(0) as usize,
+        };
+        (start.min(self.count), end.min(self.count))
+    }
+
+    /// The position of `name` in the index.
+    fn find(&self, name: &[u8; 20]) -> Option<usize> {
+        let (mut lo, mut hi) = self.fanout(name[0]);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.name(mid).cmp(&name[..]) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(mid),
+            }
+        }
+        None
+    }
+
+    fn offset(&self, i: usize) -> Option<u64> {
+        if self.version == 1 {
+            return be32(&self.idx, self.names + i * 24).map(u64::from);
+        }
+        let at = self.names + self.count * 24 + i * 4;
+        let small = be32(&self.idx, at)?;
+        if small & 0x8000_0000 == 0 {
+            return Some(u64::from(small));
+        }
+        let large = self.names + self.count * 28 + (small & 0x7fff_ffff) as usize * 8;
+        Some(u64::from_be_bytes(
+            self.idx.get(large..large + 8)?.try_into().ok()?,
+        ))
+    }
+
+    /// Every name that starts with `prefix` (hex, lowercase).
+    fn names_with(&self, prefix: &str, out: &mut Vec<Oid>) {
+        let Ok(first) = u8::from_str_radix(&prefix[..2], 16) else {
+            return;
+        };
+        let (start, end) = self.fanout(first);
+        for i in start..end {
+            let name = to_hex(self.name(i));
+            if name.starts_with(prefix) {
+                out.push(name);
+            }
+        }
+    }
+
+    /// The object at `offset`, its deltas applied. `odb` resolves the
+    /// bases of reference deltas, which may be anywhere.
+    fn object_at<'a>(
+        &'a self,
+        offset: u64,
+        odb: &'a Odb,
+        depth: usize,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Object, String>> + Send + 'a>>
+    {
+        Box::pin(async move {
+            if depth > 10_000 {
+                return Err(corrupt("pack (delta chain too long)"));
+            }
+            if let Some(hit) = self.bases.lock().unwrap().get(&offset) {
+                return Ok(hit.clone());
+            }
+            let data = &self.data;
+            let mut at = usize::try_from(offset).map_err(|_| corrupt("pack"))?;
+            let mut byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
+            at += 1;
+            let kind = (byte >> 4) & 7;
+            let mut size = u64::from(byte & 15);
+            let mut shift = 4;
+            while byte & 0x80 != 0 {
+                byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
+                at += 1;
+                if shift > 60 {
+                    return Err(corrupt("pack"));
+                }
+                size |= u64::from(byte & 0x7f) << shift;
+                shift += 7;
+            }
+            let object = match kind {
+                1..=4 => {
+                    let body = inflate(&data[at..], size)?;
+                    (kind_name(kind).unwrap().to_string(), Arc::new(body))
+                }
+                6 => {
+                    byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
+                    at += 1;
+                    let mut back = u64::from(byte & 0x7f);
+                    while byte & 0x80 != 0 {
+                        byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
+                        at += 1;
+                        back = ((back + 1) << 7) | u64::from(byte & 0x7f);
+                    }
+                    let base_at = offset.checked_sub(back).ok_or_else(|| corrupt("pack"))?;
+                    let delta = inflate(&data[at..], size)?;
+                    let (kind, base) = self.object_at(base_at, odb, depth + 1).await?;
+                    self.keep(base_at, (kind.clone(), base.clone()));
+                    (kind, Arc::new(apply_delta(&base, &delta)?))
+                }
+                7 => {
+                    let base_name = data.get(at..at + 20).ok_or_else(|| corrupt("pack"))?;
+                    let base_oid = to_hex(base_name);
+                    let delta = inflate(&data[at + 20..], size)?;
+                    let (kind, base) = odb.read_depth(&base_oid, depth + 1).await?;
+                    (kind, Arc::new(apply_delta(&base, &delta)?))
+                }
+                _ => return Err(corrupt("pack (unknown object type)")),
+            };
+            Ok(object)
+        })
+    }
+
+    fn keep(&self, offset: u64, object: Object) {
+        let mut bases = self.bases.lock().unwrap();
+        if bases.len() >= KEPT_BASES {
+            bases.clear();
+        }
+        bases.insert(offset, object);
+    }
+}
+
+fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, String> {
+    let size = usize::try_from(size).map_err(|_| corrupt("pack"))?;
+    let mut out = Vec::with_capacity(size.min(1 << 26));
+    ZlibDecoder::new(compressed)
+        .take(size as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|_| corrupt("pack (bad zlib stream)"))?;
+    if out.len() != size {
+        return Err(corrupt("pack (object size)"));
+    }
+    Ok(out)
+}
+
+/// Git's delta: the sizes of base and result, then copies from the base
+/// and literal inserts.
+pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
+    let bad = || corrupt("delta");
+    let mut at = 0;
+    let varint = |at: &mut usize| -> Result<u64, String> {
+        let (mut value, mut shift) = (0u64, 0);
+        loop {
+            let byte = *delta.get(*at).ok_or_else(bad)?;
+            *at += 1;
+            if shift > 60 {
+                return Err(bad());
+            }
+            value |= u64::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+    };
+    let base_size = varint(&mut at)?;
+    let result_size = varint(&mut at)?;
+    if base_size != base.len() as u64 {
+        return Err(bad());
+    }
+    let mut out = Vec::with_capacity((result_size as usize).min(1 << 26));
+    while at < delta.len() {
+        let op = delta[at];
+        at += 1;
+        if op & 0x80 != 0 {
+            let (mut offset, mut size) = (0usize, 0usize);
+            for bit in 0..4 {
+                if op & (1 << bit) != 0 {
+                    offset |= usize::from(*delta.get(at).ok_or_else(bad)?) << (8 * bit);
+                    at += 1;
+                }
+            }
+            for bit in 0..3 {
+                if op & (0x10 << bit) != 0 {
+                    size |= usize::from(*delta.get(at).ok_or_else(bad)?) << (8 * bit);
+                    at += 1;
+                }
+            }
+            if size == 0 {
+                size = 0x10000;
+            }
+            let end = offset.checked_add(size).ok_or_else(bad)?;
+            out.extend_from_slice(base.get(offset..end).ok_or_else(bad)?);
+        } else if op != 0 {
+            let end = at + op as usize;
+            out.extend_from_slice(delta.get(at..end).ok_or_else(bad)?);
+            at = end;
+        } else {
+            return Err(bad());
+        }
+    }
+    if out.len() as u64 != result_size {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+/// The objects of one repository: its own directory and its alternates.
+pub struct Odb {
+    fs: Arc<dyn FileSystem>,
+    dirs: Vec<PathBuf>,
+    all_dirs: OnceCell<Vec<PathBuf>>,
+    /// The packs, read on first use and again after `add_pack`.
+    packs: Mutex<Option<Arc<Vec<Pack>>>>,
+}
+
+impl Odb {
+    pub fn new(fs: Arc<dyn FileSystem>, objects: PathBuf) -> Odb {
+        Odb {
+            fs,
+            dirs: vec![objects],
+            all_dirs: OnceCell::new(),
+            packs: Mutex::new(None),
+        }
+    }
+
+    /// This repository's object directory, then its alternates'.
+    async fn all_dirs(&self) -> &[PathBuf] {
+        self.all_dirs.get_or_init(|| self.read_alternates()).await
+    }
+
+    async fn read_alternates(&self) -> Vec<PathBuf> {
+        let mut dirs = self.dirs.clone();
+        let mut at = 0;
+        // Alternates may name alternates of their own; git follows five deep.
+        while at < dirs.len() && dirs.len() < 6 {
+            let file = dirs[at].join("info/alternates");
+            if let Ok(bytes) = self.fs.read_file(&file).await {
+                for line in String::from_utf8_lossy(&bytes).lines() {
+                    let line = line.trim();
+                    if line.is_empty() || line.starts_with('#') {
+                        continue;
+                    }
+                    let dir = super::resolve(&dirs[at], line);
+                    if !dirs.contains(&dir) {
+                        dirs.push(dir);
+                    }
+                }
+            }
+            at += 1;
+        }
+        dirs
+    }
+
+    async fn packs(&self) -> Arc<Vec<Pack>> {
+        if let Some(packs) = self.packs.lock().unwrap().as_ref() {
+            return packs.clone();
+        }
+        let mut packs = Vec::new();
+        for dir in self.all_dirs().await {
+            let pack_dir = dir.join("pack");
+            let Ok(entries) = self.fs.read_dir(&pack_dir).await else {
+                continue;
+            };
+            let mut names: Vec<String> = entries
+                .into_iter()
+                .map(|e| e.name)
+                .filter(|n| n.ends_with(".idx"))
+                .collect();
+            names.sort();
+            for name in names {
+                let stem = name.trim_end_matches(".idx");
+                let idx = self.fs.read_file(&pack_dir.join(&name)).await;
+                let data = self
+                    .fs
+                    .read_file(&pack_dir.join(format!("{stem}.pack")))
+                    .await;
+                if let (Ok(idx), Ok(data)) = (idx, data) {
+                    if let Ok(pack) = Pack::new(idx, data) {
+                        packs.push(pack);
+                    }
+                }
+            }
+        }
+        let packs = Arc::new(packs);
+        *self.packs.lock().unwrap() = Some(packs.clone());
+        packs
+    }
+
+    /// Stores a pack and its index as `pack-<name>.pack`/`.idx`, as
+    /// `git index-pack` leaves them.
+    #[cfg(feature = "network")]
+    pub async fn add_pack(&self, pack: &[u8], idx: &[u8], name: &str) -> Result<(), String> {
+        let dir = self.dirs[0].join("pack");
+        self.fs.mkdir(&dir, true).await.map_err(|e| e.to_string())?;
+        for (ext, bytes) in [("pack", pack), ("idx", idx)] {
+            let path = dir.join(format!("pack-{name}.{ext}"));
+            self.fs
+                .write_file(&path, bytes)
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = self.fs.chmod(&path, 0o444).await;
+        }
+        *self.packs.lock().unwrap() = None;
+        Ok(())
+    }
+
+    fn loose_path(dir: &Path, oid: &str) -> PathBuf {
+        dir.join(&oid[..2]).join(&oid[2..])
+    }
+
+    pub async fn contains(&self, oid: &str) -> bool {
+        let Some(name) = from_hex(oid) else {
+            return false;
+        };
+        for dir in self.all_dirs().await {
+            if self
+                .fs
+                .exists(&Self::loose_path(dir, oid))
+                .await
+                .unwrap_or(false)
+            {
+                return true;
+            }
+        }
+        self.packs().await.iter().any(|p| p.find(&name).is_some())
+    }
+
+    pub async fn read(&self, oid: &str) -> Result<Object, String> {
+        self.read_depth(oid, 0).await
+    }
+
+    fn read_depth<'a>(
+        &'a self,
+        oid: &'a str,
+        depth: usize,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Object, String>> + Send + 'a>>
+    {
+        Box::pin(async move {
+            let name = from_hex(oid).ok_or_else(|| bad(oid))?;
+            let packs = self.packs().await;
+            for pack in packs.iter() {
+                if let Some(i) = pack.find(&name) {
+                    let offset = pack.offset(i).ok_or_else(|| corrupt("pack index"))?;
+                    return pack.object_at(offset, self, depth).await;
+                }
+            }
+            for dir in self.all_dirs().await {
+                if let Ok(compressed) = self.fs.read_file(&Self::loose_path(dir, oid)).await {
+                    return parse_loose(&compressed, oid);
+                }
+            }
+            Err(bad(oid))
+        })
+    }
+
+    /// Writes an object loose (unless the database has it) and answers
+    /// its name.
+    pub async fn write(&self, kind: &str, body: &[u8]) -> Result<Oid, String> {
+        let oid = hash(kind, body);
+        if self.contains(&oid).await {
+            return Ok(oid);
+        }
+        let mut encoder = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder
+            .write_all(format!("{kind} {}\0", body.len()).as_bytes())
+            .and_then(|()| encoder.write_all(body))
+            .map_err(|e| e.to_string())?;
+        let compressed = encoder.finish().map_err(|e| e.to_string())?;
+        let path = Self::loose_path(&self.dirs[0], &oid);
+        self.fs
+            .mkdir(path.parent().expect("objects/xx"), true)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.fs
+            .write_file(&path, &compressed)
+            .await
+            .map_err(|e| e.to_string())?;
+        // Git's objects are read-only once written.
+        let _ = self.fs.chmod(&path, 0o444).await;
+        Ok(oid)
+    }
+
+    /// Every object whose name starts with `prefix` (at least four hex
+    /// digits), loose or packed.
+    pub async fn names_with(&self, prefix: &str) -> Vec<Oid> {
+        let mut found = Vec::new();
+        if prefix.len() < 4 || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return found;
+        }
+        let prefix = prefix.to_ascii_lowercase();
+        for dir in self.all_dirs().await {
+            for entry in self
+                .fs
+                .read_dir(&dir.join(&prefix[..2]))
+                .await
+                .unwrap_or_default()
+            {
+                let oid = format!("{}{}", &prefix[..2], entry.name);
+                if oid.len() == 40 && oid.starts_with(&prefix) {
+                    found.push(oid);
+                }
+            }
+        }
+        for pack in self.packs().await.iter() {
+            pack.names_with(&prefix, &mut found);
+        }
+        found.sort();
+        found.dedup();
+        found
+    }
+}
+
+fn parse_loose(compressed: &[u8], oid: &str) -> Result<Object, String> {
+    let mut raw = Vec::new();
+    ZlibDecoder::new(compressed)
+        .read_to_end(&mut raw)
+        .map_err(|_| format!("corrupt object {oid}"))?;
+    let nul = raw
+        .iter()
+        .position(|&b| b == 0)
+        .ok_or_else(|| format!("corrupt object {oid}"))?;
+    let header = String::from_utf8_lossy(&raw[..nul]).into_owned();
+    let kind = header.split(' ').next().unwrap_or("").to_string();
+    raw.drain(..=nul);
+    Ok((kind, Arc::new(raw)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_delta_copies_and_inserts() {
+        let base = b"hello, world";
+        // base 12, result 11; copy 7 bytes from 0 ("hello, "), insert "git!"
+        let delta = [12, 11, 0x90, 7, 4, b'g', b'i', b't', b'!'];
+        assert_eq!(apply_delta(base, &delta).unwrap(), b"hello, git!");
+    }
+
+    #[test]
+    fn a_delta_with_the_wrong_base_size_is_refused() {
+        assert!(apply_delta(b"abc", &[4, 1, 1, b'x']).is_err());
+        assert!(apply_delta(b"abc", &[3, 9, 0x90, 200]).is_err());
+    }
+
+    #[test]
+    fn hex_round_trips() {
+        let oid = "ce013625030ba8dba906f756967f9e9ca394464a";
+        assert_eq!(to_hex(&from_hex(oid).unwrap()), oid);
+        assert!(from_hex("xyz").is_none());
+    }
+}

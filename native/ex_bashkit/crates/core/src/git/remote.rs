@@ -1,0 +1,363 @@
+//! git's smart HTTP protocol (version 0/1, stateless), spoken through the
+//! session's HTTP client: the same allowlist check on every request and
+//! redirect, the same credential injection, and in a worker the same trip
+//! to the host as `curl`. Nothing here opens a socket.
+
+use std::sync::Arc;
+
+use bashkit::{HttpClient, HttpMethod};
+
+use super::odb::Oid;
+
+const AGENT: &str = "agent=git/2.47.3-ex_bashkit";
+
+/// What a server says it has.
+pub struct Advert {
+    /// Ref name → object, in the server's order (peeled tags left out).
+    pub refs: Vec<(String, Oid)>,
+    pub capabilities: Vec<String>,
+    /// Where the service's requests go (after redirects).
+    pub base: String,
+}
+
+impl Advert {
+    /// The branch the server's `HEAD` names (`symref=HEAD:refs/heads/main`).
+    pub fn head_branch(&self) -> Option<&str> {
+        self.capabilities
+            .iter()
+            .find_map(|c| c.strip_prefix("symref=HEAD:"))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Oid> {
+        self.refs.iter().find(|(n, _)| n == name).map(|(_, o)| o)
+    }
+}
+
+pub fn pkt_line(data: &str) -> Vec<u8> {
+    let mut out = format!("{:04x}", data.len() + 4).into_bytes();
+    out.extend_from_slice(data.as_bytes());
+    out
+}
+
+pub const FLUSH: &[u8] = b"0000";
+
+/// Reads pkt-lines from `data` until a flush or the data's end: the lines
+/// and where reading stopped.
+fn read_pkt_lines(data: &[u8]) -> Result<(Vec<Vec<u8>>, usize), String> {
+    let mut lines = Vec::new();
+    let mut at = 0;
+    while at + 4 <= data.len() {
+        let len = std::str::from_utf8(&data[at..at + 4])
+            .ok()
+            .and_then(|h| usize::from_str_radix(h, 16).ok())
+            .ok_or("protocol error: bad line length")?;
+        if len == 0 {
+            return Ok((lines, at + 4));
+        }
+        if len < 4 || at + len > data.len() {
+            return Err("protocol error: bad line length".into());
+        }
+        lines.push(data[at + 4..at + len].to_vec());
+        at += len;
+    }
+    Ok((lines, at))
+}
+
+pub struct Remote {
+    client: Arc<HttpClient>,
+    /// The URL as the user gave it, for messages.
+    pub url: String,
+}
+
+impl Remote {
+    pub fn new(client: Arc<HttpClient>, url: &str) -> Self {
+        Self {
+            client,
+            url: url.trim_end_matches('/').to_string(),
+        }
+    }
+
+    async fn request(
+        &self,
+        method: HttpMethod,
+        url: &str,
+        body: Option<&[u8]>,
+        headers: &[(String, String)],
+    ) -> Result<(bashkit::HttpResponse, String), String> {
+        let mut url = url.to_string();
+        // Redirects are followed here, each one a request of its own, so
+        // the allowlist judges every place the server sends us.
+        for _ in 0..5 {
+            let response = self
+                .client
+                .request_with_headers(method, &url, body, headers)
+                .await
+                .map_err(|e| format!("unable to access '{}/': {e}", self.url))?;
+            match response.status {
+                301 | 302 | 303 | 307 | 308 => {
+                    let location = response
+                        .headers
+                        .iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case("location"))
+                        .map(|(_, v)| v.clone())
+                        .ok_or_else(|| {
+                            format!(
+                                "unable to access '{}/': redirect without a location",
+                                self.url
+                            )
+                        })?;
+                    url = join_url(&url, &location);
+                }
+                _ => return Ok((response, url)),
+            }
+        }
+        Err(format!(
+            "unable to access '{}/': too many redirects",
+            self.url
+        ))
+    }
+
+    /// The refs a service (`git-upload-pack`, `git-receive-pack`) offers.
+    pub async fn discover(&self, service: &str) -> Result<Advert, String> {
+        let suffix = format!("/info/refs?service={service}");
+        let url = format!("{}{suffix}", self.url);
+        let (response, landed) = self.request(HttpMethod::Get, &url, None, &[]).await?;
+        match response.status {
+            200 => {}
+            401 | 403 => return Err(format!("Authentication failed for '{}/'", self.url)),
+            404 => return Err(format!("repository '{}/' not found", self.url)),
+            status => {
+                return Err(format!(
+                    "unable to access '{}/': The requested URL returned error: {status}",
+                    self.url
+                ))
+            }
+        }
+        let smart = response.headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("content-type")
+                && v == &format!("application/x-{service}-advertisement")
+        });
+        if !smart {
+            return Err(format!(
+                "'{}/' does not speak git's smart HTTP protocol (the sandbox's git has no dumb HTTP)",
+                self.url
+            ));
+        }
+        let body = &response.body;
+        let (header, used) = read_pkt_lines(body)?;
+        if header.first().map(|l| l.starts_with(b"# service=")) != Some(true) {
+            return Err("protocol error: no service announcement".into());
+        }
+        let (lines, _) = read_pkt_lines(&body[used..])?;
+        let mut refs = Vec::new();
+        let mut capabilities = Vec::new();
+        for (i, line) in lines.iter().enumerate() {
+            let line = String::from_utf8_lossy(line);
+            let line = line.trim_end_matches('\n');
+            let (refline, caps) = match line.split_once('\0') {
+                Some((r, c)) => (r, Some(c)),
+                None => (line, None),
+            };
+            if i == 0 {
+                if let Some(caps) = caps {
+                    capabilities = caps.split(' ').map(str::to_string).collect();
+                }
+            }
+            let Some((oid, name)) = refline.split_once(' ') else {
+                continue;
+            };
+            if name == "capabilities^{}" || name.ends_with("^{}") {
+                continue;
+            }
+            refs.push((name.to_string(), oid.to_string()));
+        }
+        // After a redirect, the service lives where the refs came from.
+        let base = landed
+            .strip_suffix(&suffix)
+            .unwrap_or(&self.url)
+            .to_string();
+        Ok(Advert {
+            refs,
+            capabilities,
+            base,
+        })
+    }
+
+    /// The pack of what `wants` reaches beyond `haves`.
+    pub async fn fetch_pack(
+        &self,
+        advert: &Advert,
+        wants: &[Oid],
+        haves: &[Oid],
+    ) -> Result<Vec<u8>, String> {
+        let mut body = Vec::new();
+        for (i, want) in wants.iter().enumerate() {
+            let line = if i == 0 {
+                let ofs = if advert.capabilities.iter().any(|c| c == "ofs-delta") {
+                    " ofs-delta"
+                } else {
+                    ""
+                };
+                format!("want {want}{ofs} {AGENT}\n")
+            } else {
+                format!("want {want}\n")
+            };
+            body.extend(pkt_line(&line));
+        }
+        body.extend_from_slice(FLUSH);
+        for have in haves {
+            body.extend(pkt_line(&format!("have {have}\n")));
+        }
+        body.extend(pkt_line("done\n"));
+        let url = format!("{}/git-upload-pack", advert.base);
+        let headers = [
+            (
+                "Content-Type".to_string(),
+                "application/x-git-upload-pack-request".to_string(),
+            ),
+            (
+                "Accept".to_string(),
+                "application/x-git-upload-pack-result".to_string(),
+            ),
+        ];
+        let (response, _) = self
+            .request(HttpMethod::Post, &url, Some(&body), &headers)
+            .await?;
+        if response.status != 200 {
+            return Err(format!(
+                "unable to access '{}/': The requested URL returned error: {}",
+                self.url, response.status
+            ));
+        }
+        // ACK/NAK lines, then the pack itself.
+        let data = &response.body;
+        let mut at = 0;
+        while data.get(at..at + 4).is_some_and(|head| head != b"PACK") {
+            let len = pkt_len(&data[at..])?;
+            let line = data
+                .get(at + 4..at + len)
+                .ok_or("protocol error: truncated")?;
+            if let Some(message) = line.strip_prefix(b"ERR ") {
+                return Err(format!(
+                    "remote error: {}",
+                    String::from_utf8_lossy(message).trim_end()
+                ));
+            }
+            at += len;
+        }
+        if data.get(at..at + 4) != Some(b"PACK") {
+            return Err("protocol error: the server sent no pack".into());
+        }
+        Ok(data[at..].to_vec())
+    }
+
+    /// Sends ref updates (`old new name`) and the pack they need; answers
+    /// each ref's outcome as the server reports it.
+    pub async fn push(
+        &self,
+        advert: &Advert,
+        updates: &[(Oid, Oid, String)],
+        pack: Option<Vec<u8>>,
+    ) -> Result<Vec<(String, Result<(), String>)>, String> {
+        let mut body = Vec::new();
+        for (i, (old, new, name)) in updates.iter().enumerate() {
+            let line = if i == 0 {
+                format!("{old} {new} {name}\0report-status {AGENT}\n")
+            } else {
+                format!("{old} {new} {name}\n")
+            };
+            body.extend(pkt_line(&line));
+        }
+        body.extend_from_slice(FLUSH);
+        if let Some(pack) = pack {
+            body.extend(pack);
+        }
+        let url = format!("{}/git-receive-pack", advert.base);
+        let headers = [
+            (
+                "Content-Type".to_string(),
+                "application/x-git-receive-pack-request".to_string(),
+            ),
+            (
+                "Accept".to_string(),
+                "application/x-git-receive-pack-result".to_string(),
+            ),
+        ];
+        let (response, _) = self
+            .request(HttpMethod::Post, &url, Some(&body), &headers)
+            .await?;
+        if response.status != 200 {
+            return Err(format!(
+                "unable to access '{}/': The requested URL returned error: {}",
+                self.url, response.status
+            ));
+        }
+        let (lines, _) = read_pkt_lines(&response.body)?;
+        let mut outcomes = Vec::new();
+        for line in lines {
+            let line = String::from_utf8_lossy(&line).trim_end().to_string();
+            if let Some(status) = line.strip_prefix("unpack ") {
+                if status != "ok" {
+                    return Err(format!("remote unpack failed: {status}"));
+                }
+            } else if let Some(name) = line.strip_prefix("ok ") {
+                outcomes.push((name.to_string(), Ok(())));
+            } else if let Some(rest) = line.strip_prefix("ng ") {
+                let (name, why) = rest.split_once(' ').unwrap_or((rest, ""));
+                outcomes.push((name.to_string(), Err(why.to_string())));
+            }
+        }
+        Ok(outcomes)
+    }
+}
+
+fn pkt_len(data: &[u8]) -> Result<usize, String> {
+    let head = data.get(..4).ok_or("protocol error: truncated")?;
+    let len = std::str::from_utf8(head)
+        .ok()
+        .and_then(|h| usize::from_str_radix(h, 16).ok())
+        .ok_or("protocol error: bad line length")?;
+    Ok(if len == 0 { 4 } else { len })
+}
+
+/// `location` relative to `url`, as a browser resolves it.
+fn join_url(url: &str, location: &str) -> String {
+    if location.contains("://") {
+        return location.to_string();
+    }
+    let scheme_end = url.find("://").map_or(0, |i| i + 3);
+    let host_end = url[scheme_end..]
+        .find('/')
+        .map_or(url.len(), |i| scheme_end + i);
+    if location.starts_with('/') {
+        return format!("{}{location}", &url[..host_end]);
+    }
+    let dir_end = url
+        .rfind('/')
+        .filter(|&i| i >= host_end)
+        .unwrap_or(host_end);
+    format!("{}/{location}", &url[..dir_end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pkt_lines_round_trip() {
+        let mut data = pkt_line("want abc\n");
+        data.extend(pkt_line("done\n"));
+        data.extend_from_slice(FLUSH);
+        let (lines, used) = read_pkt_lines(&data).unwrap();
+        assert_eq!(lines, vec![b"want abc\n".to_vec(), b"done\n".to_vec()]);
+        assert_eq!(used, data.len());
+        assert!(read_pkt_lines(b"zzzz").is_err());
+    }
+
+    #[test]
+    fn redirects_resolve_against_the_url() {
+        assert_eq!(join_url("http://h:1/a/b", "/c"), "http://h:1/c");
+        assert_eq!(join_url("http://h:1/a/b", "c"), "http://h:1/a/c");
+        assert_eq!(join_url("http://h/a", "https://o/x"), "https://o/x");
+    }
+}
