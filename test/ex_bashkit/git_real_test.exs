@@ -187,7 +187,36 @@ defmodule ExBashkit.GitRealTest do
     "git checkout -q v1 && git status | head -1",
     "git checkout -q HEAD~1 -- a.txt && git status --short",
     "chmod -x run.sh && git status --short && git commit -qam 'not executable'",
-    "echo 'more' >> numbers.txt && git stash -q 2>/dev/null; git status --short"
+    "echo 'more' >> numbers.txt && git stash -q 2>/dev/null; git status --short",
+    # Status in git's other forms.
+    "echo x >> a.txt && git add a.txt && echo y >> a.txt && echo n > src/new.rs && git status --porcelain=v2 --branch",
+    "git mv a.txt b.txt && git rm -q --cached run.sh && git status --porcelain=v2",
+    "mkdir -p deep/er && echo d > deep/er/d.txt && git status -uall --porcelain && git status -uno",
+    "echo x >> a.txt && echo n > src/new.rs && cd src && git status --short && git status --porcelain",
+    # History as a whole.
+    "git log --graph --oneline",
+    "git log --graph -n 3",
+    "git log --format='%h %p %ai %s' -n 8",
+    "git describe && git describe --tags HEAD~7 && git describe --always --abbrev=10 HEAD~8",
+    "git shortlog -sn HEAD && git shortlog HEAD",
+    "git blame a.txt",
+    "git blame docs/manual.md",
+    "git blame -- src/lib/mod.rs",
+    "git show v2 --stat",
+    "git rev-parse HEAD~6^2 HEAD~6^1 v2^{commit}",
+    "git branch -v && git branch -a",
+    # Merges, clean and conflicted.
+    "git checkout -q -b side HEAD~3 && echo s > side.txt && git add side.txt && git commit -qm side && git checkout -q main && git merge side && git log --graph --oneline -n 4",
+    "git checkout -q -b side HEAD~1 && echo theirs > numbers.txt && git commit -qam side && git checkout -q main && echo ours > numbers.txt && git commit -qam ours && git merge side; git status; cat numbers.txt",
+    "git checkout -q -b side HEAD~1 && echo theirs > numbers.txt && git commit -qam side && git checkout -q main && echo ours > numbers.txt && git commit -qam ours && git merge side; echo fixed > numbers.txt && git add numbers.txt && git status --short && git commit -q --no-edit && git log --graph --oneline -n 4",
+    "git checkout -q -b side HEAD~1 && echo theirs > numbers.txt && git commit -qam side && git checkout -q main && echo ours > numbers.txt && git commit -qam ours && git merge side; git merge --abort && git status --short && cat numbers.txt",
+    "git checkout -q -b side HEAD~2 && git rm -q numbers.txt && git commit -qm gone && git checkout -q main && git merge side; git status --short",
+    "echo x >> a.txt && git add a.txt && git merge feature",
+    # Stashes.
+    "echo x >> a.txt && git stash && git stash list && git stash pop && git status --short",
+    "echo x >> a.txt && git stash -q && echo y >> src/main.rs && git stash -q && git stash list && git stash drop -q && git stash list && git stash show",
+    "echo x >> a.txt && echo n > n.txt && git add n.txt && git stash -q && git status --short && git stash apply -q; git status --short && git stash list",
+    "git stash list && git stash pop"
   ]
 
   # The run takes ~2 min here: ten times that, for a slower machine.

@@ -272,6 +272,8 @@ defmodule ExBashkit.Session.Options do
         end)
     )
 
+    Filesystem.workers_can_write!(opts.mounts, opts.isolation)
+
     {python_runtime, python} = opts.python
     Capabilities.no_shadowing!(python, Map.keys(opts.builtins))
     Capabilities.python_memory!(python_runtime, opts.limits.max_python_memory_bytes)

@@ -67,6 +67,47 @@ defmodule ExBashkit.Session.Options.Filesystem do
           ":mounts entries must be {vfs_path, host_path, mode}, got: #{inspect(other)}"
   end
 
+  # A worker of a root VM writes a session's :read_write mounts as their
+  # owner (never as root), so those mounts must share one owner other than
+  # root; the refusal comes here rather than as writes failing later.
+  @doc false
+  def workers_can_write!(mounts, :process) do
+    host = ExBashkit.Worker.Hardening.host()
+    writable = for {_, host_path, :read_write} <- mounts, do: host_path
+
+    if host.root and host.hardening and writable != [] do
+      owners = for path <- writable, do: {path, owner(path)}
+
+      case Enum.uniq_by(owners, &elem(&1, 1)) do
+        [{path, 0}] ->
+          raise ArgumentError,
+                ":mounts: #{inspect(path)} is owned by root. An isolated session writes a " <>
+                  ":read_write mount as the directory's owner and a worker never runs as " <>
+                  "root: give the directory to the user the agent should write as (chown), " <>
+                  "mount it :read_only, or use isolation: :none"
+
+        [_] ->
+          :ok
+
+        _ ->
+          raise ArgumentError,
+                ":mounts: the :read_write mounts of an isolated session must share one owner " <>
+                  "(its worker writes them as that user), got #{inspect(owners)}"
+      end
+    end
+
+    :ok
+  end
+
+  def workers_can_write!(_mounts, _isolation), do: :ok
+
+  defp owner(path) do
+    case File.stat(path) do
+      {:ok, %File.Stat{uid: uid}} -> uid
+      {:error, _} -> :missing
+    end
+  end
+
   @doc false
   def allowed_mount_paths!(nil), do: nil
 

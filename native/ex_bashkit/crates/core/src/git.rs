@@ -7,6 +7,7 @@
 mod commands;
 mod config;
 mod diff;
+mod history;
 mod ignore;
 mod index_file;
 mod merge;

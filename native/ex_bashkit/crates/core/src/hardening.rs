@@ -191,7 +191,10 @@ pub fn for_session(plan: &Plan, needs: &Needs, report: &mut Report) {
     });
     report.record("cgroup", capped.map_err(HardeningError::Cgroup));
     report.record("rlimits", rlimits(needs));
-    report.record("unprivileged_user", unprivileged_user(plan.user));
+    report.record(
+        "unprivileged_user",
+        unprivileged_user(writer(needs.mounts, plan.user).or(plan.user)),
+    );
     report.record("no_new_privs", no_new_privs());
     let landlock = landlock::apply(needs.mounts).map(|_| ());
     report.record("landlock", landlock.map_err(HardeningError::Landlock));
@@ -309,6 +312,28 @@ fn rlimits(needs: &Needs) -> Result<(), HardeningError> {
         }
     }
     Ok(())
+}
+
+/// Who writes a session's `:read_write` mounts: their owner, so that what
+/// a script writes there is the owner's as in the user's own shell. Only
+/// for mounts that share one owner other than root (`new/1` refuses the
+/// rest, `ExBashkit.Session.Options.Filesystem`); else `None`, and the
+/// worker is `worker_user`. The group is the directory's, unless that is
+/// root's: then `worker_user`'s.
+fn writer(mounts: &[Mount], worker_user: Option<(u32, u32)>) -> Option<(u32, u32)> {
+    use std::os::unix::fs::MetadataExt;
+    let mut owners = mounts
+        .iter()
+        .filter(|(_, _, mode)| *mode == crate::mounts::MountMode::ReadWrite)
+        .map(|(_, host, _)| std::fs::metadata(host).map(|m| (m.uid(), m.gid())).ok());
+    let first = owners.next()??;
+    let shared = owners.all(|owner| owner == Some(first));
+    let (uid, gid) = first;
+    let gid = match gid {
+        0 => worker_user?.1,
+        gid => gid,
+    };
+    (shared && uid != 0).then_some((uid, gid))
 }
 
 /// A worker started as root becomes `user`, with no supplementary groups

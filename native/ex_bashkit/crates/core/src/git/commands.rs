@@ -10,9 +10,9 @@ use super::{resolve, Here, Out, Run};
 #[cfg(not(feature = "network"))]
 use crate::network::AllowNet;
 
-const SUPPORTED: &str = "init, clone, config, add, rm, mv, commit, status, log, show, diff, \
-branch, checkout, switch, reset, restore, merge (fast-forward), tag, ls-files, rev-parse, \
-merge-base, grep, cat-file, clean, remote";
+const SUPPORTED: &str = "init, clone, fetch, pull, push, ls-remote, remote, config, add, rm, \
+mv, commit, status, log, show, diff, branch, checkout, switch, reset, restore, merge, stash, tag, \
+describe, shortlog, blame, ls-files, rev-parse, merge-base, grep, cat-file, clean";
 
 pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
     let Some((command, rest)) = args.split_first() else {
@@ -88,8 +88,11 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                 "cat-file" => it.cat_file(rest).await,
                 "clean" => it.clean(rest).await,
                 "stash" => it.stash(rest).await,
-                "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply"
-                | "blame" | "describe" | "reflog" | "submodule" | "worktree" | "gc" => Err(
+                "describe" => it.describe(rest).await,
+                "shortlog" => it.shortlog(rest).await,
+                "blame" => it.blame(rest).await,
+                "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply" | "reflog"
+                | "submodule" | "worktree" | "gc" | "filter-branch" | "replace" => Err(
                     Out::error(
                         format!(
                             "git: '{name}' is not supported by the sandbox's git; it has: {SUPPORTED}\n"
@@ -115,7 +118,7 @@ pub(super) struct Args<'a> {
     flags: Vec<&'a str>,
     values: BTreeMap<&'static str, String>,
     pub(super) operands: Vec<&'a str>,
-    paths: Vec<&'a str>,
+    pub(super) paths: Vec<&'a str>,
 }
 
 impl<'a> Args<'a> {
@@ -206,6 +209,14 @@ impl<'a> Args<'a> {
 
     pub(super) fn has(&self, names: &[&str]) -> bool {
         self.flags.iter().any(|f| names.contains(f))
+    }
+
+    /// The first flag that is `name` or `name=…`.
+    pub(super) fn flags_like(&self, name: &str) -> Option<&str> {
+        self.flags
+            .iter()
+            .find(|f| **f == name || f.strip_prefix(name).is_some_and(|r| r.starts_with('=')))
+            .copied()
     }
 
     pub(super) fn value(&self, key: &str) -> Option<&str> {
@@ -544,6 +555,17 @@ impl State {
     }
 
     /// Untracked files, a directory holding nothing tracked as `dir/`.
+    /// Untracked files one by one (`-uall`).
+    fn untracked_files(&self) -> Vec<String> {
+        self.work
+            .iter()
+            .filter(|(p, f)| {
+                !f.ignored && !self.index.contains_key(*p) && !self.unmerged.contains_key(*p)
+            })
+            .map(|(p, _)| p.clone())
+            .collect()
+    }
+
     fn untracked(&self) -> Vec<String> {
         let mut shown = BTreeSet::new();
         let untracked = self
@@ -608,7 +630,7 @@ impl Ctx<'_> {
 
     /// A pathspec as a path relative to the work tree's root (`""` for
     /// all of it).
-    fn pathspec(&self, spec: &str) -> String {
+    pub(super) fn pathspec(&self, spec: &str) -> String {
         let full = resolve(&self.here.cwd, spec);
         self.repo.relative(&full)
     }
@@ -662,6 +684,12 @@ impl Ctx<'_> {
 
     async fn add(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &[])?;
+        if args.has(&["-p", "--patch", "-i", "--interactive", "-e", "--edit"]) {
+            return Err(Out::fatal(
+                "the sandbox's git has no interactive staging (add -p/-i/-e): nobody is at a \
+                 terminal to answer it; stage whole files, or write the part you want and add that",
+            ));
+        }
         let all = args.has(&["-A", "--all"]);
         let update = args.has(&["-u", "--update"]);
         let mut specs: Vec<String> = self.specs(&args.operands, &args.paths);
@@ -901,9 +929,9 @@ impl Ctx<'_> {
                     .filter(|l| !l.is_empty()),
             );
             if message.is_empty() {
+                // As `--no-edit` takes it: comments and all.
                 let saved = repo.state_file("MERGE_MSG").await.unwrap_or_default();
-                let kept: Vec<&str> = saved.lines().filter(|l| !l.starts_with('#')).collect();
-                message = text::clean_message(&kept.join("\n"));
+                message = text::clean_message(&saved);
             }
         }
         let index = repo.index().await.map_err(failed)?;
@@ -1009,12 +1037,61 @@ impl Ctx<'_> {
     // ---- status ------------------------------------------------------------
 
     async fn status(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
-        let state = self.state().await?;
-        let short = args.has(&["-s", "--short", "--porcelain"]);
-        if !short {
-            return Ok(Out::ok(self.long_status(&state).await));
+        // `-u<mode>` is one option, not bundled letters.
+        let mut mode_given = None;
+        let args: Vec<String> = args
+            .iter()
+            .filter(|a| {
+                match a
+                    .strip_prefix("-u")
+                    .or_else(|| a.strip_prefix("--untracked-files="))
+                {
+                    Some(mode @ ("no" | "normal" | "all")) => {
+                        mode_given = Some(mode.to_string());
+                        false
+                    }
+                    _ => true,
+                }
+            })
+            .cloned()
+            .collect();
+        let args = Args::parse(&args, &[])?;
+        if args.has(&["-z", "-v", "--verbose", "--ignored"]) {
+            return Err(Out::fatal(
+                "the sandbox's git has no status -z, -v or --ignored",
+            ));
         }
+        let state = self.state().await?;
+        let untracked_mode = match mode_given.as_deref() {
+            Some(mode) => mode,
+            None if args.has(&["-u", "--untracked-files"]) => "all",
+            None => "normal",
+        };
+        let untracked = match untracked_mode {
+            "no" => Vec::new(),
+            "all" => state.untracked_files(),
+            _ => state.untracked(),
+        };
+        if args.has(&["--porcelain=v2", "--porcelain=2"]) {
+            return Ok(Out::ok(
+                self.status_v2(&state, &untracked, args.has(&["-b", "--branch"]))
+                    .await,
+            ));
+        }
+        let porcelain = args.has(&["--porcelain", "--porcelain=v1", "--porcelain=1"]);
+        let short = porcelain || args.has(&["-s", "--short"]);
+        if !short {
+            let listed = (untracked_mode != "normal").then_some(untracked.as_slice());
+            return Ok(Out::ok(self.long_status_with(&state, listed).await));
+        }
+        // Porcelain paths are the repository's; short ones the caller's.
+        let shown = |path: &str| -> String {
+            if porcelain {
+                path.to_string()
+            } else {
+                self.shown(path)
+            }
+        };
         let mut out = String::new();
         if args.has(&["-b", "--branch"]) {
             match (self.branch_name().await, &state.head) {
@@ -1060,22 +1137,126 @@ impl Ctx<'_> {
         }
         let mut lines: Vec<(String, String)> = codes
             .into_iter()
-            .map(|(key, (x, y, shown))| (key, format!("{x}{y} {}", self.shown(&shown))))
+            .map(|(key, (x, y, path))| {
+                let display = match path.split_once(" -> ") {
+                    Some((from, to)) => format!("{} -> {}", shown(from), shown(to)),
+                    None => shown(&path),
+                };
+                (key, format!("{x}{y} {display}"))
+            })
             .collect();
         for (path, stages) in &state.unmerged {
             lines.push((
                 path.clone(),
-                format!("{} {}", unmerged_code(stages).0, self.shown(path)),
+                format!("{} {}", unmerged_code(stages).0, shown(path)),
             ));
         }
         lines.sort();
         for (_, line) in lines {
             let _ = writeln!(out, "{line}");
         }
-        for path in state.untracked() {
-            let _ = writeln!(out, "?? {}", self.shown(&path));
+        for path in &untracked {
+            let _ = writeln!(out, "?? {}", shown(path));
         }
         Ok(Out::ok(out))
+    }
+
+    /// `status --porcelain=v2`: each changed path with its modes and
+    /// object names in `HEAD`, the index and the work tree.
+    async fn status_v2(&self, state: &State, untracked: &[String], branch: bool) -> String {
+        let mut out = String::new();
+        if branch {
+            match &state.head {
+                Some(head) => {
+                    let _ = writeln!(out, "# branch.oid {head}");
+                }
+                None => out.push_str("# branch.oid (initial)\n"),
+            }
+            match self.branch_name().await {
+                Some(name) => {
+                    let _ = writeln!(out, "# branch.head {name}");
+                    if let Some((upstream, there)) = self.repo.upstream(&name).await {
+                        let _ = writeln!(out, "# branch.upstream {upstream}");
+                        if let (Some(there), Some(head)) = (there, &state.head) {
+                            let (a, b) = self.ahead_behind(head, &there).await;
+                            let _ = writeln!(out, "# branch.ab +{a} -{b}");
+                        }
+                    }
+                }
+                None => out.push_str("# branch.head (detached)\n"),
+            }
+        }
+        let zero = super::repo::NULL_OID;
+        let mut lines: BTreeMap<String, String> = BTreeMap::new();
+        let mut codes: BTreeMap<String, (char, char, Option<String>)> = BTreeMap::new();
+        for (code, shown) in state.staged() {
+            match shown.split_once(" -> ") {
+                Some((from, to)) => {
+                    codes.insert(to.to_string(), (code, '.', Some(from.to_string())));
+                }
+                None => {
+                    codes.entry(shown).or_insert(('.', '.', None)).0 = code;
+                }
+            }
+        }
+        for (code, path) in state.unstaged() {
+            codes.entry(path).or_insert(('.', '.', None)).1 = code;
+        }
+        for (path, (x, y, from)) in codes {
+            let head = state.head_files.get(from.as_ref().unwrap_or(&path));
+            let index = state.index.get(&path).map(|e| &e.blob);
+            let work = match state.work.get(&path) {
+                Some(file) if y != 'D' && index.is_some() => file.mode,
+                _ => 0,
+            };
+            let mode = |b: Option<&Blob>| b.map_or(0, |b| b.mode);
+            let oid = |b: Option<&Blob>| b.map_or(zero.to_string(), |b| b.oid.clone());
+            let line = match from {
+                Some(from) => format!(
+                    "2 {x}{y} N... {:06o} {:06o} {work:06o} {} {} R100 {path}\t{from}",
+                    mode(head),
+                    mode(index),
+                    oid(head),
+                    oid(index)
+                ),
+                None => format!(
+                    "1 {x}{y} N... {:06o} {:06o} {work:06o} {} {} {path}",
+                    mode(head),
+                    mode(index),
+                    oid(head),
+                    oid(index)
+                ),
+            };
+            lines.insert(path, line);
+        }
+        for (path, stages) in &state.unmerged {
+            let blobs = self.repo.unmerged_blobs(path);
+            let get = |stage: u8| blobs.iter().find(|(s, _)| *s == stage).map(|(_, b)| b);
+            let mode = |b: Option<&Blob>| b.map_or(0, |b| b.mode);
+            let oid = |b: Option<&Blob>| b.map_or(zero.to_string(), |b| b.oid.clone());
+            let work = state.work.get(path).map_or(0, |f| f.mode);
+            lines.insert(
+                path.clone(),
+                format!(
+                    "u {} N... {:06o} {:06o} {:06o} {work:06o} {} {} {} {path}",
+                    unmerged_code(stages).0,
+                    mode(get(1)),
+                    mode(get(2)),
+                    mode(get(3)),
+                    oid(get(1)),
+                    oid(get(2)),
+                    oid(get(3))
+                ),
+            );
+        }
+        for line in lines.into_values() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        for path in untracked {
+            let _ = writeln!(out, "? {path}");
+        }
+        out
     }
 
     /// Commits on `ours` not on `theirs`, and the other way round.
@@ -1116,6 +1297,12 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn long_status(&self, state: &State) -> String {
+        self.long_status_with(state, None).await
+    }
+
+    /// The long status; `untracked` replaces the usual list (`-uall`,
+    /// or `-uno` as an empty one).
+    async fn long_status_with(&self, state: &State, shown_untracked: Option<&[String]>) -> String {
         let mut out = match self.repo.head().await {
             Head::Branch(branch) => {
                 let tracking = self.tracking(&branch, state.head.as_deref()).await;
@@ -1149,7 +1336,11 @@ impl Ctx<'_> {
         };
         let staged = state.staged();
         let unstaged = state.unstaged();
-        let untracked = state.untracked();
+        let hidden = shown_untracked.is_some_and(|u| u.is_empty());
+        let untracked = match shown_untracked {
+            Some(list) => list.to_vec(),
+            None => state.untracked(),
+        };
         let merging = self.repo.state_file("MERGE_HEAD").await.is_some();
         if merging && !state.unmerged.is_empty() {
             out.push_str(
@@ -1218,6 +1409,8 @@ impl Ctx<'_> {
                 "nothing added to commit but untracked files present (use \"git add\" to track)\n"
             } else if unborn {
                 "nothing to commit (create/copy files and use \"git add\" to track)\n"
+            } else if hidden {
+                "nothing to commit (use -u to show untracked files)\n"
             } else {
                 "nothing to commit, working tree clean\n"
             });
@@ -1412,7 +1605,47 @@ impl Ctx<'_> {
     /// The commits `log` walks from `start`, as git orders them by
     /// default: the newest commit date first among those reached so far
     /// (ties in the order they were reached), without `stop`'s ancestors.
-    async fn history(&self, start: &str, stop: Option<&str>) -> Result<Vec<Oid>, Out> {
+    /// The commits `log --graph`/`--topo-order` walks: no parent before
+    /// all its children, a merge's later parents' lines first, as git's
+    /// topological walk orders them.
+    async fn topo_history(&self, start: &str, stop: Option<&str>) -> Result<Vec<Oid>, Out> {
+        let all = self.history(start, stop).await?;
+        let set: std::collections::HashSet<&Oid> = all.iter().collect();
+        let mut parents: BTreeMap<&Oid, Vec<Oid>> = BTreeMap::new();
+        let mut children: BTreeMap<Oid, usize> = BTreeMap::new();
+        for oid in &all {
+            let commit = self.repo.commit(oid).await.map_err(failed)?;
+            let kept: Vec<Oid> = commit
+                .parents
+                .into_iter()
+                .filter(|p| set.contains(p))
+                .collect();
+            for parent in &kept {
+                *children.entry(parent.clone()).or_default() += 1;
+            }
+            parents.insert(oid, kept);
+        }
+        let mut stack: Vec<Oid> = all
+            .iter()
+            .filter(|o| !children.contains_key(*o))
+            .rev()
+            .cloned()
+            .collect();
+        let mut order = Vec::with_capacity(all.len());
+        while let Some(oid) = stack.pop() {
+            for parent in &parents[&oid] {
+                let left = children.get_mut(parent).expect("counted");
+                *left -= 1;
+                if *left == 0 {
+                    stack.push(parent.clone());
+                }
+            }
+            order.push(oid);
+        }
+        Ok(order)
+    }
+
+    pub(super) async fn history(&self, start: &str, stop: Option<&str>) -> Result<Vec<Oid>, Out> {
         let repo = &self.repo;
         let excluded = match stop {
             Some(stop) => repo.ancestors(&self.revision(stop).await?).await,
@@ -1580,10 +1813,21 @@ impl Ctx<'_> {
             )));
         }
         let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
-        let mut commits = self.history(start, stop).await?;
+        let graph = args.has(&["--graph"]);
+        let mut commits = if graph || args.has(&["--topo-order"]) {
+            self.topo_history(start, stop).await?
+        } else {
+            self.history(start, stop).await?
+        };
         if args.has(&["--reverse"]) {
+            if graph {
+                return Err(Out::fatal(
+                    "options '--reverse' and '--graph' cannot be used together",
+                ));
+            }
             commits.reverse();
         }
+        let mut parents_of = Vec::new();
         let patch = args.has(&["-p", "--patch"]);
         let stat = args.has(&["--stat"]);
         let mut entries = Vec::new();
@@ -1627,6 +1871,15 @@ impl Ctx<'_> {
                 entry.push_str(&changes.iter().map(Change::patch).collect::<String>());
             }
             entries.push(entry);
+            parents_of.push((oid, commit.parents));
+        }
+        if graph {
+            let separated = !matches!(style, Style::Oneline | Style::Format(_, false));
+            return Ok(Out::ok(super::history::graph(
+                &entries,
+                &parents_of,
+                separated,
+            )));
         }
         let joined = match &style {
             Style::Medium => entries.join("\n"),
@@ -1697,9 +1950,10 @@ impl Ctx<'_> {
         if let Style::Format(_, _) = style {
             out.push('\n');
         }
-        // A clean merge's combined diff is empty: no file differs from
-        // every parent.
-        if args.has(&["-s", "--no-patch", "--quiet"]) || commit.parents.len() > 1 {
+        // A clean merge's combined diff is empty (no file differs from
+        // every parent); its stat is against the first parent.
+        let summary = args.has(&["--stat", "--name-only", "--name-status"]);
+        if args.has(&["-s", "--no-patch", "--quiet"]) || (commit.parents.len() > 1 && !summary) {
             return Ok(Out::ok(out));
         }
         let before = self
@@ -2322,6 +2576,26 @@ impl Ctx<'_> {
         let Some(target) = args.operands.first() else {
             return Err(Out::fatal("No remote for the current branch."));
         };
+        if repo.resolve(target).await.is_none() {
+            let mut message = format!("merge: {target} - not something we can merge\n");
+            let similar: Vec<String> = repo
+                .refs("remotes")
+                .await
+                .into_iter()
+                .filter(|r| r.rsplit_once('/').is_some_and(|(_, name)| name == *target))
+                .collect();
+            if !similar.is_empty() {
+                message.push_str(if similar.len() == 1 {
+                    "\nDid you mean this?\n"
+                } else {
+                    "\nDid you mean one of these?\n"
+                });
+                for name in similar {
+                    let _ = writeln!(message, "\t{name}");
+                }
+            }
+            return Err(Out::error(message, 1));
+        }
         let theirs = self.revision(target).await?;
         let Some(ours) = repo.head_commit().await else {
             return Err(Out::fatal(

@@ -736,6 +736,22 @@ impl Repo {
         paths
     }
 
+    /// An unmerged path's stages and their blobs.
+    pub fn unmerged_blobs(&self, path: &str) -> Vec<(u8, Blob)> {
+        let rest = self.rest.lock().unwrap();
+        rest.unmerged
+            .iter()
+            .filter(|e| e.path == path.as_bytes())
+            .map(|e| {
+                let blob = Blob {
+                    mode: e.mode,
+                    oid: to_hex(&e.oid),
+                };
+                (e.stage, blob)
+            })
+            .collect()
+    }
+
     /// Conflicts to write with the next `save_index`: path, stage, blob.
     pub fn set_unmerged(&self, conflicts: Vec<(String, u8, Blob)>) {
         let mut rest = self.rest.lock().unwrap();

@@ -344,10 +344,13 @@ impl Ctx<'_> {
                 code: 1,
             });
         }
+        let quiet = args.has(&["-q", "--quiet"]);
         let mut out = notes;
-        out.push_str(&self.long_status(&self.state().await?).await);
+        if !quiet {
+            out.push_str(&self.long_status(&self.state().await?).await);
+        }
         if pop {
-            let dropped = self.stash_drop(n, false).await?;
+            let dropped = self.stash_drop(n, quiet).await?;
             out.push_str(&dropped.stdout);
         }
         Ok(Out::ok(out))

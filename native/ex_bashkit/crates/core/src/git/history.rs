@@ -1,0 +1,332 @@
+//! Commands that read history as a whole: `describe`, `shortlog` and
+//! `blame`, with git's output.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+use similar::{DiffOp, TextDiff};
+
+use super::commands::{failed, Args, Ctx};
+use super::odb::Oid;
+use super::repo::Signature;
+use super::{text, Out, Run};
+
+/// `log --graph`: each entry's lines behind the lanes git draws (`*` the
+/// commit, `|` a line of history, `|\` a merge opening a lane, `|/` two
+/// lanes meeting). Entries in topological order; `separated` puts a
+/// lane-prefixed blank line between them, as the medium format has.
+pub fn graph(entries: &[String], parents: &[(Oid, Vec<Oid>)], separated: bool) -> String {
+    let mut lanes: Vec<Oid> = Vec::new();
+    let mut out = String::new();
+    let bars = |n: usize| "| ".repeat(n);
+    for (i, (entry, (oid, commit_parents))) in entries.iter().zip(parents).enumerate() {
+        if separated && i > 0 {
+            let _ = writeln!(out, "{}", bars(lanes.len()));
+        }
+        let col = match lanes.iter().position(|l| l == oid) {
+            Some(col) => col,
+            None => {
+                lanes.push(oid.clone());
+                lanes.len() - 1
+            }
+        };
+        let mut next = lanes.clone();
+        next.remove(col);
+        let mut at = col;
+        for parent in commit_parents {
+            if at == col || !next.contains(parent) {
+                next.insert(at, parent.clone());
+                at += 1;
+            }
+        }
+        let width = lanes.len().max(next.len());
+        let mut head: String = (0..lanes.len())
+            .map(|j| if j == col { "* " } else { "| " })
+            .collect();
+        while head.len() < 2 * width {
+            head.push(' ');
+        }
+        let mut lines = entry.trim_end_matches('\n').split('\n');
+        let _ = writeln!(out, "{head}{}", lines.next().unwrap_or(""));
+        let merge = commit_parents.len() > 1 && next.len() > lanes.len();
+        let opening = || {
+            let mut line: Vec<char> = bars(next.len()).chars().collect();
+            line[2 * col + 1] = '\\';
+            line[2 * col + 2] = ' ';
+            line.into_iter().collect::<String>()
+        };
+        let mut rest = lines.peekable();
+        if merge {
+            let _ = writeln!(out, "{}{}", opening(), rest.next().unwrap_or(""));
+        }
+        for line in rest {
+            let _ = writeln!(out, "{}{line}", bars(next.len()));
+        }
+        // Two lanes waiting for the same commit meet.
+        if let Some(dup) = (1..next.len()).find(|&j| next[..j].contains(&next[j])) {
+            let mut line: Vec<char> = bars(next.len()).chars().collect();
+            for j in dup..next.len() {
+                line[2 * j] = ' ';
+                line[2 * j - 1] = '/';
+            }
+            let _ = writeln!(out, "{}", line.into_iter().collect::<String>());
+            next.remove(dup);
+        }
+        lanes = next;
+    }
+    out
+}
+
+impl Ctx<'_> {
+    /// `git describe`: the nearest tag, `TAG-N-gHASH` when `HEAD` is N
+    /// commits past it.
+    pub(super) async fn describe(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["--abbrev"], &["--match"]])?;
+        let repo = &self.repo;
+        let target = args.operands.first().copied().unwrap_or("HEAD");
+        let oid = self.revision(target).await?;
+        let all_tags = args.has(&["--tags"]);
+        let abbrev: usize = args
+            .value("--abbrev")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(7);
+        let mut candidates = Vec::new();
+        let mut unannotated = false;
+        for name in repo.refs("tags").await {
+            if let Some(pattern) = args.value("--match") {
+                if !text::glob(pattern, &name) {
+                    continue;
+                }
+            }
+            let Some(tag) = repo.tag(&name).await else {
+                continue;
+            };
+            let annotated = repo.read_object(&tag).await.is_ok_and(|(k, _)| k == "tag");
+            if !annotated && !all_tags {
+                unannotated = true;
+                continue;
+            }
+            if let Ok(commit) = repo.peel(&tag).await {
+                candidates.push((name, commit));
+            }
+        }
+        let reach = repo.ancestors(&oid).await;
+        let mut best: Option<(usize, String)> = None;
+        for (name, commit) in candidates {
+            if !reach.contains(&commit) {
+                continue;
+            }
+            let depth = reach.difference(&repo.ancestors(&commit).await).count();
+            if best.as_ref().is_none_or(|(d, _)| depth < *d) {
+                best = Some((depth, name));
+            }
+        }
+        let dirty = match args.flags_like("--dirty") {
+            Some(flag) => {
+                let state = self.state().await?;
+                let changed = !state.staged().is_empty() || !state.unstaged().is_empty();
+                changed.then(|| {
+                    flag.strip_prefix("--dirty=")
+                        .unwrap_or("-dirty")
+                        .to_string()
+                })
+            }
+            None => None,
+        };
+        let dirty = dirty.unwrap_or_default();
+        let described = match best {
+            Some((0, name)) if !args.has(&["--long"]) => name,
+            Some((depth, name)) => format!("{name}-{depth}-g{}", &oid[..abbrev.clamp(4, 40)]),
+            None if args.has(&["--always"]) => oid[..abbrev.clamp(4, 40)].to_string(),
+            None if unannotated => {
+                return Err(Out::fatal(format!(
+                    "No annotated tags can describe '{oid}'.\nHowever, there were unannotated tags: try --tags."
+                )))
+            }
+            None => return Err(Out::fatal("No names found, cannot describe anything.")),
+        };
+        Ok(Out::ok(format!("{described}{dirty}\n")))
+    }
+
+    /// `git shortlog`: commits grouped by author, or counted (`-s`).
+    pub(super) async fn shortlog(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let start = args.operands.first().copied().unwrap_or("HEAD");
+        let (start, stop) = match start.split_once("..") {
+            Some((a, b)) => (if b.is_empty() { "HEAD" } else { b }, Some(a)),
+            None => (start, None),
+        };
+        let commits = self.history(start, stop).await?;
+        let email = args.has(&["-e", "--email"]);
+        let mut by_author: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for oid in commits.iter().rev() {
+            let commit = self.repo.commit(oid).await.map_err(failed)?;
+            let who = if email {
+                format!("{} <{}>", commit.author.name, commit.author.email)
+            } else {
+                commit.author.name.clone()
+            };
+            by_author
+                .entry(who)
+                .or_default()
+                .push(commit.subject().to_string());
+        }
+        let mut groups: Vec<(String, Vec<String>)> = by_author.into_iter().collect();
+        if args.has(&["-n", "--numbered"]) {
+            groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+        }
+        let mut out = String::new();
+        for (who, subjects) in groups {
+            if args.has(&["-s", "--summary"]) {
+                let _ = writeln!(out, "{:>6}\t{who}", subjects.len());
+            } else {
+                let _ = writeln!(out, "{who} ({}):", subjects.len());
+                for subject in subjects {
+                    let _ = writeln!(out, "      {subject}");
+                }
+                out.push('\n');
+            }
+        }
+        Ok(Out::ok(out))
+    }
+
+    /// `git blame FILE`: each line with the commit that last changed it,
+    /// followed back through exact renames as git follows them.
+    pub(super) async fn blame(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let (revision, path) = match (args.operands.as_slice(), args.paths.first()) {
+            ([rev], Some(path)) => (*rev, *path),
+            ([], Some(path)) | ([path], None) => ("HEAD", *path),
+            ([rev, path], None) => (*rev, *path),
+            _ => return Err(Out::error("usage: git blame [<rev>] [--] <file>\n", 129)),
+        };
+        let repo = &self.repo;
+        let path = self.pathspec(path);
+        let start = self.revision(revision).await?;
+        let files = repo.commit_files(Some(&start)).await.map_err(failed)?;
+        let Some(blob) = files.get(&path) else {
+            return Err(Out::fatal(format!("no such path {path} in {revision}")));
+        };
+        let content =
+            String::from_utf8_lossy(&repo.blob(&blob.oid).await.map_err(failed)?).into_owned();
+        let lines: Vec<&str> = content.split_inclusive('\n').collect();
+        // Each line: (commit, path there, line number there), settled once
+        // no parent has it unchanged.
+        let mut owner: Vec<Option<(Oid, String, usize)>> = vec![None; lines.len()];
+        // Lines still to place: commit → (path, its text, [(our line, their line)]).
+        let mut pending: Vec<(Oid, String, String, Vec<(usize, usize)>)> = vec![(
+            start.clone(),
+            path.clone(),
+            content.clone(),
+            (0..lines.len()).map(|i| (i, i)).collect(),
+        )];
+        let mut commits: HashMap<Oid, super::repo::Commit> = HashMap::new();
+        while let Some((oid, at_path, text_here, mapping)) = pending.pop() {
+            let commit = repo.commit(&oid).await.map_err(failed)?;
+            let mut left = mapping;
+            for parent in &commit.parents {
+                if left.is_empty() {
+                    break;
+                }
+                let parent_files = repo.commit_files(Some(parent)).await.map_err(failed)?;
+                let parent_path = match parent_files.get(&at_path) {
+                    Some(_) => Some(at_path.clone()),
+                    None => {
+                        // An exact rename: the same content under another name.
+                        let here = repo.commit_files(Some(&oid)).await.map_err(failed)?;
+                        let oid_here = here.get(&at_path).map(|b| b.oid.clone());
+                        parent_files
+                            .iter()
+                            .find(|(p, b)| {
+                                Some(&b.oid) == oid_here.as_ref() && !here.contains_key(*p)
+                            })
+                            .map(|(p, _)| p.clone())
+                    }
+                };
+                let Some(parent_path) = parent_path else {
+                    continue;
+                };
+                let parent_blob = &parent_files[&parent_path];
+                let parent_text =
+                    String::from_utf8_lossy(&repo.blob(&parent_blob.oid).await.map_err(failed)?)
+                        .into_owned();
+                let old: Vec<&str> = parent_text.split_inclusive('\n').collect();
+                let new: Vec<&str> = text_here.split_inclusive('\n').collect();
+                let diff = TextDiff::configure().diff_slices(&old, &new);
+                let mut same: HashMap<usize, usize> = HashMap::new();
+                for op in diff.ops() {
+                    if let DiffOp::Equal {
+                        old_index,
+                        new_index,
+                        len,
+                    } = *op
+                    {
+                        for k in 0..len {
+                            same.insert(new_index + k, old_index + k);
+                        }
+                    }
+                }
+                let (passed, kept): (Vec<(usize, usize)>, Vec<(usize, usize)>) = left
+                    .into_iter()
+                    .partition(|(_, here)| same.contains_key(here));
+                if !passed.is_empty() {
+                    let mapped = passed
+                        .into_iter()
+                        .map(|(line, here)| (line, same[&here]))
+                        .collect();
+                    pending.push((parent.clone(), parent_path, parent_text.clone(), mapped));
+                }
+                left = kept;
+            }
+            for (line, here) in left {
+                owner[line] = Some((oid.clone(), at_path.clone(), here));
+            }
+            commits.insert(oid, commit);
+        }
+        let show_names = owner.iter().flatten().any(|(_, p, _)| *p != path);
+        let roots: Vec<&Oid> = commits
+            .iter()
+            .filter(|(_, c)| c.parents.is_empty())
+            .map(|(o, _)| o)
+            .collect();
+        let author_width = owner
+            .iter()
+            .flatten()
+            .map(|(o, _, _)| commits[o].author.name.chars().count())
+            .max()
+            .unwrap_or(0);
+        let path_width = owner
+            .iter()
+            .flatten()
+            .map(|(_, p, _)| p.len())
+            .max()
+            .unwrap_or(0);
+        let number_width = lines.len().to_string().len();
+        let mut out = String::new();
+        for (i, line) in lines.iter().enumerate() {
+            let (oid, origin, _) = owner[i].as_ref().expect("every line has an owner");
+            let author: &Signature = &commits[oid].author;
+            let hash = if roots.contains(&oid) {
+                format!("^{}", &oid[..7])
+            } else {
+                oid[..8].to_string()
+            };
+            let name = if show_names {
+                format!(" {origin:<path_width$}")
+            } else {
+                String::new()
+            };
+            let _ = write!(
+                out,
+                "{hash}{name} ({:<author_width$} {} {:>number_width$}) {line}",
+                author.name,
+                text::iso_date(author.time, &author.zone),
+                i + 1
+            );
+            if !line.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        Ok(Out::ok(out))
+    }
+}
