@@ -287,4 +287,71 @@ defmodule ExBashkit.GitRealTest do
 
     assert agreed / total >= 0.97
   end
+
+  describe "a damaged or hostile repository" do
+    setup ctx do
+      dir = copy!(ctx.shapes["gc"], "hostile")
+      session = Session.new(git: true, cwd: "/repo", mounts: [{"/repo", dir, :read_write}])
+      %{dir: dir, session: session}
+    end
+
+    test "a corrupt index is an error, never an empty index: nothing is committed", ctx do
+      index = Path.join(ctx.dir, ".git/index")
+      bytes = File.read!(index)
+      File.write!(index, binary_part(bytes, 0, 100) <> "garbage")
+      head = git!(ctx.dir, "git rev-parse HEAD")
+
+      for script <- ["git status", "git add a.txt", "git commit -qam nothing", "git ls-files"] do
+        assert %Result{exit_code: 128, stderr: "fatal: index file corrupt" <> _} =
+                 run(ctx.session, script)
+      end
+
+      assert git!(ctx.dir, "git rev-parse HEAD") == head
+      assert File.read!(index) == binary_part(bytes, 0, 100) <> "garbage"
+      assert %Result{exit_code: 0, stdout: "ok\n"} = run(ctx.session, "echo ok")
+    end
+
+    test "an object made to inflate past the cap, and a damaged pack, are refused with a message",
+         ctx do
+      # A loose blob of 120 MiB of zeros: ~120 KiB on disk.
+      bomb = :zlib.compress(["blob 125829120", 0, :binary.copy(<<0>>, 125_829_120)])
+
+      oid =
+        :crypto.hash(:sha, ["blob 125829120", 0, :binary.copy(<<0>>, 125_829_120)])
+        |> Base.encode16(case: :lower)
+
+      path = Path.join([ctx.dir, ".git/objects", binary_part(oid, 0, 2), binary_part(oid, 2, 38)])
+      File.mkdir_p!(Path.dirname(path))
+      File.write!(path, bomb)
+      assert %Result{exit_code: code, stderr: stderr} = run(ctx.session, "git cat-file -p #{oid}")
+      assert code != 0
+      assert stderr =~ "larger than the sandbox's git reads"
+
+      [pack] = Path.wildcard(Path.join(ctx.dir, ".git/objects/pack/*.pack"))
+      File.write!(pack, :binary.copy("x", File.stat!(pack).size))
+      assert %Result{exit_code: 128, stderr: stderr} = run(ctx.session, "git log --oneline")
+      assert stderr =~ ~r/fatal: (bad object|corrupt)/
+      assert %Result{exit_code: 0, stdout: "ok\n"} = run(ctx.session, "echo ok")
+    end
+
+    test "an index extension the sandbox cannot keep true makes writes refuse, and nothing changes",
+         ctx do
+      git!(
+        ctx.dir,
+        "git update-index --untracked-cache && git status --porcelain >/dev/null && grep -c UNTR .git/index >/dev/null"
+      )
+
+      index = File.read!(Path.join(ctx.dir, ".git/index"))
+
+      assert %Result{exit_code: 0, stdout: "?? keep.log\n"} =
+               run(ctx.session, "git status --short")
+
+      assert %Result{exit_code: 128, stderr: stderr} =
+               run(ctx.session, "echo x >> a.txt && git add a.txt")
+
+      assert stderr =~ "untracked cache"
+      assert stderr =~ "git update-index --no-untracked-cache"
+      assert File.read!(Path.join(ctx.dir, ".git/index")) == index
+    end
+  end
 end

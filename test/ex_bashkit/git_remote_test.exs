@@ -217,4 +217,33 @@ defmodule ExBashkit.GitRemoteTest do
     assert server_git(ctx, ["log", "--format=%H", "main"]) ==
              elem(System.cmd("git", ["log", "--format=%H"], cd: clone, env: host_env()), 0)
   end
+
+  test "a snapshot keeps a cloned repository byte for byte, and the restored session goes on",
+       ctx do
+    session = agent(ctx)
+    assert %Result{exit_code: 0} = run(session, "git clone -q #{ctx.url}")
+
+    assert %Result{stdout: listing} =
+             run(session, "cd /home/user/project && find .git -type f | sort")
+
+    files = String.split(listing, "\n", trim: true)
+    assert Enum.any?(files, &String.ends_with?(&1, ".pack"))
+    assert ".git/index" in files and ".git/packed-refs" in files
+
+    {:ok, snapshot} = Session.snapshot(session)
+    {:ok, restored} = Session.restore(agent(ctx), snapshot)
+
+    for file <- files do
+      path = "/home/user/project/" <> file
+      assert Session.read_file(restored, path) == Session.read_file(session, path), file
+    end
+
+    assert %Result{exit_code: 0, stdout: "## main...origin/main\n"} =
+             run(restored, "cd /home/user/project && git status -sb")
+
+    assert %Result{exit_code: 0} =
+             run(restored, "echo restored >> a.txt && git commit -qam restored && git push -q")
+
+    assert server_git(ctx, ["log", "-1", "--format=%s", "main"]) == "restored\n"
+  end
 end

@@ -75,7 +75,9 @@ defmodule ExBashkit.Session.Options.Filesystem do
     host = ExBashkit.Worker.Hardening.host()
     writable = for {_, host_path, :read_write} <- mounts, do: host_path
 
-    if host.root and host.hardening and writable != [] do
+    # `:harden_workers` is checked where workers start; anything but
+    # `false` hardens.
+    if host.root and host.hardening != false and writable != [] do
       owners = for path <- writable, do: {path, owner(path)}
 
       case Enum.uniq_by(owners, &elem(&1, 1)) do

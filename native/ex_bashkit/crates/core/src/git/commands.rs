@@ -1646,6 +1646,16 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn history(&self, start: &str, stop: Option<&str>) -> Result<Vec<Oid>, Out> {
+        self.history_upto(start, stop, None).await
+    }
+
+    /// `history`, stopping once `limit` commits are found (`log -n`).
+    async fn history_upto(
+        &self,
+        start: &str,
+        stop: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<Oid>, Out> {
         let repo = &self.repo;
         let excluded = match stop {
             Some(stop) => repo.ancestors(&self.revision(stop).await?).await,
@@ -1655,26 +1665,36 @@ impl Ctx<'_> {
             .peel(&self.revision(start).await?)
             .await
             .map_err(failed)?;
+        // Each queued commit with its parents, read once.
         let mut queue = std::collections::BinaryHeap::new();
         let mut seen = std::collections::HashSet::new();
         let mut reached = 0u64;
         let mut commits = Vec::new();
-        let mut push = |queue: &mut std::collections::BinaryHeap<_>, oid: Oid, time: i64| {
-            reached += 1;
-            queue.push((time, std::cmp::Reverse(reached), oid));
-        };
-        let time = repo.commit(&first).await.map_err(failed)?.committer.time;
+        let commit = repo.commit(&first).await.map_err(failed)?;
         seen.insert(first.clone());
-        push(&mut queue, first, time);
-        while let Some((_, _, oid)) = queue.pop() {
+        queue.push((
+            commit.committer.time,
+            std::cmp::Reverse(reached),
+            first,
+            commit.parents,
+        ));
+        while let Some((_, _, oid, parents)) = queue.pop() {
+            if limit.is_some_and(|n| commits.len() >= n) {
+                break;
+            }
             if excluded.contains(&oid) {
                 continue;
             }
-            let commit = repo.commit(&oid).await.map_err(failed)?;
-            for parent in commit.parents {
+            for parent in parents {
                 if seen.insert(parent.clone()) {
-                    let time = repo.commit(&parent).await.map_err(failed)?.committer.time;
-                    push(&mut queue, parent, time);
+                    let commit = repo.commit(&parent).await.map_err(failed)?;
+                    reached += 1;
+                    queue.push((
+                        commit.committer.time,
+                        std::cmp::Reverse(reached),
+                        parent,
+                        commit.parents,
+                    ));
                 }
             }
             commits.push(oid);
@@ -1817,7 +1837,10 @@ impl Ctx<'_> {
         let mut commits = if graph || args.has(&["--topo-order"]) {
             self.topo_history(start, stop).await?
         } else {
-            self.history(start, stop).await?
+            // Without filters, -n stops the walk itself.
+            let filtered = !specs.is_empty() || args.value("--author").is_some();
+            let walk_limit = limit.filter(|_| !filtered && !args.has(&["--reverse"]));
+            self.history_upto(start, stop, walk_limit).await?
         };
         if args.has(&["--reverse"]) {
             if graph {

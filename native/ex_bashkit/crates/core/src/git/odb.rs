@@ -86,6 +86,18 @@ struct Pack {
     bases: Mutex<HashMap<u64, Object>>,
 }
 
+/// The largest object the sandbox's git inflates (the size hosting
+/// services refuse files past): a repository in a mount is the user's, but
+/// its objects may have been made to inflate into far more memory than
+/// their bytes on disk.
+pub const MAX_OBJECT_BYTES: u64 = 100 << 20;
+
+fn too_large(size: u64) -> String {
+    format!(
+        "object of {size} bytes is larger than the sandbox's git reads ({MAX_OBJECT_BYTES} bytes)"
+    )
+}
+
 /// Bases kept per pack; past that the cache starts over.
 const KEPT_BASES: usize = 512;
 
@@ -261,6 +273,9 @@ impl Pack {
 }
 
 fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, String> {
+    if size > MAX_OBJECT_BYTES {
+        return Err(too_large(size));
+    }
     let size = usize::try_from(size).map_err(|_| corrupt("pack"))?;
     let mut out = Vec::with_capacity(size.min(1 << 26));
     ZlibDecoder::new(compressed)
@@ -297,6 +312,9 @@ pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
     let result_size = varint(&mut at)?;
     if base_size != base.len() as u64 {
         return Err(bad());
+    }
+    if result_size > MAX_OBJECT_BYTES {
+        return Err(too_large(result_size));
     }
     let mut out = Vec::with_capacity((result_size as usize).min(1 << 26));
     while at < delta.len() {
@@ -543,9 +561,14 @@ impl Odb {
 
 fn parse_loose(compressed: &[u8], oid: &str) -> Result<Object, String> {
     let mut raw = Vec::new();
+    // The header and the largest body read, and one byte more to know.
     ZlibDecoder::new(compressed)
+        .take(MAX_OBJECT_BYTES + 64)
         .read_to_end(&mut raw)
         .map_err(|_| format!("corrupt object {oid}"))?;
+    if raw.len() as u64 >= MAX_OBJECT_BYTES + 64 {
+        return Err(too_large(raw.len() as u64));
+    }
     let nul = raw
         .iter()
         .position(|&b| b == 0)
@@ -572,6 +595,24 @@ mod tests {
     fn a_delta_with_the_wrong_base_size_is_refused() {
         assert!(apply_delta(b"abc", &[4, 1, 1, b'x']).is_err());
         assert!(apply_delta(b"abc", &[3, 9, 0x90, 200]).is_err());
+    }
+
+    #[test]
+    fn an_object_that_inflates_past_the_cap_is_refused() {
+        // A delta that claims a result far larger than any object we read.
+        let mut delta = vec![3];
+        let mut size = MAX_OBJECT_BYTES + 1;
+        while size >= 0x80 {
+            delta.push((size as u8 & 0x7f) | 0x80);
+            size >>= 7;
+        }
+        delta.push(size as u8);
+        assert!(apply_delta(b"abc", &delta)
+            .unwrap_err()
+            .contains("larger than"));
+        assert!(inflate(b"", MAX_OBJECT_BYTES + 1)
+            .unwrap_err()
+            .contains("larger than"));
     }
 
     #[test]

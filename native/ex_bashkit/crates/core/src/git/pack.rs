@@ -104,6 +104,9 @@ pub fn index(pack: &[u8]) -> Result<Indexed, String> {
             size |= u64::from(byte & 0x7f) << shift;
             shift += 7;
         }
+        if size > super::odb::MAX_OBJECT_BYTES {
+            return Err(corrupt("an object larger than the sandbox's git reads"));
+        }
         let size = usize::try_from(size).map_err(|_| corrupt("size"))?;
         let raw = match kind {
             1..=4 => {
