@@ -8,8 +8,10 @@ mod commands;
 mod config;
 mod diff;
 mod history;
+mod host;
 mod ignore;
 mod index_file;
+mod io;
 mod merge;
 mod odb;
 #[cfg(feature = "network")]
@@ -37,6 +39,10 @@ pub struct Git {
     pub email: String,
     /// The session's `:allow_net`: which remote URLs may be named.
     pub remotes: AllowNet,
+    /// The session's host mounts: (mount point, the host directory,
+    /// canonical, read-write), so a work tree in one is read (and, where
+    /// the mount allows, written) straight on the host.
+    pub mounts: Vec<(PathBuf, PathBuf, bool)>,
 }
 
 /// What a command prints and its exit status.

@@ -154,6 +154,15 @@ impl SessionOptions {
             name: self.username.clone(),
             email: format!("{}@{}", self.username, self.hostname),
             remotes: self.allow_net.clone(),
+            mounts: self
+                .mounts
+                .iter()
+                .filter_map(|(point, host, mode)| {
+                    let host = std::fs::canonicalize(host).ok()?;
+                    let writable = *mode == crate::mounts::MountMode::ReadWrite;
+                    Some((std::path::PathBuf::from(point), host, writable))
+                })
+                .collect(),
         }
     }
 

@@ -606,11 +606,28 @@ pub(super) struct Ctx<'a> {
 
 impl Ctx<'_> {
     pub(super) async fn state(&self) -> Result<State, Out> {
+        self.state_of(true, Some(true)).await
+    }
+
+    /// The state a command needs: `HEAD`'s files or not; the work tree
+    /// not at all (`None`), its tracked files only (`Some(false)`: no walk
+    /// for untracked ones), or all of it.
+    async fn state_of(&self, head_too: bool, work_too: Option<bool>) -> Result<State, Out> {
         let repo = &self.repo;
         let head = repo.head_commit().await;
-        let head_files = repo.commit_files(head.as_deref()).await.map_err(failed)?;
         let index = repo.index().await.map_err(failed)?;
-        let work = repo.work_files(&index).await.map_err(failed)?;
+        let head_files = match head_too {
+            true => repo
+                .head_files(head.as_deref(), &index)
+                .await
+                .map_err(failed)?,
+            false => Files::new(),
+        };
+        let work = match work_too {
+            Some(true) => repo.work_files(&index).await.map_err(failed)?,
+            Some(false) => repo.tracked_work(&index).await.map_err(failed)?,
+            None => BTreeMap::new(),
+        };
         let mut work_blobs = BTreeMap::new();
         for (path, file) in &work {
             if index.contains_key(path) {
@@ -942,7 +959,7 @@ impl Ctx<'_> {
             .map(|(p, e)| (p.clone(), e.blob.clone()))
             .collect();
         let parent_files = repo
-            .commit_files(parents.first().map(String::as_str))
+            .head_files(parents.first().map(String::as_str), &index)
             .await
             .map_err(failed)?;
         if files == parent_files && !args.has(&["--allow-empty"]) && !amend && merging.is_none() {
@@ -1261,12 +1278,41 @@ impl Ctx<'_> {
 
     /// Commits on `ours` not on `theirs`, and the other way round.
     async fn ahead_behind(&self, ours: &str, theirs: &str) -> (usize, usize) {
-        let mine = self.repo.ancestors(ours).await;
-        let other = self.repo.ancestors(theirs).await;
-        (
-            mine.difference(&other).count(),
-            other.difference(&mine).count(),
-        )
+        if ours == theirs {
+            return (0, 0);
+        }
+        // Both sides walked together, newest first, each commit marked with
+        // the sides that reach it; the walk ends once every commit still
+        // queued is reached from both (git's way: no full history read).
+        const OURS: u8 = 1;
+        const THEIRS: u8 = 2;
+        let repo = &self.repo;
+        let mut marks: std::collections::HashMap<Oid, u8> = std::collections::HashMap::new();
+        let mut queue = std::collections::BinaryHeap::new();
+        for (oid, mark) in [(ours, OURS), (theirs, THEIRS)] {
+            let Ok(commit) = repo.commit(oid).await else {
+                return (0, 0);
+            };
+            marks.insert(oid.to_string(), mark);
+            queue.push((commit.committer.time, oid.to_string(), commit.parents));
+        }
+        while queue.iter().any(|(_, oid, _)| marks[oid] != OURS | THEIRS) {
+            let Some((_, oid, parents)) = queue.pop() else {
+                break;
+            };
+            let mark = marks[&oid];
+            for parent in parents {
+                let before = marks.get(&parent).copied().unwrap_or(0);
+                if before | mark != before {
+                    marks.insert(parent.clone(), before | mark);
+                    if let Ok(commit) = repo.commit(&parent).await {
+                        queue.push((commit.committer.time, parent, commit.parents));
+                    }
+                }
+            }
+        }
+        let count = |side: u8| marks.values().filter(|m| **m == side).count();
+        (count(OURS), count(THEIRS))
     }
 
     /// `status`'s lines on the upstream branch, as git words them.
@@ -1451,11 +1497,7 @@ impl Ctx<'_> {
             };
             let new_side = match (after, work) {
                 (Some(blob), Some(_)) => {
-                    let bytes = repo
-                        .fs
-                        .read_file(&repo.root.join(path))
-                        .await
-                        .map_err(|e| failed(e.to_string()))?;
+                    let bytes = repo.content(path, blob.mode).await.map_err(failed)?;
                     Some((blob.clone(), bytes))
                 }
                 (Some(blob), None) => {
@@ -1516,12 +1558,6 @@ impl Ctx<'_> {
 
     async fn diff(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &[])?;
-        let state = self.state().await?;
-        let index_files: Files = state
-            .index
-            .iter()
-            .map(|(p, e)| (p.clone(), e.blob.clone()))
-            .collect();
         // Operands that are not revisions are paths.
         let mut revisions = Vec::new();
         let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
@@ -1536,6 +1572,19 @@ impl Ctx<'_> {
             }
         }
         let cached = args.has(&["--cached", "--staged"]);
+        // Only what the comparison needs: the work tree's tracked files
+        // for the plain diff, no work tree at all for --cached.
+        let state = match (revisions.len(), cached) {
+            (0, false) => self.state_of(false, Some(false)).await?,
+            (0, true) => self.state_of(true, None).await?,
+            (1, true) | (2, _) => self.state_of(false, None).await?,
+            _ => self.state().await?,
+        };
+        let index_files: Files = state
+            .index
+            .iter()
+            .map(|(p, e)| (p.clone(), e.blob.clone()))
+            .collect();
         let changes = match (revisions.as_slice(), cached) {
             ([], false) => {
                 self.changes(&index_files, &index_files, Some(&state), &specs)
@@ -3277,11 +3326,11 @@ impl Ctx<'_> {
         let count = args.has(&["-c", "--count"]);
         let invert = args.has(&["-v", "--invert-match"]);
         let mut out = String::new();
-        for path in self.repo.index().await.map_err(failed)?.keys() {
-            if !Self::any_match(&specs, path) {
+        for (path, entry) in self.repo.index().await.map_err(failed)? {
+            if !Self::any_match(&specs, &path) || entry.blob.mode == 0o120000 {
                 continue;
             }
-            let Ok(bytes) = self.repo.fs.read_file(&self.repo.root.join(path)).await else {
+            let Ok(bytes) = self.repo.content(&path, entry.blob.mode).await else {
                 continue;
             };
             if bytes.iter().take(8000).any(|&b| b == 0) {

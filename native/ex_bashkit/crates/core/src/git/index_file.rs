@@ -258,6 +258,91 @@ impl IndexFile {
     }
 }
 
+/// The cache-tree extension (`TREE`): each directory's tree object where
+/// it is known to match the index, by path (`""` the root, `"src/lib"`).
+pub fn parse_cache_tree(data: &[u8]) -> std::collections::BTreeMap<String, [u8; 20]> {
+    let mut valid = std::collections::BTreeMap::new();
+    let mut at = 0;
+    // (path prefix of the node, subtrees still to read there)
+    let mut stack: Vec<(String, usize)> = Vec::new();
+    while at < data.len() {
+        let Some(nul) = data[at..].iter().position(|&b| b == 0) else {
+            break;
+        };
+        let name = String::from_utf8_lossy(&data[at..at + nul]).into_owned();
+        at += nul + 1;
+        let Some(newline) = data[at..].iter().position(|&b| b == b'\n') else {
+            break;
+        };
+        let counts = String::from_utf8_lossy(&data[at..at + newline]).into_owned();
+        at += newline + 1;
+        let mut numbers = counts.split(' ');
+        let (Some(entries), Some(subtrees)) = (
+            numbers.next().and_then(|n| n.parse::<i64>().ok()),
+            numbers.next().and_then(|n| n.parse::<usize>().ok()),
+        ) else {
+            break;
+        };
+        while stack.last().is_some_and(|(_, left)| *left == 0) {
+            stack.pop();
+        }
+        let path = match stack.last_mut() {
+            Some((parent, left)) => {
+                *left -= 1;
+                if parent.is_empty() {
+                    name
+                } else {
+                    format!("{parent}/{name}")
+                }
+            }
+            None => String::new(),
+        };
+        if entries >= 0 {
+            let Some(oid) = data.get(at..at + 20) else {
+                break;
+            };
+            valid.insert(path.clone(), oid.try_into().unwrap());
+            at += 20;
+        }
+        stack.push((path, subtrees));
+    }
+    valid
+}
+
+/// One directory of a cache tree to write: its entry count (index
+/// entries below it), its tree if known, its subdirectories.
+pub struct CacheNode {
+    pub name: String,
+    pub entries: usize,
+    pub oid: Option<[u8; 20]>,
+    pub children: Vec<CacheNode>,
+}
+
+/// The `TREE` extension's bytes for `root`, children in git's order
+/// (shorter names first, then bytes).
+pub fn render_cache_tree(root: &CacheNode) -> Vec<u8> {
+    fn write(node: &CacheNode, out: &mut Vec<u8>) {
+        out.extend_from_slice(node.name.as_bytes());
+        out.push(0);
+        let count = match node.oid {
+            Some(_) => node.entries as i64,
+            None => -1,
+        };
+        out.extend_from_slice(format!("{count} {}\n", node.children.len()).as_bytes());
+        if let Some(oid) = node.oid {
+            out.extend_from_slice(&oid);
+        }
+        let mut children: Vec<&CacheNode> = node.children.iter().collect();
+        children.sort_by(|a, b| a.name.len().cmp(&b.name.len()).then(a.name.cmp(&b.name)));
+        for child in children {
+            write(child, out);
+        }
+    }
+    let mut out = Vec::new();
+    write(root, &mut out);
+    out
+}
+
 fn write_varint(out: &mut Vec<u8>, mut value: usize) {
     let mut bytes = [0u8; 16];
     let mut at = bytes.len() - 1;
@@ -337,6 +422,45 @@ mod tests {
         bytes[20] ^= 1;
         assert!(IndexFile::parse(&bytes).unwrap_err().contains("checksum"));
         assert!(IndexFile::parse(b"DIRC").is_err());
+    }
+
+    #[test]
+    fn cache_trees_round_trip() {
+        let tree = CacheNode {
+            name: String::new(),
+            entries: 3,
+            oid: Some([1; 20]),
+            children: vec![
+                CacheNode {
+                    name: "src".into(),
+                    entries: 2,
+                    oid: None,
+                    children: vec![CacheNode {
+                        name: "lib".into(),
+                        entries: 1,
+                        oid: Some([3; 20]),
+                        children: vec![],
+                    }],
+                },
+                CacheNode {
+                    name: "a".into(),
+                    entries: 1,
+                    oid: Some([2; 20]),
+                    children: vec![],
+                },
+            ],
+        };
+        let bytes = render_cache_tree(&tree);
+        // Shorter names first: "a" before "src".
+        assert!(
+            bytes.windows(3).position(|w| w == b"a\x001").unwrap()
+                < bytes.windows(3).position(|w| w == b"src").unwrap()
+        );
+        let valid = parse_cache_tree(&bytes);
+        assert_eq!(valid.get(""), Some(&[1; 20]));
+        assert_eq!(valid.get("a"), Some(&[2; 20]));
+        assert_eq!(valid.get("src"), None);
+        assert_eq!(valid.get("src/lib"), Some(&[3; 20]));
     }
 
     #[test]

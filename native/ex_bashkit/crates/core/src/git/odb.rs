@@ -15,7 +15,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use bashkit::FileSystem;
+use super::io::Io;
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use sha1::{Digest, Sha1};
@@ -355,7 +355,7 @@ pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
 
 /// The objects of one repository: its own directory and its alternates.
 pub struct Odb {
-    fs: Arc<dyn FileSystem>,
+    io: Arc<Io>,
     dirs: Vec<PathBuf>,
     all_dirs: OnceCell<Vec<PathBuf>>,
     /// The packs, read on first use and again after `add_pack`.
@@ -363,9 +363,9 @@ pub struct Odb {
 }
 
 impl Odb {
-    pub fn new(fs: Arc<dyn FileSystem>, objects: PathBuf) -> Odb {
+    pub fn new(io: Arc<Io>, objects: PathBuf) -> Odb {
         Odb {
-            fs,
+            io,
             dirs: vec![objects],
             all_dirs: OnceCell::new(),
             packs: Mutex::new(None),
@@ -383,7 +383,7 @@ impl Odb {
         // Alternates may name alternates of their own; git follows five deep.
         while at < dirs.len() && dirs.len() < 6 {
             let file = dirs[at].join("info/alternates");
-            if let Ok(bytes) = self.fs.read_file(&file).await {
+            if let Ok(bytes) = self.io.read_file(&file).await {
                 for line in String::from_utf8_lossy(&bytes).lines() {
                     let line = line.trim();
                     if line.is_empty() || line.starts_with('#') {
@@ -407,20 +407,20 @@ impl Odb {
         let mut packs = Vec::new();
         for dir in self.all_dirs().await {
             let pack_dir = dir.join("pack");
-            let Ok(entries) = self.fs.read_dir(&pack_dir).await else {
+            let Ok(entries) = self.io.read_dir(&pack_dir).await else {
                 continue;
             };
             let mut names: Vec<String> = entries
                 .into_iter()
-                .map(|e| e.name)
+                .map(|(name, _)| name)
                 .filter(|n| n.ends_with(".idx"))
                 .collect();
             names.sort();
             for name in names {
                 let stem = name.trim_end_matches(".idx");
-                let idx = self.fs.read_file(&pack_dir.join(&name)).await;
+                let idx = self.io.read_file(&pack_dir.join(&name)).await;
                 let data = self
-                    .fs
+                    .io
                     .read_file(&pack_dir.join(format!("{stem}.pack")))
                     .await;
                 if let (Ok(idx), Ok(data)) = (idx, data) {
@@ -440,14 +440,11 @@ impl Odb {
     #[cfg(feature = "network")]
     pub async fn add_pack(&self, pack: &[u8], idx: &[u8], name: &str) -> Result<(), String> {
         let dir = self.dirs[0].join("pack");
-        self.fs.mkdir(&dir, true).await.map_err(|e| e.to_string())?;
+        self.io.mkdir_all(&dir).await?;
         for (ext, bytes) in [("pack", pack), ("idx", idx)] {
             let path = dir.join(format!("pack-{name}.{ext}"));
-            self.fs
-                .write_file(&path, bytes)
-                .await
-                .map_err(|e| e.to_string())?;
-            let _ = self.fs.chmod(&path, 0o444).await;
+            self.io.write_file(&path, bytes).await?;
+            let _ = self.io.chmod(&path, 0o444).await;
         }
         *self.packs.lock().unwrap() = None;
         Ok(())
@@ -461,17 +458,17 @@ impl Odb {
         let Some(name) = from_hex(oid) else {
             return false;
         };
+        // The packs first: a lookup in memory, where a loose object costs a
+        // call to the filesystem.
+        if self.packs().await.iter().any(|p| p.find(&name).is_some()) {
+            return true;
+        }
         for dir in self.all_dirs().await {
-            if self
-                .fs
-                .exists(&Self::loose_path(dir, oid))
-                .await
-                .unwrap_or(false)
-            {
+            if self.io.exists(&Self::loose_path(dir, oid)).await {
                 return true;
             }
         }
-        self.packs().await.iter().any(|p| p.find(&name).is_some())
+        false
     }
 
     pub async fn read(&self, oid: &str) -> Result<Object, String> {
@@ -494,7 +491,7 @@ impl Odb {
                 }
             }
             for dir in self.all_dirs().await {
-                if let Ok(compressed) = self.fs.read_file(&Self::loose_path(dir, oid)).await {
+                if let Ok(compressed) = self.io.read_file(&Self::loose_path(dir, oid)).await {
                     return parse_loose(&compressed, oid);
                 }
             }
@@ -516,16 +513,12 @@ impl Odb {
             .map_err(|e| e.to_string())?;
         let compressed = encoder.finish().map_err(|e| e.to_string())?;
         let path = Self::loose_path(&self.dirs[0], &oid);
-        self.fs
-            .mkdir(path.parent().expect("objects/xx"), true)
-            .await
-            .map_err(|e| e.to_string())?;
-        self.fs
-            .write_file(&path, &compressed)
-            .await
-            .map_err(|e| e.to_string())?;
+        self.io
+            .mkdir_all(path.parent().expect("objects/xx"))
+            .await?;
+        self.io.write_file(&path, &compressed).await?;
         // Git's objects are read-only once written.
-        let _ = self.fs.chmod(&path, 0o444).await;
+        let _ = self.io.chmod(&path, 0o444).await;
         Ok(oid)
     }
 
@@ -538,13 +531,13 @@ impl Odb {
         }
         let prefix = prefix.to_ascii_lowercase();
         for dir in self.all_dirs().await {
-            for entry in self
-                .fs
+            for (name, _) in self
+                .io
                 .read_dir(&dir.join(&prefix[..2]))
                 .await
                 .unwrap_or_default()
             {
-                let oid = format!("{}{}", &prefix[..2], entry.name);
+                let oid = format!("{}{}", &prefix[..2], name);
                 if oid.len() == 40 && oid.starts_with(&prefix) {
                     found.push(oid);
                 }

@@ -7,10 +7,6 @@ use std::collections::BTreeMap;
 use super::odb::Oid;
 use super::repo::{Head, Repo, Res};
 
-fn io<E: std::fmt::Display>(error: E) -> String {
-    error.to_string()
-}
-
 fn is_oid(text: &str) -> bool {
     text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
@@ -145,7 +141,7 @@ impl Repo {
         let full = format!("refs/{kind}/{name}");
         let path = self.git.join(&full);
         if let Some(parent) = path.parent() {
-            self.fs.mkdir(parent, true).await.map_err(io)?;
+            self.io.mkdir_all(parent).await?;
         }
         self.write(&path, format!("{oid}\n").as_bytes()).await
     }
@@ -159,9 +155,9 @@ impl Repo {
     /// `delete_ref` by the ref's full name (`refs/stash`).
     pub async fn delete_full_ref(&self, full: &str) -> Res<()> {
         let full = full.to_string();
-        let _ = self.fs.remove(&self.git.join(&full), false).await;
+        let _ = self.io.remove(&self.git.join(&full), false).await;
         let _ = self
-            .fs
+            .io
             .remove(&self.git.join("logs").join(&full), false)
             .await;
         let packed = self.git.join("packed-refs");
@@ -210,7 +206,7 @@ impl Repo {
     pub async fn write_symref(&self, name: &str, target: &str) -> Res<()> {
         let path = self.git.join(name);
         if let Some(parent) = path.parent() {
-            self.fs.mkdir(parent, true).await.map_err(io)?;
+            self.io.mkdir_all(parent).await?;
         }
         self.write(&path, format!("ref: {target}\n").as_bytes())
             .await
@@ -223,9 +219,9 @@ impl Repo {
         let base = self.git.join("refs").join(kind);
         let mut pending = vec![base.clone()];
         while let Some(dir) = pending.pop() {
-            for entry in self.fs.read_dir(&dir).await.unwrap_or_default() {
-                let path = dir.join(&entry.name);
-                if entry.metadata.file_type.is_dir() {
+            for (name, is_dir) in self.io.read_dir(&dir).await.unwrap_or_default() {
+                let path = dir.join(&name);
+                if is_dir {
                     pending.push(path);
                 } else if let Ok(name) = path.strip_prefix(&base) {
                     names.insert(name.to_string_lossy().into_owned());
@@ -282,7 +278,7 @@ impl Repo {
         message: &str,
     ) -> Res<()> {
         let path = self.git.join("logs").join(name);
-        let exists = self.fs.exists(&path).await.unwrap_or(false);
+        let exists = self.io.exists(&path).await;
         if !exists {
             let setting = self.config_value("core.logallrefupdates").await;
             let on = name == "refs/stash"
@@ -306,11 +302,8 @@ impl Repo {
             message.lines().next().unwrap_or("")
         );
         if let Some(parent) = path.parent() {
-            self.fs.mkdir(parent, true).await.map_err(io)?;
+            self.io.mkdir_all(parent).await?;
         }
-        self.fs
-            .append_file(&path, line.as_bytes())
-            .await
-            .map_err(io)
+        self.io.append_file(&path, line.as_bytes()).await
     }
 }

@@ -11,8 +11,10 @@ use std::time::UNIX_EPOCH;
 
 use bashkit::FileSystem;
 
+use super::host::{self, HostTree};
 use super::ignore::Ignores;
-use super::index_file::{self, IndexFile, Stat};
+use super::index_file::{self, CacheNode, IndexFile, Stat};
+use super::io::{HostRoot, Io};
 use super::odb::{from_hex, to_hex, Odb};
 pub use super::odb::{hash, Oid};
 use super::{config, text, Here};
@@ -139,9 +141,9 @@ struct IndexRest {
     unmerged: Vec<index_file::Entry>,
     /// Extensions written back as they were read.
     kept: Vec<([u8; 4], Vec<u8>)>,
-    /// Whether a cache-tree (`TREE`) was there: it is written back
-    /// invalidated, which git accepts and rebuilds.
-    tree_cache: bool,
+    /// The cache tree (`TREE`) as read: each directory's tree where it is
+    /// known to match the index.
+    cache: BTreeMap<String, [u8; 20]>,
     /// Why this index must not be written, if it must not.
     unwritable: Option<String>,
     /// The index file's own modification time: an entry whose file
@@ -156,6 +158,9 @@ pub struct Repo {
     pub git: PathBuf,
     odb: Odb,
     rest: Mutex<IndexRest>,
+    /// Reads and writes, straight on the host where the work tree is in a
+    /// mount.
+    pub(super) io: Arc<Io>,
     /// The environment and default identity commits are made with.
     env: HashMap<String, String>,
     default_name: String,
@@ -185,11 +190,19 @@ pub fn stat_of(meta: &bashkit::Metadata) -> Stat {
     }
 }
 
-/// Git's file modes.
+/// Git's file modes: a link, or a file executable by its owner or not.
 pub fn file_mode(meta: &bashkit::Metadata) -> u32 {
-    if meta.file_type.is_symlink() {
+    git_mode(meta.file_type.is_symlink(), meta.mode)
+}
+
+fn host_mode(entry: &host::Entry) -> u32 {
+    git_mode(entry.kind == host::Kind::Symlink, entry.perm)
+}
+
+fn git_mode(symlink: bool, perm: u32) -> u32 {
+    if symlink {
         0o120000
-    } else if meta.mode & 0o111 != 0 {
+    } else if perm & 0o100 != 0 {
         0o100755
     } else {
         0o100644
@@ -210,10 +223,31 @@ fn extension_refusal(signature: &[u8; 4]) -> Option<String> {
 
 impl Repo {
     fn open(here: &Here<'_>, root: &Path, git: PathBuf) -> Repo {
+        // The mount holding the whole work tree (no other mount inside it).
+        let mounts = &here.git.mounts;
+        let host = mounts
+            .iter()
+            .filter(|(point, _, _)| root.starts_with(point))
+            .max_by_key(|(point, _, _)| point.as_os_str().len())
+            .filter(|_| {
+                !mounts
+                    .iter()
+                    .any(|(point, _, _)| point != root && point.starts_with(root))
+            })
+            .and_then(|(point, dir, writable)| {
+                let below = root.strip_prefix(point).ok()?;
+                Some(HostRoot {
+                    point: root.to_path_buf(),
+                    tree: HostTree::new(dir.join(below)),
+                    writable: *writable,
+                })
+            });
+        let io = Arc::new(Io::new(here.fs.clone(), host));
         Repo {
+            odb: Odb::new(io.clone(), git.join("objects")),
+            io,
             fs: here.fs.clone(),
             root: root.to_path_buf(),
-            odb: Odb::new(here.fs.clone(), git.join("objects")),
             git,
             rest: Mutex::new(IndexRest::default()),
             env: here.env.clone(),
@@ -285,11 +319,11 @@ impl Repo {
     }
 
     pub(super) async fn write(&self, path: &Path, bytes: &[u8]) -> Res<()> {
-        self.fs.write_file(path, bytes).await.map_err(io)
+        self.io.write_file(path, bytes).await
     }
 
     pub(super) async fn read_text(&self, path: &Path) -> Option<String> {
-        let bytes = self.fs.read_file(path).await.ok()?;
+        let bytes = self.io.read_file(path).await.ok()?;
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -426,48 +460,82 @@ impl Repo {
 
     /// Writes the trees of `files` and answers the root's.
     pub async fn write_tree(&self, files: &Files) -> Res<Oid> {
-        self.write_dir(files, String::new()).await
+        let (root, bodies) = trees(files);
+        for (_, body) in bodies {
+            self.write_object("tree", &body).await?;
+        }
+        Ok(to_hex(&root.oid.expect("a computed tree")))
     }
 
-    fn write_dir<'a>(
+    /// A cache-tree node and those below it: `None` where the repository
+    /// lacks the tree, or the directory holds a path in `unsure`.
+    fn vouch<'a>(
         &'a self,
-        files: &'a Files,
-        prefix: String,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Res<Oid>> + Send + 'a>> {
+        node: &'a mut CacheNode,
+        path: &'a str,
+        unsure: &'a [String],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
         Box::pin(async move {
-            // Git orders a tree's entries by name, a directory's as if it
-            // ended in `/`.
-            let mut entries: BTreeMap<String, (String, u32, Oid)> = BTreeMap::new();
-            let mut dirs: Vec<String> = Vec::new();
-            for (path, blob) in files.range(prefix.clone()..) {
-                let Some(rest) = path.strip_prefix(&prefix) else {
-                    break;
+            let prefix = if path.is_empty() {
+                String::new()
+            } else {
+                format!("{path}/")
+            };
+            for child in &mut node.children {
+                let below = format!("{prefix}{}", child.name);
+                self.vouch(child, &below, unsure).await;
+            }
+            let doubtful = unsure.iter().any(|p| p.starts_with(&prefix));
+            let known = match node.oid {
+                Some(oid) => self.has_object(&to_hex(&oid)).await,
+                None => false,
+            };
+            if doubtful || !known {
+                node.oid = None;
+            }
+        })
+    }
+
+    /// `HEAD`'s files, taking each directory the index's cache tree
+    /// vouches for from the index instead of reading its trees (git's own
+    /// shortcut: a clean `status` reads no tree at all).
+    pub async fn head_files(&self, head: Option<&str>, index: &Index) -> Res<Files> {
+        let Some(head) = head else {
+            return Ok(Files::new());
+        };
+        let tree = self.commit(head).await?.tree;
+        let cache = self.rest.lock().unwrap().cache.clone();
+        let mut files = Files::new();
+        let mut pending = vec![(String::new(), tree)];
+        while let Some((dir, oid)) = pending.pop() {
+            if cache.get(&dir).is_some_and(|c| to_hex(c) == oid) {
+                let prefix = if dir.is_empty() {
+                    String::new()
+                } else {
+                    format!("{dir}/")
                 };
-                match rest.split_once('/') {
-                    Some((dir, _)) => {
-                        if dirs.last().map(String::as_str) != Some(dir) {
-                            dirs.push(dir.to_string());
-                        }
+                for (path, entry) in index.range(prefix.clone()..) {
+                    if !path.starts_with(&prefix) {
+                        break;
                     }
-                    None => {
-                        entries.insert(
-                            rest.to_string(),
-                            (rest.to_string(), blob.mode, blob.oid.clone()),
-                        );
-                    }
+                    files.insert(path.clone(), entry.blob.clone());
+                }
+                continue;
+            }
+            for (name, mode, child) in self.tree_entries(&oid).await? {
+                let path = if dir.is_empty() {
+                    name
+                } else {
+                    format!("{dir}/{name}")
+                };
+                if mode == 0o40000 {
+                    pending.push((path, child));
+                } else {
+                    files.insert(path, Blob { mode, oid: child });
                 }
             }
-            for dir in dirs {
-                let oid = self.write_dir(files, format!("{prefix}{dir}/")).await?;
-                entries.insert(format!("{dir}/"), (dir, 0o40000, oid));
-            }
-            let mut body = Vec::new();
-            for (name, mode, oid) in entries.values() {
-                body.extend_from_slice(format!("{mode:o} {name}\0").as_bytes());
-                body.extend(from_hex(oid).ok_or("bad object name")?);
-            }
-            self.write_object("tree", &body).await
-        })
+        }
+        Ok(files)
     }
 
     /// A revision as git reads one: `HEAD`, a branch, a tag, a remote
@@ -610,18 +678,15 @@ impl Repo {
     /// the deletion of every file.
     pub async fn index(&self) -> Res<Index> {
         let path = self.index_path();
-        let bytes = match self.fs.read_file(&path).await {
+        let bytes = match self.io.read_file(&path).await {
             Ok(bytes) => bytes,
-            Err(_) if !self.fs.exists(&path).await.unwrap_or(false) => {
+            Err(_) if !self.io.exists(&path).await => {
                 return Ok(self.legacy_index().await);
             }
             Err(e) => return Err(format!("index file open failed: {e}")),
         };
         let file = IndexFile::parse(&bytes)?;
-        let written = match self.fs.stat(&path).await {
-            Ok(meta) => split_time(meta.modified),
-            Err(_) => (u32::MAX, 0),
-        };
+        let written = self.io.mtime(&path).await.unwrap_or((u32::MAX, 0));
         let mut rest = IndexRest {
             version: file.version,
             written,
@@ -635,7 +700,7 @@ impl Repo {
                 ));
             }
             match &signature {
-                b"TREE" => rest.tree_cache = true,
+                b"TREE" => rest.cache = index_file::parse_cache_tree(&data),
                 // Where the entries end and how they are split for
                 // threads: they describe the old file, git drops and
                 // rewrites them as its settings say.
@@ -777,19 +842,34 @@ impl Repo {
     pub async fn write_state_file(&self, name: &str, text: &str) -> Res<()> {
         let path = self.git.join(name);
         if let Some(parent) = path.parent() {
-            self.fs.mkdir(parent, true).await.map_err(io)?;
+            self.io.mkdir_all(parent).await?;
         }
         self.write(&path, text.as_bytes()).await
     }
 
     pub async fn remove_state_files(&self, names: &[&str]) {
         for name in names {
-            let _ = self.fs.remove(&self.git.join(name), false).await;
+            let _ = self.io.remove(&self.git.join(name), false).await;
         }
     }
 
-    /// Writes `index` as `.git/index`, through `index.lock` as git does.
+    /// Writes `index` as `.git/index`, through `index.lock` as git does,
+    /// with a cache tree that vouches for each directory whose tree object
+    /// the repository has (the rest marked invalid, as git marks them).
     pub async fn save_index(&self, index: &Index) -> Res<()> {
+        let files: Files = index
+            .iter()
+            .filter(|(_, e)| !e.intent_to_add())
+            .map(|(p, e)| (p.clone(), e.blob.clone()))
+            .collect();
+        let (mut cache, _) = trees(&files);
+        let mut unsure: Vec<String> = index
+            .iter()
+            .filter(|(_, e)| e.intent_to_add())
+            .map(|(p, _)| p.clone())
+            .collect();
+        unsure.extend(self.unmerged());
+        self.vouch(&mut cache, "", &unsure).await;
         let bytes = {
             let rest = self.rest.lock().unwrap();
             if let Some(why) = &rest.unwritable {
@@ -815,11 +895,7 @@ impl Repo {
                     .cloned(),
             );
             entries.sort_by(|a, b| a.path.cmp(&b.path).then(a.stage.cmp(&b.stage)));
-            let mut extensions = Vec::new();
-            if rest.tree_cache {
-                // The root, invalidated: no entry count, no subtrees.
-                extensions.push((*b"TREE", b"\0-1 0\n".to_vec()));
-            }
+            let mut extensions = vec![(*b"TREE", index_file::render_cache_tree(&cache))];
             extensions.extend(rest.kept.iter().cloned());
             IndexFile {
                 version: if rest.version == 0 { 2 } else { rest.version },
@@ -829,21 +905,24 @@ impl Repo {
             .render()
         };
         let lock = self.git.join("index.lock");
-        if self.fs.exists(&lock).await.unwrap_or(false) {
+        if self.io.exists(&lock).await {
             return Err(format!(
                 "Unable to create '{}': File exists.\n\nAnother git process seems to be running in this repository",
                 lock.display()
             ));
         }
         self.write(&lock, &bytes).await?;
-        if let Err(e) = self.fs.rename(&lock, &self.index_path()).await {
-            let _ = self.fs.remove(&lock, false).await;
-            return Err(io(e));
+        if let Err(e) = self.io.rename(&lock, &self.index_path()).await {
+            let _ = self.io.remove(&lock, false).await;
+            return Err(e);
         }
-        if let Ok(meta) = self.fs.stat(&self.index_path()).await {
-            self.rest.lock().unwrap().written = split_time(meta.modified);
+        if let Ok(written) = self.io.mtime(&self.index_path()).await {
+            self.rest.lock().unwrap().written = written;
         }
-        let _ = self.fs.remove(&self.git.join("sandbox-index"), false).await;
+        let legacy = self.git.join("sandbox-index");
+        if self.io.exists(&legacy).await {
+            let _ = self.io.remove(&legacy, false).await;
+        }
         Ok(())
     }
 
@@ -854,12 +933,11 @@ impl Repo {
     pub async fn index_of(&self, files: &Files, current: &Index) -> Index {
         let mut index = Index::new();
         for (path, blob) in files {
-            let full = self.root.join(path);
-            let stat = match self.fs.lstat(&full).await {
-                Ok(meta) => {
+            let stat = match self.lstat(path).await {
+                Ok((mode, stat)) => {
                     let work = WorkFile {
-                        mode: file_mode(&meta),
-                        stat: stat_of(&meta),
+                        mode,
+                        stat,
                         ignored: false,
                     };
                     let known = current
@@ -912,7 +990,7 @@ impl Repo {
             },
         };
         for source in [excludes, self.git.join("info/exclude")] {
-            if let Ok(bytes) = self.fs.read_file(&source).await {
+            if let Ok(bytes) = self.io.read_file(&source).await {
                 ignores.add_global(&bytes, &source);
             }
         }
@@ -925,53 +1003,149 @@ impl Repo {
     pub async fn work_files(&self, index: &Index) -> Res<BTreeMap<String, WorkFile>> {
         let mut ignores = self.global_ignores().await;
         let mut files = BTreeMap::new();
-        // (directory, its relative path with a trailing `/`, ignored)
-        let mut pending = vec![(self.root.clone(), String::new(), false)];
-        while let Some((dir, prefix, dir_ignored)) = pending.pop() {
-            let entries = self.fs.read_dir(&dir).await.map_err(io)?;
+        // (its relative path with a trailing `/`, ignored)
+        let mut pending = vec![(String::new(), false)];
+        while let Some((prefix, dir_ignored)) = pending.pop() {
+            let entries = self.list(&prefix).await?;
             if !dir_ignored {
-                if let Some(entry) = entries.iter().find(|e| e.name == ".gitignore") {
-                    if entry.metadata.file_type.is_file() {
-                        if let Ok(bytes) = self.fs.read_file(&dir.join(".gitignore")).await {
-                            ignores.add_gitignore(&bytes, prefix.trim_end_matches('/'));
-                        }
+                let gitignore = entries
+                    .iter()
+                    .any(|(name, kind, _, _)| name == ".gitignore" && *kind == host::Kind::File);
+                if gitignore {
+                    if let Ok(bytes) = self.read_work(&format!("{prefix}.gitignore")).await {
+                        ignores.add_gitignore(&bytes, prefix.trim_end_matches('/'));
                     }
                 }
             }
-            for entry in entries {
-                if entry.name == ".git" {
+            for (name, kind, mode, stat) in entries {
+                if name == ".git" {
                     continue;
                 }
-                let path = dir.join(&entry.name);
-                let relative = format!("{prefix}{}", entry.name);
-                let meta = &entry.metadata;
-                if meta.file_type.is_dir() {
-                    let ignored = dir_ignored || ignores.ignored(&relative, true);
-                    let inner = format!("{relative}/");
-                    let tracked_inside = index
-                        .range(inner.clone()..)
-                        .next()
-                        .is_some_and(|(p, _)| p.starts_with(&inner));
-                    // A nested repository is its own, as git leaves it.
-                    let nested = !tracked_inside
-                        && self.fs.exists(&path.join(".git")).await.unwrap_or(false);
-                    if (!ignored || tracked_inside) && !nested {
-                        pending.push((path, inner, ignored));
+                let relative = format!("{prefix}{name}");
+                match kind {
+                    host::Kind::Dir => {
+                        let ignored = dir_ignored || ignores.ignored(&relative, true);
+                        let inner = format!("{relative}/");
+                        let tracked_inside = index
+                            .range(inner.clone()..)
+                            .next()
+                            .is_some_and(|(p, _)| p.starts_with(&inner));
+                        // A nested repository is its own, as git leaves it.
+                        let nested =
+                            !tracked_inside && self.exists_in_work(&format!("{inner}.git")).await;
+                        if (!ignored || tracked_inside) && !nested {
+                            pending.push((inner, ignored));
+                        }
                     }
-                } else if meta.file_type.is_file() || meta.file_type.is_symlink() {
-                    let ignored = dir_ignored || ignores.ignored(&relative, false);
+                    host::Kind::File | host::Kind::Symlink => {
+                        let ignored = dir_ignored || ignores.ignored(&relative, false);
+                        files.insert(
+                            relative,
+                            WorkFile {
+                                mode,
+                                stat,
+                                ignored,
+                            },
+                        );
+                    }
+                    host::Kind::Other => {}
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    /// The work tree's tracked files only: each directory of the index
+    /// listed once, nothing else walked (a plain `git diff`).
+    pub async fn tracked_work(&self, index: &Index) -> Res<BTreeMap<String, WorkFile>> {
+        let mut dirs: std::collections::BTreeSet<&str> = std::collections::BTreeSet::new();
+        for path in index.keys() {
+            dirs.insert(path.rsplit_once('/').map_or("", |(dir, _)| dir));
+        }
+        let mut files = BTreeMap::new();
+        for dir in dirs {
+            let prefix = if dir.is_empty() {
+                String::new()
+            } else {
+                format!("{dir}/")
+            };
+            let Ok(entries) = self.list(&prefix).await else {
+                continue;
+            };
+            for (name, kind, mode, stat) in entries {
+                let path = format!("{prefix}{name}");
+                if matches!(kind, host::Kind::File | host::Kind::Symlink)
+                    && index.contains_key(&path)
+                {
                     files.insert(
-                        relative,
+                        path,
                         WorkFile {
-                            mode: file_mode(meta),
-                            stat: stat_of(meta),
-                            ignored,
+                            mode,
+                            stat,
+                            ignored: false,
                         },
                     );
                 }
             }
         }
         Ok(files)
+    }
+
+    /// A work-tree directory's entries: name, kind, git mode, stat.
+    async fn list(&self, prefix: &str) -> Res<Vec<(String, host::Kind, u32, Stat)>> {
+        if let Some(host) = self.io.host() {
+            let entries = host.list(Path::new(prefix)).map_err(io)?;
+            return Ok(entries
+                .into_iter()
+                .map(|e| {
+                    let mode = host_mode(&e);
+                    (e.name, e.kind, mode, e.stat)
+                })
+                .collect());
+        }
+        let entries = self
+            .fs
+            .read_dir(&self.root.join(prefix))
+            .await
+            .map_err(io)?;
+        Ok(entries
+            .into_iter()
+            .map(|e| {
+                let meta = &e.metadata;
+                let kind = if meta.file_type.is_dir() {
+                    host::Kind::Dir
+                } else if meta.file_type.is_symlink() {
+                    host::Kind::Symlink
+                } else if meta.file_type.is_file() {
+                    host::Kind::File
+                } else {
+                    host::Kind::Other
+                };
+                (e.name, kind, file_mode(meta), stat_of(meta))
+            })
+            .collect())
+    }
+
+    async fn read_work(&self, relative: &str) -> Res<Vec<u8>> {
+        match self.io.host() {
+            Some(host) => host.read(Path::new(relative)).map_err(io),
+            None => self
+                .fs
+                .read_file(&self.root.join(relative))
+                .await
+                .map_err(io),
+        }
+    }
+
+    async fn exists_in_work(&self, relative: &str) -> bool {
+        match self.io.host() {
+            Some(host) => host.lstat(Path::new(relative)).is_ok(),
+            None => self
+                .fs
+                .exists(&self.root.join(relative))
+                .await
+                .unwrap_or(false),
+        }
     }
 
     pub fn relative(&self, path: &Path) -> String {
@@ -983,7 +1157,14 @@ impl Repo {
 
     /// What git hashes for a work-tree file: its bytes, or a symlink's
     /// target.
-    async fn content(&self, path: &str, mode: u32) -> Res<Vec<u8>> {
+    pub async fn content(&self, path: &str, mode: u32) -> Res<Vec<u8>> {
+        if let Some(host) = self.io.host() {
+            return match mode {
+                0o120000 => host.read_link(Path::new(path)),
+                _ => host.read(Path::new(path)),
+            }
+            .map_err(io);
+        }
         let full = self.root.join(path);
         if mode == 0o120000 {
             let target = self.fs.read_link(&full).await.map_err(io)?;
@@ -1012,23 +1193,32 @@ impl Repo {
 
     /// Stores a work-tree file as a blob and answers its index entry.
     pub async fn stage(&self, path: &str) -> Res<IndexEntry> {
-        let full = self.root.join(path);
-        let meta = self.fs.lstat(&full).await.map_err(io)?;
-        let mode = file_mode(&meta);
+        let (mode, stat) = self.lstat(path).await?;
         let content = self.content(path, mode).await?;
         let oid = self.write_object("blob", &content).await?;
-        Ok(IndexEntry::new(Blob { mode, oid }, stat_of(&meta)))
+        Ok(IndexEntry::new(Blob { mode, oid }, stat))
+    }
+
+    /// A work-tree file's git mode and stat (all of `lstat`'s where the
+    /// tree is the host's).
+    async fn lstat(&self, path: &str) -> Res<(u32, Stat)> {
+        if let Some(host) = self.io.host() {
+            let entry = host.lstat(Path::new(path)).map_err(io)?;
+            return Ok((host_mode(&entry), entry.stat));
+        }
+        let meta = self.fs.lstat(&self.root.join(path)).await.map_err(io)?;
+        Ok((file_mode(&meta), stat_of(&meta)))
     }
 
     /// Writes `blob` at `path` in the work tree; answers its index entry.
     pub async fn checkout_file(&self, path: &str, blob: &Blob) -> Res<IndexEntry> {
         let full = self.root.join(path);
         if let Some(parent) = full.parent() {
-            self.fs.mkdir(parent, true).await.map_err(io)?;
+            self.io.mkdir_all(parent).await?;
         }
         let content = self.blob(&blob.oid).await?;
         if blob.mode == 0o120000 {
-            let _ = self.fs.remove(&full, false).await;
+            let _ = self.io.remove(&full, false).await;
             let target = String::from_utf8_lossy(&content).into_owned();
             self.fs
                 .symlink(Path::new(&target), &full)
@@ -1037,21 +1227,21 @@ impl Repo {
         } else {
             self.write(&full, &content).await?;
             let mode = if blob.mode == 0o100755 { 0o755 } else { 0o644 };
-            let _ = self.fs.chmod(&full, mode).await;
+            let _ = self.io.chmod(&full, mode).await;
         }
-        let meta = self.fs.lstat(&full).await.map_err(io)?;
-        Ok(IndexEntry::new(blob.clone(), stat_of(&meta)))
+        let (_, stat) = self.lstat(path).await?;
+        Ok(IndexEntry::new(blob.clone(), stat))
     }
 
     /// Removes a work-tree file and the directories it leaves empty.
     pub async fn remove_file(&self, path: &str) -> Res<()> {
         let full = self.root.join(path);
-        let _ = self.fs.remove(&full, false).await;
+        let _ = self.io.remove(&full, false).await;
         let mut dir = full.parent();
         while let Some(d) = dir {
             if d == self.root
                 || !self
-                    .fs
+                    .io
                     .read_dir(d)
                     .await
                     .map(|e| e.is_empty())
@@ -1059,7 +1249,7 @@ impl Repo {
             {
                 break;
             }
-            let _ = self.fs.remove(d, false).await;
+            let _ = self.io.remove(d, true).await;
             dir = d.parent();
         }
         Ok(())
@@ -1089,6 +1279,66 @@ impl Repo {
 
     pub async fn save_config_text(&self, text: &str) -> Res<()> {
         self.write(&self.git.join("config"), text.as_bytes()).await
+    }
+}
+
+/// Every tree of `files`: the cache-tree node of the root (each
+/// directory's tree computed, its entries counted) and each tree's body.
+fn trees(files: &Files) -> (CacheNode, Vec<(Oid, Vec<u8>)>) {
+    let mut bodies = Vec::new();
+    let entries: Vec<(&str, &Blob)> = files.iter().map(|(p, b)| (p.as_str(), b)).collect();
+    let root = tree_of(&entries, String::new(), &mut bodies);
+    (root, bodies)
+}
+
+/// The tree of `entries` (paths relative to it, sorted), named `name`.
+fn tree_of(entries: &[(&str, &Blob)], name: String, bodies: &mut Vec<(Oid, Vec<u8>)>) -> CacheNode {
+    // Git orders a tree's entries by name, a directory's as if it ended
+    // in `/`.
+    let mut items: BTreeMap<String, (String, u32, [u8; 20])> = BTreeMap::new();
+    let mut children = Vec::new();
+    let mut at = 0;
+    while at < entries.len() {
+        let (path, blob) = entries[at];
+        match path.split_once('/') {
+            None => {
+                let oid = from_hex(&blob.oid).unwrap_or([0; 20]);
+                items.insert(path.to_string(), (path.to_string(), blob.mode, oid));
+                at += 1;
+            }
+            Some((dir, _)) => {
+                let prefix = format!("{dir}/");
+                let end = entries[at..]
+                    .iter()
+                    .position(|(p, _)| !p.starts_with(&prefix))
+                    .map_or(entries.len(), |n| at + n);
+                let inner: Vec<(&str, &Blob)> = entries[at..end]
+                    .iter()
+                    .map(|(p, b)| (&p[prefix.len()..], *b))
+                    .collect();
+                let child = tree_of(&inner, dir.to_string(), bodies);
+                items.insert(
+                    prefix,
+                    (dir.to_string(), 0o40000, child.oid.expect("computed")),
+                );
+                children.push(child);
+                at = end;
+            }
+        }
+    }
+    let mut body = Vec::new();
+    for (name, mode, oid) in items.values() {
+        body.extend_from_slice(format!("{mode:o} {name}\0").as_bytes());
+        body.extend_from_slice(oid);
+    }
+    let oid = hash("tree", &body);
+    let raw = from_hex(&oid).expect("a hash");
+    bodies.push((oid, body));
+    CacheNode {
+        name,
+        entries: entries.len(),
+        oid: Some(raw),
+        children,
     }
 }
 

@@ -1,0 +1,144 @@
+//! Where the repository's files are read and written: straight on the
+//! host for a work tree in a host mount (`host.rs`; writes only where the
+//! mount is read-write), through the session's filesystem for the rest
+//! (the in-memory filesystem, virtual filesystems, a `.git` elsewhere).
+//! One place, so each command pays one system call per file where it can
+//! rather than a trip through bashkit's asynchronous filesystem (whose
+//! writes also sync every file to disk, which git does not).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bashkit::FileSystem;
+
+use super::host::{HostTree, Kind};
+
+fn text<E: std::fmt::Display>(error: E) -> String {
+    error.to_string()
+}
+
+/// The work tree's root in the session, its host directory, and whether
+/// the mount may be written.
+pub struct HostRoot {
+    pub point: PathBuf,
+    pub tree: HostTree,
+    pub writable: bool,
+}
+
+pub struct Io {
+    pub fs: Arc<dyn FileSystem>,
+    host: Option<HostRoot>,
+}
+
+impl Io {
+    pub fn new(fs: Arc<dyn FileSystem>, host: Option<HostRoot>) -> Self {
+        Self { fs, host }
+    }
+
+    pub fn host(&self) -> Option<&HostTree> {
+        self.host.as_ref().map(|h| &h.tree)
+    }
+
+    /// `path` on the host: the tree and the path below its root.
+    fn on_host(&self, path: &Path) -> Option<(&HostTree, PathBuf)> {
+        let host = self.host.as_ref()?;
+        let below = path.strip_prefix(&host.point).ok()?;
+        Some((&host.tree, below.to_path_buf()))
+    }
+
+    fn on_writable_host(&self, path: &Path) -> Option<(&HostTree, PathBuf)> {
+        self.host.as_ref().filter(|h| h.writable)?;
+        self.on_host(path)
+    }
+
+    pub async fn read_file(&self, path: &Path) -> Result<Vec<u8>, String> {
+        match self.on_host(path) {
+            Some((tree, below)) => tree.read(&below).map_err(text),
+            None => self.fs.read_file(path).await.map_err(text),
+        }
+    }
+
+    pub async fn exists(&self, path: &Path) -> bool {
+        match self.on_host(path) {
+            Some((tree, below)) => below.as_os_str().is_empty() || tree.lstat(&below).is_ok(),
+            None => self.fs.exists(path).await.unwrap_or(false),
+        }
+    }
+
+    /// The modification time, as `(seconds, nanoseconds)`.
+    pub async fn mtime(&self, path: &Path) -> Result<(u32, u32), String> {
+        match self.on_host(path) {
+            Some((tree, below)) => tree.lstat(&below).map(|e| e.stat.mtime).map_err(text),
+            None => {
+                let meta = self.fs.stat(path).await.map_err(text)?;
+                Ok(meta
+                    .modified
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or((0, 0), |d| (d.as_secs() as u32, d.subsec_nanos())))
+            }
+        }
+    }
+
+    /// A directory's entries: name and whether it is a directory.
+    pub async fn read_dir(&self, path: &Path) -> Result<Vec<(String, bool)>, String> {
+        match self.on_host(path) {
+            Some((tree, below)) => Ok(tree
+                .list(&below)
+                .map_err(text)?
+                .into_iter()
+                .map(|e| (e.name, e.kind == Kind::Dir))
+                .collect()),
+            None => Ok(self
+                .fs
+                .read_dir(path)
+                .await
+                .map_err(text)?
+                .into_iter()
+                .map(|e| (e.name, e.metadata.file_type.is_dir()))
+                .collect()),
+        }
+    }
+
+    pub async fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        match self.on_writable_host(path) {
+            Some((tree, below)) => tree.write(&below, bytes).map_err(text),
+            None => self.fs.write_file(path, bytes).await.map_err(text),
+        }
+    }
+
+    pub async fn append_file(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        match self.on_writable_host(path) {
+            Some((tree, below)) => tree.append(&below, bytes).map_err(text),
+            None => self.fs.append_file(path, bytes).await.map_err(text),
+        }
+    }
+
+    pub async fn mkdir_all(&self, path: &Path) -> Result<(), String> {
+        match self.on_writable_host(path) {
+            Some((tree, below)) => tree.mkdir_all(&below).map_err(text),
+            None => self.fs.mkdir(path, true).await.map_err(text),
+        }
+    }
+
+    /// Removes a file, or an empty directory (`dir`).
+    pub async fn remove(&self, path: &Path, dir: bool) -> Result<(), String> {
+        match self.on_writable_host(path) {
+            Some((tree, below)) => tree.remove(&below, dir).map_err(text),
+            None => self.fs.remove(path, false).await.map_err(text),
+        }
+    }
+
+    pub async fn rename(&self, from: &Path, to: &Path) -> Result<(), String> {
+        match (self.on_writable_host(from), self.on_writable_host(to)) {
+            (Some((tree, from)), Some((_, to))) => tree.rename(&from, &to).map_err(text),
+            _ => self.fs.rename(from, to).await.map_err(text),
+        }
+    }
+
+    pub async fn chmod(&self, path: &Path, mode: u32) -> Result<(), String> {
+        match self.on_writable_host(path) {
+            Some((tree, below)) => tree.chmod(&below, mode).map_err(text),
+            None => self.fs.chmod(path, mode).await.map_err(text),
+        }
+    }
+}
