@@ -479,6 +479,19 @@ pub(super) struct State {
     pub(super) unmerged: BTreeMap<String, Vec<u8>>,
 }
 
+/// git's refusal of a merge (or a stash's apply) that would overwrite
+/// local changes to `paths`.
+pub(super) fn overwritten_by_merge(paths: &[&String], code: i32) -> Out {
+    let list: String = paths.iter().map(|p| format!("\t{p}\n")).collect();
+    Out::error(
+        format!(
+            "error: Your local changes to the following files would be overwritten by merge:\n{list}\
+             Please commit your changes or stash them before you merge.\nAborting\n"
+        ),
+        code,
+    )
+}
+
 /// An unmerged path's two-letter code (`UU`) and its long label.
 fn unmerged_code(stages: &[u8]) -> (&'static str, &'static str) {
     let has = |s: u8| stages.contains(&s);
@@ -494,6 +507,14 @@ fn unmerged_code(stages: &[u8]) -> (&'static str, &'static str) {
 }
 
 impl State {
+    /// Whether `path` in the work tree is not what the index has: changed,
+    /// deleted, or untracked (and not ignored) where the index has nothing.
+    pub(super) fn changed_in_work(&self, path: &str) -> bool {
+        let indexed = self.index.get(path).map(|e| &e.blob);
+        self.work_blobs.get(path) != indexed
+            || (indexed.is_none() && self.work.get(path).is_some_and(|f| !f.ignored))
+    }
+
     /// `A`/`M`/`D` of the index against the last commit.
     pub(super) fn staged(&self) -> Vec<(char, String)> {
         let mut changes = Vec::new();
@@ -2816,21 +2837,11 @@ impl Ctx<'_> {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .filter(|p| {
-                let indexed = state.index.get(*p).map(|e| &e.blob);
-                indexed != before.get(*p)
-                    || state.work_blobs.get(*p) != indexed
-                    || (indexed.is_none() && state.work.get(*p).is_some_and(|f| !f.ignored))
+                state.index.get(*p).map(|e| &e.blob) != before.get(*p) || state.changed_in_work(p)
             })
             .collect();
         if !touched.is_empty() {
-            let list: String = touched.iter().map(|p| format!("\t{p}\n")).collect();
-            return Err(Out::error(
-                format!(
-                    "error: Your local changes to the following files would be overwritten by merge:\n{list}\
-                     Please commit your changes or stash them before you merge.\nAborting\n"
-                ),
-                2,
-            ));
+            return Err(overwritten_by_merge(&touched, 2));
         }
         let mut index = state.index.clone();
         for path in before.keys().chain(result.keys()).collect::<BTreeSet<_>>() {

@@ -77,6 +77,13 @@ pub fn graph(entries: &[String], parents: &[(Oid, Vec<Oid>)], separated: bool) -
     out
 }
 
+/// A file's lines still to place in `blame`: (our line, its line there).
+type Lines = Vec<(usize, usize)>;
+
+/// A commit whose version of the file holds lines still to place: the
+/// commit, the file's path and text there, and the lines.
+type Pending = (Oid, String, String, Lines);
+
 impl Ctx<'_> {
     /// `git describe`: the nearest tag, `TAG-N-gHASH` when `HEAD` is N
     /// commits past it.
@@ -214,7 +221,7 @@ impl Ctx<'_> {
         // no parent has it unchanged.
         let mut owner: Vec<Option<(Oid, String, usize)>> = vec![None; lines.len()];
         // Lines still to place: commit → (path, its text, [(our line, their line)]).
-        let mut pending: Vec<(Oid, String, String, Vec<(usize, usize)>)> = vec![(
+        let mut pending: Vec<Pending> = vec![(
             start.clone(),
             path.clone(),
             content.clone(),
@@ -266,7 +273,7 @@ impl Ctx<'_> {
                         }
                     }
                 }
-                let (passed, kept): (Vec<(usize, usize)>, Vec<(usize, usize)>) = left
+                let (passed, kept): (Lines, Lines) = left
                     .into_iter()
                     .partition(|(_, here)| same.contains_key(here));
                 if !passed.is_empty() {

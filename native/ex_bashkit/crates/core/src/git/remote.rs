@@ -117,6 +117,36 @@ impl Remote {
         ))
     }
 
+    /// A service's request (`git-upload-pack`, `git-receive-pack`).
+    async fn post(
+        &self,
+        advert: &Advert,
+        service: &str,
+        body: &[u8],
+    ) -> Result<bashkit::HttpResponse, String> {
+        let url = format!("{}/{service}", advert.base);
+        let headers = [
+            (
+                "Content-Type".to_string(),
+                format!("application/x-{service}-request"),
+            ),
+            (
+                "Accept".to_string(),
+                format!("application/x-{service}-result"),
+            ),
+        ];
+        let (response, _) = self
+            .request(HttpMethod::Post, &url, Some(body), &headers)
+            .await?;
+        if response.status != 200 {
+            return Err(format!(
+                "unable to access '{}/': The requested URL returned error: {}",
+                self.url, response.status
+            ));
+        }
+        Ok(response)
+    }
+
     /// The refs a service (`git-upload-pack`, `git-receive-pack`) offers.
     pub async fn discover(&self, service: &str) -> Result<Advert, String> {
         let suffix = format!("/info/refs?service={service}");
@@ -209,26 +239,7 @@ impl Remote {
             body.extend(pkt_line(&format!("have {have}\n")));
         }
         body.extend(pkt_line("done\n"));
-        let url = format!("{}/git-upload-pack", advert.base);
-        let headers = [
-            (
-                "Content-Type".to_string(),
-                "application/x-git-upload-pack-request".to_string(),
-            ),
-            (
-                "Accept".to_string(),
-                "application/x-git-upload-pack-result".to_string(),
-            ),
-        ];
-        let (response, _) = self
-            .request(HttpMethod::Post, &url, Some(&body), &headers)
-            .await?;
-        if response.status != 200 {
-            return Err(format!(
-                "unable to access '{}/': The requested URL returned error: {}",
-                self.url, response.status
-            ));
-        }
+        let response = self.post(advert, "git-upload-pack", &body).await?;
         // ACK/NAK lines, then the pack itself.
         let data = &response.body;
         let mut at = 0;
@@ -272,26 +283,7 @@ impl Remote {
         if let Some(pack) = pack {
             body.extend(pack);
         }
-        let url = format!("{}/git-receive-pack", advert.base);
-        let headers = [
-            (
-                "Content-Type".to_string(),
-                "application/x-git-receive-pack-request".to_string(),
-            ),
-            (
-                "Accept".to_string(),
-                "application/x-git-receive-pack-result".to_string(),
-            ),
-        ];
-        let (response, _) = self
-            .request(HttpMethod::Post, &url, Some(&body), &headers)
-            .await?;
-        if response.status != 200 {
-            return Err(format!(
-                "unable to access '{}/': The requested URL returned error: {}",
-                self.url, response.status
-            ));
-        }
+        let response = self.post(advert, "git-receive-pack", &body).await?;
         let (lines, _) = read_pkt_lines(&response.body)?;
         let mut outcomes = Vec::new();
         for line in lines {

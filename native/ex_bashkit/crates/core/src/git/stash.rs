@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::commands::{failed, Args, Ctx};
+use super::commands::{failed, overwritten_by_merge, Args, Ctx};
 use super::repo::{short, Blob, Files, Head, NULL_OID};
 use super::{diff, Out, Run};
 
@@ -253,23 +253,13 @@ impl Ctx<'_> {
             .filter(|p| base.get(*p) != stashed.get(*p))
             .collect();
         // Local changes to a path the stash changes stop it first.
-        let dirty: Vec<&&String> = changed
+        let dirty: Vec<&String> = changed
             .iter()
-            .filter(|p| {
-                let indexed = state.index.get(**p).map(|e| &e.blob);
-                state.work_blobs.get(**p) != indexed
-                    || (indexed.is_none() && state.work.get(**p).is_some_and(|f| !f.ignored))
-            })
+            .copied()
+            .filter(|p| state.changed_in_work(p))
             .collect();
         if !dirty.is_empty() {
-            let list: String = dirty.iter().map(|p| format!("\t{p}\n")).collect();
-            return Err(Out::error(
-                format!(
-                    "error: Your local changes to the following files would be overwritten by merge:\n{list}\
-                     Please commit your changes or stash them before you merge.\nAborting\n"
-                ),
-                1,
-            ));
+            return Err(overwritten_by_merge(&dirty, 1));
         }
         let mut index = state.index.clone();
         let mut conflicts = Vec::new();

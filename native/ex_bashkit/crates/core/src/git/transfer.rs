@@ -47,6 +47,16 @@ fn connect(here: &Here<'_>, url: &str) -> Result<Remote, Out> {
     }
 }
 
+/// `branch` set to track the branch of its name on `remote`.
+fn track(config_text: &str, branch: &str, remote: &str) -> String {
+    let text = config::set(config_text, &format!("branch.{branch}.remote"), remote);
+    config::set(
+        &text,
+        &format!("branch.{branch}.merge"),
+        &format!("refs/heads/{branch}"),
+    )
+}
+
 /// A remote's name or URL as the user gave it → (name, URL).
 async fn named_remote(repo: &Repo, given: &str) -> Result<(Option<String>, String), Out> {
     if given.contains("://") {
@@ -226,12 +236,7 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
     )
     .await
     .map_err(fatal)?;
-    text = config::add(&text, &format!("branch.{branch}.remote"), origin);
-    text = config::add(
-        &text,
-        &format!("branch.{branch}.merge"),
-        &format!("refs/heads/{branch}"),
-    );
+    text = track(&text, &branch, origin);
     repo.save_config_text(&text).await.map_err(fatal)?;
     repo.set_ref("heads", &branch, &head).await.map_err(fatal)?;
     repo.set_head_branch(&branch).await.map_err(fatal)?;
@@ -714,13 +719,7 @@ pub async fn push(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
     }
     if set_upstream && rejected.is_empty() {
         if let (Some(name), Some(branch)) = (&name, &current) {
-            let mut text = repo.config_text().await;
-            text = config::set(&text, &format!("branch.{branch}.remote"), name);
-            text = config::set(
-                &text,
-                &format!("branch.{branch}.merge"),
-                &format!("refs/heads/{branch}"),
-            );
+            let text = track(&repo.config_text().await, branch, name);
             repo.save_config_text(&text).await.map_err(fatal)?;
             let _ = writeln!(err, "branch '{branch}' set up to track '{name}/{branch}'.");
         }
