@@ -1,8 +1,8 @@
 defmodule ExBashkit.Code do
   @moduledoc """
   Runs a program an agent wrote, once, in a sandbox of its own, and
-  answers its value as data: the code runner of seed products such as
-  AgentOS's `SandboxedToolForge` and iii's `sandbox::run`.
+  answers its value as data: the "run this code" tool agent frameworks
+  give a model.
 
   The code defines `execute(input)` in JavaScript (it may be `async`) or
   `def execute(input)` in Python; a bash script reads the input as JSON on
@@ -20,7 +20,7 @@ defmodule ExBashkit.Code do
   goes away with the run, with the run's own memory cap and deadline. A
   JavaScript run sees `console`, the ECMAScript built-ins and nothing of
   the machine: no `require`, no `process`, no files, no network, unless
-  `:allow` grants them one by one (seed 004's allowlist):
+  `:allow` grants them one by one:
 
     * `:read_files` — a global `fs` that reads (`readFileSync`,
       `readFile`, `existsSync`, `readdirSync`, `statSync`) the `:files`

@@ -468,7 +468,7 @@ defmodule ExBashkit.Session do
   Renames (moves) `from` to `to`.
 
   Returns `:ok` or `{:error, message}`. An existing `to` is an error
-  unless `overwrite: true` (as iii's `fs::mv`).
+  unless `overwrite: true`.
 
       iex> session = ExBashkit.Session.new(files: %{"/draft.txt" => "v1", "/old.txt" => "v0"})
       iex> ExBashkit.Session.rename(session, "/draft.txt", "/final.txt")

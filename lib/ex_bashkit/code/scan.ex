@@ -1,6 +1,6 @@
 defmodule ExBashkit.Code.Scan do
   @moduledoc false
-  # The static half of ExBashkit.Code.validate/2 (seed 004's validateCode):
+  # The static half of ExBashkit.Code.validate/2:
   # uses of APIs a run refuses, found in the source with its comments and
   # string literals blanked out (newlines kept, so lines still count). It
   # is policy for code written in good faith, not the boundary: the

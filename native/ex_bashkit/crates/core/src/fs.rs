@@ -123,7 +123,7 @@ pub fn remove(session: &Session, path: &str, recursive: bool) -> FsResult<()> {
 }
 
 /// Moves `from` to `to`; an existing `to` is replaced only with
-/// `overwrite` (iii's `mv`).
+/// `overwrite`.
 pub fn rename(session: &Session, from: &str, to: &str, overwrite: bool) -> FsResult<()> {
     reachable(session, to)?;
     if !overwrite && run(session, to, session.fs.exists(Path::new(to)))? {

@@ -168,8 +168,8 @@ impl Grants {
     }
 }
 
-/// The largest file a script in `--execute` mode may read (seed 004's
-/// `fs.readFile`: read-only, at most 1 MB).
+/// The largest file a script in `--execute` mode may read (`fs.readFile`
+/// there is read-only, at most 1 MB).
 pub const MAX_READ_BYTES: u64 = 1 << 20;
 
 const USAGE: &str =

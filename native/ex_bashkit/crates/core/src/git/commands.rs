@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use super::diff::{self, Change};
-use super::repo::{short, Blob, Files, Head, Index, Oid, Repo, WorkFile};
+use super::repo::{
+    committed_files, index_files, short, Blob, Files, Head, Index, Oid, Repo, WorkFile,
+};
 use super::{config, text};
 use super::{resolve, Here, Out, Run};
 #[cfg(not(feature = "network"))]
@@ -974,11 +976,7 @@ impl Ctx<'_> {
         }
         let index = repo.index().await.map_err(failed)?;
         // `git add -N` paths are not committed until really added.
-        let files: Files = index
-            .iter()
-            .filter(|(_, e)| !e.intent_to_add())
-            .map(|(p, e)| (p.clone(), e.blob.clone()))
-            .collect();
+        let files = committed_files(&index);
         let parent_files = repo
             .head_files(parents.first().map(String::as_str), &index)
             .await
@@ -1601,11 +1599,7 @@ impl Ctx<'_> {
             (1, true) | (2, _) => self.state_of(false, None).await?,
             _ => self.state().await?,
         };
-        let index_files: Files = state
-            .index
-            .iter()
-            .map(|(p, e)| (p.clone(), e.blob.clone()))
-            .collect();
+        let index_files = index_files(&state.index);
         let changes = match (revisions.as_slice(), cached) {
             ([], false) => {
                 self.changes(&index_files, &index_files, Some(&state), &specs)
@@ -2591,10 +2585,7 @@ impl Ctx<'_> {
                         .unwrap_or_else(|| Out::fatal("bad revision")))
                 }
             },
-            None => index
-                .iter()
-                .map(|(p, e)| (p.clone(), e.blob.clone()))
-                .collect(),
+            None => index_files(&index),
         };
         for spec in specs {
             let known = from.keys().any(|p| Self::matches(spec, p))

@@ -68,6 +68,23 @@ impl IndexEntry {
 /// repository between `index()` and `save_index()`.
 pub type Index = BTreeMap<String, IndexEntry>;
 
+/// The index's files, as a tree holds them.
+pub fn index_files(index: &Index) -> Files {
+    index
+        .iter()
+        .map(|(p, e)| (p.clone(), e.blob.clone()))
+        .collect()
+}
+
+/// The files a commit of the index takes: all but `git add -N` paths.
+pub fn committed_files(index: &Index) -> Files {
+    index
+        .iter()
+        .filter(|(_, e)| !e.intent_to_add())
+        .map(|(p, e)| (p.clone(), e.blob.clone()))
+        .collect()
+}
+
 /// A file of the work tree, as `lstat` sees it.
 #[derive(Clone, Debug)]
 pub struct WorkFile {
@@ -857,12 +874,7 @@ impl Repo {
     /// with a cache tree that vouches for each directory whose tree object
     /// the repository has (the rest marked invalid, as git marks them).
     pub async fn save_index(&self, index: &Index) -> Res<()> {
-        let files: Files = index
-            .iter()
-            .filter(|(_, e)| !e.intent_to_add())
-            .map(|(p, e)| (p.clone(), e.blob.clone()))
-            .collect();
-        let (mut cache, _) = trees(&files);
+        let (mut cache, _) = trees(&committed_files(index));
         let mut unsure: Vec<String> = index
             .iter()
             .filter(|(_, e)| e.intent_to_add())

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
 use super::commands::{failed, overwritten_by_merge, Args, Ctx};
-use super::repo::{short, Blob, Files, Head, NULL_OID};
+use super::repo::{index_files, short, Blob, Files, Head, NULL_OID};
 use super::{diff, Out, Run};
 
 /// `stash@{n}` → n.
@@ -101,11 +101,7 @@ impl Ctx<'_> {
             .subject()
             .to_string();
         let base = format!("{branch}: {} {subject}", short(&head));
-        let index_files: Files = state
-            .index
-            .iter()
-            .map(|(p, e)| (p.clone(), e.blob.clone()))
-            .collect();
+        let index_files = index_files(&state.index);
         let index_tree = repo.write_tree(&index_files).await.map_err(failed)?;
         let index_commit = self
             .write_commit(
@@ -241,11 +237,7 @@ impl Ctx<'_> {
             .map_err(failed)?;
         let stashed = repo.tree_files(&commit.tree).await.map_err(failed)?;
         let state = self.state().await?;
-        let ours: Files = state
-            .index
-            .iter()
-            .map(|(p, e)| (p.clone(), e.blob.clone()))
-            .collect();
+        let ours = index_files(&state.index);
         let mut paths: BTreeSet<&String> = base.keys().collect();
         paths.extend(stashed.keys());
         let changed: Vec<&String> = paths
