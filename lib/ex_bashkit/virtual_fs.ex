@@ -273,11 +273,19 @@ defmodule ExBashkit.VirtualFs do
 
   defguardp size?(size) when is_integer(size) and size >= 0 and size <= @max_size
 
+  # The POSIX-style reasons the shell reports the usual way (the protocol
+  # crate's `Errno`); any other atom is reported by its name.
+  @codes ~w(enoent eacces eperm eexist enotdir eisdir enotempty enotsup eopnotsupp
+            etimedout erofs enospc einval)a
+
   @doc false
   # A backend's answer in the shape the NIF decodes, or :error when it breaks
   # the contract. Listings are checked here: names become paths in the shell.
   @spec reply(atom(), term()) :: {:ok, term()} | :error
-  def reply(_op, {:error, reason}) when is_atom(reason), do: {:ok, {:error, reason}}
+  def reply(_op, {:error, reason}) when reason in @codes, do: {:ok, {:error, reason}}
+
+  def reply(_op, {:error, reason}) when is_atom(reason),
+    do: {:ok, {:error, "virtual_fs error: #{reason}"}}
 
   def reply(_op, {:error, reason}) when is_binary(reason) do
     if String.valid?(reason), do: {:ok, {:error, reason}}, else: :error

@@ -12,7 +12,7 @@ defmodule ExBashkit.Worker.Owner do
 
   alias ExBashkit.{Native, Telemetry}
   alias ExBashkit.Session.Options.Limits
-  alias ExBashkit.Worker.{Handle, Hardening, Protocol, Spares, Zygote}
+  alias ExBashkit.Worker.{Handle, Hardening, Protocol, Request, Spares, Zygote}
   alias ExBashkit.Worker.Port, as: WorkerPort
 
   # How long a worker may take to build its session (host mounts, CPython).
@@ -99,7 +99,7 @@ defmodule ExBashkit.Worker.Owner do
     {port, os_pid} = take_or_open(executable, args, :prepared)
     # The credentials of `:allow_net` stay in this VM (see egress/1).
     native = %{native | credentials: []}
-    frame(port, {:new, native})
+    frame(port, Request.new(native))
     timer = Process.send_after(self(), {:deadline, :start}, @start_deadline_ms)
     {:starting, waiting, nil} = state.status
     state = %{state | port: port, port_pid: os_pid, os_pid: os_pid}
@@ -163,19 +163,10 @@ defmodule ExBashkit.Worker.Owner do
     if call && call.credentials && state.egress,
       do: Native.egress_credentials(state.egress, call.credentials)
 
-    options =
-      call &&
-        %{
-          timeout_ms: call.timeout_ms,
-          stdin: call.stdin,
-          env: call.env,
-          cwd: call.cwd,
-          args: call.args,
-          stream: listeners != [] or keep,
-          command_policy: call.command_policy
-        }
-
-    frame(state.port, {:exec, id, script, options})
+    # The owner is the worker's one listener (it keeps and forwards the
+    # output), and keeps the credentials: the worker sees neither.
+    call = call && %{call | stream_to: [], credentials: nil, keep_output: listeners != [] or keep}
+    frame(state.port, Request.exec(id, script, call))
     {:reply, {:ok, %Handle{owner: self(), id: id}}, put_in(state.jobs[id], job)}
   end
 
@@ -190,7 +181,7 @@ defmodule ExBashkit.Worker.Owner do
       started: false
     }
 
-    frame(state.port, List.to_tuple([kind, id | args]))
+    frame(state.port, apply(Request, kind, [id | args]))
     state = put_in(state.jobs[id], job)
     state = if kind == :snapshot, do: max_frame(state), else: state
     {:reply, {:ok, %Handle{owner: self(), id: id}}, state}
@@ -198,13 +189,13 @@ defmodule ExBashkit.Worker.Owner do
 
   def handle_call({:fs, op, args}, from, state) do
     {id, state} = next_id(state)
-    frame(state.port, {:fs, id, op, args})
+    frame(state.port, Request.fs(id, List.to_tuple([op | args])))
     {:noreply, request(state, id, {:fs, op}, from)}
   end
 
   def handle_call(:cancel, from, state) do
     {id, state} = next_id(state)
-    frame(state.port, {:cancel, id})
+    frame(state.port, Request.cancel(id))
     {:noreply, request(state, id, :cancel, from)}
   end
 
@@ -216,7 +207,7 @@ defmodule ExBashkit.Worker.Owner do
         {:reply, {:killed, kept(job)}, state}
 
       %{^id => job} ->
-        frame(state.port, {:abandon, id})
+        frame(state.port, Request.abandon(id))
         Process.demonitor(job.monitor, [:flush])
         state = %{state | jobs: Map.delete(state.jobs, id)}
         {:reply, :queued, %{state | abandoned: Map.put(state.abandoned, id, false)}}
@@ -281,7 +272,7 @@ defmodule ExBashkit.Worker.Owner do
 
   def handle_info({:callback_reply, id, reply}, state) do
     if alive?(state) and MapSet.member?(state.calls, id) do
-      frame(state.port, {:reply, id, reply})
+      frame(state.port, Request.reply(id, reply))
       {:noreply, %{state | calls: MapSet.delete(state.calls, id)}}
     else
       {:noreply, state}
@@ -291,7 +282,7 @@ defmodule ExBashkit.Worker.Owner do
   def handle_info({:DOWN, monitor, :process, _pid, _reason}, state) do
     case Enum.find(state.jobs, fn {_id, job} -> job.monitor == monitor end) do
       {id, job} ->
-        frame(state.port, {:abandon, id})
+        frame(state.port, Request.abandon(id))
         if job.started, do: Process.send_after(self(), {:orphan, id}, @orphan_grace_ms)
         {:noreply, %{state | jobs: Map.put(state.jobs, id, %{job | caller: nil})}}
 
@@ -408,7 +399,7 @@ defmodule ExBashkit.Worker.Owner do
 
       state.target == nil ->
         reply = {:error, "callbacks are only served while a script of this session runs"}
-        frame(state.port, {:reply, id, reply})
+        frame(state.port, Request.reply(id, reply))
         state
 
       true ->
@@ -498,7 +489,7 @@ defmodule ExBashkit.Worker.Owner do
     {executable, args, native} = state.start
     WorkerPort.close(state.port)
     {port, os_pid} = take_or_open(executable, args, :plain)
-    frame(port, {:new, native})
+    frame(port, Request.new(native))
     %{state | port: port, port_pid: os_pid, os_pid: os_pid, inbox: Protocol.inbox()}
   end
 
@@ -555,12 +546,12 @@ defmodule ExBashkit.Worker.Owner do
 
   # A response goes back in frames of at most @http_chunk bytes.
   defp http_reply(port, id, {:ok, {status, headers, body}}) do
-    for chunk <- chunks(body), do: frame(port, {:http_body, id, chunk})
-    frame(port, {:http_reply, id, {:ok, {status, headers}}})
+    for chunk <- chunks(body), do: frame(port, Request.http_body(id, chunk))
+    frame(port, Request.http_reply(id, {:ok, {status, headers}}))
   end
 
   defp http_reply(port, id, {:error, message}),
-    do: frame(port, {:http_reply, id, {:error, message}})
+    do: frame(port, Request.http_reply(id, {:error, message}))
 
   defp chunks(<<chunk::binary-size(@http_chunk), rest::binary>>), do: [chunk | chunks(rest)]
   defp chunks(<<>>), do: []

@@ -122,7 +122,10 @@ defmodule ExBashkit.Worker.Spares do
   # every session's options too: the spare then waits unprepared, and a
   # session built in it hardens it as a plain one.
   defp prepare(port, default_native) do
-    Port.command(port, ExBashkit.Worker.Protocol.frame({:prepare, default_native.()}))
+    Port.command(
+      port,
+      ExBashkit.Worker.Protocol.frame(ExBashkit.Worker.Request.prepare(default_native.()))
+    )
   rescue
     ArgumentError -> :ok
   end

@@ -16,7 +16,7 @@ use rustler::{Atom, Binary, Encoder, Env, LocalPid, Resource, ResourceArc, Term}
 
 use ex_bashkit_core::network::{AllowNet, CredentialRules, Credentials};
 
-use crate::convert::NifAllowNet;
+use crate::convert::Protocol;
 
 mod atoms {
     rustler::atoms! { ex_bashkit_egress }
@@ -48,7 +48,7 @@ impl Resource for EgressResource {}
 #[rustler::nif]
 fn egress_new(
     env: Env<'_>,
-    allow_net: NifAllowNet,
+    allow_net: Protocol<AllowNet>,
     block_private_ips: bool,
     credentials: CredentialRules,
 ) -> Term<'_> {
@@ -63,7 +63,7 @@ fn egress(
     let credentials = Credentials::new(&credentials, block_private_ips);
     #[cfg(feature = "network")]
     {
-        let allowlist = allow_net.allowlist(block_private_ips)?;
+        let allowlist = ex_bashkit_core::network::allowlist(&allow_net, block_private_ips)?;
         let mut client = bashkit::HttpClient::with_config(
             allowlist,
             std::time::Duration::from_secs(DEFAULT_TIMEOUT_SECS),

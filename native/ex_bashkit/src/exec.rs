@@ -12,11 +12,12 @@ use ex_bashkit_core::runtime::interpreters;
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, ResourceArc, Term};
 
 use crate::callback::Callbacks;
-use crate::convert::{NifError, NifOptions};
+use crate::convert::Protocol;
 use crate::exec_options::{call, ExecOptions};
 use crate::jobs::{spawn_job, JobHandle, VmJob, Whereabouts};
 use crate::session::SessionResource;
-use crate::terms::bytes;
+use crate::terms::{bytes, protocol};
+use ex_bashkit_core::options::SessionOptions;
 
 /// Abandons a job its caller stopped waiting for; see [`JobHandle::abandon`].
 #[rustler::nif]
@@ -37,14 +38,14 @@ fn exec_output_so_far(env: Env<'_>, handle: ResourceArc<JobHandle>) -> Term<'_> 
 /// `ExBashkit.Caller` reads it; `denials` are `{name, reason}` pairs.
 fn encode_result(env: Env<'_>, ran: Ran) -> Term<'_> {
     let Ran { result, denials } = ran;
-    let stdout = bytes(env, result.stdout.as_bytes());
-    let stderr = bytes(env, result.stderr.as_bytes());
-    let truncated = result.stdout_truncated || result.stderr_truncated;
-    let denials: Vec<(String, String)> = denials
-        .into_iter()
-        .map(|denial| (denial.name, denial.reason))
-        .collect();
-    (stdout, stderr, result.exit_code, truncated, denials).encode(env)
+    let ran = ex_bashkit_protocol::outcome::Ran {
+        stdout: result.stdout.as_bytes(),
+        stderr: result.stderr.as_bytes(),
+        exit_code: result.exit_code,
+        truncated: result.stdout_truncated || result.stderr_truncated,
+        denials: &denials,
+    };
+    protocol(env, &ran)
 }
 
 /// Runs `script` on the session, after any script already queued on it.
@@ -72,7 +73,7 @@ fn session_exec<'a>(
                 let serve = || session.callbacks.serve(callback_server);
                 run_on_session(&session, &script, call, job, serve, stop)
                     .await
-                    .map_err(NifError)
+                    .map_err(Protocol)
             }
         },
         encode_result,
@@ -112,12 +113,12 @@ fn session_callbacks_done(
 /// Runs `script` on a fresh interpreter that is dropped afterwards.
 #[rustler::nif]
 fn exec_once<'a>(
-    options: NifOptions,
+    options: Protocol<SessionOptions>,
     script: Binary<'a>,
     pid: LocalPid,
     tag: Term<'a>,
 ) -> Result<ResourceArc<JobHandle>, String> {
-    let NifOptions(options) = options;
+    let Protocol(options) = options;
     let script = script_text(script.as_slice())?;
     let worker = interpreters()?.assign_warm();
     spawn_job(
@@ -129,7 +130,7 @@ fn exec_once<'a>(
             // Never served: a script run once has no caller to serve it.
             let callbacks = Channel::new(Arc::new(Callbacks::default()));
             let run = async move { run_once(&options, &script, job, callbacks).await };
-            async move { stop.guard(run).await.map_err(NifError) }
+            async move { stop.guard(run).await.map_err(Protocol) }
         },
         encode_result,
     )

@@ -1,14 +1,14 @@
 //! The session filesystem API (`read_file/2`, `write_file/3`, ...) as
 //! NIFs on dirty I/O schedulers; the work is the core's `fs.rs`.
 
-use ex_bashkit_core::file_kind::FileKind;
 use ex_bashkit_core::fs::{self, FsResult};
+use ex_bashkit_protocol::outcome::{Entry, Listed};
 use rustler::{Binary, Encoder, Env, ResourceArc, Term};
 
 use crate::atoms;
-use crate::convert::Nif;
+use crate::convert::Protocol;
 use crate::session::SessionResource;
-use crate::terms::bytes;
+use crate::terms::{bytes, protocol};
 
 /// The reply of an operation with no value: `:ok` or `{:error, message}`.
 pub struct Done(FsResult<()>);
@@ -40,16 +40,18 @@ fn session_write_file(
     Done(fs::write_file(&session, &path, &content))
 }
 
-/// A directory entry as Elixir reads it: `{name, kind, size, mode, mtime}`.
-type Listed = (String, Nif<FileKind>, u64, u32, i64);
-
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_list_dir(session: ResourceArc<SessionResource>, path: String) -> FsResult<Vec<Listed>> {
+fn session_list_dir<'a>(
+    env: Env<'a>,
+    session: ResourceArc<SessionResource>,
+    path: String,
+) -> FsResult<Term<'a>> {
     let entries = fs::list_dir(&session, &path)?;
-    Ok(entries
-        .into_iter()
-        .map(|(name, entry)| (name, Nif(entry.kind), entry.size, entry.mode, entry.mtime))
-        .collect())
+    let listed: Vec<Listed> = entries
+        .iter()
+        .map(|(name, entry)| Listed(name, entry))
+        .collect();
+    Ok(protocol(env, &listed))
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
@@ -73,11 +75,8 @@ fn session_rename(
 }
 
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_stat(
-    session: ResourceArc<SessionResource>,
-    path: String,
-) -> FsResult<(Nif<FileKind>, u64, u32, i64)> {
-    fs::stat(&session, &path).map(|entry| (Nif(entry.kind), entry.size, entry.mode, entry.mtime))
+fn session_stat(session: ResourceArc<SessionResource>, path: String) -> FsResult<Protocol<Entry>> {
+    fs::stat(&session, &path).map(Protocol)
 }
 
 #[rustler::nif(schedule = "DirtyIo")]

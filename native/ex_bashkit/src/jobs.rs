@@ -23,7 +23,7 @@ use rustler::env::SavedTerm;
 use rustler::{Encoder, Env, LocalPid, Monitor, OwnedEnv, Resource, ResourceArc, Term};
 use tokio::sync::oneshot;
 
-use crate::convert::NifError;
+use crate::convert::Protocol;
 
 /// A running script as seen from Elixir. Firing `stop` (the caller died or
 /// gave up, or `ExBashkit.Session.cancel/1`) makes the script stop at its
@@ -164,7 +164,7 @@ impl Job for VmJob {
     }
 
     fn fail(&self, error: ScriptError) {
-        self.0.fail(NifError(error));
+        self.0.fail(Protocol(error));
     }
 
     fn follow_output(&self, output: Option<Arc<Output>>) {

@@ -15,7 +15,7 @@ use ex_bashkit_core::runtime::interpreters;
 use ex_bashkit_core::sync::lock;
 use rustler::{Encoder, Env, ResourceArc, Term};
 
-use crate::convert::NifOptions;
+use crate::convert::Protocol;
 use crate::session::SessionResource;
 
 /// The most sessions a shelf holds, whatever the configuration asks.
@@ -77,8 +77,12 @@ fn prepared() -> &'static Prepared {
 /// and how many it keeps ready (0: none). Sessions prepared with earlier
 /// options are dropped.
 #[rustler::nif]
-fn session_prepare(generation: u64, options: NifOptions, capacity: usize) -> rustler::Atom {
-    let NifOptions(options) = options;
+fn session_prepare(
+    generation: u64,
+    options: Protocol<SessionOptions>,
+    capacity: usize,
+) -> rustler::Atom {
+    let Protocol(options) = options;
     let prepared = prepared();
     let mut shelf = lock(&prepared.shelf);
     let old = std::mem::take(&mut shelf.sessions);

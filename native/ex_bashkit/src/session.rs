@@ -11,7 +11,7 @@ use ex_bashkit_core::session::{self, Session};
 use rustler::{Encoder, Env, Resource, ResourceArc, Term};
 
 use crate::callback::Callbacks;
-use crate::convert::NifOptions;
+use crate::convert::Protocol;
 
 pub struct SessionResource {
     pub session: Session,
@@ -67,8 +67,8 @@ fn session_close(session: ResourceArc<SessionResource>) -> rustler::Atom {
 /// encoded here because the interpreter inside is not `RefUnwindSafe`, which
 /// rustler's return path wants.
 #[rustler::nif]
-fn session_new<'a>(env: Env<'a>, options: NifOptions) -> Term<'a> {
-    let NifOptions(options) = options;
+fn session_new<'a>(env: Env<'a>, options: Protocol<SessionOptions>) -> Term<'a> {
+    let Protocol(options) = options;
     if !options.mounts.is_empty() {
         return Err::<(), _>("host mounts need session_new_dirty/1").encode(env);
     }
@@ -77,8 +77,8 @@ fn session_new<'a>(env: Env<'a>, options: NifOptions) -> Term<'a> {
 
 /// Builds a session with host mounts, which touch the host's disk.
 #[rustler::nif(schedule = "DirtyIo")]
-fn session_new_dirty<'a>(env: Env<'a>, options: NifOptions) -> Term<'a> {
-    let NifOptions(options) = options;
+fn session_new_dirty<'a>(env: Env<'a>, options: Protocol<SessionOptions>) -> Term<'a> {
+    let Protocol(options) = options;
     new_session(env, &options)
 }
 

@@ -1,6 +1,7 @@
 //! Building terms shared by the NIF modules.
 
-use rustler::{Binary, Decoder, Encoder, Env, NewBinary, NifResult, Term};
+use ex_bashkit_protocol::etf::{self, Terms};
+use rustler::{Atom, Binary, Encoder, Env, NewBinary, Term};
 
 /// Copies raw bytes into a binary term: output is never re-encoded.
 pub fn bytes<'a>(env: Env<'a>, data: &[u8]) -> Binary<'a> {
@@ -9,17 +10,46 @@ pub fn bytes<'a>(env: Env<'a>, data: &[u8]) -> Binary<'a> {
     binary.into()
 }
 
-/// A binary from Elixir, copied out of the term.
-pub struct Bytes(pub Vec<u8>);
+/// The VM's own terms, for the protocol's serializer: the NIF writes every
+/// protocol type exactly as the worker does.
+#[derive(Clone, Copy)]
+pub struct VmTerms<'a>(pub Env<'a>);
 
-impl<'a> Decoder<'a> for Bytes {
-    fn decode(term: Term<'a>) -> NifResult<Self> {
-        Ok(Bytes(term.decode::<Binary>()?.as_slice().to_vec()))
+impl<'a> Terms for VmTerms<'a> {
+    type Term = Term<'a>;
+
+    fn atom(self, name: &str) -> Term<'a> {
+        // Names come from our own types: a fixed set, never a script's.
+        Atom::from_str(self.0, name)
+            .map(|atom| atom.encode(self.0))
+            .unwrap_or_else(|_| name.encode(self.0))
+    }
+    fn integer(self, value: i64) -> Term<'a> {
+        value.encode(self.0)
+    }
+    fn unsigned(self, value: u64) -> Term<'a> {
+        value.encode(self.0)
+    }
+    fn float(self, value: f64) -> Result<Term<'a>, etf::Error> {
+        Ok(value.encode(self.0))
+    }
+    fn binary(self, data: &[u8]) -> Term<'a> {
+        bytes(self.0, data).encode(self.0)
+    }
+    fn list(self, items: Vec<Term<'a>>) -> Term<'a> {
+        items.encode(self.0)
+    }
+    fn tuple(self, items: Vec<Term<'a>>) -> Term<'a> {
+        rustler::types::tuple::make_tuple(self.0, &items)
+    }
+    fn map(self, entries: Vec<(Term<'a>, Term<'a>)>) -> Term<'a> {
+        let (keys, values): (Vec<_>, Vec<_>) = entries.into_iter().unzip();
+        // Keys are distinct: struct fields, or a map's own keys.
+        Term::map_from_term_arrays(self.0, &keys, &values).unwrap_or_else(|_| Term::map_new(self.0))
     }
 }
 
-impl Encoder for Bytes {
-    fn encode<'a>(&self, env: Env<'a>) -> Term<'a> {
-        bytes(env, &self.0).encode(env)
-    }
+/// `value`, a protocol type, as a term of `env`.
+pub fn protocol<'a, T: serde::Serialize + ?Sized>(env: Env<'a>, value: &T) -> Term<'a> {
+    etf::write(VmTerms(env), value).unwrap_or_else(|error| error.to_string().encode(env))
 }

@@ -30,8 +30,8 @@ impl Builtin for ElixirBuiltin {
         };
         Ok(match self.channel.call(request).await {
             Ok(Reply::Output(stdout, stderr, exit_code)) => {
-                let mut result = ExecResult::with_code(stdout, exit_code);
-                result.stderr = stderr.into();
+                let mut result = ExecResult::with_code(stdout.into_vec(), exit_code);
+                result.stderr = stderr.into_vec().into();
                 result
             }
             Ok(_) => ExecResult::err(format!("{}: invalid reply from Elixir\n", self.name), 1),

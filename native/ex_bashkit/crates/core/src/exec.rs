@@ -9,9 +9,10 @@ use bashkit::{Bash, ExecResult, LimitExceeded};
 use crate::call::Call;
 use crate::callback::Channel;
 use crate::job::{Job, Outcome};
+use crate::limits::LimitsExt;
 use crate::memory::{Account, Metered};
 use crate::nesting;
-use crate::options::SessionOptions;
+use crate::options::{SessionOptions, SessionPlan};
 use crate::policy::{Denial, Entered, Gate};
 use crate::script_error::{Reason, ScriptError};
 use crate::session::Session;
@@ -86,7 +87,7 @@ async fn run_metered(
     cancel.store(false, Ordering::Release);
     match account.verdict() {
         Some((message, limit)) => Err(ScriptError::limit(message, limit)),
-        None => outcome.map_err(|e| ScriptError::classify(&e)),
+        None => outcome.map_err(|e| crate::script_error::classify(&e)),
     }
 }
 

@@ -1,37 +1,27 @@
 //! The kind of a filesystem entry as Elixir sees it: `:file`, `:dir`,
 //! `:symlink` or `:fifo`, in the file API's answers and in what a
-//! `:virtual_fs` backend reports.
+//! `:virtual_fs` backend reports; the type is the protocol's.
 
 use bashkit::FileType;
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum FileKind {
-    File,
-    Dir,
-    Symlink,
-    Fifo,
-}
+pub use ex_bashkit_protocol::callback::FileKind;
 
-impl From<FileType> for FileKind {
-    fn from(file_type: FileType) -> Self {
-        match file_type {
-            FileType::File => Self::File,
-            FileType::Directory => Self::Dir,
-            FileType::Symlink => Self::Symlink,
-            FileType::Fifo => Self::Fifo,
-        }
+/// The kind of a bashkit entry.
+pub fn of(file_type: FileType) -> FileKind {
+    match file_type {
+        FileType::File => FileKind::File,
+        FileType::Directory => FileKind::Dir,
+        FileType::Symlink => FileKind::Symlink,
+        FileType::Fifo => FileKind::Fifo,
     }
 }
 
-impl From<FileKind> for FileType {
-    fn from(kind: FileKind) -> Self {
-        match kind {
-            FileKind::File => Self::File,
-            FileKind::Dir => Self::Directory,
-            FileKind::Symlink => Self::Symlink,
-            FileKind::Fifo => Self::Fifo,
-        }
+/// The bashkit entry type of `kind`.
+pub fn file_type(kind: FileKind) -> FileType {
+    match kind {
+        FileKind::File => FileType::File,
+        FileKind::Dir => FileType::Directory,
+        FileKind::Symlink => FileType::Symlink,
+        FileKind::Fifo => FileType::Fifo,
     }
 }
-
-crate::named!(FileKind { File = "file", Dir = "dir", Symlink = "symlink", Fifo = "fifo" });

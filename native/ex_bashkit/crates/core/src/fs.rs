@@ -70,29 +70,20 @@ pub fn write_file(session: &Session, path: &str, content: &[u8]) -> FsResult<()>
 /// mount) is refused, in the VM and in a worker alike.
 pub const MAX_LISTED: usize = 100_000;
 
-/// What `stat` and `list_dir` tell of an entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Entry {
-    pub kind: FileKind,
-    pub size: u64,
-    /// The permission bits (`0o644`).
-    pub mode: u32,
-    /// Last modified, in seconds since the Unix epoch.
-    pub mtime: i64,
-}
+/// What `stat` and `list_dir` tell of an entry (the protocol's type).
+pub use ex_bashkit_protocol::outcome::Entry;
 
-impl From<&Metadata> for Entry {
-    fn from(meta: &Metadata) -> Self {
-        let mtime = match meta.modified.duration_since(std::time::UNIX_EPOCH) {
-            Ok(since) => i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
-            Err(before) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),
-        };
-        Self {
-            kind: FileKind::from(meta.file_type),
-            size: meta.size,
-            mode: meta.mode & 0o7777,
-            mtime,
-        }
+/// The entry bashkit's metadata describes.
+fn entry_of(meta: &Metadata) -> Entry {
+    let mtime = match meta.modified.duration_since(std::time::UNIX_EPOCH) {
+        Ok(since) => i64::try_from(since.as_secs()).unwrap_or(i64::MAX),
+        Err(before) => -i64::try_from(before.duration().as_secs()).unwrap_or(i64::MAX),
+    };
+    Entry {
+        kind: crate::file_kind::of(meta.file_type),
+        size: meta.size,
+        mode: meta.mode & 0o7777,
+        mtime,
     }
 }
 
@@ -108,7 +99,7 @@ pub fn list_dir(session: &Session, path: &str) -> FsResult<Vec<(String, Entry)>>
     Ok(entries
         .into_iter()
         .map(|entry| {
-            let described = Entry::from(&entry.metadata);
+            let described = entry_of(&entry.metadata);
             (entry.name, described)
         })
         .collect())
@@ -140,7 +131,7 @@ pub fn rename(session: &Session, from: &str, to: &str, overwrite: bool) -> FsRes
 
 pub fn stat(session: &Session, path: &str) -> FsResult<Entry> {
     let meta = run(session, path, session.fs.stat(Path::new(path)))?;
-    Ok(Entry::from(&meta))
+    Ok(entry_of(&meta))
 }
 
 /// Sets the permission bits of `path`, and with `recursive` of all below
@@ -159,7 +150,7 @@ pub fn chmod(session: &Session, path: &str, mode: u32, recursive: bool) -> FsRes
     while let Some(dir) = pending.pop() {
         let shown = dir.display().to_string();
         let kind = run(session, &shown, session.fs.lstat(&dir))?.file_type;
-        if FileKind::from(kind) != FileKind::Dir {
+        if crate::file_kind::of(kind) != FileKind::Dir {
             continue;
         }
         for entry in run(session, &shown, session.fs.read_dir(&dir))? {
@@ -171,7 +162,7 @@ pub fn chmod(session: &Session, path: &str, mode: u32, recursive: bool) -> FsRes
             }
             let child = dir.join(&entry.name);
             let shown = child.display().to_string();
-            if FileKind::from(entry.metadata.file_type) == FileKind::Symlink {
+            if crate::file_kind::of(entry.metadata.file_type) == FileKind::Symlink {
                 continue;
             }
             run(session, &shown, session.fs.chmod(&child, mode))?;

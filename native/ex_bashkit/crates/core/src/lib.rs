@@ -23,7 +23,6 @@ pub mod memory;
 #[cfg(feature = "python")]
 mod monty_paths;
 pub mod mounts;
-pub mod named;
 pub mod nesting;
 pub mod network;
 pub mod options;

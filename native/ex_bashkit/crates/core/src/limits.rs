@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use bashkit::{ExecutionLimits, FsLimits, MemoryLimits};
 
-// `Limits` (every key present; `None` means the default), `KEYS`, and
+pub use ex_bashkit_protocol::limits::Limits;
+
 // `key_of_variant`: written by build.rs from limits.table, the one list of
-// keys Elixir reads too.
+// keys Elixir and the protocol read too.
 include!(concat!(env!("OUT_DIR"), "/limits_table.rs"));
 
 /// Our default script size. bashkit allows 10 MB; its parser can take
@@ -39,9 +40,26 @@ fn set(target: &mut usize, value: Option<u64>) {
     }
 }
 
-impl Limits {
+/// What the `:limits` mean: bashkit's limits and ours, defaults filled in.
+pub trait LimitsExt {
     /// The most one `node` run's engine may allocate.
-    pub fn javascript_memory(&self) -> usize {
+    fn javascript_memory(&self) -> usize;
+    /// The largest a `sqlite3` database may grow.
+    fn sqlite_bytes(&self) -> u64;
+    fn execution(&self) -> ExecutionLimits;
+    fn filesystem(&self) -> FsLimits;
+    /// The most a snapshot given to `restore/3` may decode to.
+    fn snapshot_bytes(&self) -> u64;
+    /// How deep a script may nest `(` and `{` before it is parsed.
+    fn nesting_depth(&self) -> usize;
+    /// The per-script allocation cap (`memory.rs`).
+    fn script_memory(&self) -> usize;
+    /// `None` keeps bashkit's per-instance memory defaults.
+    fn memory(&self) -> Option<MemoryLimits>;
+}
+
+impl LimitsExt for Limits {
+    fn javascript_memory(&self) -> usize {
         count(
             self.max_javascript_memory_bytes
                 .unwrap_or(DEFAULT_MAX_JAVASCRIPT_MEMORY_BYTES),
@@ -50,12 +68,12 @@ impl Limits {
 
     /// The largest a `sqlite3` database may grow: by default, what one
     /// file of the session may hold.
-    pub fn sqlite_bytes(&self) -> u64 {
+    fn sqlite_bytes(&self) -> u64 {
         self.max_sqlite_bytes
             .unwrap_or_else(|| self.filesystem().max_file_size)
     }
 
-    pub fn execution(&self) -> ExecutionLimits {
+    fn execution(&self) -> ExecutionLimits {
         let mut limits = ExecutionLimits::default();
         set(&mut limits.max_commands, self.max_commands);
         set(&mut limits.max_loop_iterations, self.max_loop_iterations);
@@ -88,7 +106,7 @@ impl Limits {
         limits
     }
 
-    pub fn filesystem(&self) -> FsLimits {
+    fn filesystem(&self) -> FsLimits {
         let mut limits = FsLimits::default();
         if let Some(bytes) = self.max_fs_bytes {
             limits.max_total_bytes = bytes;
@@ -105,7 +123,7 @@ impl Limits {
     /// The most a snapshot given to `restore/3` may decode to: by default,
     /// what this session could hold (its filesystem and variable bytes) plus
     /// [`SNAPSHOT_OVERHEAD_BYTES`].
-    pub fn snapshot_bytes(&self) -> u64 {
+    fn snapshot_bytes(&self) -> u64 {
         self.max_snapshot_bytes.unwrap_or_else(|| {
             let variables = self
                 .max_memory_bytes
@@ -119,7 +137,7 @@ impl Limits {
 
     /// How deep a script may nest `(` and `{` before it is parsed: twice
     /// the parser's AST depth limit.
-    pub fn nesting_depth(&self) -> usize {
+    fn nesting_depth(&self) -> usize {
         let ast = self
             .max_ast_depth
             .map_or(ExecutionLimits::default().max_ast_depth, count);
@@ -127,7 +145,7 @@ impl Limits {
     }
 
     /// The per-script allocation cap (`memory.rs`).
-    pub fn script_memory(&self) -> usize {
+    fn script_memory(&self) -> usize {
         count(
             self.max_script_memory_bytes
                 .unwrap_or(DEFAULT_MAX_SCRIPT_MEMORY_BYTES),
@@ -135,7 +153,7 @@ impl Limits {
     }
 
     /// `None` keeps bashkit's per-instance memory defaults.
-    pub fn memory(&self) -> Option<MemoryLimits> {
+    fn memory(&self) -> Option<MemoryLimits> {
         let bytes = count(self.max_memory_bytes?);
         let defaults = MemoryLimits::default();
         Some(
@@ -153,33 +171,18 @@ mod tests {
 
     #[test]
     fn the_table_names_each_key_once() {
-        let mut keys = KEYS.to_vec();
+        let mut keys = Limits::KEYS.to_vec();
         keys.sort_unstable();
         keys.dedup();
-        assert_eq!(keys.len(), KEYS.len());
-        assert!(KEYS.contains(&"max_memory_bytes"));
+        assert_eq!(keys.len(), Limits::KEYS.len());
+        assert!(Limits::KEYS.contains(&"max_memory_bytes"));
     }
 
     #[test]
     fn an_error_names_a_key_of_the_table() {
         let key = key_of_variant(&LimitExceeded::MaxCommands(7));
         assert_eq!(key, Some("max_commands"));
-        assert!(KEYS.contains(&key.unwrap()));
+        assert!(Limits::KEYS.contains(&key.unwrap()));
         assert_eq!(key_of_variant(&LimitExceeded::Memory("x".into())), None);
-    }
-
-    #[test]
-    fn every_key_decodes_from_its_own_field() {
-        let limits = Limits::from_fields(|key| {
-            Ok::<_, ()>(KEYS.iter().position(|k| *k == key).map(|i| i as u64))
-        })
-        .unwrap();
-        assert_eq!(limits.max_commands, Some(0));
-        assert_eq!(limits.max_python_recursion, Some(KEYS.len() as u64 - 3));
-        assert_eq!(
-            limits.max_javascript_memory_bytes,
-            Some(KEYS.len() as u64 - 2)
-        );
-        assert_eq!(limits.max_sqlite_bytes, Some(KEYS.len() as u64 - 1));
     }
 }

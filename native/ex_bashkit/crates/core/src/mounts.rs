@@ -18,16 +18,7 @@ use bashkit::Bash;
 #[cfg(feature = "mounts")]
 use bashkit::{FileSystem, PosixFs, RealFs, RealFsMode};
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum MountMode {
-    ReadOnly,
-    ReadWrite,
-}
-
-crate::named!(MountMode { ReadOnly = "read_only", ReadWrite = "read_write" });
-
-/// `{vfs_path, host_path, mode}`, as given to `new/1`.
-pub type Mount = (String, String, MountMode);
+pub use ex_bashkit_protocol::options::{Mount, MountMode};
 
 /// Checks every mount against the host and the mount policy, then attaches
 /// them all. Nothing is attached unless every mount is acceptable.

@@ -8,13 +8,7 @@ use std::sync::{Arc, Mutex};
 #[cfg(feature = "network")]
 use bashkit::NetworkAllowlist;
 
-/// `:none`, `:all` or `{:only, patterns}`.
-#[derive(Clone)]
-pub enum AllowNet {
-    None,
-    All,
-    Only(Vec<String>),
-}
+pub use ex_bashkit_protocol::options::{AllowNet, CredentialRules, Headers};
 
 /// Headers injected into the requests a pattern matches (`{pattern,
 /// headers: ...}` entries of `:allow_net`), through a `before_http` hook:
@@ -30,11 +24,6 @@ pub struct Credentials {
     #[cfg(feature = "network")]
     block_private_ips: bool,
 }
-
-pub type Headers = Vec<(String, String)>;
-
-/// `(pattern, [(name, value)])` per allowlist entry with headers.
-pub type CredentialRules = Vec<(String, Headers)>;
 
 impl Credentials {
     #[cfg_attr(not(feature = "network"), allow(unused_variables))]
@@ -86,10 +75,11 @@ impl Credentials {
     }
 }
 
-impl AllowNet {
-    #[cfg(feature = "network")]
-    pub fn allowlist(&self, block_private_ips: bool) -> Option<NetworkAllowlist> {
-        let allowlist = match self {
+/// The allowlist `:allow_net` makes; `None` for no network at all.
+#[cfg(feature = "network")]
+pub fn allowlist(allow_net: &AllowNet, block_private_ips: bool) -> Option<NetworkAllowlist> {
+    {
+        let allowlist = match allow_net {
             AllowNet::None => return None,
             AllowNet::All => NetworkAllowlist::allow_all(),
             AllowNet::Only(patterns) => NetworkAllowlist::new().allow_many(patterns.iter()),

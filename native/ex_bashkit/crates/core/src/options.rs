@@ -9,10 +9,10 @@ use bashkit::{Bash, BashBuilder, SessionLimits};
 use crate::builtins::ElixirBuiltin;
 use crate::callback::Channel;
 use crate::error::SessionError;
-use crate::limits::Limits;
-use crate::mounts::{self, Mount};
-use crate::network::{AllowNet, Credentials};
-use crate::policy::{CommandPolicy, Gate};
+use crate::limits::LimitsExt;
+use crate::mounts;
+use crate::network::Credentials;
+use crate::policy::Gate;
 use crate::python::{self, PythonRuntime};
 use crate::virtual_fs::ElixirFs;
 
@@ -28,48 +28,32 @@ pub type Extra = Vec<(String, Box<dyn bashkit::Builtin>)>;
 #[cfg(not(feature = "network"))]
 pub type Egress = std::convert::Infallible;
 
-/// The decoded `new/1` options: an `%ExBashkit.Session.Options{}`, whose
-/// every field has already been checked and normalized in Elixir, so
-/// decoding failures here are programmer errors.
-pub struct SessionOptions {
-    pub env: Vec<(String, String)>,
-    pub cwd: String,
-    pub username: String,
-    pub hostname: String,
-    pub limits: Limits,
-    pub mounts: Vec<Mount>,
-    pub allowed_mount_paths: Option<Vec<String>>,
-    pub allow_net: AllowNet,
-    /// Headers injected into the requests an allowlist pattern matches:
-    /// secrets a script uses without seeing them.
-    pub credentials: crate::network::CredentialRules,
-    pub block_private_ips: bool,
-    /// Names of the `:builtins`; their functions stay in Elixir.
-    pub builtins: Vec<String>,
-    /// Mount paths of the `:virtual_fs` backends.
-    pub virtual_fs: Vec<String>,
-    /// Command names of the sandboxed Python builtin; empty for none.
-    pub python: Vec<String>,
-    pub python_runtime: PythonRuntime,
-    /// `:command_policy`: what every script's commands must pass.
-    pub command_policy: Option<CommandPolicy>,
-    /// `javascript: true`: a `node` command (worker processes only).
-    pub javascript: bool,
-    /// `git: true`: a `git` command on the session's files.
-    pub git: bool,
-    /// `sqlite: true`: `sqlite3` on the session's files (worker processes
-    /// only: the engine is beta upstream).
-    pub sqlite: bool,
-    /// The dotted names of the `:tools` (`orders.list`), whose commands
-    /// are among `builtins`: Python (Monty) calls them as functions.
-    pub tools: Vec<String>,
-}
+pub use ex_bashkit_protocol::SessionOptions;
 
-impl SessionOptions {
+/// What a session's options make: its interpreter, and what a worker
+/// process must allow it.
+pub trait SessionPlan {
     /// Builds the interpreter with its mounts attached and its working
     /// directory in place; callbacks reach Elixir through `channel`. Async
     /// because the filesystem is.
-    pub async fn build(
+    fn build(
+        &self,
+        channel: &Arc<Channel>,
+        credentials: &Credentials,
+        egress: Option<Egress>,
+        gate: &Arc<Gate>,
+        extra: Extra,
+    ) -> impl std::future::Future<Output = Result<Bash, SessionError>> + Send;
+
+    /// What the session needs of a worker process, for its hardening.
+    fn worker_needs(&self) -> crate::hardening::Needs<'_>;
+
+    /// The headers this session injects, with its own values.
+    fn credentials(&self) -> Credentials;
+}
+
+impl SessionPlan for SessionOptions {
+    async fn build(
         &self,
         channel: &Arc<Channel>,
         credentials: &Credentials,
@@ -83,7 +67,7 @@ impl SessionOptions {
             gate,
         };
         let mut builder = python::register(
-            self.builder(credentials, egress),
+            builder(self, credentials, egress),
             self.python_runtime,
             &self.python,
             &self.limits,
@@ -130,8 +114,7 @@ impl SessionOptions {
         Ok(bash)
     }
 
-    /// What the session needs of a worker process, for its hardening.
-    pub fn worker_needs(&self) -> crate::hardening::Needs<'_> {
+    fn worker_needs(&self) -> crate::hardening::Needs<'_> {
         crate::hardening::Needs {
             mounts: &self.mounts,
             script_bytes: self.limits.script_memory() as u64,
@@ -141,90 +124,95 @@ impl SessionOptions {
         }
     }
 
-    /// The headers this session injects, with its own values.
-    pub fn credentials(&self) -> Credentials {
+    fn credentials(&self) -> Credentials {
         Credentials::new(&self.credentials, self.block_private_ips)
     }
+}
 
-    /// `git`, committing as the session's user (`git config user.name`
-    /// changes it) and naming only the remotes `:allow_net` allows.
+/// `git`, committing as the session's user (`git config user.name`
+/// changes it) and naming only the remotes `:allow_net` allows.
+#[cfg(feature = "git")]
+fn git(options: &SessionOptions) -> crate::git::Git {
+    crate::git::Git {
+        name: options.username.clone(),
+        email: format!("{}@{}", options.username, options.hostname),
+        remotes: options.allow_net.clone(),
+        mounts: options
+            .mounts
+            .iter()
+            .filter_map(|(point, host, mode)| {
+                let host = std::fs::canonicalize(host).ok()?;
+                let writable = *mode == crate::mounts::MountMode::ReadWrite;
+                Some((std::path::PathBuf::from(point), host, writable))
+            })
+            .collect(),
+    }
+}
+
+#[cfg_attr(not(feature = "network"), allow(unused_variables))]
+fn builder(
+    options: &SessionOptions,
+    credentials: &Credentials,
+    egress: Option<Egress>,
+) -> BashBuilder {
+    // bashkit caps a single instance at 1,000 exec calls and 100,000
+    // commands by default; a session lives for a whole agent conversation,
+    // so per-script limits (ExecutionLimits) are the ones that bound work.
+    let mut builder = Bash::builder()
+        .session_limits(SessionLimits::unlimited())
+        .limits(options.limits.execution())
+        .filesystem_limits(options.limits.filesystem());
+    if let Some(memory) = options.limits.memory() {
+        builder = builder.memory_limits(memory);
+    }
+    #[cfg(feature = "network")]
+    match egress {
+        // In a worker: the host checks private addresses (the worker
+        // resolves no names), adds the credentials and makes the
+        // request (`egress.rs`); the allowlist here only saves the
+        // trip for a request the host would refuse.
+        Some(egress) => {
+            if let Some(allowlist) = crate::network::allowlist(&options.allow_net, false) {
+                builder = builder.network(allowlist).http_transport(egress);
+            }
+        }
+        None => {
+            if let Some(allowlist) =
+                crate::network::allowlist(&options.allow_net, options.block_private_ips)
+            {
+                builder = builder.network(allowlist);
+                if !options.credentials.is_empty() {
+                    builder = builder.before_http(credentials.hook());
+                }
+            }
+        }
+    }
+    for (key, value) in &options.env {
+        builder = builder.env(key, value);
+    }
+    // Without `git: true` or `sqlite: true` the command is not there at
+    // all, as in a shell without it installed (and a session pays
+    // nothing for it).
     #[cfg(feature = "git")]
-    fn git(&self) -> crate::git::Git {
-        crate::git::Git {
-            name: self.username.clone(),
-            email: format!("{}@{}", self.username, self.hostname),
-            remotes: self.allow_net.clone(),
-            mounts: self
-                .mounts
-                .iter()
-                .filter_map(|(point, host, mode)| {
-                    let host = std::fs::canonicalize(host).ok()?;
-                    let writable = *mode == crate::mounts::MountMode::ReadWrite;
-                    Some((std::path::PathBuf::from(point), host, writable))
-                })
-                .collect(),
-        }
+    if options.git {
+        builder = builder.builtin("git", Box::new(git(options)));
     }
-
-    #[cfg_attr(not(feature = "network"), allow(unused_variables))]
-    fn builder(&self, credentials: &Credentials, egress: Option<Egress>) -> BashBuilder {
-        // bashkit caps a single instance at 1,000 exec calls and 100,000
-        // commands by default; a session lives for a whole agent conversation,
-        // so per-script limits (ExecutionLimits) are the ones that bound work.
-        let mut builder = Bash::builder()
-            .session_limits(SessionLimits::unlimited())
-            .limits(self.limits.execution())
-            .filesystem_limits(self.limits.filesystem());
-        if let Some(memory) = self.limits.memory() {
-            builder = builder.memory_limits(memory);
-        }
-        #[cfg(feature = "network")]
-        match egress {
-            // In a worker: the host checks private addresses (the worker
-            // resolves no names), adds the credentials and makes the
-            // request (`egress.rs`); the allowlist here only saves the
-            // trip for a request the host would refuse.
-            Some(egress) => {
-                if let Some(allowlist) = self.allow_net.allowlist(false) {
-                    builder = builder.network(allowlist).http_transport(egress);
-                }
-            }
-            None => {
-                if let Some(allowlist) = self.allow_net.allowlist(self.block_private_ips) {
-                    builder = builder.network(allowlist);
-                    if !self.credentials.is_empty() {
-                        builder = builder.before_http(credentials.hook());
-                    }
-                }
-            }
-        }
-        for (key, value) in &self.env {
-            builder = builder.env(key, value);
-        }
-        // Without `git: true` or `sqlite: true` the command is not there at
-        // all, as in a shell without it installed (and a session pays
-        // nothing for it).
-        #[cfg(feature = "git")]
-        if self.git {
-            builder = builder.builtin("git", Box::new(self.git()));
-        }
-        #[cfg(feature = "sqlite")]
-        if self.sqlite {
-            let max_db_bytes = self.limits.sqlite_bytes();
-            builder = builder
-                .env(crate::sqlite::OPT_IN, "1")
-                .builtin(
-                    "sqlite3",
-                    Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
-                )
-                .builtin(
-                    "sqlite",
-                    Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
-                );
-        }
-        builder
-            .cwd(&self.cwd)
-            .username(&self.username)
-            .hostname(&self.hostname)
+    #[cfg(feature = "sqlite")]
+    if options.sqlite {
+        let max_db_bytes = options.limits.sqlite_bytes();
+        builder = builder
+            .env(crate::sqlite::OPT_IN, "1")
+            .builtin(
+                "sqlite3",
+                Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
+            )
+            .builtin(
+                "sqlite",
+                Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
+            );
     }
+    builder
+        .cwd(&options.cwd)
+        .username(&options.username)
+        .hostname(&options.hostname)
 }

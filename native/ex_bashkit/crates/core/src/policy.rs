@@ -15,38 +15,25 @@
 //! blocks its thread for the answer: only a worker process's sessions
 //! (whose interpreter thread is their own) may have one.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bashkit::hooks::{HookAction, ToolEvent};
 
-use crate::callback::{Channel, Failure, Reply, Request};
+use crate::callback::{Channel, Reply, Request};
 use crate::sync::{block_on, lock};
 
-/// Which commands may run.
-#[derive(Debug, Clone)]
-pub enum Rule {
-    /// Any command but these.
-    Deny(HashSet<String>),
-    /// Only these commands.
-    Allow(HashSet<String>),
-    /// Whatever the session's Elixir function answers, command by command.
-    Ask,
-}
+pub use ex_bashkit_protocol::options::{CommandPolicy, Rule};
 
-/// A policy as given to `new/1` or `exec/3`.
-#[derive(Debug, Clone)]
-pub struct CommandPolicy {
-    pub rule: Rule,
-    /// Stop the whole script at a denial, instead of failing the command.
-    pub abort: bool,
-}
-
-impl CommandPolicy {
-    /// Why `name args` may not run, if it may not.
-    fn refuses(&self, name: &str, args: &[String], ask: Option<&Channel>) -> Option<String> {
-        match &self.rule {
+/// Why `name args` may not run under `policy`, if it may not.
+fn refuses(
+    policy: &CommandPolicy,
+    name: &str,
+    args: &[String],
+    ask: Option<&Channel>,
+) -> Option<String> {
+    {
+        match &policy.rule {
             Rule::Deny(names) if names.contains(name) => {
                 Some("denied by the command policy".into())
             }
@@ -67,18 +54,13 @@ fn asked(channel: Option<&Channel>, name: &str, args: &[String]) -> Option<Strin
     };
     match block_on(channel.call(Request::Policy { name, args })) {
         Ok(Reply::Ok) => None,
-        Ok(Reply::Error(Failure::Message(why) | Failure::Code(why))) => Some(why),
+        Ok(Reply::Error(failure)) => Some(failure.text()),
         Ok(_) => Some("the command policy gave no answer".into()),
         Err(why) => Some(why),
     }
 }
 
-/// A command the policy stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Denial {
-    pub name: String,
-    pub reason: String,
-}
+pub use ex_bashkit_protocol::outcome::Denial;
 
 /// The most denials one script reports; it is stopped or failed at each
 /// all the same.
@@ -168,11 +150,11 @@ impl Gate {
                 let policy = policy.clone();
                 drop(state);
                 let ask = lock(&self.ask).clone();
-                let why = policy.refuses(name, args, ask.as_deref())?;
+                let why = refuses(&policy, name, args, ask.as_deref())?;
                 state = lock(&self.state);
                 (why, policy.abort)
             }
-            _ => (policy.refuses(name, args, None)?, policy.abort),
+            _ => (refuses(policy, name, args, None)?, policy.abort),
         };
         let message = format!("{name}: {why}");
         let denial = Denial {

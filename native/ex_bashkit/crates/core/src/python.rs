@@ -8,17 +8,13 @@ use std::time::Duration;
 #[cfg(any(feature = "python", feature = "cpython"))]
 use crate::limits::count;
 use crate::limits::Limits;
+#[cfg(any(feature = "python", feature = "cpython"))]
+use crate::limits::LimitsExt;
 #[cfg(feature = "python")]
 use crate::monty_paths::MontyBuiltin;
 use bashkit::BashBuilder;
 
-/// `runtime:` of the `:python` option, checked in Elixir against what this
-/// build has (`features.rs`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum PythonRuntime {
-    Monty,
-    Cpython,
-}
+pub use ex_bashkit_protocol::options::PythonRuntime;
 
 /// The `:tools` Python (Monty) calls as functions, and the way to them.
 pub struct Tools<'a> {
@@ -122,5 +118,3 @@ fn cpython_limits(limits: &Limits) -> bashkit::CPythonLimits {
     cpython.common = common(limits, cpython.common);
     cpython
 }
-
-crate::named!(PythonRuntime { Monty = "monty", Cpython = "cpython" });

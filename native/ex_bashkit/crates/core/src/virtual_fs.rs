@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use bashkit::{async_trait, DirEntry, FileSystem, FileSystemExt, FileType, Metadata};
 
-use crate::callback::{Channel, Failure, FsOp, Reply, Request};
+use crate::callback::{Channel, Errno, Failure, FsOp, Reply, Request};
 
 pub struct ElixirFs {
     mount: String,
@@ -55,25 +55,24 @@ fn error(failure: Failure) -> bashkit::Error {
         Failure::Message(message) => return IoError::other(message).into(),
         Failure::Code(code) => code,
     };
-    let (kind, message) = match code.as_str() {
-        "enoent" => (ErrorKind::NotFound, "No such file or directory"),
-        "eacces" | "eperm" => (ErrorKind::PermissionDenied, "Permission denied"),
-        "eexist" => (ErrorKind::AlreadyExists, "File exists"),
-        "enotdir" => (ErrorKind::NotADirectory, "Not a directory"),
-        "eisdir" => (ErrorKind::IsADirectory, "Is a directory"),
-        "enotempty" => (ErrorKind::DirectoryNotEmpty, "Directory not empty"),
-        "enotsup" | "eopnotsupp" => (ErrorKind::Unsupported, "Operation not supported"),
-        "etimedout" => (ErrorKind::TimedOut, "Timed out waiting for the backend"),
-        "erofs" => (ErrorKind::ReadOnlyFilesystem, "Read-only file system"),
-        "enospc" => (ErrorKind::StorageFull, "No space left on device"),
-        "einval" => (ErrorKind::InvalidInput, "Invalid argument"),
-        other => return IoError::other(format!("virtual_fs error: {other}")).into(),
+    let (kind, message) = match code {
+        Errno::Enoent => (ErrorKind::NotFound, "No such file or directory"),
+        Errno::Eacces | Errno::Eperm => (ErrorKind::PermissionDenied, "Permission denied"),
+        Errno::Eexist => (ErrorKind::AlreadyExists, "File exists"),
+        Errno::Enotdir => (ErrorKind::NotADirectory, "Not a directory"),
+        Errno::Eisdir => (ErrorKind::IsADirectory, "Is a directory"),
+        Errno::Enotempty => (ErrorKind::DirectoryNotEmpty, "Directory not empty"),
+        Errno::Enotsup | Errno::Eopnotsupp => (ErrorKind::Unsupported, "Operation not supported"),
+        Errno::Etimedout => (ErrorKind::TimedOut, "Timed out waiting for the backend"),
+        Errno::Erofs => (ErrorKind::ReadOnlyFilesystem, "Read-only file system"),
+        Errno::Enospc => (ErrorKind::StorageFull, "No space left on device"),
+        Errno::Einval => (ErrorKind::InvalidInput, "Invalid argument"),
     };
     IoError::new(kind, message).into()
 }
 
 fn unsupported() -> bashkit::Error {
-    error(Failure::Code("enotsup".into()))
+    error(Failure::Code(Errno::Enotsup))
 }
 
 fn metadata(file_type: FileType, size: u64) -> Metadata {
@@ -102,7 +101,7 @@ impl FileSystemExt for ElixirFs {}
 impl FileSystem for ElixirFs {
     async fn read_file(&self, path: &Path) -> bashkit::Result<Vec<u8>> {
         match self.call(FsOp::Read, path).await? {
-            Reply::Data(data) => Ok(data),
+            Reply::Data(data) => Ok(data.into_vec()),
             _ => Err(invalid_reply()),
         }
     }
@@ -128,7 +127,7 @@ impl FileSystem for ElixirFs {
 
     async fn stat(&self, path: &Path) -> bashkit::Result<Metadata> {
         match self.call(FsOp::Stat, path).await {
-            Ok(Reply::Stat(kind, size)) => Ok(metadata(kind.into(), size)),
+            Ok(Reply::Stat(kind, size)) => Ok(metadata(crate::file_kind::file_type(kind), size)),
             Ok(_) => Err(invalid_reply()),
             // The mount point is a directory even for a backend that cannot
             // describe it.
@@ -143,7 +142,7 @@ impl FileSystem for ElixirFs {
                 .into_iter()
                 .map(|(name, kind, size)| DirEntry {
                     name,
-                    metadata: metadata(kind.into(), size),
+                    metadata: metadata(crate::file_kind::file_type(kind), size),
                 })
                 .collect()),
             _ => Err(invalid_reply()),
@@ -169,7 +168,7 @@ impl FileSystem for ElixirFs {
     }
 
     async fn read_link(&self, _path: &Path) -> bashkit::Result<PathBuf> {
-        Err(error(Failure::Code("einval".into())))
+        Err(error(Failure::Code(Errno::Einval)))
     }
 
     async fn chmod(&self, _path: &Path, _mode: u32) -> bashkit::Result<()> {

@@ -20,8 +20,6 @@ use std::time::{Duration, Instant};
 
 use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult, FileSystem, LimitExceeded};
 use ex_bashkit_core::callback::{Channel, Reply, Request};
-use ex_bashkit_core::file_kind::FileKind;
-use ex_bashkit_core::named::Named;
 use ex_bashkit_core::policy::Gate;
 use ex_bashkit_core::sync::block_on;
 
@@ -411,7 +409,7 @@ impl Host {
             "stat" => {
                 let file = path(0)?;
                 let meta = block_on(fs.stat(&file)).map_err(|e| os_error(&e, "stat", &file))?;
-                let kind = FileKind::from(meta.file_type).name();
+                let kind = ex_bashkit_core::file_kind::of(meta.file_type).name();
                 Ok(format!("[{},{}]", json_string(kind), meta.size))
             }
             _ => Err(("ENOSYS", format!("unknown file operation {op}"))),

@@ -33,18 +33,21 @@ use crate::deadline::Deadline;
 use crate::egress::HostEgress;
 use crate::frame::{exit_now, Outbox};
 use crate::job::WorkerJob;
-use crate::protocol::{Event, ExecCall, FileOp, FsAnswer, NewAnswer, Outcome, Request};
+use crate::protocol::{self, Event, FileOp, Frame, FsAnswer, NewAnswer, Outcome, Request};
 use ex_bashkit_core::call::Call;
 use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::exec::{run_on_session, Ran};
 use ex_bashkit_core::hardening::{self, Fit, Plan, Report};
 use ex_bashkit_core::job::Job;
+use ex_bashkit_core::limits::LimitsExt;
+use ex_bashkit_core::options::SessionPlan;
 use ex_bashkit_core::options::{Egress, SessionOptions};
 use ex_bashkit_core::policy::Gate;
 use ex_bashkit_core::runtime::{self, interpreters};
 use ex_bashkit_core::session::Session;
 use ex_bashkit_core::stop::Stop;
 use ex_bashkit_core::sync::lock;
+use ex_bashkit_protocol::call::CallOptions;
 
 /// Runs the worker until the VM closes the pipe; with `--zygote=NAME`, the
 /// zygote that forks workers (`zygote.rs`), whose children go on here.
@@ -150,39 +153,61 @@ impl Worker {
         None
     }
 
-    fn handle(&mut self, request: Request) {
+    fn handle(&mut self, frame: Frame) {
+        let request = match frame {
+            Frame::Request(request) => *request,
+            Frame::Unreadable(why) => return self.start(Err(why)),
+            Frame::Malformed { id, why } => {
+                if let Some(session) = self.session.clone() {
+                    self.job(id, &session, |_job, _stop| {
+                        Err::<std::future::Ready<Outcome>, _>(why)
+                    });
+                }
+                return;
+            }
+        };
         let session = self.session.clone();
         match (request, session) {
             (Request::Prepare(options), None) => self.prepare_ahead(&options),
-            (Request::New(options), None) => self.start(options.map_err(String::from)),
-            (Request::Exec { id, script, call }, Some(session)) => {
+            (Request::New(options), None) => self.start(Ok(*options)),
+            (Request::Exec(id, script, call), Some(session)) => {
                 self.job(id, &session, |job, stop| {
                     exec(
                         session.clone(),
                         job,
                         stop,
-                        script,
+                        script.into_vec(),
                         call,
                         self.deadline.clone(),
                     )
                 });
             }
-            (Request::Snapshot { id, options, key }, Some(session)) => {
+            (Request::Snapshot(id, exclude_fs, exclude_functions, key), Some(session)) => {
+                let options = protocol::snapshot_options(exclude_fs, exclude_functions);
                 self.job(id, &session, |job, stop| {
                     Ok(with_bash(session.clone(), job, stop, move |bash| {
-                        ex_bashkit_core::snapshot::take(bash, options, key.as_deref())
-                            .map(Outcome::Snapshot)
-                            .map_err(|e| failure(ex_bashkit_core::snapshot::TAKE_FAILED, &e))
+                        ex_bashkit_core::snapshot::take(
+                            bash,
+                            options,
+                            key.as_ref().map(|key| key.as_slice()),
+                        )
+                        .map(Outcome::Snapshot)
+                        .map_err(|e| failure(ex_bashkit_core::snapshot::TAKE_FAILED, &e))
                     }))
                 });
             }
-            (Request::Restore { id, snapshot, key }, Some(session)) => {
+            (Request::Restore(id, snapshot, key), Some(session)) => {
                 let max = session.max_snapshot_bytes;
                 self.job(id, &session, |job, stop| {
                     Ok(with_bash(session.clone(), job, stop, move |bash| {
-                        ex_bashkit_core::snapshot::restore(bash, &snapshot, key.as_deref(), max)
-                            .map(|()| Outcome::Restored)
-                            .map_err(|e| failure(ex_bashkit_core::snapshot::RESTORE_FAILED, &e))
+                        ex_bashkit_core::snapshot::restore(
+                            bash,
+                            &snapshot,
+                            key.as_ref().map(|key| key.as_slice()),
+                            max,
+                        )
+                        .map(|()| Outcome::Restored)
+                        .map_err(|e| failure(ex_bashkit_core::snapshot::RESTORE_FAILED, &e))
                     }))
                 });
             }
@@ -196,23 +221,18 @@ impl Worker {
                 let cancelled = session.running.cancel();
                 self.outbox.send(Event::Cancelled { id, cancelled });
             }
-            (Request::Fs { id, op }, Some(session)) => {
+            (Request::Fs(id, op), Some(session)) => {
                 let answer = file_op(&session, op);
                 self.outbox.send(Event::Fs { id, answer });
             }
-            (Request::Reply { id, reply }, _) => self.calls.answer(id, reply),
+            (Request::Reply(id, reply), _) => self.calls.answer(id, reply),
             #[cfg(feature = "network")]
-            (Request::HttpBody { id, chunk }, _) => self.egress.body(id, &chunk),
+            (Request::HttpBody(id, chunk), _) => self.egress.body(id, &chunk),
             #[cfg(feature = "network")]
-            (Request::HttpReply { id, answer }, _) => self.egress.reply(id, answer),
+            (Request::HttpReply(id, answer), _) => self.egress.reply(id, answer),
             // Answers to requests this build never makes.
             #[cfg(not(feature = "network"))]
-            (Request::HttpBody { .. } | Request::HttpReply { .. }, _) => {}
-            (Request::Malformed { id, why }, Some(session)) => {
-                self.job(id, &session, |_job, _stop| {
-                    Err::<std::future::Ready<Outcome>, _>(why)
-                });
-            }
+            (Request::HttpBody(..) | Request::HttpReply(..), _) => {}
             // Anything else is a bug in ExBashkit.Worker; the VM's deadline
             // for it ends this process.
             _ => {}
@@ -370,13 +390,14 @@ fn exec(
     job: Arc<WorkerJob>,
     stop: ex_bashkit_core::stop::StopSignal,
     script: Vec<u8>,
-    call: Option<ExecCall>,
+    call: Option<CallOptions>,
     deadline: Arc<Deadline>,
 ) -> Result<impl std::future::Future<Output = Outcome> + Send + 'static, String> {
     let script = ex_bashkit_core::exec::script_text(&script)?;
     session.usable()?;
     let call = call.unwrap_or_default();
     let timeout = call.timeout();
+    let output = call.streams().then(|| job.output(session.output_caps));
     let plan = Call {
         timeout,
         stdin: call.stdin,
@@ -384,7 +405,7 @@ fn exec(
         cwd: call.cwd,
         args: call.args,
         credentials: None,
-        output: call.stream.then(|| job.output(session.output_caps)),
+        output,
         command_policy: call.command_policy,
     };
     Ok(async move {
