@@ -46,7 +46,16 @@ defmodule Gate do
         session = Session.new(files: %{"/data/log.txt" => log})
         p50(100, fn -> {:ok, %{exit_code: 0}} = Session.exec(session, pipeline) end)
       end,
-      snapshot_restore: fn -> snapshot_restore(10) end
+      snapshot_restore: fn -> snapshot_restore(10) end,
+      # A fresh worker per run.
+      code_run: fn ->
+        execute = "function execute(input) { return input.a + input.b; }"
+
+        p50(100, fn -> {:ok, %{output: 5}} = ExBashkit.Code.run(execute, input: %{a: 2, b: 3}) end)
+      end,
+      # A `node` program's tool call to Elixir and back, per call: 200
+      # calls in one program less the same program with none.
+      js_tool_call: fn -> js_tool_call(200) end
     ]
 
     only = System.get_env("ONLY")
@@ -87,6 +96,31 @@ defmodule Gate do
   end
 
   defp builtin_per_call(calls), do: calls |> BenchSupport.builtin_per_call() |> elem(0)
+
+  defp js_tool_call(calls) do
+    echo =
+      ExBashkit.Tool.new(
+        name: "echo",
+        description: "Answers its argument.",
+        parameters: %{"type" => "object", "properties" => %{"n" => %{"type" => "integer"}}},
+        function: fn args -> {:ok, args["n"]} end
+      )
+
+    session = Session.new(javascript: true, isolation: :process, tools: [echo])
+    script = fn n -> "node -e 'for (let i = 0; i < #{n}; i++) tools.echo({n: 1})'" end
+    {:ok, %{exit_code: 0}} = Session.exec(session, script.(1))
+
+    samples =
+      for _ <- 1..9 do
+        {with_calls, {:ok, %{exit_code: 0}}} =
+          :timer.tc(fn -> Session.exec(session, script.(calls)) end)
+
+        {without, {:ok, %{exit_code: 0}}} = :timer.tc(fn -> Session.exec(session, script.(0)) end)
+        (with_calls - without) / calls
+      end
+
+    Enum.at(Enum.sort(samples), 4)
+  end
 
   defp snapshot_restore(runs) do
     chunk = :binary.copy("x", 10_000)
