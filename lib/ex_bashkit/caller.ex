@@ -13,14 +13,8 @@ defmodule ExBashkit.Caller do
   # the caller gets an error saying whether the script was running or
   # still queued behind another one.
 
-  alias ExBashkit.{Error, Result, Telemetry}
+  alias ExBashkit.{Error, Interpreter, Result, Telemetry}
   alias ExBashkit.Session.ExecOptions
-
-  # How long past its :timeout_ms a caller waits for a script that has not
-  # stopped by itself. In the VM an abandoned script computes on, so it is
-  # given longer to stop; a worker's is killed, which ends it exactly.
-  @margin_ms 500
-  @worker_margin_ms 250
 
   @doc """
   The outcome of a script queued for `call` (see
@@ -42,16 +36,18 @@ defmodule ExBashkit.Caller do
 
   def await({:ok, handle}, tag, call, forward) do
     outcome = wait(handle, tag, call, forward)
-    # A worker's session stays referenced until its job answered.
-    ExBashkit.Worker.keep(handle)
+    # The session stays referenced until its job answered.
+    Interpreter.keep(handle)
     outcome
   end
 
   defp wait(handle, tag, call, forward) do
-    until = System.monotonic_time(:millisecond) + call.timeout_ms + margin_ms(handle)
+    # How long past its :timeout_ms to wait for a script that has not
+    # stopped by itself, and whether to yield meanwhile: the backend's.
+    %{margin_ms: margin_ms, yield?: yield?} = Interpreter.wait_policy(handle)
+    until = System.monotonic_time(:millisecond) + call.timeout_ms + margin_ms
     sink = sink(call)
-
-    yield? = not is_reference(handle) or forward != nil
+    yield? = yield? or forward != nil
 
     case receive_spinning(tag, deadline(), until, forward, sink, yield?) do
       {:timeout, sink} ->
@@ -98,9 +94,6 @@ defmodule ExBashkit.Caller do
 
   defp report_abort(_error), do: :ok
 
-  defp margin_ms(%ExBashkit.Worker.Handle{}), do: @worker_margin_ms
-  defp margin_ms(_handle), do: @margin_ms
-
   @doc """
   Runs `fun` (which queues a script and awaits its outcome) inside the
   `[:ex_bashkit, :exec]` telemetry span, and gives the caller the outcome
@@ -137,10 +130,17 @@ defmodule ExBashkit.Caller do
           {:ok, term()} | {:error, String.t()}
   def reply({:error, _message} = error, _tag), do: error
 
-  def reply({:ok, %ExBashkit.Worker.Handle{owner: owner} = handle}, tag) do
-    # A worker's owner answers every job it holds, also when it kills the
-    # worker; one that crashed answers nothing, so it is watched.
-    monitor = Process.monitor(owner)
+  def reply({:ok, handle}, tag), do: reply(handle, tag, Interpreter.answerer(handle))
+
+  # A job answered by the NIF, which answers every one it accepted.
+  defp reply(_handle, tag, nil) do
+    {outcome, nil} = receive_spinning(tag, deadline(), :infinity, nil, nil, false)
+    outcome
+  end
+
+  # One whose answerer can die without answering is watched.
+  defp reply(handle, tag, answerer) do
+    monitor = Process.monitor(answerer)
 
     outcome =
       receive do
@@ -157,12 +157,7 @@ defmodule ExBashkit.Caller do
       end
 
     # The session stays referenced until its job answered.
-    ExBashkit.Worker.keep(handle)
-    outcome
-  end
-
-  def reply({:ok, _handle}, tag) do
-    {outcome, nil} = receive_spinning(tag, deadline(), :infinity, nil, nil, false)
+    Interpreter.keep(handle)
     outcome
   end
 

@@ -3,28 +3,48 @@ defmodule ExBashkit.Interpreter do
   # Where a session's interpreter lives, decided in one place: a NIF
   # resource in this VM (`ExBashkit.Interpreter.InVM`) or a worker process
   # (`ExBashkit.Worker`, `isolation: :process`), both implementing
-  # `ExBashkit.Interpreter.Backend` with the same shapes, so
-  # `ExBashkit.Session`, `ExBashkit.Caller` and `ExBashkit.Callbacks`
-  # need not know which.
+  # `ExBashkit.Interpreter.Backend`. The session holds the backend's struct,
+  # and this module is the only one that asks which it is: `ExBashkit.Session`,
+  # `ExBashkit.Caller` and `ExBashkit.Callbacks` make the same calls for both.
 
   alias ExBashkit.Interpreter.{Backend, InVM}
   alias ExBashkit.Worker
   alias ExBashkit.Worker.Handle
 
-  @type t :: reference() | Worker.t()
+  @type t :: InVM.t() | Worker.t()
   @typedoc "A queued job: the NIF's handle, or a worker's."
   @type job :: reference() | Handle.t()
 
-  # The backend of an interpreter, and of a job or call handle. Anything
-  # that is not a worker's goes to the NIF, which answers badarg for what
-  # is not its own (`ExBashkit.Interpreter.InVM` names it).
+  # The backend of an interpreter, and of a job or call handle: a worker's
+  # are structs, the NIF's jobs and calls references.
+  defp backend(%InVM{}), do: InVM
   defp backend(%Worker{}), do: Worker
   defp backend(%Handle{}), do: Worker
-  defp backend(_resource), do: InVM
+  defp backend(reference) when is_reference(reference), do: InVM
+
+  @doc "Starts an interpreter for `native` options, in this VM or in a worker process."
+  @spec start(struct(), :none | :process, term()) :: {:ok, t()} | {:error, String.t()}
+  def start(native, :none, prepared), do: InVM.start(native, prepared)
+  def start(native, :process, _prepared), do: Worker.start(native)
+
+  @doc "Whether `term` is an interpreter a session can hold."
+  @spec interpreter?(term()) :: boolean()
+  def interpreter?(%InVM{}), do: true
+  def interpreter?(%Worker{}), do: true
+  def interpreter?(_other), do: false
 
   @doc "The session's id, for `inspect/2` and messages."
   @spec id(t()) :: pos_integer()
   def id(interpreter), do: backend(interpreter).id(interpreter)
+
+  @spec info(t()) :: Backend.info()
+  def info(interpreter), do: backend(interpreter).info(interpreter)
+
+  @spec close(t()) :: :ok
+  def close(interpreter), do: backend(interpreter).close(interpreter)
+
+  @spec describe(t()) :: String.t() | nil
+  def describe(interpreter), do: backend(interpreter).describe(interpreter)
 
   @spec exec(t(), binary(), pid(), reference(), pid() | nil, struct() | nil) :: Backend.queued()
   def exec(interpreter, script, caller, tag, callbacks_to, call),
@@ -40,6 +60,25 @@ defmodule ExBashkit.Interpreter do
 
   @spec cancel(t()) :: boolean()
   def cancel(interpreter), do: backend(interpreter).cancel(interpreter)
+
+  @file_ops [:read_file, :write_file, :list_dir, :mkdir, :remove, :rename, :stat, :chmod]
+
+  @doc "The file API: `op` is one of #{inspect(@file_ops)}, `args` the NIF's."
+  @spec file(t(), atom(), list()) :: term()
+  def file(interpreter, op, args) when op in @file_ops,
+    do: backend(interpreter).file(interpreter, op, args)
+
+  @doc "How a caller waits for `job`."
+  @spec wait_policy(job()) :: Backend.wait_policy()
+  def wait_policy(job), do: backend(job).wait_policy(job)
+
+  @doc "The process that answers `job` and may die without answering, if any."
+  @spec answerer(job()) :: pid() | nil
+  def answerer(job), do: backend(job).answerer(job)
+
+  @doc "Keeps `job`'s session referenced by the caller until here."
+  @spec keep(job()) :: :ok
+  def keep(job), do: backend(job).keep(job)
 
   @doc "Stops waiting for `job`: where it was, with what it printed if it had begun."
   @spec abandon(job()) :: Backend.whereabouts()
@@ -61,13 +100,10 @@ defmodule ExBashkit.Interpreter do
   @spec call_of?(term(), t()) :: boolean()
   def call_of?(pending, interpreter), do: backend(interpreter).call_of?(pending, interpreter)
 
+  @doc "Answers a script's callback call; anything that is not one is answered `false`."
   @spec callback_reply(term(), term()) :: boolean()
-  def callback_reply(call, reply), do: backend(call).callback_reply(call, reply)
+  def callback_reply(call, reply) when is_reference(call) or is_struct(call, Handle),
+    do: backend(call).callback_reply(call, reply)
 
-  @file_ops [:read_file, :write_file, :list_dir, :mkdir, :remove, :rename, :stat, :chmod]
-
-  @doc "The file API: `op` is one of #{inspect(@file_ops)}, `args` the NIF's."
-  @spec file(t(), atom(), list()) :: term()
-  def file(interpreter, op, args) when op in @file_ops,
-    do: backend(interpreter).file(interpreter, op, args)
+  def callback_reply(_call, _reply), do: false
 end

@@ -44,6 +44,7 @@ defmodule ExBashkit.Native do
   def session_chmod(_session, _path, _mode, _recursive), do: err()
   def set_panic_reporter(_pid), do: err()
   def worker_guard(_owner), do: err()
+  def worker_guard_close(_guard), do: err()
   def worker_kill(_os_pid), do: err()
   def host_isolation, do: err()
   def worker_cgroup_bases, do: err()

@@ -62,7 +62,7 @@ defmodule ExBashkit.Session do
     * `guides/live_control.md` — per-call options, streaming, `cancel/1`, `ExBashkit.Error`.
   """
 
-  alias ExBashkit.{Callbacks, Interpreter, Native, Result}
+  alias ExBashkit.{Callbacks, Interpreter, Result}
   alias ExBashkit.Session.{Exec, Files, Options, Prepared, Snapshot}
 
   @enforce_keys [:resource]
@@ -73,7 +73,7 @@ defmodule ExBashkit.Session do
   defstruct [:resource, :id, :callbacks, :secrets, approval: {nil, 30_000}, timeout_ms: 30_000]
 
   @opaque t :: %__MODULE__{
-            resource: reference(),
+            resource: Interpreter.t(),
             id: pos_integer(),
             callbacks: Callbacks.t() | nil,
             timeout_ms: pos_integer()
@@ -156,11 +156,11 @@ defmodule ExBashkit.Session do
       if opts == [], do: Prepared.defaults(), else: {Options.validate!(opts), nil}
 
     session =
-      case build(opts.native, opts.isolation, prepared) do
-        {:ok, resource} ->
+      case Interpreter.start(opts.native, opts.isolation, prepared) do
+        {:ok, interpreter} ->
           %__MODULE__{
-            resource: resource,
-            id: Interpreter.id(resource),
+            resource: interpreter,
+            id: Interpreter.id(interpreter),
             callbacks: opts.callbacks,
             approval: opts.approval,
             secrets: opts.secrets,
@@ -178,18 +178,6 @@ defmodule ExBashkit.Session do
     end)
 
     session
-  end
-
-  defp build(native, :process, _), do: ExBashkit.Worker.start(native)
-
-  defp build(native, :none, prepared) when prepared != nil do
-    with :empty <- Prepared.take(prepared), do: build(native, :none, nil)
-  end
-
-  defp build(native, :none, nil) do
-    if Options.light?(native),
-      do: Native.session_new(native),
-      else: Native.session_new_dirty(native)
   end
 
   @doc """
@@ -559,16 +547,7 @@ defmodule ExBashkit.Session do
           os_pid: pos_integer() | nil,
           layers: [atom()]
         }
-  def info(session) do
-    case resource!(session) do
-      %ExBashkit.Worker{} = worker ->
-        %{os_pid: os_pid, layers: layers} = ExBashkit.Worker.info(worker)
-        %{isolation: :process, os_pid: os_pid, layers: layers}
-
-      _resource ->
-        %{isolation: :none, os_pid: nil, layers: []}
-    end
-  end
+  def info(session), do: session |> resource!() |> Interpreter.info()
 
   @doc """
   Closes the session at once, rather than when it is garbage collected: a
@@ -587,14 +566,7 @@ defmodule ExBashkit.Session do
       true
   """
   @spec close(t()) :: :ok
-  def close(session) do
-    case resource!(session) do
-      %ExBashkit.Worker{} = worker -> ExBashkit.Worker.stop(worker)
-      resource -> Native.session_close(resource)
-    end
-
-    :ok
-  end
+  def close(session), do: session |> resource!() |> Interpreter.close()
 
   @doc false
   @spec id(t()) :: pos_integer()
@@ -603,10 +575,21 @@ defmodule ExBashkit.Session do
     session.id
   end
 
-  defp resource!(%__MODULE__{resource: resource}) when is_reference(resource), do: resource
-  defp resource!(%__MODULE__{resource: %ExBashkit.Worker{} = worker}), do: worker
+  # The session's interpreter: `%ExBashkit.Interpreter.InVM{}` or
+  # `%ExBashkit.Worker{}`, which `ExBashkit.Interpreter` dispatches on.
+  defp resource!(%__MODULE__{resource: interpreter}) do
+    if Interpreter.interpreter?(interpreter) do
+      interpreter
+    else
+      raise ArgumentError,
+            "expected an ExBashkit.Session (from ExBashkit.Session.new/1), got a struct " <>
+              "holding #{inspect(interpreter)}, which is not a session"
+    end
+  end
 
-  defp resource!(other) do
+  defp resource!(other), do: not_a_session!(other)
+
+  defp not_a_session!(other) do
     # structs: false, since inspecting a bad session would come back here.
     raise ArgumentError,
           "expected an ExBashkit.Session (from ExBashkit.Session.new/1), " <>
@@ -614,14 +597,19 @@ defmodule ExBashkit.Session do
   end
 
   defimpl Inspect do
-    # A hand-built struct has no id: inspecting it must not raise.
-    def inspect(%{resource: resource, id: id}, _opts)
-        when is_reference(resource) and is_integer(id),
-        do: "#ExBashkit.Session<#{id}>"
+    alias ExBashkit.Interpreter
 
-    def inspect(%{resource: %ExBashkit.Worker{os_pid: os_pid}, id: id}, _opts)
-        when is_integer(id),
-        do: "#ExBashkit.Session<#{id} in process #{os_pid}>"
+    # A hand-built struct has no id: inspecting it must not raise.
+    def inspect(%{resource: interpreter, id: id}, _opts) when is_integer(id) do
+      if Interpreter.interpreter?(interpreter) do
+        case Interpreter.describe(interpreter) do
+          nil -> "#ExBashkit.Session<#{id}>"
+          where -> "#ExBashkit.Session<#{id} #{where}>"
+        end
+      else
+        "#ExBashkit.Session<invalid>"
+      end
+    end
 
     def inspect(_session, _opts), do: "#ExBashkit.Session<invalid>"
   end

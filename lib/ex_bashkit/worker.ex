@@ -19,6 +19,11 @@ defmodule ExBashkit.Worker do
 
   defstruct [:pid, :guard, :os_pid, :id]
 
+  # How long past its :timeout_ms a caller waits for a job that has not
+  # stopped by itself: a worker's is killed, which ends it exactly. The
+  # caller yields while it waits (the answer crosses a pipe).
+  @wait_policy %{margin_ms: 250, yield?: true}
+
   @typedoc "A worker session, as `%ExBashkit.Session{resource: ...}` holds it."
   @type t :: %__MODULE__{
           pid: pid(),
@@ -148,19 +153,43 @@ defmodule ExBashkit.Worker do
     true
   end
 
-  @doc """
-  Ends the worker now, rather than when its session is garbage collected:
-  when this returns, the worker was killed and its owner is gone.
-  """
-  @spec stop(t()) :: :ok
-  def stop(%__MODULE__{pid: pid}) do
-    GenServer.call(pid, :stop, :infinity)
-  catch
-    :exit, _ -> :ok
+  # A worker ends one way: its session's guard tells the owner, which
+  # kills it and stops. The guard tells it when it is collected (the
+  # session dropped, or the process holding it dead); close/1 has it tell
+  # now, and waits for the owner to be gone.
+  @impl true
+  def close(%__MODULE__{pid: pid, guard: guard}) do
+    monitor = Process.monitor(pid)
+
+    if Native.worker_guard_close(guard) do
+      receive do
+        {:DOWN, ^monitor, :process, _, _} -> :ok
+      end
+    else
+      Process.demonitor(monitor, [:flush])
+      :ok
+    end
   end
 
-  @doc false
+  @impl true
   def info(worker) do
+    %{os_pid: os_pid, layers: layers} = status(worker)
+    %{isolation: :process, os_pid: os_pid, layers: layers}
+  end
+
+  @impl true
+  def describe(%__MODULE__{os_pid: os_pid}), do: "in process #{os_pid}"
+
+  @impl true
+  def wait_policy(_handle), do: @wait_policy
+
+  # An owner answers every job it holds, also when it kills the worker; one
+  # that crashed answers nothing.
+  @impl true
+  def answerer(%Handle{owner: owner}), do: owner
+
+  # Whether the worker lives, its OS pid and hardening layers.
+  defp status(worker) do
     case call(worker, :info) do
       {:error, _} -> %{os_pid: nil, alive: false, layers: []}
       info -> info
@@ -176,7 +205,7 @@ defmodule ExBashkit.Worker do
     os_pids =
       for {_, pid, _, _} <- DynamicSupervisor.which_children(ExBashkit.Worker.Supervisor),
           is_pid(pid),
-          %{os_pid: os_pid} when is_integer(os_pid) <- [info(%__MODULE__{pid: pid})],
+          %{os_pid: os_pid} when is_integer(os_pid) <- [status(%__MODULE__{pid: pid})],
           do: os_pid
 
     %{count: length(os_pids), rss_bytes: os_pids |> Enum.map(&resident_bytes/1) |> Enum.sum()}
@@ -199,6 +228,7 @@ defmodule ExBashkit.Worker do
   however the caller's code is compiled. A worker ends when its session is
   collected, and its owner holds no reference to it.
   """
+  @impl true
   @spec keep(t() | Handle.t()) :: :ok
   def keep(_worker_or_handle), do: :ok
 

@@ -11,36 +11,117 @@ defmodule ExBashkit.Interpreter.InVM do
 
   alias ExBashkit.Native
 
-  @impl true
-  def id(resource), do: Native.session_id(resource)
+  @enforce_keys [:resource]
+  defstruct [:resource]
+
+  @type t :: %__MODULE__{resource: reference()}
+
+  # How long past its :timeout_ms a caller waits for a script that has not
+  # stopped by itself: an abandoned script computes on in the VM, so it is
+  # given time to stop. Its answer usually comes within microseconds, so
+  # the caller spins for it rather than yield.
+  @wait_policy %{margin_ms: 500, yield?: false}
+
+  @light_entries 64
+
+  @doc """
+  An interpreter for `native`: one prepared ahead for `prepared`'s
+  generation (`ExBashkit.Session.Prepared`), when one is ready, else a new one.
+  """
+  @spec start(struct(), pos_integer() | nil) :: {:ok, t()} | {:error, String.t()}
+  def start(native, prepared) when prepared != nil do
+    case Native.session_take(prepared) do
+      {:ok, resource} -> {:ok, %__MODULE__{resource: resource}}
+      :empty -> start(native, nil)
+    end
+  end
+
+  def start(native, nil) do
+    built =
+      if light?(native),
+        do: Native.session_new(native),
+        else: Native.session_new_dirty(native)
+
+    with {:ok, resource} <- built, do: {:ok, %__MODULE__{resource: resource}}
+  end
+
+  @doc """
+  Whether a session with these options (`%ExBashkit.Session.Options{}`)
+  builds in tens of microseconds, on a normal scheduler: no host mounts
+  (they touch the disk) and few enough entries that building cannot hold
+  the scheduler long. Others are built on a dirty scheduler.
+  """
+  @spec light?(struct()) :: boolean()
+  def light?(%{mounts: []} = native) do
+    patterns = with {:only, patterns} <- native.allow_net, do: patterns, else: (_ -> [])
+
+    [native.env, native.builtins, native.virtual_fs, native.python, patterns]
+    |> Enum.map(&length/1)
+    |> Enum.sum()
+    |> Kernel.<=(@light_entries)
+  end
+
+  def light?(_native), do: false
 
   @impl true
-  def exec(resource, script, caller, tag, callbacks_to, call) do
+  def id(%__MODULE__{resource: resource}), do: Native.session_id(resource)
+
+  @impl true
+  def info(_interpreter), do: %{isolation: :none, os_pid: nil, layers: []}
+
+  @impl true
+  def close(%__MODULE__{resource: resource}) do
+    Native.session_close(resource)
+    :ok
+  end
+
+  @impl true
+  def describe(_interpreter), do: nil
+
+  @impl true
+  def exec(%__MODULE__{resource: resource}, script, caller, tag, callbacks_to, call) do
     Native.session_exec(resource, script, caller, tag, callbacks_to, call)
   rescue
     ArgumentError -> not_a_session!(resource, __STACKTRACE__)
   end
 
   @impl true
-  def snapshot(resource, options, key, caller, tag) do
+  def snapshot(%__MODULE__{resource: resource}, options, key, caller, tag) do
     Native.session_snapshot(resource, options, key, caller, tag)
   rescue
     ArgumentError -> not_a_session!(resource, __STACKTRACE__)
   end
 
   @impl true
-  def restore(resource, snapshot, key, caller, tag) do
+  def restore(%__MODULE__{resource: resource}, snapshot, key, caller, tag) do
     Native.session_restore(resource, snapshot, key, caller, tag)
   rescue
     ArgumentError -> not_a_session!(resource, __STACKTRACE__)
   end
 
   @impl true
-  def cancel(resource) do
+  def cancel(%__MODULE__{resource: resource}) do
     Native.session_cancel(resource)
   rescue
     ArgumentError -> not_a_session!(resource, __STACKTRACE__)
   end
+
+  @impl true
+  def file(%__MODULE__{resource: resource}, op, args) do
+    apply(Native, :"session_#{op}", [resource | args])
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
+
+  @impl true
+  def wait_policy(_job), do: @wait_policy
+
+  # The NIF answers every job it accepted, also one whose session is gone.
+  @impl true
+  def answerer(_job), do: nil
+
+  @impl true
+  def keep(_job), do: :ok
 
   # A script that began keeps computing (nothing can stop it in the VM):
   # what it printed so far is its caller's.
@@ -53,24 +134,19 @@ defmodule ExBashkit.Interpreter.InVM do
   end
 
   @impl true
-  def callback_server(resource, server), do: Native.session_callback_server(resource, server)
+  def callback_server(%__MODULE__{resource: resource}, server),
+    do: Native.session_callback_server(resource, server)
 
   @impl true
-  def callbacks_done(resource, server), do: Native.session_callbacks_done(resource, server)
+  def callbacks_done(%__MODULE__{resource: resource}, server),
+    do: Native.session_callbacks_done(resource, server)
 
   # The NIF's calls are references; anything else was not sent by it.
   @impl true
-  def call_of?(pending, resource), do: is_reference(pending) and is_reference(resource)
+  def call_of?(pending, %__MODULE__{}), do: is_reference(pending)
 
   @impl true
   def callback_reply(call, reply), do: Native.callback_reply(call, reply)
-
-  @impl true
-  def file(resource, op, args) do
-    apply(Native, :"session_#{op}", [resource | args])
-  rescue
-    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
-  end
 
   defp not_a_session!(resource, stacktrace) do
     reraise ArgumentError,

@@ -222,11 +222,14 @@ defmodule ExBashkit.Server.State do
   answers errors.
   """
   @spec recover(t()) :: t()
-  def recover(%__MODULE__{session: %Session{resource: %ExBashkit.Worker{}} = session} = state)
-      when state.store != nil do
-    if Session.info(session).os_pid == nil,
-      do: %{state | session: nil, snapshot: nil, loaded?: false, dirty?: false},
-      else: state
+  def recover(%__MODULE__{session: %Session{} = session} = state) when state.store != nil do
+    case Session.info(session) do
+      %{isolation: :process, os_pid: nil} ->
+        %{state | session: nil, snapshot: nil, loaded?: false, dirty?: false}
+
+      _alive_or_in_vm ->
+        state
+    end
   end
 
   def recover(state), do: state

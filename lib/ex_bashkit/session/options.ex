@@ -357,24 +357,6 @@ defmodule ExBashkit.Session.Options do
   defp default_isolation(opts), do: opts
 
   @doc false
-  # Whether a session with these options builds in tens of microseconds, on
-  # a normal scheduler: no host mounts (they touch the disk) and few enough
-  # entries that building cannot hold the scheduler long. Others are built
-  # on a dirty scheduler.
-  @light_entries 64
-  @spec light?(t()) :: boolean()
-  def light?(%__MODULE__{mounts: []} = options) do
-    patterns = with {:only, patterns} <- options.allow_net, do: patterns, else: (_ -> [])
-
-    [options.env, options.builtins, options.virtual_fs, options.python, patterns]
-    |> Enum.map(&length/1)
-    |> Enum.sum()
-    |> Kernel.<=(@light_entries)
-  end
-
-  def light?(_options), do: false
-
-  @doc false
   # The options of a fresh interpreter (ExBashkit.exec/1): a default session,
   # under the operator's timeout ceiling as it is configured now.
   @spec defaults(t()) :: t()

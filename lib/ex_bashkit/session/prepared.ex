@@ -28,12 +28,6 @@ defmodule ExBashkit.Session.Prepared do
     end
   end
 
-  @doc """
-  A prepared interpreter of `generation`, or `:empty` when none is ready.
-  """
-  @spec take(pos_integer()) :: {:ok, reference()} | :empty
-  def take(generation), do: Native.session_take(generation)
-
   defp configuration do
     {Application.get_env(:ex_bashkit, :isolation),
      Application.get_env(:ex_bashkit, :max_timeout_ms),
@@ -66,6 +60,7 @@ defmodule ExBashkit.Session.Prepared do
               "got: #{inspect(capacity)}"
     end
 
-    capacity > 0 and options.isolation == :none and Options.light?(options.native)
+    capacity > 0 and options.isolation == :none and
+      ExBashkit.Interpreter.InVM.light?(options.native)
   end
 end

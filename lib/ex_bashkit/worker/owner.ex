@@ -122,8 +122,6 @@ defmodule ExBashkit.Worker.Owner do
   end
 
   @impl true
-  def handle_call(:stop, _from, state), do: {:stop, :normal, :ok, closed(state)}
-
   def handle_call(:ready, from, %{status: {:starting, waiting, timer}} = state),
     do: {:noreply, %{state | status: {:starting, [from | waiting], timer}}}
 
@@ -317,6 +315,9 @@ defmodule ExBashkit.Worker.Owner do
       do: {:noreply, kill(state, :unresponsive, "the worker stopped answering")},
       else: {:noreply, state}
   end
+
+  # The session's guard: closed (`close/1`), or collected.
+  def handle_info(:ex_bashkit_session_closed, state), do: {:stop, :normal, closed(state)}
 
   def handle_info(:ex_bashkit_session_dropped, state) do
     state = if alive?(state), do: kill(state, :dropped, "the session was dropped"), else: state

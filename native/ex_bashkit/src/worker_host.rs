@@ -1,14 +1,22 @@
-//! The VM's side of worker processes (`ExBashkit.Worker`): a guard that
-//! tells a worker's owner when the last `%ExBashkit.Session{}` holding it
-//! was freed, and the kill that ends a worker wherever it is.
+//! The VM's side of worker processes (`ExBashkit.Worker`): the guard that
+//! ends a worker, and the kill that ends one wherever it is.
+//!
+//! A session's worker ends one way: its guard tells the worker's owner,
+//! once. It tells when the last `%ExBashkit.Session{}` holding it is freed
+//! (the session dropped, or the process that held it dead), or earlier, at
+//! `close/1`.
 
+use std::sync::Mutex;
+
+use ex_bashkit_core::sync::lock;
 use rustler::{Encoder, Env, LocalPid, Resource, ResourceArc};
 
 mod atoms {
-    rustler::atoms! { ex_bashkit_session_dropped }
+    rustler::atoms! { ex_bashkit_session_dropped, ex_bashkit_session_closed }
 }
 
-pub struct WorkerGuard(LocalPid);
+/// The owner to tell, until told.
+pub struct WorkerGuard(Mutex<Option<LocalPid>>);
 
 #[rustler::resource_impl]
 impl Resource for WorkerGuard {
@@ -16,14 +24,27 @@ impl Resource for WorkerGuard {
 
     fn destructor(self, env: Env<'_>) {
         // An owner that is gone already has nothing to end.
-        let _ = env.send(&self.0, atoms::ex_bashkit_session_dropped().encode(env));
+        if let Some(owner) = lock(&self.0).take() {
+            let _ = env.send(&owner, atoms::ex_bashkit_session_dropped().encode(env));
+        }
     }
 }
 
 /// A guard for the worker owned by `owner`.
 #[rustler::nif]
 fn worker_guard(owner: LocalPid) -> ResourceArc<WorkerGuard> {
-    ResourceArc::new(WorkerGuard(owner))
+    ResourceArc::new(WorkerGuard(Mutex::new(Some(owner))))
+}
+
+/// Tells the owner now (`close/1`); `false` if it was told already.
+#[rustler::nif]
+fn worker_guard_close(env: Env<'_>, guard: ResourceArc<WorkerGuard>) -> bool {
+    let Some(owner) = lock(&guard.0).take() else {
+        return false;
+    };
+    // An owner that is gone already has nothing to end.
+    let _ = env.send(&owner, atoms::ex_bashkit_session_closed().encode(env));
+    true
 }
 
 /// Sends SIGKILL to the worker process `os_pid`: it cannot be caught, and

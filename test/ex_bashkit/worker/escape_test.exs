@@ -233,7 +233,7 @@ defmodule ExBashkit.EscapeTest do
         end
 
       assert Enum.all?(paths, &File.dir?/1)
-      ExBashkit.Worker.stop(session.resource)
+      Session.close(session)
       assert wait_until(fn -> not Enum.any?(paths, &File.dir?/1) end)
     end
 

@@ -50,7 +50,7 @@ defmodule ExBashkit.ZygoteTest do
     %{pid: owner} = session.resource
     {:os_pid, launcher} = Port.info(:sys.get_state(owner).port, :os_pid)
     os_pid = Session.info(session).os_pid
-    ExBashkit.Worker.stop(session.resource)
+    Session.close(session)
 
     assert wait_until(fn -> not process?(os_pid) and not process?(launcher) end)
   end
