@@ -105,7 +105,7 @@ fn callback_reply(call: Term, reply: Term) -> bool {
     let Some(sender) = lock(&call.reply).take() else {
         return false;
     };
-    let reply = rustler::serde::from_term(reply)
+    let reply = crate::term_reader::from_term(reply)
         .unwrap_or_else(|_| Reply::Error(Failure::Message("invalid reply from Elixir".into())));
     sender.send(reply).is_ok()
 }

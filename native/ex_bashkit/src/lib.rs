@@ -20,6 +20,7 @@ mod session;
 mod snapshot;
 mod stats;
 mod streaming;
+mod term_reader;
 mod terms;
 mod worker_host;
 
