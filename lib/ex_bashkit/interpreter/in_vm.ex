@@ -48,11 +48,12 @@ defmodule ExBashkit.Interpreter.InVM do
   @doc """
   Whether a session with these options (`%ExBashkit.Session.Options{}`)
   builds in tens of microseconds, on a normal scheduler: no host mounts
-  (they touch the disk) and few enough entries that building cannot hold
-  the scheduler long. Others are built on a dirty scheduler.
+  (they touch the disk), no `:profile` to run, and few enough entries that
+  building cannot hold the scheduler long. Others are built on a dirty
+  scheduler.
   """
   @spec light?(struct()) :: boolean()
-  def light?(%{mounts: []} = native) do
+  def light?(%{mounts: [], profile: nil} = native) do
     patterns = with {:only, patterns} <- native.allow_net, do: patterns, else: (_ -> [])
 
     [native.env, native.builtins, native.virtual_fs, native.python, patterns]

@@ -33,6 +33,18 @@ defmodule ExBashkit.Session.Options do
       default: "bashkit-sandbox",
       doc: "the virtual host reported by `hostname`/`uname -n`."
     ],
+    profile: [
+      type: {:custom, &__MODULE__.profile!/1},
+      default: nil,
+      doc:
+        "a script run once when the session is built, after `:mounts` and `:cwd` are in " <>
+          "place: the functions, variables, `shopt` options and working directory every " <>
+          "later script starts with (`\"shopt -s nullglob; ll() { ls -l \\\"$@\\\"; }\"`); " <>
+          "`set -o` options start afresh with each script, as with `bash -c`. It runs under the " <>
+          "session's limits and `:command_policy`; it cannot reach `:builtins`, `:tools` or " <>
+          "`:virtual_fs`, which nothing serves yet. If it fails (a non-zero status, an error) " <>
+          "`new/1` raises `ArgumentError` with its status and stderr. A snapshot keeps what it set."
+    ],
     files: [
       type: {:custom, &Filesystem.files!/1},
       default: [],
@@ -370,6 +382,15 @@ defmodule ExBashkit.Session.Options do
   def username!(name), do: name!(:username, name)
   @doc false
   def hostname!(name), do: name!(:hostname, name)
+
+  @doc false
+  def profile!(nil), do: nil
+
+  def profile!(script) do
+    if text?(script),
+      do: script,
+      else: raise(ArgumentError, ":profile must be a UTF-8 string, got: #{inspect(script)}")
+  end
 
   defp path!(option, path) do
     if text?(path) and String.starts_with?(path, "/") do

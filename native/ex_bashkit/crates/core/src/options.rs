@@ -111,6 +111,9 @@ impl SessionPlan for SessionOptions {
             .mkdir(Path::new(&self.cwd), true)
             .await
             .map_err(|e| SessionError::Build(format!("cannot create cwd {:?}: {e}", self.cwd)))?;
+        if let Some(profile) = &self.profile {
+            run_profile(&mut bash, profile).await?;
+        }
         Ok(bash)
     }
 
@@ -127,6 +130,25 @@ impl SessionPlan for SessionOptions {
     fn credentials(&self) -> Credentials {
         Credentials::new(&self.credentials, self.block_private_ips)
     }
+}
+
+/// Runs the `:profile` in the built session, under its limits and policy:
+/// what it sets is what every later script starts with. Nothing serves
+/// the session's callbacks yet, so it reaches no builtin of Elixir's.
+async fn run_profile(bash: &mut Bash, profile: &str) -> Result<(), SessionError> {
+    let ran = bash
+        .exec(profile)
+        .await
+        .map_err(|e| SessionError::Build(format!("profile: {}", crate::error::message(&e))))?;
+    if ran.exit_code != 0 {
+        let stderr = String::from_utf8_lossy(ran.stderr.as_bytes());
+        return Err(SessionError::Build(format!(
+            "profile exited with status {}: {}",
+            ran.exit_code,
+            stderr.trim()
+        )));
+    }
+    Ok(())
 }
 
 /// `git`, committing as the session's user (`git config user.name`

@@ -45,6 +45,8 @@ pub struct SessionOptions {
     /// The dotted names of the `:tools` (`orders.list`), whose commands
     /// are among `builtins`: Python calls them as functions.
     pub tools: Vec<String>,
+    /// `:profile`: a script run once, when the session is built.
+    pub profile: Option<String>,
 }
 
 /// `{vfs_path, host_path, mode}`.
