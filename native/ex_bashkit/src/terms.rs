@@ -1,5 +1,8 @@
 //! Building terms shared by the NIF modules.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use ex_bashkit_protocol::etf::{self, Terms};
 use rustler::{Atom, Binary, Encoder, Env, NewBinary, Term};
 
@@ -19,10 +22,7 @@ impl<'a> Terms for VmTerms<'a> {
     type Term = Term<'a>;
 
     fn atom(self, name: &str) -> Term<'a> {
-        // Names come from our own types: a fixed set, never a script's.
-        Atom::from_str(self.0, name)
-            .map(|atom| atom.encode(self.0))
-            .unwrap_or_else(|_| name.encode(self.0))
+        cached_atom(self.0, name).encode(self.0)
     }
     fn integer(self, value: i64) -> Term<'a> {
         value.encode(self.0)
@@ -47,6 +47,33 @@ impl<'a> Terms for VmTerms<'a> {
         // Keys are distinct: struct fields, or a map's own keys.
         Term::map_from_term_arrays(self.0, &keys, &values).unwrap_or_else(|_| Term::map_new(self.0))
     }
+}
+
+thread_local! {
+    /// Atoms already made, by name: making one takes the VM's atom table
+    /// lock, which every script's answer would otherwise take (its
+    /// `truncated` boolean), and a callback call for each of its keys.
+    static ATOMS: RefCell<HashMap<String, Atom>> = RefCell::new(HashMap::new());
+}
+
+/// The atom `name`. Names come from our own types (struct fields, enum
+/// variants): a fixed set, never a script's.
+fn cached_atom(env: Env<'_>, name: &str) -> Atom {
+    match name {
+        "true" => return rustler::types::atom::true_(),
+        "false" => return rustler::types::atom::false_(),
+        "nil" => return rustler::types::atom::nil(),
+        _ => {}
+    }
+    ATOMS.with(|atoms| {
+        if let Some(atom) = atoms.borrow().get(name) {
+            return *atom;
+        }
+        // Only a name past the atom table's limits fails: none of ours.
+        let atom = Atom::from_str(env, name).unwrap_or_else(|_| rustler::types::atom::nil());
+        atoms.borrow_mut().insert(name.to_owned(), atom);
+        atom
+    })
 }
 
 /// `value`, a protocol type, as a term of `env`.
