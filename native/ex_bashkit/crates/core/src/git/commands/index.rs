@@ -1,0 +1,355 @@
+//! Commands that record into the index and history: `add`, `rm`, `mv`, `commit`.
+
+use super::*;
+
+impl Ctx<'_> {
+    pub(super) async fn add(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        if args.has(&["-p", "--patch", "-i", "--interactive", "-e", "--edit"]) {
+            return Err(Out::fatal(
+                "the sandbox's git has no interactive staging (add -p/-i/-e): nobody is at a \
+                 terminal to answer it; stage whole files, or write the part you want and add that",
+            ));
+        }
+        let all = args.has(&["-A", "--all"]);
+        let update = args.has(&["-u", "--update"]);
+        let mut specs: Vec<String> = self.specs(&args.operands, &args.paths);
+        if specs.is_empty() {
+            if all || update {
+                specs.push(String::new());
+            } else {
+                return Ok(Out::ok("").with_stderr(
+                    "Nothing specified, nothing added.\nhint: Maybe you wanted to say 'git add .'?\n",
+                ));
+            }
+        }
+        let repo = &self.repo;
+        let mut index = repo.index().await.map_err(failed)?;
+        let work = repo.work_files(&index).await.map_err(failed)?;
+        for spec in &specs {
+            let matched = work.keys().any(|p| Self::matches(spec, p))
+                || index.keys().any(|p| Self::matches(spec, p));
+            if !matched {
+                return Err(Out::fatal(format!(
+                    "pathspec '{}' did not match any files",
+                    display_spec(spec)
+                )));
+            }
+        }
+        // A path named outright that only ignored files match is refused,
+        // as git refuses it, before anything is staged.
+        let ignored_named: Vec<&str> = specs
+            .iter()
+            .filter(|spec| !spec.is_empty() && !args.has(&["-f", "--force"]))
+            .filter(|spec| {
+                let hits: Vec<_> = work
+                    .iter()
+                    .filter(|(p, _)| Self::matches(spec, p) && !index.contains_key(*p))
+                    .collect();
+                !hits.is_empty()
+                    && hits.iter().all(|(_, f)| f.ignored)
+                    && !index.keys().any(|p| Self::matches(spec, p))
+            })
+            .map(|spec| display_spec(spec))
+            .collect();
+        if !ignored_named.is_empty() {
+            let mut message =
+                String::from("The following paths are ignored by one of your .gitignore files:\n");
+            for spec in &ignored_named {
+                message.push_str(spec);
+                message.push('\n');
+            }
+            message.push_str(
+                "hint: Use -f if you really want to add them.\n\
+                 hint: Disable this message with \"git config advice.addIgnoredFile false\"\n",
+            );
+            return Err(Out::error(message, 1));
+        }
+        let force = args.has(&["-f", "--force"]);
+        for (path, file) in &work {
+            if !Self::any_match(&specs, path) || (update && !index.contains_key(path)) {
+                continue;
+            }
+            if file.ignored && !force && !index.contains_key(path) {
+                continue;
+            }
+            let unchanged = index.get(path).is_some_and(|e| repo.unchanged(e, file));
+            if !unchanged {
+                let entry = repo.stage(path).await.map_err(failed)?;
+                index.insert(path.clone(), entry);
+            }
+        }
+        index.retain(|path, entry| {
+            work.contains_key(path) || entry.not_checked() || !Self::any_match(&specs, path)
+        });
+        repo.save_index(&index).await.map_err(failed)?;
+        Ok(Out::ok(""))
+    }
+
+    pub(super) async fn rm(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let cached = args.has(&["--cached"]);
+        let quiet = args.has(&["-q", "--quiet"]);
+        let recursive = args.has(&["-r"]);
+        let specs: Vec<String> = self.specs(&args.operands, &args.paths);
+        if specs.is_empty() {
+            return Err(Out::error(
+                "usage: git rm [--cached] [-r] [-q] <file>...\n",
+                129,
+            ));
+        }
+        let mut index = self.repo.index().await.map_err(failed)?;
+        let mut removed = Vec::new();
+        for spec in &specs {
+            let hits: Vec<String> = index
+                .keys()
+                .filter(|p| Self::matches(spec, p))
+                .cloned()
+                .collect();
+            if hits.is_empty() {
+                return Err(Out::fatal(format!(
+                    "pathspec '{}' did not match any files",
+                    display_spec(spec)
+                )));
+            }
+            if !recursive && hits.iter().any(|h| h != spec) && !spec.contains(['*', '?']) {
+                return Err(Out::fatal(format!(
+                    "not removing '{}' recursively without -r",
+                    display_spec(spec)
+                )));
+            }
+            removed.extend(hits);
+        }
+        let mut out = String::new();
+        for path in &removed {
+            index.remove(path);
+            if !cached {
+                self.repo.remove_file(path).await.map_err(failed)?;
+            }
+            if !quiet {
+                let _ = writeln!(out, "rm '{path}'");
+            }
+        }
+        self.repo.save_index(&index).await.map_err(failed)?;
+        Ok(Out::ok(out))
+    }
+
+    pub(super) async fn mv(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        let [from, to] = args.operands.as_slice() else {
+            return Err(Out::error("usage: git mv <source> <destination>\n", 129));
+        };
+        let (from, mut to) = (self.pathspec(from), self.pathspec(to));
+        let mut index = self.repo.index().await.map_err(failed)?;
+        let Some(entry) = index.remove(&from) else {
+            return Err(Out::fatal(format!(
+                "not under version control, source={from}, destination={to}"
+            )));
+        };
+        let fs = &self.repo.fs;
+        if fs
+            .stat(&self.repo.root.join(&to))
+            .await
+            .is_ok_and(|m| m.file_type.is_dir())
+        {
+            let name = from.rsplit('/').next().unwrap_or(&from);
+            to = format!("{to}/{name}");
+        }
+        fs.rename(&self.repo.root.join(&from), &self.repo.root.join(&to))
+            .await
+            .map_err(|e| failed(format!("renaming '{from}' failed: {e}")))?;
+        index.insert(to, entry);
+        self.repo.save_index(&index).await.map_err(failed)?;
+        Ok(Out::ok(""))
+    }
+
+    // ---- commit ------------------------------------------------------------
+
+    pub(super) async fn commit(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &[
+                &["-m", "--message"],
+                &["-F", "--file"],
+                &["--author"],
+                &["--date"],
+            ],
+        )?;
+        let repo = &self.repo;
+        repo.check_writable().await.map_err(failed)?;
+        let unmerged = repo.unmerged();
+        if !unmerged.is_empty() {
+            let mut message = String::from(
+                "error: Committing is not possible because you have unmerged files.\n\
+                 hint: Fix them up in the work tree, and then use 'git add/rm <file>'\n\
+                 hint: as appropriate to mark resolution and make a commit.\n",
+            );
+            message.push_str("fatal: Exiting because of an unresolved conflict.\n");
+            return Err(Out::error(message, 128));
+        }
+        if args.has(&["-a", "--all"]) {
+            let mut index = repo.index().await.map_err(failed)?;
+            let work = repo.work_files(&index).await.map_err(failed)?;
+            let paths: Vec<String> = index.keys().cloned().collect();
+            for path in paths {
+                if index[&path].not_checked() {
+                    continue;
+                }
+                match work.get(&path) {
+                    None => {
+                        index.remove(&path);
+                    }
+                    Some(file) => {
+                        let blob = repo.work_blob(&path, file, &index).await.map_err(failed)?;
+                        if index.get(&path).is_some_and(|e| e.blob != blob) {
+                            let entry = repo.stage(&path).await.map_err(failed)?;
+                            index.insert(path, entry);
+                        }
+                    }
+                }
+            }
+            repo.save_index(&index).await.map_err(failed)?;
+        }
+        let amend = args.has(&["--amend"]);
+        let head = repo.head_commit().await;
+        let amended = match (&head, amend) {
+            (Some(head), true) => Some(repo.commit(head).await.map_err(failed)?),
+            (None, true) => {
+                return Err(Out::fatal("You have nothing to amend."));
+            }
+            _ => None,
+        };
+        let mut message = match (args.value("-m"), args.value("-F")) {
+            (Some(message), _) => message.to_string(),
+            (None, Some(file)) => {
+                let bytes = repo
+                    .fs
+                    .read_file(&resolve(&self.here.cwd, file))
+                    .await
+                    .map_err(|_| failed(format!("could not read log file '{file}'")))?;
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            (None, None) => match &amended {
+                Some(commit) => commit.message.clone(),
+                None => String::new(),
+            },
+        };
+        message = text::clean_message(&message);
+        // Concluding a merge: its other parent and its message.
+        let merging = repo.state_file("MERGE_HEAD").await;
+        let mut parents = match (&head, &amended) {
+            (_, Some(commit)) => commit.parents.clone(),
+            (Some(head), None) => vec![head.clone()],
+            (None, None) => Vec::new(),
+        };
+        if let (Some(merge_head), None) = (&merging, &amended) {
+            parents.extend(
+                merge_head
+                    .lines()
+                    .map(|l| l.trim().to_string())
+                    .filter(|l| !l.is_empty()),
+            );
+            if message.is_empty() {
+                // As `--no-edit` takes it: comments and all.
+                let saved = repo.state_file("MERGE_MSG").await.unwrap_or_default();
+                message = text::clean_message(&saved);
+            }
+        }
+        let index = repo.index().await.map_err(failed)?;
+        // `git add -N` paths are not committed until really added.
+        let files = committed_files(&index);
+        let parent_files = repo
+            .head_files(parents.first().map(String::as_str), &index)
+            .await
+            .map_err(failed)?;
+        if files == parent_files && !args.has(&["--allow-empty"]) && !amend && merging.is_none() {
+            let status = self.long_status(&self.state().await?).await;
+            return Err(Out {
+                stdout: status,
+                stderr: String::new(),
+                code: 1,
+            });
+        }
+        if message.is_empty() {
+            return Err(Out::error(
+                "Aborting commit due to empty commit message.\n",
+                1,
+            ));
+        }
+        let tree = repo.write_tree(&files).await.map_err(failed)?;
+        let mut author = None;
+        if let Some(commit) = &amended {
+            // --amend keeps the author and the authored date.
+            let a = &commit.author;
+            author = Some((
+                format!("{} <{}>", a.name, a.email),
+                format!("{} {}", a.time, a.zone),
+            ));
+        }
+        if let Some(given) = args.value("--author").filter(|g| g.contains('<')) {
+            let when = match author.take() {
+                Some((_, when)) => when,
+                None => repo.identity("AUTHOR").await.1,
+            };
+            author = Some((given.to_string(), when));
+        }
+        if let Some(date) = args.value("--date") {
+            let (seconds, zone) = text::parse_date(date)
+                .ok_or_else(|| Out::fatal(format!("invalid date format: {date}")))?;
+            let who = match author.take() {
+                Some((who, _)) => who,
+                None => repo.identity("AUTHOR").await.0,
+            };
+            author = Some((who, format!("{seconds} {zone}")));
+        }
+        let oid = self.write_commit(&tree, &parents, &message, author).await?;
+        if merging.is_some() {
+            repo.remove_state_files(&["MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"])
+                .await;
+        }
+        let what = match (amend, parents.len()) {
+            (true, _) => "commit (amend)",
+            (false, 0) => "commit (initial)",
+            (false, 1) => "commit",
+            (false, _) => "commit (merge)",
+        };
+        let reflog = format!("{what}: {}", message.lines().next().unwrap_or(""));
+        repo.advance_head(&oid, &reflog).await.map_err(failed)?;
+        if args.has(&["-q", "--quiet"]) {
+            return Ok(Out::ok(""));
+        }
+        let root = if parents.is_empty() {
+            " (root-commit)"
+        } else {
+            ""
+        };
+        let place = match self.branch_name().await {
+            Some(branch) => branch,
+            None => "detached HEAD".to_string(),
+        };
+        let subject = message.lines().next().unwrap_or("");
+        let mut out = format!("[{place}{root} {}] {subject}\n", short(&oid));
+        // git names the author where it is not the committer, and the
+        // author's date where it was carried over or given.
+        let written = repo.commit(&oid).await.map_err(failed)?;
+        let (a, c) = (&written.author, &written.committer);
+        if (&a.name, &a.email) != (&c.name, &c.email) {
+            let _ = writeln!(out, " Author: {} <{}>", a.name, a.email);
+        }
+        if amend || args.value("--date").is_some() {
+            let _ = writeln!(out, " Date: {}", a.date());
+        }
+        let changes = self.changes(&parent_files, &files, None, &[]).await?;
+        let (mut insertions, mut deletions) = (0, 0);
+        for change in &changes {
+            let (added, removed) = change.counts();
+            insertions += added;
+            deletions += removed;
+        }
+        out.push_str(&diff::summary(changes.len(), insertions, deletions));
+        out.push_str(&Self::mode_summary(&changes));
+        Ok(Out::ok(out))
+    }
+
+    // ---- status ------------------------------------------------------------
+}

@@ -1,0 +1,521 @@
+//! `log`, `show` and `diff`, and the history walks they share.
+
+use super::*;
+
+impl Ctx<'_> {
+    pub(super) async fn diff(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[])?;
+        // Operands that are not revisions are paths.
+        let mut revisions = Vec::new();
+        let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        for operand in &args.operands {
+            if let Some((a, b)) = operand.split_once("..") {
+                revisions.push(a.to_string());
+                revisions.push(b.to_string());
+            } else if self.repo.resolve(operand).await.is_some() {
+                revisions.push(operand.to_string());
+            } else {
+                specs.push(self.pathspec(operand));
+            }
+        }
+        let cached = args.has(&["--cached", "--staged"]);
+        // Only what the comparison needs: the work tree's tracked files
+        // for the plain diff, no work tree at all for --cached.
+        let state = match (revisions.len(), cached) {
+            (0, false) => self.state_of(false, Some(false)).await?,
+            (0, true) => self.state_of(true, None).await?,
+            (1, true) | (2, _) => self.state_of(false, None).await?,
+            _ => self.state().await?,
+        };
+        let index_files = index_files(&state.index);
+        let changes = match (revisions.as_slice(), cached) {
+            ([], false) => {
+                self.changes(&index_files, &index_files, Some(&state), &specs)
+                    .await?
+            }
+            ([], true) => {
+                self.changes(&state.head_files, &index_files, None, &specs)
+                    .await?
+            }
+            ([rev], true) => {
+                let files = self.files_at(rev).await?;
+                self.changes(&files, &index_files, None, &specs).await?
+            }
+            ([rev], false) => {
+                let files = self.files_at(rev).await?;
+                // The work tree's side: its tracked files (index ∪ rev).
+                let mut work_state = State {
+                    head: None,
+                    head_files: Files::new(),
+                    index: state.index.clone(),
+                    work: state.work.clone(),
+                    work_blobs: state.work_blobs.clone(),
+                    unmerged: BTreeMap::new(),
+                };
+                for path in files.keys() {
+                    if let (Some(file), false) = (
+                        state.work.get(path),
+                        work_state.work_blobs.contains_key(path),
+                    ) {
+                        let blob = self
+                            .repo
+                            .work_blob(path, file, &state.index)
+                            .await
+                            .map_err(failed)?;
+                        work_state.work_blobs.insert(path.clone(), blob);
+                    }
+                }
+                self.changes(&files, &index_files, Some(&work_state), &specs)
+                    .await?
+            }
+            ([a, b], _) => {
+                let (a, b) = (self.files_at(a).await?, self.files_at(b).await?);
+                self.changes(&a, &b, None, &specs).await?
+            }
+            _ => {
+                return Err(Out::error(
+                    "usage: git diff [<options>] [<commit> [<commit>]] [--] [<path>...]\n",
+                    129,
+                ))
+            }
+        };
+        if args.has(&["--quiet"]) {
+            return Ok(Out {
+                stdout: String::new(),
+                stderr: String::new(),
+                code: i32::from(!changes.is_empty()),
+            });
+        }
+        let code = i32::from(args.has(&["--exit-code"]) && !changes.is_empty());
+        Ok(Out {
+            stdout: Self::render(&changes, &args),
+            stderr: String::new(),
+            code,
+        })
+    }
+
+    pub(super) fn render(changes: &[Change], args: &Args<'_>) -> String {
+        if args.has(&["--stat"]) {
+            return diff::stat(changes);
+        }
+        if args.has(&["--name-only"]) {
+            return changes.iter().map(|c| format!("{}\n", c.path)).collect();
+        }
+        if args.has(&["--name-status"]) {
+            return changes
+                .iter()
+                .map(|c| match (&c.from, &c.old, &c.new) {
+                    (Some(from), _, _) => format!("R100\t{from}\t{}\n", c.path),
+                    (None, None, _) => format!("A\t{}\n", c.path),
+                    (None, _, None) => format!("D\t{}\n", c.path),
+                    _ => format!("M\t{}\n", c.path),
+                })
+                .collect();
+        }
+        changes.iter().map(Change::patch).collect()
+    }
+
+    /// The commits `log` walks from `start`, as git orders them by
+    /// default: the newest commit date first among those reached so far
+    /// (ties in the order they were reached), without `stop`'s ancestors.
+    /// The commits `log --graph`/`--topo-order` walks: no parent before
+    /// all its children, a merge's later parents' lines first, as git's
+    /// topological walk orders them.
+    pub(super) async fn topo_history(
+        &self,
+        start: &str,
+        stop: Option<&str>,
+    ) -> Result<Vec<Oid>, Out> {
+        let all = self.history(start, stop).await?;
+        let set: std::collections::HashSet<&Oid> = all.iter().collect();
+        let mut parents: BTreeMap<&Oid, Vec<Oid>> = BTreeMap::new();
+        let mut children: BTreeMap<Oid, usize> = BTreeMap::new();
+        for oid in &all {
+            let commit = self.repo.commit(oid).await.map_err(failed)?;
+            let kept: Vec<Oid> = commit
+                .parents
+                .into_iter()
+                .filter(|p| set.contains(p))
+                .collect();
+            for parent in &kept {
+                *children.entry(parent.clone()).or_default() += 1;
+            }
+            parents.insert(oid, kept);
+        }
+        let mut stack: Vec<Oid> = all
+            .iter()
+            .filter(|o| !children.contains_key(*o))
+            .rev()
+            .cloned()
+            .collect();
+        let mut order = Vec::with_capacity(all.len());
+        while let Some(oid) = stack.pop() {
+            for parent in &parents[&oid] {
+                let left = children.get_mut(parent).expect("counted");
+                *left -= 1;
+                if *left == 0 {
+                    stack.push(parent.clone());
+                }
+            }
+            order.push(oid);
+        }
+        Ok(order)
+    }
+
+    pub(in crate::git) async fn history(
+        &self,
+        start: &str,
+        stop: Option<&str>,
+    ) -> Result<Vec<Oid>, Out> {
+        self.history_upto(start, stop, None).await
+    }
+
+    /// `history`, stopping once `limit` commits are found (`log -n`).
+    pub(super) async fn history_upto(
+        &self,
+        start: &str,
+        stop: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<Oid>, Out> {
+        let repo = &self.repo;
+        let excluded = match stop {
+            Some(stop) => repo.ancestors(&self.revision(stop).await?).await,
+            None => Default::default(),
+        };
+        let first = repo
+            .peel(&self.revision(start).await?)
+            .await
+            .map_err(failed)?;
+        // Each queued commit with its parents, read once.
+        let mut queue = std::collections::BinaryHeap::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut reached = 0u64;
+        let mut commits = Vec::new();
+        let commit = repo.commit(&first).await.map_err(failed)?;
+        seen.insert(first.clone());
+        queue.push((
+            commit.committer.time,
+            std::cmp::Reverse(reached),
+            first,
+            commit.parents,
+        ));
+        while let Some((_, _, oid, parents)) = queue.pop() {
+            if limit.is_some_and(|n| commits.len() >= n) {
+                break;
+            }
+            if excluded.contains(&oid) {
+                continue;
+            }
+            for parent in parents {
+                if seen.insert(parent.clone()) {
+                    let commit = repo.commit(&parent).await.map_err(failed)?;
+                    reached += 1;
+                    queue.push((
+                        commit.committer.time,
+                        std::cmp::Reverse(reached),
+                        parent,
+                        commit.parents,
+                    ));
+                }
+            }
+            commits.push(oid);
+        }
+        Ok(commits)
+    }
+
+    pub(super) fn formatted(format: &str, oid: &str, commit: &crate::git::repo::Commit) -> String {
+        let mut out = String::new();
+        let mut chars = format.chars().peekable();
+        let body = commit
+            .message
+            .split_once("\n\n")
+            .map_or("", |(_, body)| body)
+            .to_string();
+        while let Some(c) = chars.next() {
+            if c != '%' {
+                out.push(c);
+                continue;
+            }
+            let mut token = String::new();
+            if let Some(&next) = chars.peek() {
+                token.push(next);
+                chars.next();
+                if matches!(next, 'a' | 'c') {
+                    if let Some(&kind) = chars.peek() {
+                        token.push(kind);
+                        chars.next();
+                    }
+                }
+            }
+            match token.as_str() {
+                "H" => out.push_str(oid),
+                "h" => out.push_str(short(oid)),
+                "T" => out.push_str(&commit.tree),
+                "t" => out.push_str(short(&commit.tree)),
+                "P" => out.push_str(&commit.parents.join(" ")),
+                "p" => out.push_str(
+                    &commit
+                        .parents
+                        .iter()
+                        .map(|p| short(p))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                ),
+                "an" => out.push_str(&commit.author.name),
+                "cn" => out.push_str(&commit.committer.name),
+                "ae" => out.push_str(&commit.author.email),
+                "ce" => out.push_str(&commit.committer.email),
+                "ad" => out.push_str(&commit.author.date()),
+                "cd" => out.push_str(&commit.committer.date()),
+                "at" => out.push_str(&commit.author.time.to_string()),
+                "ct" => out.push_str(&commit.committer.time.to_string()),
+                "ai" => out.push_str(&text::iso_date(commit.author.time, &commit.author.zone)),
+                "ci" => out.push_str(&text::iso_date(
+                    commit.committer.time,
+                    &commit.committer.zone,
+                )),
+                "as" => {
+                    out.push_str(&text::iso_date(commit.author.time, &commit.author.zone)[..10])
+                }
+                "cs" => out
+                    .push_str(&text::iso_date(commit.committer.time, &commit.committer.zone)[..10]),
+                "s" => out.push_str(commit.subject()),
+                "b" => out.push_str(&body),
+                "B" => out.push_str(&commit.message),
+                "n" => out.push('\n'),
+                "%" => out.push('%'),
+                other => {
+                    out.push('%');
+                    out.push_str(other);
+                }
+            }
+        }
+        out
+    }
+
+    /// One commit as `log` prints it in `style`.
+    pub(super) fn entry(style: &Style, oid: &str, commit: &crate::git::repo::Commit) -> String {
+        match style {
+            Style::Oneline => format!("{} {}\n", short(oid), commit.subject()),
+            Style::Format(format, _) => Self::formatted(format, oid, commit),
+            Style::Medium => {
+                let mut out = format!("commit {oid}\n");
+                if commit.parents.len() > 1 {
+                    let parents: Vec<&str> = commit.parents.iter().map(|p| short(p)).collect();
+                    let _ = writeln!(out, "Merge: {}", parents.join(" "));
+                }
+                let _ = write!(
+                    out,
+                    "Author: {} <{}>\nDate:   {}\n\n",
+                    commit.author.name,
+                    commit.author.email,
+                    commit.author.date()
+                );
+                for line in commit.message.lines() {
+                    if line.is_empty() {
+                        out.push('\n');
+                    } else {
+                        let _ = writeln!(out, "    {line}");
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    pub(super) async fn log(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &[
+                &["-n", "--max-count"],
+                &["--format", "--pretty"],
+                &["--author"],
+            ],
+        )?;
+        let mut limit: Option<usize> = args.value("-n").and_then(|n| n.parse().ok());
+        for flag in &args.flags {
+            if let Some(n) = flag.strip_prefix('-').and_then(|n| n.parse().ok()) {
+                limit = Some(n);
+            }
+        }
+        let style = Style::of(&args);
+        let (start, stop) = match args.operands.first() {
+            Some(range) if range.contains("..") => {
+                let (a, b) = range.split_once("..").unwrap_or(("", ""));
+                (if b.is_empty() { "HEAD" } else { b }, Some(a))
+            }
+            Some(rev) => (*rev, None),
+            None => ("HEAD", None),
+        };
+        if self.repo.resolve(start).await.is_none() && start == "HEAD" {
+            let branch = self.branch_name().await.unwrap_or_default();
+            return Err(Out::fatal(format!(
+                "your current branch '{branch}' does not have any commits yet"
+            )));
+        }
+        let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        let graph = args.has(&["--graph"]);
+        let mut commits = if graph || args.has(&["--topo-order"]) {
+            self.topo_history(start, stop).await?
+        } else {
+            // Without filters, -n stops the walk itself.
+            let filtered = !specs.is_empty() || args.value("--author").is_some();
+            let walk_limit = limit.filter(|_| !filtered && !args.has(&["--reverse"]));
+            self.history_upto(start, stop, walk_limit).await?
+        };
+        if args.has(&["--reverse"]) {
+            if graph {
+                return Err(Out::fatal(
+                    "options '--reverse' and '--graph' cannot be used together",
+                ));
+            }
+            commits.reverse();
+        }
+        let mut parents_of = Vec::new();
+        let patch = args.has(&["-p", "--patch"]);
+        let stat = args.has(&["--stat"]);
+        let mut entries = Vec::new();
+        for oid in commits {
+            if limit.is_some_and(|n| entries.len() >= n) {
+                break;
+            }
+            let commit = self.repo.commit(&oid).await.map_err(failed)?;
+            if let Some(author) = args.value("--author") {
+                if !commit.author.name.contains(author) && !commit.author.email.contains(author) {
+                    continue;
+                }
+            }
+            // A merge shows no diff unless asked (`-m`, `--cc`), and with
+            // paths it is left out when its first parent had them the same.
+            let merge = commit.parents.len() > 1;
+            let needs_changes =
+                (patch || stat || !specs.is_empty()) && !(merge && specs.is_empty());
+            let changes = if needs_changes {
+                let before = self
+                    .repo
+                    .commit_files(commit.parents.first().map(String::as_str))
+                    .await
+                    .map_err(failed)?;
+                let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
+                self.changes(&before, &after, None, &specs).await?
+            } else {
+                Vec::new()
+            };
+            if !specs.is_empty() && changes.is_empty() {
+                continue;
+            }
+            let mut entry = Self::entry(&style, &oid, &commit);
+            if merge {
+                // No patch or stat for a merge.
+            } else if stat {
+                entry.push('\n');
+                entry.push_str(&diff::stat(&changes));
+            } else if patch {
+                entry.push('\n');
+                entry.push_str(&changes.iter().map(Change::patch).collect::<String>());
+            }
+            entries.push(entry);
+            parents_of.push((oid, commit.parents));
+        }
+        if graph {
+            let separated = !matches!(style, Style::Oneline | Style::Format(_, false));
+            return Ok(Out::ok(crate::git::history::graph(
+                &entries,
+                &parents_of,
+                separated,
+            )));
+        }
+        let joined = match &style {
+            Style::Medium => entries.join("\n"),
+            Style::Format(_, true) => entries.join("\n"),
+            Style::Format(_, false) => entries.iter().map(|e| format!("{e}\n")).collect(),
+            Style::Oneline => entries.concat(),
+        };
+        Ok(Out::ok(joined))
+    }
+
+    pub(super) async fn show(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["--format", "--pretty"]])?;
+        let target = args.operands.first().copied().unwrap_or("HEAD");
+        if let Some((revision, path)) = target.split_once(':') {
+            let files = self
+                .files_at(if revision.is_empty() {
+                    "HEAD"
+                } else {
+                    revision
+                })
+                .await?;
+            let path = path.trim_start_matches("./");
+            let Some(blob) = files.get(path) else {
+                return Err(Out::fatal(format!(
+                    "path '{path}' does not exist in '{revision}'"
+                )));
+            };
+            let bytes = self.repo.blob(&blob.oid).await.map_err(failed)?;
+            return Ok(Out::ok(String::from_utf8_lossy(&bytes).into_owned()));
+        }
+        let mut oid = self.object(target).await?;
+        let mut out = String::new();
+        // An annotated tag: its own header and message, then what it names.
+        loop {
+            let (kind, body) = self.repo.read_object(&oid).await.map_err(failed)?;
+            match kind.as_str() {
+                "tag" => {
+                    let text = String::from_utf8_lossy(&body);
+                    let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
+                    let field = |name: &str| {
+                        headers
+                            .lines()
+                            .find_map(|l| l.strip_prefix(name))
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    let tagger = crate::git::repo::Signature::parse(&field("tagger "));
+                    let _ = write!(
+                        out,
+                        "tag {}\nTagger: {} <{}>\nDate:   {}\n\n{message}\n",
+                        field("tag "),
+                        tagger.name,
+                        tagger.email,
+                        tagger.date()
+                    );
+                    oid = field("object ");
+                }
+                "blob" => {
+                    out.push_str(&String::from_utf8_lossy(&body));
+                    return Ok(Out::ok(out));
+                }
+                _ => break,
+            }
+        }
+        let commit = self.repo.commit(&oid).await.map_err(failed)?;
+        let style = Style::of(&args);
+        out.push_str(&Self::entry(&style, &oid, &commit));
+        if let Style::Format(_, _) = style {
+            out.push('\n');
+        }
+        // A clean merge's combined diff is empty (no file differs from
+        // every parent); its stat is against the first parent.
+        let summary = args.has(&["--stat", "--name-only", "--name-status"]);
+        if args.has(&["-s", "--no-patch", "--quiet"]) || (commit.parents.len() > 1 && !summary) {
+            return Ok(Out::ok(out));
+        }
+        let before = self
+            .repo
+            .commit_files(commit.parents.first().map(String::as_str))
+            .await
+            .map_err(failed)?;
+        let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
+        let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        let changes = self.changes(&before, &after, None, &specs).await?;
+        if !changes.is_empty() {
+            if matches!(style, Style::Medium) {
+                out.push('\n');
+            }
+            out.push_str(&Self::render(&changes, &args));
+        }
+        Ok(Out::ok(out))
+    }
+
+    // ---- branches ----------------------------------------------------------
+}

@@ -1,0 +1,483 @@
+//! `merge` (three-way, `--abort`), the commit that concludes it, and `pull`.
+
+use super::*;
+
+impl Ctx<'_> {
+    pub(super) async fn merge(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &[&["-m", "--message"]])?;
+        let repo = &self.repo;
+        if args.has(&["--abort"]) {
+            return self.merge_abort().await;
+        }
+        if repo.state_file("MERGE_HEAD").await.is_some() {
+            return Err(Out::error(
+                "error: Merging is not possible because you have unmerged files.\n\
+                 hint: Fix them up in the work tree, and then use 'git add/rm <file>'\n\
+                 hint: as appropriate to mark resolution and make a commit.\n\
+                 fatal: Exiting because of an unresolved conflict.\n",
+                128,
+            ));
+        }
+        let Some(target) = args.operands.first() else {
+            return Err(Out::fatal("No remote for the current branch."));
+        };
+        if repo.resolve(target).await.is_none() {
+            let mut message = format!("merge: {target} - not something we can merge\n");
+            let similar: Vec<String> = repo
+                .refs("remotes")
+                .await
+                .into_iter()
+                .filter(|r| r.rsplit_once('/').is_some_and(|(_, name)| name == *target))
+                .collect();
+            if !similar.is_empty() {
+                message.push_str(if similar.len() == 1 {
+                    "\nDid you mean this?\n"
+                } else {
+                    "\nDid you mean one of these?\n"
+                });
+                for name in similar {
+                    let _ = writeln!(message, "\t{name}");
+                }
+            }
+            return Err(Out::error(message, 1));
+        }
+        let theirs = self.revision(target).await?;
+        let Some(ours) = repo.head_commit().await else {
+            return Err(Out::fatal(
+                "the sandbox's git cannot merge into a branch with no commits",
+            ));
+        };
+        if repo.ancestors(&ours).await.contains(&theirs) {
+            return Ok(Out::ok("Already up to date.\n"));
+        }
+        let before = repo.commit_files(Some(&ours)).await.map_err(failed)?;
+        let fast_forward = repo.ancestors(&theirs).await.contains(&ours);
+        if fast_forward && !args.has(&["--no-ff"]) {
+            let after = repo.commit_files(Some(&theirs)).await.map_err(failed)?;
+            self.move_to(&after).await?;
+            repo.advance_head(&theirs, &format!("merge {target}: Fast-forward"))
+                .await
+                .map_err(failed)?;
+            let changes = self.changes(&before, &after, None, &[]).await?;
+            return Ok(Out::ok(format!(
+                "Updating {}..{}\nFast-forward\n{}{}",
+                short(&ours),
+                short(&theirs),
+                diff::stat(&changes),
+                Self::mode_summary(&changes)
+            )));
+        }
+        if args.has(&["--ff-only"]) {
+            return Err(Out::fatal("Not possible to fast-forward, aborting."));
+        }
+        let Some(base) = crate::git::merge::base(repo, &ours, &theirs).await else {
+            return Err(Out::fatal("refusing to merge unrelated histories"));
+        };
+        let base_files = repo.commit_files(Some(&base)).await.map_err(failed)?;
+        let their_files = repo.commit_files(Some(&theirs)).await.map_err(failed)?;
+        let state = self.state().await?;
+        let mut paths: BTreeSet<&String> = base_files.keys().collect();
+        paths.extend(before.keys());
+        paths.extend(their_files.keys());
+        // Every path's outcome: merged blob (None: deleted), or a conflict.
+        let mut result: Files = before.clone();
+        let mut conflicts: Vec<(String, u8, Blob)> = Vec::new();
+        let mut worktree: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut notes = String::new();
+        let mut conflicted = Vec::new();
+        for path in paths {
+            let (b, o, t) = (
+                base_files.get(path),
+                before.get(path),
+                their_files.get(path),
+            );
+            if o == t || b == t {
+                continue;
+            }
+            if b == o {
+                match t {
+                    Some(blob) => result.insert(path.clone(), blob.clone()),
+                    None => result.remove(path),
+                };
+                continue;
+            }
+            match (o, t) {
+                (Some(o), Some(t)) => {
+                    let _ = writeln!(notes, "Auto-merging {path}");
+                    let base_text = match b {
+                        Some(b) => repo.blob(&b.oid).await.map_err(failed)?,
+                        None => Vec::new(),
+                    };
+                    let mine = repo.blob(&o.oid).await.map_err(failed)?;
+                    let other = repo.blob(&t.oid).await.map_err(failed)?;
+                    let texts = (
+                        String::from_utf8(base_text),
+                        String::from_utf8(mine.clone()),
+                        String::from_utf8(other),
+                    );
+                    let merged = match texts {
+                        (Ok(bt), Ok(mt), Ok(tt)) if !mt.contains('\0') && !tt.contains('\0') => {
+                            Some(crate::git::merge::text(&bt, &mt, &tt, "HEAD", target))
+                        }
+                        _ => None,
+                    };
+                    let mode = match b {
+                        Some(b) if b.mode == o.mode => t.mode,
+                        _ => o.mode,
+                    };
+                    match merged {
+                        Some((text, false)) => {
+                            let oid = repo
+                                .write_object("blob", text.as_bytes())
+                                .await
+                                .map_err(failed)?;
+                            result.insert(path.clone(), Blob { mode, oid });
+                        }
+                        other => {
+                            let kind = if b.is_none() { "add/add" } else { "content" };
+                            if other.is_none() {
+                                let _ = writeln!(
+                                    notes,
+                                    "warning: Cannot merge binary files: {path} (HEAD vs. {target})"
+                                );
+                            }
+                            let _ = writeln!(notes, "CONFLICT ({kind}): Merge conflict in {path}");
+                            let text = other.map_or(mine, |(text, _)| text.into_bytes());
+                            worktree.insert(path.clone(), text);
+                            if let Some(b) = b {
+                                conflicts.push((path.clone(), 1, b.clone()));
+                            }
+                            conflicts.push((path.clone(), 2, o.clone()));
+                            conflicts.push((path.clone(), 3, t.clone()));
+                            result.remove(path);
+                            conflicted.push(path.clone());
+                        }
+                    }
+                }
+                (kept, _) => {
+                    // Changed on one side, deleted on the other.
+                    let (deleted_in, changed_in, version) = match kept {
+                        Some(_) => (target.to_string(), "HEAD".to_string(), "HEAD"),
+                        None => ("HEAD".to_string(), target.to_string(), *target),
+                    };
+                    let _ = writeln!(
+                        notes,
+                        "CONFLICT (modify/delete): {path} deleted in {deleted_in} and modified in {changed_in}.  Version {version} of {path} left in tree."
+                    );
+                    if let Some(b) = b {
+                        conflicts.push((path.clone(), 1, b.clone()));
+                    }
+                    if let Some(o) = o {
+                        conflicts.push((path.clone(), 2, o.clone()));
+                    }
+                    if let Some(t) = t {
+                        conflicts.push((path.clone(), 3, t.clone()));
+                    }
+                    let kept = o.or(t).expect("one side kept it");
+                    worktree.insert(path.clone(), repo.blob(&kept.oid).await.map_err(failed)?);
+                    result.remove(path);
+                    conflicted.push(path.clone());
+                }
+            }
+        }
+        // Local changes in the way stop the merge before it touches anything.
+        let touched: Vec<&String> = before
+            .keys()
+            .chain(result.keys())
+            .chain(worktree.keys())
+            .filter(|p| before.get(*p) != result.get(*p) || worktree.contains_key(*p))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|p| {
+                state.index.get(*p).map(|e| &e.blob) != before.get(*p) || state.changed_in_work(p)
+            })
+            .collect();
+        if !touched.is_empty() {
+            return Err(overwritten_by_merge(&touched, 2));
+        }
+        let mut index = state.index.clone();
+        for path in before.keys().chain(result.keys()).collect::<BTreeSet<_>>() {
+            if worktree.contains_key(path) || before.get(path) == result.get(path) {
+                continue;
+            }
+            match result.get(path) {
+                Some(blob) => {
+                    let entry = repo.checkout_file(path, blob).await.map_err(failed)?;
+                    index.insert(path.clone(), entry);
+                }
+                None => {
+                    repo.remove_file(path).await.map_err(failed)?;
+                    index.remove(path);
+                }
+            }
+        }
+        let current = self.branch_name().await;
+        let message = match args.value("-m") {
+            Some(message) => text::clean_message(message),
+            None => {
+                let what = if repo.branch(target).await.is_some() {
+                    format!("branch '{target}'")
+                } else if repo
+                    .read_ref(&format!("refs/remotes/{target}"))
+                    .await
+                    .is_some()
+                {
+                    format!("remote-tracking branch '{target}'")
+                } else {
+                    format!("commit '{target}'")
+                };
+                match current.as_deref() {
+                    Some("main" | "master") | None => format!("Merge {what}\n"),
+                    Some(branch) => format!("Merge {what} into {branch}\n"),
+                }
+            }
+        };
+        if !conflicted.is_empty() {
+            for (path, text) in &worktree {
+                let full = repo.root.join(path);
+                if let Some(parent) = full.parent() {
+                    repo.fs
+                        .mkdir(parent, true)
+                        .await
+                        .map_err(|e| failed(e.to_string()))?;
+                }
+                repo.fs
+                    .write_file(&full, text)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+                index.remove(path);
+            }
+            repo.set_unmerged(conflicts);
+            repo.save_index(&index).await.map_err(failed)?;
+            let mut merge_msg = message.clone();
+            merge_msg.push_str("\n# Conflicts:\n");
+            for path in &conflicted {
+                let _ = writeln!(merge_msg, "#\t{path}");
+            }
+            repo.write_state_file("MERGE_HEAD", &format!("{theirs}\n"))
+                .await
+                .map_err(failed)?;
+            repo.write_state_file("MERGE_MSG", &merge_msg)
+                .await
+                .map_err(failed)?;
+            repo.write_state_file("MERGE_MODE", "")
+                .await
+                .map_err(failed)?;
+            repo.write_state_file("ORIG_HEAD", &format!("{ours}\n"))
+                .await
+                .map_err(failed)?;
+            notes.push_str("Automatic merge failed; fix conflicts and then commit the result.\n");
+            return Err(Out {
+                stdout: notes,
+                stderr: String::new(),
+                code: 1,
+            });
+        }
+        repo.save_index(&index).await.map_err(failed)?;
+        let tree = repo.write_tree(&result).await.map_err(failed)?;
+        let oid = self
+            .write_commit(&tree, &[ours.clone(), theirs.clone()], &message, None)
+            .await?;
+        repo.write_state_file("ORIG_HEAD", &format!("{ours}\n"))
+            .await
+            .map_err(failed)?;
+        repo.advance_head(
+            &oid,
+            &format!("merge {target}: Merge made by the 'ort' strategy."),
+        )
+        .await
+        .map_err(failed)?;
+        let changes = self.changes(&before, &result, None, &[]).await?;
+        Ok(Out::ok(format!(
+            "{notes}Merge made by the 'ort' strategy.\n{}{}",
+            diff::stat(&changes),
+            Self::mode_summary(&changes)
+        )))
+    }
+
+    /// Writes a commit object: the author given (who, when) or the
+    /// environment's, the committer always the environment's.
+    pub(in crate::git) async fn write_commit(
+        &self,
+        tree: &str,
+        parents: &[Oid],
+        message: &str,
+        author: Option<(String, String)>,
+    ) -> Result<Oid, Out> {
+        let repo = &self.repo;
+        let (author, authored) = match author {
+            Some(given) => given,
+            None => repo.identity("AUTHOR").await,
+        };
+        let (committer, committed) = repo.identity("COMMITTER").await;
+        let mut body = format!("tree {tree}\n");
+        for parent in parents {
+            let _ = writeln!(body, "parent {parent}");
+        }
+        let _ = write!(
+            body,
+            "author {author} {authored}\ncommitter {committer} {committed}\n\n{message}"
+        );
+        repo.write_object("commit", body.as_bytes())
+            .await
+            .map_err(failed)
+    }
+
+    /// `git merge --abort`: back to `HEAD`, the merge's files gone.
+    pub(super) async fn merge_abort(&self) -> Run {
+        let repo = &self.repo;
+        if repo.state_file("MERGE_HEAD").await.is_none() {
+            return Err(Out::fatal(
+                "There is no merge to abort (MERGE_HEAD missing).",
+            ));
+        }
+        let head = repo.head_commit().await;
+        let target = repo.commit_files(head.as_deref()).await.map_err(failed)?;
+        let state = self.state().await?;
+        let mut index = Index::new();
+        let unmerged = repo.unmerged_stages();
+        for path in state.index.keys().chain(unmerged.keys()) {
+            if !target.contains_key(path) {
+                repo.remove_file(path).await.map_err(failed)?;
+            }
+        }
+        for (path, blob) in &target {
+            let entry = if state.work_blobs.get(path) == Some(blob) && !unmerged.contains_key(path)
+            {
+                state.index.get(path).cloned()
+            } else {
+                None
+            };
+            let entry = match entry {
+                Some(entry) => entry,
+                None => repo.checkout_file(path, blob).await.map_err(failed)?,
+            };
+            index.insert(path.clone(), entry);
+        }
+        repo.set_unmerged(Vec::new());
+        repo.save_index(&index).await.map_err(failed)?;
+        repo.remove_state_files(&["MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"])
+            .await;
+        Ok(Out::ok(""))
+    }
+
+    /// `create mode`/`delete mode`/`mode change` lines, as `commit` and
+    /// `merge` print them after the stat.
+    pub(in crate::git) fn mode_summary(changes: &[Change]) -> String {
+        let mut out = String::new();
+        for change in changes {
+            match (&change.old, &change.new) {
+                _ if change.from.is_some() => {
+                    let _ = writeln!(out, " rename {} (100%)", change.name());
+                }
+                (None, Some((blob, _))) => {
+                    let _ = writeln!(out, " create mode {:o} {}", blob.mode, change.path);
+                }
+                (Some((blob, _)), None) => {
+                    let _ = writeln!(out, " delete mode {:o} {}", blob.mode, change.path);
+                }
+                (Some((old, _)), Some((new, _))) if old.mode != new.mode => {
+                    let _ = writeln!(
+                        out,
+                        " mode change {:o} => {:o} {}",
+                        old.mode, new.mode, change.path
+                    );
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// `fetch`, then `merge` of the upstream branch, as git pulls.
+    #[cfg(feature = "network")]
+    pub(super) async fn pull(&self, args: &[String]) -> Run {
+        let repo = &self.repo;
+        let quiet = args.iter().any(|a| a == "-q" || a == "--quiet");
+        let Head::Branch(branch) = repo.head().await else {
+            return Err(Out::fatal(
+                "You are not currently on a branch.\nPlease specify which branch you want to merge with.",
+            ));
+        };
+        let given: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+        let remote = match given.first() {
+            Some(remote) => remote.to_string(),
+            None => repo
+                .config_value(&format!("branch.{branch}.remote"))
+                .await
+                .unwrap_or_else(|| "origin".to_string()),
+        };
+        let fetched = crate::git::transfer::fetch_into(self.here, repo, &remote, false).await?;
+        let mut err = String::new();
+        if !fetched.lines.is_empty() && !quiet {
+            let _ = writeln!(err, "From {}", fetched.url);
+            err.push_str(&crate::git::transfer::report(&fetched.lines));
+        }
+        let merge = match given.get(1) {
+            Some(name) => Some(format!("refs/heads/{name}")),
+            None => repo.config_value(&format!("branch.{branch}.merge")).await,
+        };
+        let Some(merge) = merge else {
+            return Err(Out::error(
+                format!(
+                    "{err}There is no tracking information for the current branch.\n\
+                     Please specify which branch you want to merge with.\n\
+                     See git-pull(1) for details.\n\n    git pull <remote> <branch>\n\n\
+                     If you wish to set tracking information for this branch you can do so with:\n\n    \
+                     git branch --set-upstream-to={remote}/<branch> {branch}\n\n"
+                ),
+                1,
+            ));
+        };
+        let upstream = format!(
+            "{remote}/{}",
+            merge.strip_prefix("refs/heads/").unwrap_or(&merge)
+        );
+        let theirs = self.revision(&upstream).await?;
+        if let Some(ours) = repo.head_commit().await {
+            let diverged = !repo.ancestors(&ours).await.contains(&theirs)
+                && !repo.ancestors(&theirs).await.contains(&ours);
+            let configured = repo.config_value("pull.rebase").await.is_some()
+                || repo.config_value("pull.ff").await.is_some();
+            let asked = args
+                .iter()
+                .any(|a| matches!(a.as_str(), "--no-rebase" | "--ff" | "--no-ff" | "--rebase"));
+            if diverged && !configured && !asked {
+                return Err(Out::error(
+                    format!(
+                        "{err}hint: You have divergent branches and need to specify how to reconcile them.\n\
+                         hint: You can do so by running one of the following commands sometime before\n\
+                         hint: your next pull:\n\
+                         hint:\n\
+                         hint:   git config pull.rebase false  # merge\n\
+                         hint:   git config pull.rebase true   # rebase\n\
+                         hint:   git config pull.ff only       # fast-forward only\n\
+                         hint:\n\
+                         hint: You can replace \"git config\" with \"git config --global\" to set a default\n\
+                         hint: preference for all repositories. You can also pass --rebase, --no-rebase,\n\
+                         hint: or --ff-only on the command line to override the configured default per\n\
+                         hint: invocation.\n\
+                         fatal: Need to specify how to reconcile divergent branches.\n"
+                    ),
+                    128,
+                ));
+            }
+        }
+        let message = format!(
+            "Merge branch '{}' of {}",
+            merge.strip_prefix("refs/heads/").unwrap_or(&merge),
+            fetched.url
+        );
+        let merged = self.merge(&[upstream, "-m".to_string(), message]).await;
+        match merged {
+            Ok(out) => Ok(Out {
+                stderr: format!("{err}{}", out.stderr),
+                ..out
+            }),
+            Err(out) => Err(Out {
+                stderr: format!("{err}{}", out.stderr),
+                ..out
+            }),
+        }
+    }
+}

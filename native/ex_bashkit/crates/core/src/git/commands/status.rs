@@ -1,0 +1,427 @@
+//! `status`: long, short and porcelain (v1, v2), with upstream ahead/behind.
+
+use super::*;
+
+impl Ctx<'_> {
+    pub(super) async fn status(&self, args: &[String]) -> Run {
+        // `-u<mode>` is one option, not bundled letters.
+        let mut mode_given = None;
+        let args: Vec<String> = args
+            .iter()
+            .filter(|a| {
+                match a
+                    .strip_prefix("-u")
+                    .or_else(|| a.strip_prefix("--untracked-files="))
+                {
+                    Some(mode @ ("no" | "normal" | "all")) => {
+                        mode_given = Some(mode.to_string());
+                        false
+                    }
+                    _ => true,
+                }
+            })
+            .cloned()
+            .collect();
+        let args = Args::parse(&args, &[])?;
+        if args.has(&["-z", "-v", "--verbose", "--ignored"]) {
+            return Err(Out::fatal(
+                "the sandbox's git has no status -z, -v or --ignored",
+            ));
+        }
+        let state = self.state().await?;
+        let untracked_mode = match mode_given.as_deref() {
+            Some(mode) => mode,
+            None if args.has(&["-u", "--untracked-files"]) => "all",
+            None => "normal",
+        };
+        let untracked = match untracked_mode {
+            "no" => Vec::new(),
+            "all" => state.untracked_files(),
+            _ => state.untracked(),
+        };
+        if args.has(&["--porcelain=v2", "--porcelain=2"]) {
+            return Ok(Out::ok(
+                self.status_v2(&state, &untracked, args.has(&["-b", "--branch"]))
+                    .await,
+            ));
+        }
+        let porcelain = args.has(&["--porcelain", "--porcelain=v1", "--porcelain=1"]);
+        let short = porcelain || args.has(&["-s", "--short"]);
+        if !short {
+            let listed = (untracked_mode != "normal").then_some(untracked.as_slice());
+            return Ok(Out::ok(self.long_status_with(&state, listed).await));
+        }
+        // Porcelain paths are the repository's; short ones the caller's.
+        let shown = |path: &str| -> String {
+            if porcelain {
+                path.to_string()
+            } else {
+                self.shown(path)
+            }
+        };
+        let mut out = String::new();
+        if args.has(&["-b", "--branch"]) {
+            match (self.branch_name().await, &state.head) {
+                (Some(branch), None) => {
+                    let _ = writeln!(out, "## No commits yet on {branch}");
+                }
+                (Some(branch), Some(head)) => {
+                    let _ = write!(out, "## {branch}");
+                    if let Some((upstream, there)) = self.repo.upstream(&branch).await {
+                        let _ = write!(out, "...{upstream}");
+                        match there {
+                            None => out.push_str(" [gone]"),
+                            Some(there) => {
+                                let (ahead, behind) = self.ahead_behind(head, &there).await;
+                                match (ahead, behind) {
+                                    (0, 0) => {}
+                                    (a, 0) => {
+                                        let _ = write!(out, " [ahead {a}]");
+                                    }
+                                    (0, b) => {
+                                        let _ = write!(out, " [behind {b}]");
+                                    }
+                                    (a, b) => {
+                                        let _ = write!(out, " [ahead {a}, behind {b}]");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    out.push('\n');
+                }
+                (None, _) => out.push_str("## HEAD (no branch)\n"),
+            }
+        }
+        // By path: the staged change's code, then the unstaged one's.
+        let mut codes: BTreeMap<String, (char, char, String)> = BTreeMap::new();
+        for (code, shown) in state.staged() {
+            let key = sort_key(&shown).to_string();
+            codes.entry(key).or_insert((' ', ' ', shown)).0 = code;
+        }
+        for (code, path) in state.unstaged() {
+            codes.entry(path.clone()).or_insert((' ', ' ', path)).1 = code;
+        }
+        let mut lines: Vec<(String, String)> = codes
+            .into_iter()
+            .map(|(key, (x, y, path))| {
+                let display = match path.split_once(" -> ") {
+                    Some((from, to)) => format!("{} -> {}", shown(from), shown(to)),
+                    None => shown(&path),
+                };
+                (key, format!("{x}{y} {display}"))
+            })
+            .collect();
+        for (path, stages) in &state.unmerged {
+            lines.push((
+                path.clone(),
+                format!("{} {}", unmerged_code(stages).0, shown(path)),
+            ));
+        }
+        lines.sort();
+        for (_, line) in lines {
+            let _ = writeln!(out, "{line}");
+        }
+        for path in &untracked {
+            let _ = writeln!(out, "?? {}", shown(path));
+        }
+        Ok(Out::ok(out))
+    }
+
+    /// `status --porcelain=v2`: each changed path with its modes and
+    /// object names in `HEAD`, the index and the work tree.
+    pub(super) async fn status_v2(
+        &self,
+        state: &State,
+        untracked: &[String],
+        branch: bool,
+    ) -> String {
+        let mut out = String::new();
+        if branch {
+            match &state.head {
+                Some(head) => {
+                    let _ = writeln!(out, "# branch.oid {head}");
+                }
+                None => out.push_str("# branch.oid (initial)\n"),
+            }
+            match self.branch_name().await {
+                Some(name) => {
+                    let _ = writeln!(out, "# branch.head {name}");
+                    if let Some((upstream, there)) = self.repo.upstream(&name).await {
+                        let _ = writeln!(out, "# branch.upstream {upstream}");
+                        if let (Some(there), Some(head)) = (there, &state.head) {
+                            let (a, b) = self.ahead_behind(head, &there).await;
+                            let _ = writeln!(out, "# branch.ab +{a} -{b}");
+                        }
+                    }
+                }
+                None => out.push_str("# branch.head (detached)\n"),
+            }
+        }
+        let zero = crate::git::repo::NULL_OID;
+        let mut lines: BTreeMap<String, String> = BTreeMap::new();
+        let mut codes: BTreeMap<String, (char, char, Option<String>)> = BTreeMap::new();
+        for (code, shown) in state.staged() {
+            match shown.split_once(" -> ") {
+                Some((from, to)) => {
+                    codes.insert(to.to_string(), (code, '.', Some(from.to_string())));
+                }
+                None => {
+                    codes.entry(shown).or_insert(('.', '.', None)).0 = code;
+                }
+            }
+        }
+        for (code, path) in state.unstaged() {
+            codes.entry(path).or_insert(('.', '.', None)).1 = code;
+        }
+        for (path, (x, y, from)) in codes {
+            let head = state.head_files.get(from.as_ref().unwrap_or(&path));
+            let index = state.index.get(&path).map(|e| &e.blob);
+            let work = match state.work.get(&path) {
+                Some(file) if y != 'D' && index.is_some() => file.mode,
+                _ => 0,
+            };
+            let mode = |b: Option<&Blob>| b.map_or(0, |b| b.mode);
+            let oid = |b: Option<&Blob>| b.map_or(zero.to_string(), |b| b.oid.clone());
+            let line = match from {
+                Some(from) => format!(
+                    "2 {x}{y} N... {:06o} {:06o} {work:06o} {} {} R100 {path}\t{from}",
+                    mode(head),
+                    mode(index),
+                    oid(head),
+                    oid(index)
+                ),
+                None => format!(
+                    "1 {x}{y} N... {:06o} {:06o} {work:06o} {} {} {path}",
+                    mode(head),
+                    mode(index),
+                    oid(head),
+                    oid(index)
+                ),
+            };
+            lines.insert(path, line);
+        }
+        for (path, stages) in &state.unmerged {
+            let blobs = self.repo.unmerged_blobs(path);
+            let get = |stage: u8| blobs.iter().find(|(s, _)| *s == stage).map(|(_, b)| b);
+            let mode = |b: Option<&Blob>| b.map_or(0, |b| b.mode);
+            let oid = |b: Option<&Blob>| b.map_or(zero.to_string(), |b| b.oid.clone());
+            let work = state.work.get(path).map_or(0, |f| f.mode);
+            lines.insert(
+                path.clone(),
+                format!(
+                    "u {} N... {:06o} {:06o} {:06o} {work:06o} {} {} {} {path}",
+                    unmerged_code(stages).0,
+                    mode(get(1)),
+                    mode(get(2)),
+                    mode(get(3)),
+                    oid(get(1)),
+                    oid(get(2)),
+                    oid(get(3))
+                ),
+            );
+        }
+        for line in lines.into_values() {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        for path in untracked {
+            let _ = writeln!(out, "? {path}");
+        }
+        out
+    }
+
+    /// Commits on `ours` not on `theirs`, and the other way round.
+    pub(super) async fn ahead_behind(&self, ours: &str, theirs: &str) -> (usize, usize) {
+        if ours == theirs {
+            return (0, 0);
+        }
+        // Both sides walked together, newest first, each commit marked with
+        // the sides that reach it; the walk ends once every commit still
+        // queued is reached from both (git's way: no full history read).
+        const OURS: u8 = 1;
+        const THEIRS: u8 = 2;
+        let repo = &self.repo;
+        let mut marks: std::collections::HashMap<Oid, u8> = std::collections::HashMap::new();
+        let mut queue = std::collections::BinaryHeap::new();
+        for (oid, mark) in [(ours, OURS), (theirs, THEIRS)] {
+            let Ok(commit) = repo.commit(oid).await else {
+                return (0, 0);
+            };
+            marks.insert(oid.to_string(), mark);
+            queue.push((commit.committer.time, oid.to_string(), commit.parents));
+        }
+        while queue.iter().any(|(_, oid, _)| marks[oid] != OURS | THEIRS) {
+            let Some((_, oid, parents)) = queue.pop() else {
+                break;
+            };
+            let mark = marks[&oid];
+            for parent in parents {
+                let before = marks.get(&parent).copied().unwrap_or(0);
+                if before | mark != before {
+                    marks.insert(parent.clone(), before | mark);
+                    if let Ok(commit) = repo.commit(&parent).await {
+                        queue.push((commit.committer.time, parent, commit.parents));
+                    }
+                }
+            }
+        }
+        let count = |side: u8| marks.values().filter(|m| **m == side).count();
+        (count(OURS), count(THEIRS))
+    }
+
+    /// `status`'s lines on the upstream branch, as git words them.
+    pub(super) async fn tracking(&self, branch: &str, head: Option<&str>) -> String {
+        let Some((upstream, there)) = self.repo.upstream(branch).await else {
+            return String::new();
+        };
+        let (Some(there), Some(head)) = (there, head) else {
+            return format!(
+                "Your branch is based on '{upstream}', but the upstream is gone.\n  (use \"git branch --unset-upstream\" to fixup)\n\n"
+            );
+        };
+        let plural = |n: usize| if n == 1 { "commit" } else { "commits" };
+        match self.ahead_behind(head, &there).await {
+            (0, 0) => format!("Your branch is up to date with '{upstream}'.\n\n"),
+            (a, 0) => format!(
+                "Your branch is ahead of '{upstream}' by {a} {}.\n  (use \"git push\" to publish your local commits)\n\n",
+                plural(a)
+            ),
+            (0, b) => format!(
+                "Your branch is behind '{upstream}' by {b} {}, and can be fast-forwarded.\n  (use \"git pull\" to update your local branch)\n\n",
+                plural(b)
+            ),
+            (a, b) => format!(
+                "Your branch and '{upstream}' have diverged,\nand have {a} and {b} different commits each, respectively.\n  (use \"git pull\" if you want to integrate the remote branch with yours)\n\n"
+            ),
+        }
+    }
+
+    pub(in crate::git) async fn long_status(&self, state: &State) -> String {
+        self.long_status_with(state, None).await
+    }
+
+    /// The long status; `untracked` replaces the usual list (`-uall`,
+    /// or `-uno` as an empty one).
+    pub(super) async fn long_status_with(
+        &self,
+        state: &State,
+        shown_untracked: Option<&[String]>,
+    ) -> String {
+        let mut out = match self.repo.head().await {
+            Head::Branch(branch) => {
+                let tracking = self.tracking(&branch, state.head.as_deref()).await;
+                format!("On branch {branch}\n{tracking}")
+            }
+            Head::Detached(oid) => {
+                // "at" the name it was checked out as while HEAD is still
+                // there, "from" it once commits moved on.
+                let name = self.repo.last_checkout().await;
+                match name {
+                    Some(name)
+                        if self.repo.resolve_commit(&name).await.as_deref()
+                            == Some(oid.as_str()) =>
+                    {
+                        format!("HEAD detached at {name}\n")
+                    }
+                    Some(name) => format!("HEAD detached from {name}\n"),
+                    None => format!("HEAD detached at {}\n", short(&oid)),
+                }
+            }
+        };
+        let unborn = state.head.is_none();
+        if unborn {
+            out.push_str("\nNo commits yet\n\n");
+        }
+        let label = |code: char| match code {
+            'A' => "new file:   ",
+            'D' => "deleted:    ",
+            'R' => "renamed:    ",
+            _ => "modified:   ",
+        };
+        let staged = state.staged();
+        let unstaged = state.unstaged();
+        let hidden = shown_untracked.is_some_and(|u| u.is_empty());
+        let untracked = match shown_untracked {
+            Some(list) => list.to_vec(),
+            None => state.untracked(),
+        };
+        let merging = self.repo.state_file("MERGE_HEAD").await.is_some();
+        if merging && !state.unmerged.is_empty() {
+            out.push_str(
+                "You have unmerged paths.\n  (fix conflicts and run \"git commit\")\n  (use \"git merge --abort\" to abort the merge)\n\n",
+            );
+        } else if merging {
+            out.push_str(
+                "All conflicts fixed but you are still merging.\n  (use \"git commit\" to conclude merge)\n\n",
+            );
+        }
+        if !staged.is_empty() {
+            out.push_str("Changes to be committed:\n");
+            out.push_str(if unborn {
+                "  (use \"git rm --cached <file>...\" to unstage)\n"
+            } else {
+                "  (use \"git restore --staged <file>...\" to unstage)\n"
+            });
+            for (code, path) in &staged {
+                let _ = writeln!(out, "\t{}{}", label(*code), self.shown(path));
+            }
+            out.push('\n');
+        }
+        if !state.unmerged.is_empty() {
+            out.push_str("Unmerged paths:\n");
+            let deletion = state
+                .unmerged
+                .values()
+                .any(|stages| !(stages.contains(&2) && stages.contains(&3)));
+            out.push_str(if deletion {
+                "  (use \"git add/rm <file>...\" as appropriate to mark resolution)\n"
+            } else {
+                "  (use \"git add <file>...\" to mark resolution)\n"
+            });
+            for (path, stages) in &state.unmerged {
+                let _ = writeln!(out, "\t{}{}", unmerged_code(stages).1, self.shown(path));
+            }
+            out.push('\n');
+        }
+        if !unstaged.is_empty() {
+            out.push_str("Changes not staged for commit:\n");
+            if unstaged.iter().any(|(c, _)| *c == 'D') {
+                out.push_str("  (use \"git add/rm <file>...\" to update what will be committed)\n");
+            } else {
+                out.push_str("  (use \"git add <file>...\" to update what will be committed)\n");
+            }
+            out.push_str(
+                "  (use \"git restore <file>...\" to discard changes in working directory)\n",
+            );
+            for (code, path) in &unstaged {
+                let _ = writeln!(out, "\t{}{}", label(*code), self.shown(path));
+            }
+            out.push('\n');
+        }
+        if !untracked.is_empty() {
+            out.push_str("Untracked files:\n");
+            out.push_str("  (use \"git add <file>...\" to include in what will be committed)\n");
+            for path in &untracked {
+                let _ = writeln!(out, "\t{}", self.shown(path));
+            }
+            out.push('\n');
+        }
+        if staged.is_empty() {
+            out.push_str(if !unstaged.is_empty() || !state.unmerged.is_empty() {
+                "no changes added to commit (use \"git add\" and/or \"git commit -a\")\n"
+            } else if !untracked.is_empty() {
+                "nothing added to commit but untracked files present (use \"git add\" to track)\n"
+            } else if unborn {
+                "nothing to commit (create/copy files and use \"git add\" to track)\n"
+            } else if hidden {
+                "nothing to commit (use -u to show untracked files)\n"
+            } else {
+                "nothing to commit, working tree clean\n"
+            });
+        }
+        out
+    }
+
+    // ---- diff, log, show ---------------------------------------------------
+}
