@@ -98,13 +98,7 @@ defmodule Gate do
   defp builtin_per_call(calls), do: calls |> BenchSupport.builtin_per_call() |> elem(0)
 
   defp js_tool_call(calls) do
-    echo =
-      ExBashkit.Tool.new(
-        name: "echo",
-        description: "Answers its argument.",
-        parameters: %{"type" => "object", "properties" => %{"n" => %{"type" => "integer"}}},
-        function: fn args -> {:ok, args["n"]} end
-      )
+    echo = BenchSupport.echo_tool()
 
     session = Session.new(javascript: true, isolation: :process, tools: [echo])
     script = fn n -> "node -e 'for (let i = 0; i < #{n}; i++) tools.echo({n: 1})'" end

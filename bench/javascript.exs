@@ -65,13 +65,7 @@ defmodule JavaScriptBench do
   # none, over 1,000; the median (min–max) of 10 such runs. Bash's
   # command and Python's function for comparison.
   defp tool_calls do
-    echo =
-      ExBashkit.Tool.new(
-        name: "echo",
-        description: "Answers its argument.",
-        parameters: %{"type" => "object", "properties" => %{"n" => %{"type" => "integer"}}},
-        function: fn args -> {:ok, args["n"]} end
-      )
+    echo = BenchSupport.echo_tool()
 
     js = Session.new(javascript: true, isolation: :process, tools: [echo])
     py = Session.new(python: true, isolation: :process, tools: [echo])

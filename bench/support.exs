@@ -62,6 +62,16 @@ defmodule BenchSupport do
     Enum.sort(samples)
   end
 
+  @doc "A tool that answers its argument: the cheapest round trip from a program to Elixir."
+  def echo_tool do
+    ExBashkit.Tool.new(
+      name: "echo",
+      description: "Answers its argument.",
+      parameters: %{"type" => "object", "properties" => %{"n" => %{"type" => "integer"}}},
+      function: fn args -> {:ok, args["n"]} end
+    )
+  end
+
   @doc """
   A builtin's round trip, per call, in µs: `{p50, p90}` of the gaps
   between 1 call and the next of one script's loop (the builtin stamps the
