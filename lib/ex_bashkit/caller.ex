@@ -54,16 +54,12 @@ defmodule ExBashkit.Caller do
         halt(sink)
         abandon(handle, tag, call.timeout_ms)
 
-      {{:ok, {stdout, stderr, exit_code, truncated, denials}}, sink} ->
-        report(denials)
+      {{:ok, {:code, ran, outcome}}, sink} ->
+        {:ok, result} = ran(ran, sink)
+        {:ok, {result, outcome}}
 
-        {:ok,
-         %Result{
-           stdout: collected(sink, stdout),
-           stderr: stderr,
-           exit_code: exit_code,
-           truncated: truncated
-         }}
+      {{:ok, ran}, sink} ->
+        ran(ran, sink)
 
       {{:error, error}, sink} ->
         halt(sink)
@@ -71,6 +67,18 @@ defmodule ExBashkit.Caller do
         report_abort(error)
         {:error, error}
     end
+  end
+
+  defp ran({stdout, stderr, exit_code, truncated, denials}, sink) do
+    report(denials)
+
+    {:ok,
+     %Result{
+       stdout: collected(sink, stdout),
+       stderr: stderr,
+       exit_code: exit_code,
+       truncated: truncated
+     }}
   end
 
   # A telemetry event per command the policy denied.
@@ -240,6 +248,11 @@ defmodule ExBashkit.Caller do
          "timed out after #{timeout_ms} ms (limit :timeout_ms): the script did not stop at " <>
            "its deadline" <> consequence
      }}
+  end
+
+  defp await_answered({:ok, {:code, ran, outcome}}) do
+    {:ok, result} = await_answered({:ok, ran})
+    {:ok, {result, outcome}}
   end
 
   defp await_answered({:ok, {stdout, stderr, exit_code, truncated, denials}}) do

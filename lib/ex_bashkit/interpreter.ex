@@ -50,6 +50,11 @@ defmodule ExBashkit.Interpreter do
   def exec(interpreter, script, caller, tag, callbacks_to, call),
     do: backend(interpreter).exec(interpreter, script, caller, tag, callbacks_to, call)
 
+  @spec run_code(t(), Backend.run(), pid(), reference(), pid() | nil, struct() | nil) ::
+          Backend.queued()
+  def run_code(interpreter, run, caller, tag, callbacks_to, call),
+    do: backend(interpreter).run_code(interpreter, run, caller, tag, callbacks_to, call)
+
   @spec snapshot(t(), map(), binary() | nil, pid(), reference()) :: Backend.queued()
   def snapshot(interpreter, options, key, caller, tag),
     do: backend(interpreter).snapshot(interpreter, options, key, caller, tag)

@@ -232,6 +232,13 @@ defmodule ExBashkit.Session do
           {:ok, Result.t()} | {:error, String.t() | ExBashkit.Error.t()}
   def exec(session, script, opts \\ []), do: Exec.run(session, resource!(session), script, opts)
 
+  @doc false
+  # `ExBashkit.Code.run/2`'s way in: `execute(input)` of the session's code.
+  @spec run_code(t(), ExBashkit.Interpreter.Backend.run(), keyword()) ::
+          {:ok, {Result.t(), term()}} | {:error, ExBashkit.Error.t()}
+  def run_code(session, run, opts \\ []),
+    do: Exec.run_code(session, resource!(session), run, opts)
+
   @doc """
   Stops the script running on `session`, from any process.
 

@@ -102,6 +102,9 @@ defmodule ExBashkit.Telemetry do
   @doc false
   # The stop metadata and measurements of an exec's outcome.
   @spec exec_stop({:ok, ExBashkit.Result.t()} | {:error, ExBashkit.Error.t()}) :: {map(), map()}
+  # A code run: its driver's result, beside the engine's outcome.
+  def exec_stop({:ok, {result, _outcome}}), do: exec_stop({:ok, result})
+
   def exec_stop({:ok, result}) do
     {%{
        stdout_bytes: IO.iodata_length(stdout(result.stdout)),

@@ -103,6 +103,10 @@ defmodule ExBashkit.Worker do
     do: job(worker, {:exec, script, caller, tag, callbacks_to, call})
 
   @impl true
+  def run_code(worker, {language, input, allow}, caller, tag, callbacks_to, call),
+    do: job(worker, {:exec, {:run_code, language, input, allow}, caller, tag, callbacks_to, call})
+
+  @impl true
   def snapshot(worker, options, key, caller, tag) do
     args = [options.exclude_filesystem, options.exclude_functions, key]
     job(worker, {:job, :snapshot, args, caller, tag})

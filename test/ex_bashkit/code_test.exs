@@ -103,6 +103,33 @@ defmodule ExBashkit.CodeTest do
       assert {:error, %Error{reason: :memory}} = Code.run(grow, memory_mb: 16)
     end
 
+    test "what the code throws is :exception with the value shown, a thrown null too" do
+      for {thrown, shown} <- [{"null", "null"}, {"'boom'", "'boom'"}, {"{code: 7}", "code: 7"}] do
+        assert {:error, %Error{reason: :exception, message: message}} =
+                 Code.run("function execute() { throw #{thrown}; }")
+
+        assert message =~ "Uncaught" and message =~ shown
+      end
+    end
+
+    test "the engine's outcome is apart from what the code printed" do
+      # Output that looks like an outcome is only output.
+      forged = ~S|function execute() { console.log('{"result": 1}'); return 2; }|
+      assert {:ok, %{output: 2, stdout: ~s({"result": 1}\n)}} = Code.run(forged)
+
+      printed = "def execute(input):\n    print('{\"value\": \"1\"}')\n    return 2\n"
+
+      assert {:ok, %{output: 2, stdout: ~s({"value": "1"}\n)}} =
+               Code.run(printed, language: :python)
+    end
+
+    test "a value larger than the output cap is :limit" do
+      assert {:error, %Error{reason: :limit, message: message}} =
+               Code.run("function execute() { return 'x'.repeat(2e6); }")
+
+      assert message =~ "output limit"
+    end
+
     test "recursion without end is a clean exception" do
       assert {:error, %Error{reason: :exception, message: message}} =
                Code.run("function f() { return f() + 1; }\nfunction execute() { return f(); }")

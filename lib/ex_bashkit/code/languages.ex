@@ -1,9 +1,13 @@
 defmodule ExBashkit.Code.Languages do
   @moduledoc false
   # One run of ExBashkit.Code.run/2 per language: a fresh sandbox (a
-  # worker process forked for the run, closed after it), the code and the
-  # input in, one JSON envelope out. JavaScript's driver is the worker's
-  # `node --execute` (crates/worker/src/js.rs), Python's is runner.py.
+  # worker process forked for the run, closed after it), the code in its
+  # files, then one code run (`Session.run_code/3`): the worker runs the
+  # language's driver and answers the engine's typed outcome, the value's
+  # JSON or the error with its kind and line, beside the code's own
+  # stdout and stderr (crates/worker/src/code.rs). JavaScript's driver is
+  # the worker's `node --execute`, CPython's runner.py, Monty's a few
+  # lines below the code.
 
   alias ExBashkit.{Error, JSON, Session}
 
@@ -32,25 +36,35 @@ defmodule ExBashkit.Code.Languages do
         {:ok, %{output: result, stdout: output, stderr: ""}}
 
       {:error, :timeout, %{output: output}} ->
-        failure(:timeout, "the code ran past its #{config.timeout_ms} ms", output)
+        failure(:timeout, "the code ran past its #{config.timeout_ms} ms", printed(output))
 
       {:error, :noconnection, %{output: output}} ->
-        failure(:error, "the peer node running the code went away", output)
+        failure(:error, "the peer node running the code went away", printed(output))
 
       {:error, {kind, reason, stacktrace}, %{output: output}} ->
-        failure(:exception, Exception.format_banner(kind, reason, stacktrace), output)
+        failure(:exception, Exception.format_banner(kind, reason, stacktrace), printed(output))
     end
+  end
+
+  def run(:bash, code, config) do
+    in_sandbox(:bash, code, config, fn session ->
+      Session.exec(session, code, stdin: JSON.encode!(config.input), errors: :struct)
+    end)
   end
 
   def run(language, code, config) do
     # Python that calls tools runs on Monty, the Python that can call out.
     language = if language == :python and config.tools != [], do: :monty, else: language
+    run = {language, JSON.encode!(config.input), config.allow}
+
+    in_sandbox(language, code, config, &Session.run_code(&1, run, errors: :struct))
+  end
+
+  defp in_sandbox(language, code, config, run) do
     session = Session.new(session_options(language, code, config))
 
     try do
-      session
-      |> Session.exec(command(language, code, config), stdin: stdin(config), errors: :struct)
-      |> answer(language)
+      session |> run.() |> answer(language)
     after
       Session.close(session)
     end
@@ -164,31 +178,43 @@ defmodule ExBashkit.Code.Languages do
   defp runtime(:monty), do: [python: true]
   defp runtime(:bash), do: []
 
-  defp command(:javascript, _code, config),
-    do: "node --execute --allow=#{Enum.join(config.allow, ",")} /code/main.js"
-
-  defp command(:python, _code, _config), do: "python3 /code/.run.py"
-  defp command(:monty, _code, _config), do: "python3 /code/main.py"
-  defp command(:bash, code, _config), do: code
-
-  # Monty has no io or traceback: the value is printed after a marker,
-  # below the code (its lines keep their numbers); a JSON string literal
-  # is a Python one too.
-  @marker "\x1eEX_BASHKIT_RESULT "
+  # Monty has no io or traceback: its driver sits below the code (whose
+  # lines keep their numbers) and leaves the value where the worker reads
+  # it; a raise is read from its traceback. A JSON string literal is a
+  # Python one too.
   defp monty_driver(input) do
     literal = input |> JSON.encode!() |> JSON.encode!()
 
-    "\n\nimport json as __ex_bashkit_json\n" <>
-      "print(#{JSON.encode!(@marker)} + __ex_bashkit_json.dumps(execute(__ex_bashkit_json.loads(#{literal}))))\n"
+    "\n\nimport json as __ex_bashkit_json\nfrom pathlib import Path as __ex_bashkit_path\n" <>
+      "__ex_bashkit_value = __ex_bashkit_json.dumps(execute(__ex_bashkit_json.loads(#{literal})))\n" <>
+      "_ = __ex_bashkit_path(\"/code/.outcome.json\").write_text(" <>
+      "__ex_bashkit_json.dumps({\"value\": __ex_bashkit_value}))\n"
   end
-
-  defp stdin(config), do: JSON.encode!(config.input)
 
   defp answer({:error, %Error{} = error}, _language), do: {:error, sandbox_error(error)}
 
-  defp answer({:ok, %{truncated: true} = result}, _language),
-    do:
-      failure(:limit, "the code printed more than the output limit", result.stdout, result.stderr)
+  defp answer({:ok, {%{truncated: true} = result, _outcome}}, _language),
+    do: truncated(result)
+
+  defp answer({:ok, %{truncated: true} = result}, _language), do: truncated(result)
+
+  defp answer({:ok, {result, {:value, json}}}, language) do
+    case JSON.decode(json) do
+      {:ok, value} ->
+        {:ok, %{output: value, stdout: result.stdout, stderr: result.stderr}}
+
+      {:error, _} ->
+        failure(:error, "the #{language} runtime answered a value that is not JSON", result)
+    end
+  end
+
+  defp answer({:ok, {result, {:error, %{kind: :timeout, message: message}}}}, language),
+    do: failure(:timeout, "the #{language} runtime failed: #{message}", result)
+
+  defp answer({:ok, {result, {:error, error}}}, _language), do: {:error, thrown(error, result)}
+
+  defp answer({:ok, {result, nil}}, language),
+    do: failure(:error, "the #{language} runtime failed: #{result.stderr}", result)
 
   defp answer({:ok, result}, :bash) do
     if result.exit_code == 0 do
@@ -200,91 +226,19 @@ defmodule ExBashkit.Code.Languages do
 
       {:ok, %{output: output, stdout: result.stdout, stderr: result.stderr}}
     else
-      message = "the script exited with status #{result.exit_code}"
-      failure(:exception, message, result.stdout, result.stderr)
+      failure(:exception, "the script exited with status #{result.exit_code}", result)
     end
   end
 
-  defp answer({:ok, %{exit_code: 0} = result}, :monty) do
-    with [stdout, json] <- :binary.split(result.stdout, @marker),
-         {:ok, value} <- JSON.decode(json) do
-      {:ok, %{output: value, stdout: stdout, stderr: result.stderr}}
-    else
-      _ ->
-        failure(
-          :error,
-          "the Python runtime failed: #{result.stderr}",
-          result.stdout,
-          result.stderr
-        )
-    end
-  end
+  defp truncated(result),
+    do: failure(:limit, "the code printed more than the output limit", result)
 
-  # A traceback: its last line is the exception, its last frame in the
-  # code the line.
-  defp answer({:ok, result}, :monty) do
-    last = result.stderr |> String.trim_trailing() |> String.split("\n") |> List.last("")
-
-    lines =
-      for [_, line] <- Regex.scan(~r{File "/code/main\.py", line (\d+)}, result.stderr),
-          do: String.to_integer(line)
-
-    {name, message} =
-      case String.split(last, ": ", parts: 2) do
-        [name, message] -> {name, message}
-        [name] -> {name, ""}
-      end
-
-    if result.stderr =~ "timed out" and lines == [] do
-      failure(
-        :timeout,
-        "the Python runtime failed: #{result.stderr}",
-        result.stdout,
-        result.stderr
-      )
-    else
-      error = %{"name" => name, "message" => message, "line" => List.last(lines)}
-      {:error, thrown(error, %{"stdout" => result.stdout, "stderr" => result.stderr})}
-    end
-  end
-
-  defp answer({:ok, result}, language) do
-    case JSON.decode(result.stdout) do
-      {:ok, %{"result" => value} = envelope} ->
-        {:ok, %{output: value, stdout: envelope["stdout"], stderr: envelope["stderr"]}}
-
-      {:ok, %{"error" => error} = envelope} ->
-        {:error, thrown(error, envelope)}
-
-      _ ->
-        # CPython stops itself at the run's deadline, just before the
-        # session would.
-        reason = if result.stderr =~ "timed out", do: :timeout, else: :error
-        failure(reason, "the #{language} runtime failed: #{result.stderr}", "", result.stderr)
-    end
-  end
-
-  # The language's exception, its line in the code when it has one.
-  defp thrown(%{"name" => name, "message" => message} = error, envelope) do
-    line = error["line"] || stack_line(error["stack"])
-
-    reason =
-      cond do
-        name == "SyntaxError" -> :syntax
-        name == "MemoryError" or message =~ "out of memory" -> :memory
-        true -> :exception
-      end
-
+  # The engine's error, in the library's words (its kind is one of
+  # `ExBashkit.Error`'s reasons), its line in the code when it has one.
+  defp thrown(%{kind: kind, name: name, message: message, line: line}, result) do
     text = if message == "", do: name, else: "#{name}: #{message}"
     text = if line, do: "#{text} (line #{line})", else: text
-
-    %Error{
-      reason: reason,
-      message: text,
-      line: line,
-      stdout: envelope["stdout"],
-      stderr: envelope["stderr"]
-    }
+    %Error{reason: kind, message: text, line: line, stdout: result.stdout, stderr: result.stderr}
   end
 
   defp stack_line(stack) when is_binary(stack) do
@@ -307,6 +261,10 @@ defmodule ExBashkit.Code.Languages do
   defp sandbox_error(%Error{reason: :parse_error} = error), do: %{error | reason: :syntax}
   defp sandbox_error(error), do: error
 
-  defp failure(reason, message, stdout, stderr \\ ""),
-    do: {:error, %Error{reason: reason, message: message, stdout: stdout, stderr: stderr}}
+  defp printed(stdout), do: %{stdout: stdout, stderr: ""}
+
+  defp failure(reason, message, result),
+    do:
+      {:error,
+       %Error{reason: reason, message: message, stdout: result.stdout, stderr: result.stderr}}
 end

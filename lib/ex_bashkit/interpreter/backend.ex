@@ -44,6 +44,11 @@ defmodule ExBashkit.Interpreter.Backend do
   # Its work.
   @callback exec(interpreter(), binary(), pid(), reference(), pid() | nil, struct() | nil) ::
               queued()
+  @typedoc "A code run: the language, the input as JSON, the grants."
+  @type run :: {:javascript | :python | :monty, binary(), [atom()]}
+  @doc "Runs `execute(input)` of the session's code; answered as `exec/6`'s, with the engine's outcome."
+  @callback run_code(interpreter(), run(), pid(), reference(), pid() | nil, struct() | nil) ::
+              queued()
   @callback snapshot(interpreter(), map(), binary() | nil, pid(), reference()) :: queued()
   @callback restore(interpreter(), binary(), binary() | nil, pid(), reference()) :: queued()
   @callback cancel(interpreter()) :: boolean()

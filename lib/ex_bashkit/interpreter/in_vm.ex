@@ -87,6 +87,10 @@ defmodule ExBashkit.Interpreter.InVM do
   end
 
   @impl true
+  def run_code(_interpreter, _run, _caller, _tag, _callbacks_to, _call),
+    do: {:error, "a code run needs a worker (isolation: :process)"}
+
+  @impl true
   def snapshot(%__MODULE__{resource: resource}, options, key, caller, tag) do
     Native.session_snapshot(resource, options, key, caller, tag)
   rescue

@@ -25,6 +25,25 @@ defmodule ExBashkit.Session.Exec do
     end)
   end
 
+  @doc """
+  Runs `execute(input)` of the session's code (`ExBashkit.Code`): as
+  `run/4`, with the engine's outcome beside the result.
+  """
+  @spec run_code(ExBashkit.Session.t(), term(), ExBashkit.Interpreter.Backend.run(), keyword()) ::
+          {:ok, {ExBashkit.Result.t(), term()}} | {:error, ExBashkit.Error.t()}
+  def run_code(session, resource, {_language, input, _allow} = run, opts) do
+    call = ExecOptions.validate!(opts, timeout_ms(session), "ExBashkit.Code.run/2")
+
+    Caller.observe(session, input, call, fn ->
+      queue = &Interpreter.run_code(resource, run, self(), &1, &2, call.native)
+
+      case session.callbacks do
+        nil -> await(queue, call, nil)
+        callbacks -> Callbacks.serve(callbacks, resource, &await(queue, call, &1))
+      end
+    end)
+  end
+
   @spec cancel(term()) :: :ok | :idle
   def cancel(resource) do
     if Interpreter.cancel(resource), do: :ok, else: :idle
@@ -58,13 +77,13 @@ defmodule ExBashkit.Session.Exec do
   defp timeout_ms(%{timeout_ms: ms}) when is_integer(ms) and ms > 0, do: ms
   defp timeout_ms(_session), do: Options.Limits.default_timeout_ms()
 
+  defp start(resource, script, call, forward),
+    do: await(&Interpreter.exec(resource, script, self(), &1, &2, call.native), call, forward)
+
   # With callbacks, the script sends its first call here, to `forward`.
-  defp start(resource, script, call, forward) do
+  defp await(queue, call, forward) do
     tag = make_ref()
     callbacks_to = if forward, do: self()
-
-    resource
-    |> Interpreter.exec(script, self(), tag, callbacks_to, call.native)
-    |> Caller.await(tag, call, forward)
+    queue.(tag, callbacks_to) |> Caller.await(tag, call, forward)
   end
 end

@@ -144,6 +144,8 @@ defmodule ExBashkit.Worker.Owner do
 
     job = %{
       kind: :exec,
+      # A code run ends with its engine's outcome too.
+      run_code?: not is_binary(script),
       caller: caller,
       tag: tag,
       monitor: Process.monitor(caller),
@@ -164,7 +166,14 @@ defmodule ExBashkit.Worker.Owner do
     # The owner is the worker's one listener (it keeps and forwards the
     # output), and keeps the credentials: the worker sees neither.
     call = call && %{call | stream_to: [], credentials: nil, keep_output: listeners != [] or keep}
-    frame(state.port, Request.exec(id, script, call))
+
+    request =
+      case script do
+        {:run_code, language, input, allow} -> Request.run_code(id, language, input, allow, call)
+        script -> Request.exec(id, script, call)
+      end
+
+    frame(state.port, request)
     {:reply, {:ok, %Handle{owner: self(), id: id}}, put_in(state.jobs[id], job)}
   end
 
@@ -417,7 +426,9 @@ defmodule ExBashkit.Worker.Owner do
           else: violation(state, "an answer for job #{id}, which is not waiting")
 
       {job, jobs} ->
-        if Protocol.outcome(job.kind, outcome, state.bounds.output),
+        kind = if job[:run_code?], do: :run_code, else: job.kind
+
+        if Protocol.outcome(kind, outcome, state.bounds.output),
           do: done(%{state | jobs: jobs}, job, outcome, usable),
           else: violation(state, "an answer that no #{job.kind} can give")
     end

@@ -221,6 +221,8 @@ defmodule ExBashkit.Worker.Protocol do
   # ---- outcomes and results ----------------------------------------------
 
   @reasons [:timeout, :cancelled, :limit, :parse_error, :denied, :error]
+  # What an engine may say of code it ran (`code.rs`).
+  @code_reasons [:syntax, :exception, :memory, :timeout, :limit]
   # The most denials a script reports (policy.rs).
   @max_denials 100
 
@@ -228,7 +230,8 @@ defmodule ExBashkit.Worker.Protocol do
   Whether `outcome` is what a job of `kind` can end with, within the
   `caps` on what it may carry (`{max_stdout_bytes, max_stderr_bytes}`).
   """
-  @spec outcome(:exec | :snapshot | :restore, term(), {pos_integer(), pos_integer()}) :: boolean()
+  @spec outcome(:exec | :run_code | :snapshot | :restore, term(), {pos_integer(), pos_integer()}) ::
+          boolean()
   def outcome(:exec, {:ok, {out, err, code, truncated, denials}}, {max_out, max_err})
       when is_binary(out) and is_binary(err) and is_integer(code) and is_boolean(truncated) and
              is_list(denials),
@@ -244,10 +247,32 @@ defmodule ExBashkit.Worker.Protocol do
           (limit in [nil, :memory_budget_bytes] or
              limit in ExBashkit.Session.Options.Limits.keys())
 
+  def outcome(:run_code, {:ok, {:code, ran, code}}, caps),
+    do: outcome(:exec, {:ok, ran}, caps) and code_outcome?(code, caps)
+
+  def outcome(:run_code, {:error, {_, _, _, _, _}} = error, caps), do: outcome(:exec, error, caps)
+
   def outcome(:snapshot, {:ok, snapshot}, _caps), do: is_binary(snapshot)
   def outcome(:restore, {:ok, :ok}, _caps), do: true
   def outcome(_kind, {:error, message}, _caps), do: is_binary(message)
   def outcome(_kind, _outcome, _caps), do: false
+
+  # What an engine says of `execute(input)`: the value's JSON (within
+  # the stdout cap, as when it came on stdout), or its error.
+  defp code_outcome?(nil, _caps), do: true
+
+  defp code_outcome?({:value, json}, {max_out, _max_err}) when is_binary(json),
+    do: byte_size(json) <= max_out
+
+  defp code_outcome?(
+         {:error, %{kind: kind, name: name, message: message, line: line}},
+         {_max_out, max_err}
+       )
+       when kind in @code_reasons and is_binary(name) and is_binary(message) and
+              (is_nil(line) or (is_integer(line) and line > 0)),
+       do: byte_size(name) <= 256 and byte_size(message) <= max_err
+
+  defp code_outcome?(_outcome, _caps), do: false
 
   @doc "Whether `result` is what the file operation `op` can answer."
   @spec fs_result(atom(), term()) :: boolean()

@@ -284,6 +284,33 @@ defmodule ExBashkit.LyingWorkerTest do
     end
 
     refute Protocol.outcome(:exec, {:error, {:limit, :no_such_limit, "m", "", ""}}, caps)
+    # A code run's outcome: the value's JSON within the stdout cap, or an
+    # error in the library's words.
+    ran = {"out", "", 0, false, []}
+    error = %{kind: :exception, name: "TypeError", message: "bad", line: 3}
+    assert Protocol.outcome(:run_code, {:ok, {:code, ran, {:value, "[1]"}}}, caps)
+    assert Protocol.outcome(:run_code, {:ok, {:code, ran, {:error, error}}}, caps)
+    assert Protocol.outcome(:run_code, {:ok, {:code, ran, nil}}, caps)
+    assert Protocol.outcome(:run_code, {:error, {:timeout, :timeout_ms, "m", "", ""}}, caps)
+    refute Protocol.outcome(:run_code, {:ok, {:code, ran, {:value, "[1, 2, 3, 4, 5]"}}}, caps)
+    refute Protocol.outcome(:run_code, {:ok, {:code, ran, {:value, ~c"[1]"}}}, caps)
+
+    refute Protocol.outcome(
+             :run_code,
+             {:ok, {:code, ran, {:error, %{error | kind: :busy}}}},
+             caps
+           )
+
+    refute Protocol.outcome(:run_code, {:ok, {:code, ran, {:error, %{error | line: 0}}}}, caps)
+
+    refute Protocol.outcome(
+             :run_code,
+             {:ok, {:code, ran, {:error, %{error | message: "much too long"}}}},
+             caps
+           )
+
+    refute Protocol.outcome(:run_code, {:ok, ran}, caps)
+    refute Protocol.outcome(:exec, {:ok, {:code, ran, nil}}, caps)
     assert Protocol.outcome(:snapshot, {:ok, "snapshot"}, caps)
     refute Protocol.outcome(:snapshot, {:ok, :ok}, caps)
     assert Protocol.outcome(:restore, {:ok, :ok}, caps)

@@ -4,6 +4,7 @@
 
 pub mod call;
 pub mod callback;
+pub mod code;
 pub mod etf;
 pub mod limits;
 pub mod options;

@@ -41,18 +41,27 @@ impl Serialize for Denial {
     }
 }
 
-/// Why a script ended without a result, as `ExBashkit.Error`'s `:reason`.
-/// (`:busy` is decided in Elixir, where the caller stops waiting.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+/// Why a script or a code run ended without a result: `ExBashkit.Error`'s
+/// `:reason`, the library's one vocabulary of failures. (`:busy` is
+/// decided in Elixir, where the caller stops waiting; `:protocol` there,
+/// where a worker's lie is caught.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     Timeout,
     Cancelled,
     Limit,
+    /// A script bash cannot parse.
     ParseError,
     Error,
     /// The command policy stopped the script (`command_policy_abort`).
     Denied,
+    /// Code a language engine cannot parse (`ExBashkit.Code.run/2`).
+    Syntax,
+    /// Code that threw, or raised, and did not catch it.
+    Exception,
+    /// Code that went past its engine's memory cap.
+    Memory,
 }
 
 /// A failed script: `{reason, limit, message, stdout, stderr}`, where

@@ -9,6 +9,7 @@ use serde_bytes::ByteBuf;
 
 use crate::call::CallOptions;
 use crate::callback::Reply;
+use crate::code::{Grant, Language};
 use crate::options::{Headers, SessionOptions};
 
 /// A frame from the VM.
@@ -19,6 +20,9 @@ pub enum Request {
     New(Box<SessionOptions>),
     /// Id, script, the call's options.
     Exec(u64, ByteBuf, Option<CallOptions>),
+    /// Id, the engine, the input as JSON, the grants, the call's options:
+    /// runs `execute(input)` of the session's `/code/main.*`.
+    RunCode(u64, Language, ByteBuf, Vec<Grant>, Option<CallOptions>),
     /// Id, exclude the filesystem, exclude functions, the signing key.
     Snapshot(u64, bool, bool, Option<ByteBuf>),
     /// Id, the snapshot, the signing key.
@@ -77,6 +81,8 @@ mod tests {
             "binary" => binary("x"),
             "boolean" => atom("true"),
             "key" | "call" => atom("nil"),
+            "language" => atom("javascript"),
+            "grants" => Term::List(List::from(vec![atom("read_files"), atom("fetch")])),
             "options" => to_term(&SessionOptions::default()).unwrap(),
             "file_op" => tuple(vec![atom("read_file"), binary("/x")]),
             "reply" => tuple(vec![atom("error"), atom("enoent")]),
@@ -98,7 +104,7 @@ mod tests {
             .lines()
             .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
             .collect();
-        assert_eq!(rows.len(), 11);
+        assert_eq!(rows.len(), 12);
         for row in rows {
             let fields: Vec<&str> = row.split('|').map(str::trim).collect();
             let mut frame = vec![atom(fields[0])];

@@ -3,6 +3,7 @@
 //! process the VM can kill. Only wiring lives here.
 
 mod calls;
+mod code;
 mod codec;
 mod deadline;
 // Without the network part, bashkit makes no requests to send.

@@ -14,6 +14,7 @@ use ex_bashkit_core::fs::Entry;
 use ex_bashkit_core::hardening::Report;
 use ex_bashkit_core::policy::Denial;
 use ex_bashkit_core::script_error::ScriptError;
+use ex_bashkit_protocol::code::CodeOutcome;
 use ex_bashkit_protocol::etf;
 use ex_bashkit_protocol::outcome::{Listed, Ran};
 pub use ex_bashkit_protocol::worker::{FileOp, HttpAnswer, Request};
@@ -39,10 +40,12 @@ pub fn decode(term: Term) -> Option<Frame> {
         Ok(request) => Some(Frame::Request(Box::new(request))),
         Err(why) => match (tag.as_str(), id) {
             ("new", _) => Some(Frame::Unreadable(why.to_string())),
-            ("exec" | "snapshot" | "restore" | "fs", Some(id)) => Some(Frame::Malformed {
-                id,
-                why: why.to_string(),
-            }),
+            ("exec" | "run_code" | "snapshot" | "restore" | "fs", Some(id)) => {
+                Some(Frame::Malformed {
+                    id,
+                    why: why.to_string(),
+                })
+            }
             _ => None,
         },
     }
@@ -120,19 +123,37 @@ pub enum NewAnswer<'a> {
 /// How a job ended.
 pub enum Outcome {
     /// `{stdout, stderr, exit_code, truncated, denials}` of a script.
-    Ran {
-        stdout: Vec<u8>,
-        stderr: Vec<u8>,
-        exit_code: i32,
-        truncated: bool,
-        denials: Vec<Denial>,
-    },
+    Ran(Output),
+    /// A code run: its driver's command's output, and what its engine
+    /// said of `execute(input)`, if it said anything.
+    Code(Output, Option<CodeOutcome>),
     Snapshot(Vec<u8>),
     Restored,
     /// A script that ended without a result.
     ScriptError(ScriptError),
     /// A job that could not run, or a snapshot or restore that failed.
     Failed(String),
+}
+
+/// What a script left.
+pub struct Output {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+    pub truncated: bool,
+    pub denials: Vec<Denial>,
+}
+
+impl Output {
+    fn ran(&self) -> Ran<'_> {
+        Ran {
+            stdout: &self.stdout,
+            stderr: &self.stderr,
+            exit_code: self.exit_code,
+            truncated: self.truncated,
+            denials: &self.denials,
+        }
+    }
 }
 
 /// What a file operation answers.
@@ -219,19 +240,17 @@ fn id_term(id: u64) -> Term {
 
 fn outcome_term(outcome: Outcome) -> Term {
     match outcome {
-        Outcome::Ran {
-            stdout,
-            stderr,
-            exit_code,
-            truncated,
-            denials,
-        } => codec::ok(codec::protocol(&Ran {
-            stdout: &stdout,
-            stderr: &stderr,
-            exit_code,
-            truncated,
-            denials: &denials,
-        })),
+        Outcome::Ran(output) => codec::ok(codec::protocol(&output.ran())),
+        Outcome::Code(output, outcome) => {
+            let outcome = outcome
+                .as_ref()
+                .map_or_else(|| atom("nil"), codec::protocol);
+            codec::ok(tuple(vec![
+                atom("code"),
+                codec::protocol(&output.ran()),
+                outcome,
+            ]))
+        }
         Outcome::Snapshot(bytes) => codec::ok(owned_binary(bytes)),
         Outcome::Restored => codec::ok(atom("ok")),
         Outcome::ScriptError(error) => tuple(vec![atom("error"), codec::protocol(&error)]),

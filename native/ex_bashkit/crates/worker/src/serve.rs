@@ -33,7 +33,7 @@ use crate::deadline::Deadline;
 use crate::egress::HostEgress;
 use crate::frame::{exit_now, Outbox};
 use crate::job::WorkerJob;
-use crate::protocol::{self, Event, FileOp, Frame, FsAnswer, NewAnswer, Outcome, Request};
+use crate::protocol::{self, Event, FileOp, Frame, FsAnswer, NewAnswer, Outcome, Output, Request};
 use ex_bashkit_core::call::Call;
 use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::exec::{run_on_session, Ran};
@@ -84,6 +84,7 @@ pub fn main() {
         report,
         prepared: None,
         deadline: Arc::default(),
+        code: Arc::default(),
     };
     // SAFETY: fd 0 is the Port's pipe, never closed by anything else.
     let stdin = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
@@ -139,6 +140,8 @@ struct Worker {
     prepared: Option<Fit>,
     /// The running script's deadline, for commands that block (`node`).
     deadline: Arc<Deadline>,
+    /// What `node --execute` leaves for the code run that started it.
+    code: Arc<crate::code::Slot>,
 }
 
 impl Worker {
@@ -180,6 +183,40 @@ impl Worker {
                         call,
                         self.deadline.clone(),
                     )
+                });
+            }
+            (Request::RunCode(id, language, input, grants, call), Some(session)) => {
+                let mut call = call.unwrap_or_default();
+                call.stdin = Some(input.into_vec());
+                let script = crate::code::driver(language, &grants);
+                let slot = self.code.clone();
+                // Left by a `node --execute` some script typed itself.
+                slot.take();
+                slot.truncated();
+                let own = session.clone();
+                self.job(id, &own, |job, stop| {
+                    let run = exec(
+                        session.clone(),
+                        job,
+                        stop,
+                        script,
+                        Some(call),
+                        self.deadline.clone(),
+                    )?;
+                    Ok(async move {
+                        match run.await {
+                            Outcome::Ran(mut output) => {
+                                output.truncated |= slot.truncated();
+                                let ended = (output.exit_code, &output.stderr[..]);
+                                let caps = session.output_caps;
+                                let outcome =
+                                    crate::code::outcome(&slot, &session, language, ended, caps)
+                                        .await;
+                                Outcome::Code(output, outcome)
+                            }
+                            other => other,
+                        }
+                    })
                 });
             }
             (Request::Snapshot(id, exclude_fs, exclude_functions, key), Some(session)) => {
@@ -294,11 +331,13 @@ impl Worker {
     ) -> impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> ex_bashkit_core::options::Extra + 'o {
         self.deadline.session(options.limits.execution().timeout);
         let deadline = self.deadline.clone();
+        let code = self.code.clone();
         move |channel, gate| {
             #[cfg(feature = "javascript")]
             if options.javascript {
                 let limits = options.limits.execution();
                 let node = crate::js::Node {
+                    outcome: code.clone(),
                     max_memory: options.limits.javascript_memory(),
                     max_output: (limits.max_stdout_bytes, limits.max_stderr_bytes),
                     deadline,
@@ -313,7 +352,7 @@ impl Worker {
                     Box::new(node) as Box<dyn bashkit::Builtin>,
                 )];
             }
-            let _ = (channel, gate, deadline);
+            let _ = (channel, gate, deadline, code);
             Vec::new()
         }
     }
@@ -418,13 +457,13 @@ fn exec(
         // state would be copied at each move of this future on the way.
         let run = Box::pin(run_on_session(&session, &script, plan, job, start, stop));
         match run.await {
-            Ok(Ran { result, denials }) => Outcome::Ran {
+            Ok(Ran { result, denials }) => Outcome::Ran(Output {
                 truncated: result.stdout_truncated || result.stderr_truncated,
                 stdout: result.stdout.into_bytes(),
                 stderr: result.stderr.into_bytes(),
                 exit_code: result.exit_code,
                 denials,
-            },
+            }),
             Err(error) => Outcome::ScriptError(error),
         }
     })

@@ -312,24 +312,22 @@
   // `node --execute`: the code runner's driver (js.rs takes it out of
   // reach before the script runs). It calls execute(input), awaits it,
   // and hands the host the JSON of its value or of what it threw.
+  // What execute(input) threw, to the host, which says what it was (a
+  // thrown null is QuickJS out of memory only when memory ran out).
   function thrown(error) {
-    // QuickJS throws null when it cannot allocate even the error that
-    // says it is out of memory.
-    if (error === null) return JSON.stringify({ name: "InternalError", message: "out of memory", stack: "" });
-    return JSON.stringify(error instanceof Error
-      ? { name: String(error.name), message: String(error.message), stack: String(error.stack || "") }
-      : { name: "Error", message: "Uncaught " + inspect(error, 0, 0, false), stack: "" });
+    if (error instanceof Error) host.threw(String(error.name), String(error.message), String(error.stack || ""), false);
+    else host.threw("Error", "Uncaught " + inspect(error, 0, 0, false), "", error === null);
   }
   globalThis.__drive = function (execute, input) {
     if (typeof execute !== "function") {
-      host.finish(false, JSON.stringify({ name: "ReferenceError", message: "the code defines no function execute(input)", stack: "" }));
+      host.threw("ReferenceError", "the code defines no function execute(input)", "", false);
       return;
     }
     Promise.resolve().then(() => execute(JSON.parse(input))).then((value) => {
       let json;
-      try { json = JSON.stringify(value === undefined ? null : value); } catch (error) { return host.finish(false, thrown(error)); }
-      host.finish(true, json === undefined ? "null" : json);
-    }, (error) => host.finish(false, thrown(error)));
+      try { json = JSON.stringify(value === undefined ? null : value); } catch (error) { return thrown(error); }
+      host.returned(json === undefined ? "null" : json);
+    }, thrown);
   };
 
   // In `--execute` mode the script gets only what its grants allow.

@@ -1,29 +1,39 @@
-use super::*;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bashkit::ExecResult;
+use ex_bashkit_protocol::code::CodeOutcome;
+use ex_bashkit_protocol::outcome::Reason;
+
+use super::host::Host;
+use super::invocation::{Execute, Grants};
+use super::run::Run;
+use crate::code::Slot;
 
 fn run(code: &str, print: bool) -> bashkit::Result<ExecResult> {
-    run_with(code, print, None)
+    run_with(code, print, None, 64 << 20)
 }
 
-fn run_with(code: &str, print: bool, execute: Option<&Execute>) -> bashkit::Result<ExecResult> {
-    let host = Host {
-        fs: Arc::new(bashkit::InMemoryFs::new()),
-        cwd: "/".into(),
-        env: vec![("HOME".into(), "/home".into())],
-        argv: vec!["/usr/bin/node".into()],
-        out: [Vec::new(), Vec::new()],
-        caps: [1 << 20, 1 << 20],
-        exit: None,
-        grants: execute.map(|execute| execute.grants),
-        finished: None,
-        #[cfg(feature = "network")]
-        http: None,
-        tools: None,
-    };
+fn run_with(
+    code: &str,
+    print: bool,
+    execute: Option<(&Execute, &Slot)>,
+    max_memory: usize,
+) -> bashkit::Result<ExecResult> {
+    let mut host = Host::new(
+        Arc::new(bashkit::InMemoryFs::new()),
+        "/".into(),
+        [1 << 20, 1 << 20],
+    );
+    host.env = vec![("HOME".into(), "/home".into())];
+    host.argv = vec!["/usr/bin/node".into()];
+    host.grants = execute.map(|(execute, _)| execute.grants);
+    host.filename = "/code/main.js".into();
     let run = Run {
         code,
-        filename: "[eval]",
+        filename: "/code/main.js",
         print,
-        max_memory: 64 << 20,
+        max_memory,
         deadline: Some((
             Instant::now() + Duration::from_secs(2),
             Duration::from_secs(2),
@@ -50,89 +60,135 @@ fn the_prelude_is_compiled_once_and_each_run_is_fresh() {
     assert_eq!(second.stdout, "undefined function\n");
 }
 
-fn execute(code: &str, input: &str, grants: Grants) -> String {
+/// The outcome `execute(input)` leaves, and what it printed.
+fn execute(code: &str, input: &str, grants: Grants) -> (CodeOutcome, String) {
     let execute = Execute {
         grants,
         input: input.into(),
     };
-    let result = run_with(code, false, Some(&execute)).unwrap();
-    assert_eq!(result.exit_code, 0);
-    result.stdout.to_string()
+    let slot = Slot::default();
+    let result = run_with(code, false, Some((&execute, &slot)), 64 << 20).unwrap();
+    let outcome = slot.take().expect("an outcome");
+    assert_eq!(
+        result.exit_code,
+        i32::from(matches!(outcome, CodeOutcome::Error(_)))
+    );
+    (outcome, result.stdout.to_string())
+}
+
+fn value(outcome: (CodeOutcome, String)) -> String {
+    match outcome.0 {
+        CodeOutcome::Value(json) => json,
+        CodeOutcome::Error(error) => panic!("threw {error:?}"),
+    }
+}
+
+fn error(outcome: (CodeOutcome, String)) -> ex_bashkit_protocol::code::CodeError {
+    match outcome.0 {
+        CodeOutcome::Error(error) => error,
+        CodeOutcome::Value(json) => panic!("returned {json}"),
+    }
 }
 
 #[test]
-fn execute_mode_answers_the_value_and_what_was_printed() {
-    let out = execute(
+fn execute_mode_leaves_the_value_and_prints_what_the_code_printed() {
+    let (outcome, stdout) = execute(
         "async function execute(input) { console.log('sum'); return {sum: input.a + input.b}; }",
         r#"{"a": 2, "b": 3}"#,
         Grants::default(),
     );
-    assert_eq!(out, r#"{"result":{"sum":5},"stdout":"sum\n","stderr":""}"#);
+    assert_eq!(outcome, CodeOutcome::Value(r#"{"sum":5}"#.into()));
+    assert_eq!(stdout, "sum\n");
     let lexical = execute(
         "const execute = (x) => [x, typeof require, typeof process, typeof __host];",
         "7",
         Grants::default(),
     );
-    assert_eq!(
-        lexical,
-        r#"{"result":[7,"undefined","undefined","undefined"],"stdout":"","stderr":""}"#
-    );
+    assert_eq!(value(lexical), r#"[7,"undefined","undefined","undefined"]"#);
 }
 
 #[test]
-fn execute_mode_reports_what_was_thrown() {
-    let out = execute(
+fn execute_mode_reports_what_was_thrown_with_its_kind_and_line() {
+    let thrown = error(execute(
         "function execute() {\n  throw new TypeError('bad');\n}",
         "null",
         Grants::default(),
+    ));
+    assert_eq!(
+        (
+            thrown.kind,
+            thrown.name.as_str(),
+            thrown.message.as_str(),
+            thrown.line
+        ),
+        (Reason::Exception, "TypeError", "bad", Some(2))
     );
+    let syntax = error(execute("function execute( {", "null", Grants::default()));
+    assert_eq!(
+        (syntax.kind, syntax.name.as_str()),
+        (Reason::Syntax, "SyntaxError")
+    );
+    let missing = error(execute("let x = 1", "null", Grants::default()));
     assert!(
-        out.starts_with(r#"{"error":{"name":"TypeError","message":"bad","stack":"#),
-        "{out}"
+        missing.message.contains("defines no function execute"),
+        "{missing:?}"
     );
-    let syntax = execute("function execute( {", "null", Grants::default());
-    assert!(
-        syntax.starts_with(r#"{"error":{"name":"SyntaxError""#),
-        "{syntax}"
-    );
-    let missing = execute("let x = 1", "null", Grants::default());
-    assert!(missing.contains("defines no function execute"), "{missing}");
-    let never = execute(
+    let never = error(execute(
         "function execute() { return new Promise(() => {}); }",
         "null",
         Grants::default(),
+    ));
+    assert!(never.message.contains("never settled"), "{never:?}");
+}
+
+#[test]
+fn a_thrown_null_is_an_exception_and_running_out_of_memory_is_not() {
+    for thrown in ["null", "'boom'", "{code: 7}"] {
+        let code = format!("function execute() {{ throw {thrown}; }}");
+        let error = error(execute(&code, "null", Grants::default()));
+        assert_eq!(error.kind, Reason::Exception, "{thrown}: {error:?}");
+        assert!(error.message.starts_with("Uncaught "), "{error:?}");
+    }
+    let execute = Execute {
+        grants: Grants::default(),
+        input: "null".into(),
+    };
+    let slot = Slot::default();
+    let bomb = "function execute() { const a = []; for (;;) a.push(new Array(1e5).fill(1)); }";
+    let ran = run_with(bomb, false, Some((&execute, &slot)), 16 << 20);
+    assert!(
+        matches!(
+            ran,
+            Err(bashkit::Error::ResourceLimit(
+                bashkit::LimitExceeded::Memory(_)
+            ))
+        ),
+        "{ran:?}"
     );
-    assert!(never.contains("never settled"), "{never}");
 }
 
 #[test]
 fn execute_mode_grants_what_allow_names_and_nothing_else() {
     let probe = "function execute() { return [typeof fs, typeof crypto, typeof fetch]; }";
-    let none = execute(probe, "null", Grants::default());
-    assert!(
-        none.starts_with(r#"{"result":["undefined","undefined","undefined"]"#),
-        "{none}"
-    );
+    let none = value(execute(probe, "null", Grants::default()));
+    assert_eq!(none, r#"["undefined","undefined","undefined"]"#);
     let all = Grants {
         read_files: true,
         crypto: true,
         fetch: true,
     };
-    let granted = execute(probe, "null", all);
-    assert!(
-        granted.starts_with(r#"{"result":["object","object","function"]"#),
-        "{granted}"
-    );
-    let hashed = execute(
+    let granted = value(execute(probe, "null", all));
+    assert_eq!(granted, r#"["object","object","function"]"#);
+    let hashed = value(execute(
         "function execute() { return crypto.createHash('sha256').update('abc').digest('hex').slice(0, 8); }",
         "null",
         all,
-    );
-    assert!(hashed.starts_with(r#"{"result":"ba7816bf""#), "{hashed}");
-    let write = execute(
+    ));
+    assert_eq!(hashed, r#""ba7816bf""#);
+    let write = value(execute(
         "function execute() { return fs.writeFileSync; }",
         "null",
         all,
-    );
-    assert!(write.starts_with(r#"{"result":null"#), "{write}");
+    ));
+    assert_eq!(write, "null");
 }

@@ -1,0 +1,240 @@
+//! What `node`'s host functions share for one run, and the file and HTTP
+//! operations the prelude (`prelude.js`) builds `fs` and `fetch` on. Each
+//! operation answers JSON, `{"ok": value}` or `{"err": code, "msg": text}`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use bashkit::FileSystem;
+use ex_bashkit_core::sync::block_on;
+use ex_bashkit_protocol::code::CodeOutcome;
+use serde_json::{json, Value};
+
+use super::invocation::{Grants, MAX_READ_BYTES};
+use super::tools::Tools;
+
+/// An operation's value, or Node's error code and message.
+pub type Answer = Result<Value, (&'static str, String)>;
+
+/// A failed operation.
+pub fn failed<T>(
+    code: &'static str,
+    message: impl Into<String>,
+) -> Result<T, (&'static str, String)> {
+    Err((code, message.into()))
+}
+
+/// An answer as the prelude reads it.
+pub fn encode(answer: Answer) -> String {
+    match answer {
+        Ok(value) => json!({ "ok": value }),
+        Err((code, message)) => json!({ "err": code, "msg": message }),
+    }
+    .to_string()
+}
+
+pub struct Host {
+    pub fs: Arc<dyn FileSystem>,
+    /// The script's name, as its stack traces give it.
+    pub filename: String,
+    pub cwd: String,
+    pub env: Vec<(String, String)>,
+    pub argv: Vec<String>,
+    pub out: [Vec<u8>; 2],
+    pub caps: [usize; 2],
+    /// Whether stdout, stderr went past their caps.
+    pub truncated: [bool; 2],
+    pub exit: Option<i32>,
+    /// `--execute` mode: what the script may use.
+    pub grants: Option<Grants>,
+    /// `--execute` mode: how `execute(input)` ended, once it has.
+    pub finished: Option<CodeOutcome>,
+    #[cfg(feature = "network")]
+    pub http: Option<Arc<bashkit::HttpClient>>,
+    pub tools: Option<Arc<Tools>>,
+    /// Whether the engine refused an allocation (`memory.rs`).
+    pub refused: Arc<AtomicBool>,
+}
+
+impl Host {
+    /// A host on `fs`, at `cwd`, with nothing printed yet.
+    pub fn new(fs: Arc<dyn FileSystem>, cwd: String, caps: [usize; 2]) -> Self {
+        Self {
+            fs,
+            filename: String::new(),
+            cwd,
+            env: Vec::new(),
+            argv: Vec::new(),
+            out: [Vec::new(), Vec::new()],
+            caps,
+            truncated: [false, false],
+            exit: None,
+            grants: None,
+            finished: None,
+            #[cfg(feature = "network")]
+            http: None,
+            tools: None,
+            refused: Arc::default(),
+        }
+    }
+
+    /// Appends to stdout (`stream` 0) or stderr (1), within the caps.
+    pub fn write(&mut self, stream: usize, text: &str) {
+        if self.exit.is_some() {
+            return;
+        }
+        let index = stream.min(1);
+        let out = &mut self.out[index];
+        let room = self.caps[index].saturating_sub(out.len());
+        if text.len() > room {
+            self.truncated[index] = true;
+        }
+        out.extend_from_slice(&text.as_bytes()[..text.len().min(room)]);
+    }
+
+    /// One file operation of `fs`, its arguments a JSON array.
+    pub fn fs(&self, op: &str, args: &str) -> Answer {
+        match self.grants {
+            Some(grants) if !grants.read_files => {
+                return failed("EACCES", "file access needs the read_files grant");
+            }
+            Some(_) if !matches!(op, "read" | "exists" | "readdir" | "stat") => {
+                return failed("EACCES", "files are read-only here");
+            }
+            _ => {}
+        }
+        let args: Vec<Value> = serde_json::from_str(args).unwrap_or_default();
+        let path = |i: usize| match args.get(i) {
+            Some(Value::String(path)) => Ok(PathBuf::from(path)),
+            _ => failed("EINVAL", "a path is required"),
+        };
+        let flag = |i: usize| matches!(args.get(i), Some(Value::Bool(true)));
+        let fs = &self.fs;
+        match op {
+            "read" => {
+                let file = path(0)?;
+                if self.grants.is_some() {
+                    let meta = block_on(fs.stat(&file)).map_err(|e| os_error(&e, "open", &file))?;
+                    if meta.size > MAX_READ_BYTES {
+                        let message = format!(
+                            "EFBIG: file too large ({} bytes; the limit is {MAX_READ_BYTES}), open '{}'",
+                            meta.size,
+                            file.display()
+                        );
+                        return failed("EFBIG", message);
+                    }
+                }
+                let bytes =
+                    block_on(fs.read_file(&file)).map_err(|e| os_error(&e, "open", &file))?;
+                Ok(Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+            }
+            "write" => {
+                let file = path(0)?;
+                let data = args.get(1).and_then(Value::as_str).unwrap_or_default();
+                let done = if flag(2) {
+                    block_on(fs.append_file(&file, data.as_bytes()))
+                } else {
+                    block_on(fs.write_file(&file, data.as_bytes()))
+                };
+                done.map_err(|e| os_error(&e, "open", &file))?;
+                Ok(Value::Null)
+            }
+            "exists" => Ok(Value::Bool(block_on(fs.exists(&path(0)?)).unwrap_or(false))),
+            "readdir" => {
+                let dir = path(0)?;
+                let mut entries =
+                    block_on(fs.read_dir(&dir)).map_err(|e| os_error(&e, "scandir", &dir))?;
+                entries.sort_by(|a, b| a.name.cmp(&b.name));
+                Ok(entries.into_iter().map(|entry| entry.name).collect())
+            }
+            "mkdir" => {
+                let dir = path(0)?;
+                block_on(fs.mkdir(&dir, flag(1))).map_err(|e| os_error(&e, "mkdir", &dir))?;
+                Ok(Value::Null)
+            }
+            "remove" => {
+                let file = path(0)?;
+                block_on(fs.remove(&file, flag(1))).map_err(|e| os_error(&e, "rm", &file))?;
+                Ok(Value::Null)
+            }
+            "stat" => {
+                let file = path(0)?;
+                let meta = block_on(fs.stat(&file)).map_err(|e| os_error(&e, "stat", &file))?;
+                let kind = ex_bashkit_core::file_kind::of(meta.file_type).name();
+                Ok(json!([kind, meta.size]))
+            }
+            _ => failed("ENOSYS", format!("unknown file operation {op}")),
+        }
+    }
+
+    /// One HTTP request of `fetch`, through the session's client (its
+    /// allowlist, its limits, and in a worker the host's egress),
+    /// answered as `[status, [name, value, …], body]`. `headers` is a
+    /// JSON array of names and values.
+    pub fn fetch(&self, method: &str, url: &str, headers: &str, body: Option<&str>) -> Answer {
+        if self.grants.is_some_and(|grants| !grants.fetch) {
+            return failed("EACCES", "fetch needs the fetch grant");
+        }
+        #[cfg(feature = "network")]
+        if let Some(client) = &self.http {
+            let Some(method) = ex_bashkit_core::network::http_method(method) else {
+                return failed("EINVAL", format!("unsupported method {method}"));
+            };
+            let texts: Vec<String> = serde_json::from_str::<Vec<Value>>(headers)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|value| match value {
+                    Value::String(text) => Some(text),
+                    _ => None,
+                })
+                .collect();
+            let headers: Vec<(String, String)> = texts
+                .chunks_exact(2)
+                .map(|pair| (pair[0].clone(), pair[1].clone()))
+                .collect();
+            let request =
+                client.request_with_headers(method, url, body.map(str::as_bytes), &headers);
+            return match block_on(request) {
+                Ok(response) => {
+                    let headers: Vec<&String> = response
+                        .headers
+                        .iter()
+                        .flat_map(|(name, value)| [name, value])
+                        .collect();
+                    Ok(json!([response.status, headers, response.body_string()]))
+                }
+                Err(error) => failed("EFETCH", format!("fetch failed: {error}")),
+            };
+        }
+        let _ = (method, url, headers, body);
+        failed(
+            "EACCES",
+            "fetch failed: the sandbox has no network access (no allow_net)",
+        )
+    }
+}
+
+/// A file error as Node words it: `ENOENT: no such file or directory, open '/x'`.
+fn os_error(error: &bashkit::Error, syscall: &str, path: &Path) -> (&'static str, String) {
+    let text = error.to_string();
+    let (code, what) = if text.contains("not found") || text.contains("No such file") {
+        ("ENOENT", "no such file or directory")
+    } else if text.contains("already exists") {
+        ("EEXIST", "file already exists")
+    } else if text.contains("not a directory") || text.contains("Not a directory") {
+        ("ENOTDIR", "not a directory")
+    } else if text.contains("is a directory") || text.contains("Is a directory") {
+        ("EISDIR", "illegal operation on a directory")
+    } else if text.contains("not empty") {
+        ("ENOTEMPTY", "directory not empty")
+    } else if text.contains("read-only") || text.contains("Read-only") || text.contains("denied") {
+        ("EACCES", "permission denied")
+    } else {
+        ("EIO", "i/o error")
+    };
+    (
+        code,
+        format!("{code}: {what}, {syscall} '{}'", path.display()),
+    )
+}

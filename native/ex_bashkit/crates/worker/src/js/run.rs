@@ -1,0 +1,284 @@
+//! One run of the engine: a fresh runtime and context, the prelude, the
+//! code, then its promises until nothing is left; bounded by the memory
+//! cap ([`Capped`]), the deadline (the interrupt handler) and a stack cap.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bashkit::{ExecResult, LimitExceeded};
+use ex_bashkit_protocol::code::{CodeError, CodeOutcome};
+use ex_bashkit_protocol::outcome::Reason;
+use rquickjs::context::EvalOptions;
+use rquickjs::module::WriteOptions;
+use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Module, Runtime, Value};
+
+use super::bridge::install;
+use super::host::Host;
+use super::invocation::{Execute, Grants};
+use super::memory::Capped;
+use super::thrown::{caught_error, uncaught};
+use crate::code::Slot;
+
+const PRELUDE: &str = include_str!("prelude.js");
+
+/// The engine's own stack, under the interpreter thread's.
+const MAX_STACK_BYTES: usize = 8 << 20;
+
+/// One run of the engine.
+pub struct Run<'a> {
+    pub code: &'a str,
+    pub filename: &'a str,
+    pub print: bool,
+    pub max_memory: usize,
+    /// When the script must stop, and the limit that says so.
+    pub deadline: Option<(Instant, Duration)>,
+    /// `--execute` mode, and where its outcome goes.
+    pub execute: Option<(&'a Execute, &'a Slot)>,
+    /// An ES module, evaluated or (`--check`) only declared.
+    pub module: Option<Evaluate>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Evaluate {
+    Yes,
+    No,
+}
+
+/// Why the engine stopped before the script's end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Exit,
+    Deadline,
+}
+
+impl Run<'_> {
+    pub fn go(self, host: Host) -> bashkit::Result<ExecResult> {
+        let fail = |why: rquickjs::Error| bashkit::Error::Internal(format!("node: {why}"));
+        let refused = host.refused.clone();
+        let runtime =
+            Runtime::new_with_alloc(Capped::new(self.max_memory, refused.clone())).map_err(fail)?;
+        runtime.set_max_stack_size(MAX_STACK_BYTES);
+        let host = Rc::new(RefCell::new(host));
+        let stopped = Rc::new(RefCell::new(None::<Stop>));
+        let exiting = Arc::new(AtomicBool::new(false));
+        {
+            let stopped = stopped.clone();
+            let exiting = exiting.clone();
+            let deadline = self.deadline;
+            let mut polls = 0u32;
+            runtime.set_interrupt_handler(Some(Box::new(move || {
+                if exiting.load(Ordering::Acquire) {
+                    *stopped.borrow_mut() = Some(Stop::Exit);
+                    return true;
+                }
+                polls = polls.wrapping_add(1);
+                let late = polls.is_multiple_of(16)
+                    && deadline.is_some_and(|(at, _)| Instant::now() >= at);
+                if late {
+                    *stopped.borrow_mut() = Some(Stop::Deadline);
+                }
+                late
+            })));
+        }
+        if self.module.is_some() {
+            let files = || super::modules::Files {
+                fs: host.borrow().fs.clone(),
+                cwd: PathBuf::from(&host.borrow().cwd),
+            };
+            runtime.set_loader(files(), files());
+        }
+        let context = Context::full(&runtime).map_err(fail)?;
+        let error = context.with(|ctx| -> rquickjs::Result<Option<String>> {
+            install(&ctx, &host, &exiting)?;
+            prelude(&ctx)?;
+            // The runner's driver, taken before the script can reach it.
+            let drive: Option<Function> = match self.execute {
+                Some(_) => {
+                    let drive = ctx.globals().get("__drive")?;
+                    ctx.globals().remove("__drive")?;
+                    ctx.globals().remove("__host")?;
+                    Some(drive)
+                }
+                None => None,
+            };
+            let outcome = match self.module {
+                Some(evaluate) => self.module(&ctx, evaluate).catch(&ctx),
+                None => ctx
+                    .eval_with_options::<Value, _>(self.code, script_options(self.filename))
+                    .catch(&ctx),
+            };
+            Ok(match (outcome, drive, self.execute) {
+                (Ok(_), Some(drive), Some((execute, _))) => {
+                    // `execute` may be a lexical binding (`const execute =`),
+                    // which no property of the global object holds.
+                    let lookup = "typeof execute === 'function' ? execute : undefined";
+                    let function: Value =
+                        ctx.eval_with_options(lookup, script_options("[runner]"))?;
+                    drive.call::<_, ()>((function, execute.input.as_str()))?;
+                    None
+                }
+                (Ok(value), _, _) => {
+                    if self.print {
+                        let inspect: Function = ctx.globals().get("__inspect")?;
+                        let text: String = inspect.call((value,))?;
+                        host.borrow_mut().write(0, &(text + "\n"));
+                    }
+                    None
+                }
+                (Err(caught), _, Some(_)) => {
+                    let refused = refused.load(Ordering::Acquire);
+                    let error = caught_error(caught, self.filename, refused);
+                    host.borrow_mut().finished = Some(CodeOutcome::Error(error));
+                    None
+                }
+                (Err(caught), _, None) => Some(uncaught(caught)),
+            })
+        });
+        let mut error = error.map_err(fail)?;
+        // Promises and what they scheduled, until nothing is left.
+        while error.is_none() && stopped.borrow().is_none() {
+            match runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(_job) => {
+                    error = Some(context.with(|ctx| {
+                        uncaught(CaughtError::from_error(&ctx, rquickjs::Error::Exception))
+                    }));
+                }
+            }
+        }
+        drop(context);
+        drop(runtime);
+        let stop = *stopped.borrow();
+        let host = Rc::try_unwrap(host)
+            .map(RefCell::into_inner)
+            .map_err(|_| bashkit::Error::Internal("node: the engine kept its host".into()))?;
+        let [stdout, mut stderr] = host.out;
+        if let (Some(Stop::Deadline), Some((_, limit))) = (stop, self.deadline) {
+            return Err(bashkit::Error::ResourceLimit(LimitExceeded::Timeout(limit)));
+        }
+        let out_of_memory = refused.load(Ordering::Acquire)
+            && match (&host.finished, &error) {
+                (Some(CodeOutcome::Error(error)), _) => error.kind == Reason::Memory,
+                (_, Some(message)) => {
+                    message.contains("out of memory") || message.starts_with("Uncaught null")
+                }
+                _ => false,
+            };
+        if host.exit.is_none() && out_of_memory {
+            return Err(bashkit::Error::ResourceLimit(LimitExceeded::Memory(
+                format!(
+                    "{} ({} bytes)",
+                    ex_bashkit_core::error::JAVASCRIPT_HEAP,
+                    self.max_memory
+                ),
+            )));
+        }
+        let exit_code = match (host.exit, error) {
+            // process.exit() throws to unwind the script: not an error.
+            (Some(code), _) => code,
+            (None, Some(message)) => {
+                stderr.extend_from_slice(message.as_bytes());
+                1
+            }
+            (None, None) => 0,
+        };
+        let exit_code = match self.execute {
+            Some((_, slot)) => {
+                let outcome = host.finished.unwrap_or_else(|| {
+                    CodeOutcome::Error(CodeError::exception(
+                        "Error",
+                        "execute(input) returned a promise that never settled",
+                        None,
+                    ))
+                });
+                let failed = matches!(outcome, CodeOutcome::Error(_));
+                slot.put(outcome, host.truncated.contains(&true));
+                i32::from(failed || exit_code != 0)
+            }
+            None => exit_code,
+        };
+        let mut result = ExecResult::with_code(stdout, exit_code);
+        result.stderr = stderr.into();
+        result.stdout_truncated = host.truncated[0];
+        result.stderr_truncated = host.truncated[1];
+        Ok(result)
+    }
+}
+
+/// A first run of the engine, once per process before any session: its
+/// prelude compiled and its code paged in, which a zygote's children
+/// inherit (a fresh worker's first `node` then costs what a warm one's
+/// does). Starts no thread.
+pub fn warm_up() {
+    let mut host = Host::new(Arc::new(bashkit::InMemoryFs::new()), "/".into(), [0, 0]);
+    host.grants = Some(Grants::default());
+    let execute = Execute {
+        grants: Grants::default(),
+        input: "null".into(),
+    };
+    let slot = Slot::default();
+    let run = Run {
+        code: "function execute() {}",
+        filename: "[warm-up]",
+        print: false,
+        max_memory: 64 << 20,
+        deadline: None,
+        execute: Some((&execute, &slot)),
+        module: None,
+    };
+    let _ = run.go(host);
+    // What the run freed goes back to the system, not into every fork.
+    // SAFETY: malloc_trim only releases free memory of this process's heap.
+    unsafe { libc::malloc_trim(0) };
+}
+
+/// The prelude, compiled once per process: evaluating its bytecode costs
+/// a fraction of parsing it again for every run.
+static PRELUDE_BYTECODE: OnceLock<Vec<u8>> = OnceLock::new();
+
+fn prelude(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+    let bytes = match PRELUDE_BYTECODE.get() {
+        Some(bytes) => bytes,
+        None => {
+            let module = Module::declare(ctx.clone(), "prelude", PRELUDE)?;
+            let bytes = module.write(WriteOptions::default())?;
+            PRELUDE_BYTECODE.get_or_init(|| bytes)
+        }
+    };
+    // SAFETY: the bytes are this engine's own compilation of PRELUDE, made
+    // in this process, and live as long as it does (`JS_ReadObject` with
+    // ROM data keeps pointing into them).
+    let module = unsafe { Module::load(ctx.clone(), bytes)? };
+    let (_module, done) = module.eval()?;
+    done.finish::<()>()
+}
+
+impl Run<'_> {
+    /// Declares the code as an ES module (its imports resolved and
+    /// loaded) and, unless only checked, evaluates it to its end.
+    fn module<'js>(&self, ctx: &Ctx<'js>, evaluate: Evaluate) -> rquickjs::Result<Value<'js>> {
+        let module = Module::declare(ctx.clone(), self.filename, self.code)?;
+        if evaluate == Evaluate::No {
+            return Ok(Value::new_undefined(ctx.clone()));
+        }
+        let (_module, done) = module.eval()?;
+        match done.finish::<Value>() {
+            // A top-level await of what never settles: Node just exits.
+            Err(rquickjs::Error::WouldBlock) => Ok(Value::new_undefined(ctx.clone())),
+            other => other,
+        }
+    }
+}
+
+fn script_options(filename: &str) -> EvalOptions {
+    let mut options = EvalOptions::default();
+    options.global = true;
+    options.strict = false;
+    options.filename = Some(filename.to_string());
+    options
+}
