@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::error::SessionError;
-use ex_bashkit_core::options::SessionOptions;
+use ex_bashkit_core::options::{Extra, SessionOptions};
 use ex_bashkit_core::session::{self, Session};
 use rustler::{Encoder, Env, Resource, ResourceArc, Term};
 
@@ -34,7 +34,7 @@ impl SessionResource {
     /// process serving each script (`callback.rs`).
     pub fn build(options: &SessionOptions) -> Result<Self, String> {
         Self::with_callbacks(|channel| {
-            Session::build(options, channel, None, |_: &_, _: &_| Vec::new())
+            Session::build(options, channel, None, |_: &_, _: &_| Extra::none())
         })
     }
 

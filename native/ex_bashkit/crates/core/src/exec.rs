@@ -159,7 +159,7 @@ pub async fn run_once(
             &options.credentials(),
             None,
             &gate,
-            Vec::new(),
+            crate::options::Extra::none(),
         )
         .await?;
     let run = Run {

@@ -35,8 +35,6 @@ pub mod script_error;
 pub mod session;
 pub mod snapshot;
 pub mod snapshot_bound;
-#[cfg(feature = "sqlite")]
-pub mod sqlite;
 pub mod stack;
 pub mod stop;
 pub mod streaming;

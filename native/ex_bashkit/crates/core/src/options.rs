@@ -22,7 +22,22 @@ use crate::virtual_fs::ElixirFs;
 pub type Egress = Arc<dyn bashkit::HttpTransport>;
 
 /// Commands a session gets from whoever builds it, by name.
-pub type Extra = Vec<(String, Box<dyn bashkit::Builtin>)>;
+pub struct Extra {
+    pub builtins: Vec<(String, Box<dyn bashkit::Builtin>)>,
+    /// Variables bashkit reads when the session is built, to allow a
+    /// part of its own (`BASHKIT_ALLOW_INPROCESS_SQLITE`): set for the
+    /// build, unset before the first script.
+    pub switches: Vec<&'static str>,
+}
+
+impl Extra {
+    pub fn none() -> Self {
+        Self {
+            builtins: Vec::new(),
+            switches: Vec::new(),
+        }
+    }
+}
 
 /// A build without the network part makes no requests at all.
 #[cfg(not(feature = "network"))]
@@ -78,8 +93,11 @@ impl SessionPlan for SessionOptions {
         if gate.polices() {
             builder = builder.before_tool(gate.hook());
         }
-        for (name, builtin) in extra {
+        for (name, builtin) in extra.builtins {
             builder = builder.builtin(name, builtin);
+        }
+        for switch in &extra.switches {
+            builder = builder.env(*switch, "1");
         }
         for name in &self.builtins {
             let builtin = ElixirBuiltin::new(name.clone(), channel.clone());
@@ -91,14 +109,12 @@ impl SessionPlan for SessionOptions {
             builder = builder.builtin("escape", Box::new(probe));
             builder = builder.builtin("lie", Box::new(crate::hardening::lie_probe::Lie));
         }
-        #[cfg_attr(not(feature = "sqlite"), allow(unused_mut))]
         let mut bash = builder.build();
-        // The engine's switch was read by the build; a script has no use for it.
-        #[cfg(feature = "sqlite")]
-        if self.sqlite {
-            bash.exec(&format!("unset {}", crate::sqlite::OPT_IN))
+        // The switches were read by the build; a script has no use for them.
+        for switch in &extra.switches {
+            bash.exec(&format!("unset {switch}"))
                 .await
-                .map_err(|e| SessionError::Build(format!("sqlite: {e}")))?;
+                .map_err(|e| SessionError::Build(format!("{switch}: {e}")))?;
         }
         gate.stop_with(bash.cancellation_token());
         mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
@@ -212,26 +228,11 @@ fn builder(
     for (key, value) in &options.env {
         builder = builder.env(key, value);
     }
-    // Without `git: true` or `sqlite: true` the command is not there at
-    // all, as in a shell without it installed (and a session pays
-    // nothing for it).
+    // Without `git: true` the command is not there at all, as in a shell
+    // without it installed (and a session pays nothing for it).
     #[cfg(feature = "git")]
     if options.git {
         builder = builder.builtin("git", Box::new(git(options)));
-    }
-    #[cfg(feature = "sqlite")]
-    if options.sqlite {
-        let max_db_bytes = options.limits.sqlite_bytes();
-        builder = builder
-            .env(crate::sqlite::OPT_IN, "1")
-            .builtin(
-                "sqlite3",
-                Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
-            )
-            .builtin(
-                "sqlite",
-                Box::new(crate::sqlite::Sqlite3::new(max_db_bytes)),
-            );
     }
     builder
         .cwd(&options.cwd)

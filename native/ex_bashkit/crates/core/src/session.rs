@@ -82,8 +82,9 @@ impl Drop for Session {
 impl Session {
     /// Builds the session's interpreter on a thread of the pool; its
     /// builtins and virtual_fs backends call out through `callbacks`;
-    /// `extra` makes commands of the caller's own (a worker's `node`),
-    /// which may call the builtins too, through the session's gate.
+    /// `extra` makes commands of the caller's own (a worker's `node` and
+    /// `sqlite3`), which may call the builtins too, through the session's
+    /// gate.
     pub fn build(
         options: &SessionOptions,
         callbacks: Channel,
@@ -99,7 +100,7 @@ impl Session {
         options: &SessionOptions,
         callbacks: Channel,
     ) -> Result<Self, SessionError> {
-        Self::assemble(options, callbacks, None, |_, _| Vec::new(), true)
+        Self::assemble(options, callbacks, None, |_, _| Extra::none(), true)
     }
 
     fn assemble(

@@ -33,6 +33,7 @@ pub struct Slot {
 }
 
 impl Slot {
+    #[cfg_attr(not(feature = "javascript"), allow(dead_code))]
     pub fn put(&self, outcome: CodeOutcome, truncated: bool) {
         *lock(&self.outcome) = Some(outcome);
         self.truncated.fetch_or(truncated, Ordering::AcqRel);

@@ -16,6 +16,9 @@ mod job;
 mod js;
 pub mod protocol;
 mod serve;
+// `sqlite3` runs only here, never in the VM.
+#[cfg(feature = "sqlite")]
+mod sqlite;
 pub mod zygote;
 
 pub use serve::main;

@@ -41,7 +41,7 @@ use ex_bashkit_core::hardening::{self, Fit, Plan, Report};
 use ex_bashkit_core::job::Job;
 use ex_bashkit_core::limits::LimitsExt;
 use ex_bashkit_core::options::SessionPlan;
-use ex_bashkit_core::options::{Egress, SessionOptions};
+use ex_bashkit_core::options::{Egress, Extra, SessionOptions};
 use ex_bashkit_core::policy::Gate;
 use ex_bashkit_core::runtime::{self, interpreters};
 use ex_bashkit_core::session::Session;
@@ -324,15 +324,21 @@ impl Worker {
     }
 
     /// The commands only a worker has: `node` for `javascript: true`,
-    /// whose `tools` reach the session's builtins through its gate.
+    /// whose `tools` reach the session's builtins through its gate, and
+    /// `sqlite3` for `sqlite: true`.
     fn commands<'o>(
         &self,
         options: &'o SessionOptions,
-    ) -> impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> ex_bashkit_core::options::Extra + 'o {
+    ) -> impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra + 'o {
         self.deadline.session(options.limits.execution().timeout);
         let deadline = self.deadline.clone();
         let code = self.code.clone();
         move |channel, gate| {
+            #[cfg_attr(
+                not(any(feature = "javascript", feature = "sqlite")),
+                allow(unused_mut)
+            )]
+            let mut extra = Extra::none();
             #[cfg(feature = "javascript")]
             if options.javascript {
                 let limits = options.limits.execution();
@@ -340,20 +346,26 @@ impl Worker {
                     outcome: code.clone(),
                     max_memory: options.limits.javascript_memory(),
                     max_output: (limits.max_stdout_bytes, limits.max_stderr_bytes),
-                    deadline,
+                    deadline: deadline.clone(),
                     tools: Arc::new(crate::js::Tools {
                         names: options.builtins.clone(),
                         channel: channel.clone(),
                         gate: gate.clone(),
                     }),
                 };
-                return vec![(
-                    "node".to_string(),
-                    Box::new(node) as Box<dyn bashkit::Builtin>,
-                )];
+                extra.builtins.push(("node".into(), Box::new(node)));
+            }
+            #[cfg(feature = "sqlite")]
+            if options.sqlite {
+                let max_db_bytes = options.limits.sqlite_bytes();
+                for name in ["sqlite3", "sqlite"] {
+                    let sqlite = crate::sqlite::Sqlite3::new(max_db_bytes);
+                    extra.builtins.push((name.into(), Box::new(sqlite)));
+                }
+                extra.switches.push(crate::sqlite::OPT_IN);
             }
             let _ = (channel, gate, deadline, code);
-            Vec::new()
+            extra
         }
     }
 

@@ -1,4 +1,6 @@
-//! `sqlite3` (`sqlite: true`): bashkit's engine (Turso) on the session's
+//! `sqlite3` (`sqlite: true`), a worker's only: bashkit's engine (Turso,
+//! beta upstream) never runs in the VM, and the NIF does not link it.
+//! The engine on the session's
 //! files, bounded by the session. Each invocation gets an engine of its
 //! own, as each `sqlite3` run is a process of its own in a shell: nothing
 //! is cached between commands (a file written by Python or a restored
@@ -39,7 +41,7 @@ impl Sqlite3 {
         // becomes the shortest it takes.
         let left = deadline.map_or(Duration::ZERO, |left| left.max(Duration::from_millis(1)));
         SqliteLimits::default()
-            .max_db_bytes(crate::limits::count(self.max_db_bytes))
+            .max_db_bytes(ex_bashkit_core::limits::count(self.max_db_bytes))
             .max_duration(left)
             .max_script_bytes(MAX_SCRIPT_BYTES.max(script_bytes.saturating_add(1024)))
     }
