@@ -53,7 +53,7 @@ bind() {
 mount -t proc proc "$root/proc"
 mounted+=("$root/proc")
 bind /dev
-# Workers make cgroups of their own (native/ex_bashkit/crates/core/src/hardening/cgroup.rs).
+# Workers make cgroups of their own (native/ex_bashkit/crates/jail/src/cgroup.rs).
 bind /sys
 bind "$repo"
 bind "$HOME/.cargo"

@@ -48,6 +48,6 @@ end
 
 # EX_BASHKIT_WORKER=path runs workers from another executable: a wrapper
 # that execs the real one under `strace -f`, to review the system calls
-# workers make (native/ex_bashkit/crates/core/src/hardening/syscalls.rs).
+# workers make (native/ex_bashkit/crates/jail/src/syscalls.rs).
 if worker = System.get_env("EX_BASHKIT_WORKER"),
   do: Application.put_env(:ex_bashkit, :worker_executable, worker)

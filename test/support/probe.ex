@@ -2,8 +2,8 @@ defmodule ExBashkit.Test.Probe do
   @moduledoc false
   # The probe worker (cargo feature `escape_probe`): the real worker plus
   # an `escape` builtin that makes raw system calls
-  # (native/ex_bashkit/crates/core/src/hardening/escape_probe.rs) and a `lie` builtin
-  # that writes forged frames to the VM (native/ex_bashkit/crates/core/src/hardening/
+  # (native/ex_bashkit/crates/core/src/probes/escape_probe.rs) and a `lie` builtin
+  # that writes forged frames to the VM (native/ex_bashkit/crates/core/src/probes/
   # lie_probe.rs). Built for the suite only, never shipped.
 
   import ExUnit.Assertions

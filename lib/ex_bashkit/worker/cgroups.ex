@@ -1,7 +1,7 @@
 defmodule ExBashkit.Worker.Cgroups do
   @moduledoc false
   # Removes the cgroup directories of workers that are gone
-  # (native/ex_bashkit/crates/core/src/hardening/cgroup.rs makes them). A cgroup can
+  # (native/ex_bashkit/crates/jail/src/cgroup.rs makes them). A cgroup can
   # only be removed once its last process has exited, which after a SIGKILL
   # takes a moment, so removals are retried for a while. As it starts, and
   # then every few minutes, it sweeps what no owner could remove: the

@@ -1,7 +1,7 @@
 defmodule ExBashkit.Worker.Hardening do
   @moduledoc false
   # The kernel's layers around a worker process (native/ex_bashkit/crates/
-  # core/src/hardening.rs applies them): how a worker is started for a session, what
+  # jail applies them): how a worker is started for a session, what
   # it reports, and what the host offers. See guides/isolation.md, "What
   # isolation: :process defends against".
   #

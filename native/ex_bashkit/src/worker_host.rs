@@ -61,16 +61,16 @@ fn worker_kill(os_pid: u32) -> bool {
 }
 
 /// What this host offers worker processes: `{seccomp, landlock_abi,
-/// user_namespaces, root}` (`hardening.rs`).
+/// user_namespaces, root}` (the jail crate, `crates/jail`).
 #[rustler::nif]
 fn host_isolation() -> (bool, u32, bool, bool) {
-    ex_bashkit_core::hardening::host_offers()
+    ex_bashkit_jail::host_offers()
 }
 
 /// The directories workers' cgroups are made in (`hardening/cgroup.rs`).
 #[rustler::nif]
 fn worker_cgroup_bases() -> Vec<String> {
-    ex_bashkit_core::hardening::cgroup_bases()
+    ex_bashkit_jail::cgroup_bases()
         .into_iter()
         .map(|dir| dir.to_string_lossy().into_owned())
         .collect()

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::Path;
 
 /// The workspace's crates, by the directory of each.
-const CRATES: [&str; 3] = [".", "crates/core", "crates/worker"];
+const CRATES: [&str; 5] = [".", "crates/protocol", "crates/core", "crates/jail", "crates/worker"];
 
 fn crate_dir(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
@@ -72,7 +72,7 @@ fn cycle_from(
 fn the_module_graph_is_acyclic() {
     for name in CRATES {
         let graph = module_graph(name);
-        assert!(graph.len() > 5, "{name}: found only {:?}", graph.keys());
+        assert!(graph.len() >= 4, "{name}: found only {:?}", graph.keys());
         for module in graph.keys() {
             if let Some(cycle) = cycle_from(&graph, module, &mut Vec::new()) {
                 panic!("{name}: module cycle: {}", cycle.join(" → "));
@@ -114,7 +114,7 @@ fn sources(dir: &Path) -> Vec<std::path::PathBuf> {
 
 #[test]
 fn only_the_nif_crate_knows_the_vm() {
-    for name in ["crates/core", "crates/worker"] {
+    for name in ["crates/core", "crates/jail", "crates/worker"] {
         let dir = crate_dir(name);
         let manifest = fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest");
         let depends = manifest
@@ -122,7 +122,7 @@ fn only_the_nif_crate_knows_the_vm() {
             .any(|line| !line.trim_start().starts_with('#') && line.contains("rustler"));
         assert!(!depends, "{name}/Cargo.toml depends on rustler");
         let files = sources(&dir.join("src"));
-        assert!(files.len() > 5, "{name}: found only {files:?}");
+        assert!(files.len() >= 4, "{name}: found only {files:?}");
         for file in files {
             let text = fs::read_to_string(&file).expect("a readable source file");
             for vm in ["rustler", "enif_"] {

@@ -1,7 +1,7 @@
 defmodule ExBashkit.EscapeTest do
   # The hardening of worker processes, attacked from inside. The worker
   # here is built with the escape probe (cargo feature `escape_probe`,
-  # native/ex_bashkit/crates/core/src/hardening/escape_probe.rs): an `escape` builtin
+  # native/ex_bashkit/crates/core/src/probes/escape_probe.rs): an `escape` builtin
   # making the raw system calls a script that took over its worker would.
   # Every attempt must fail and leave the host untouched; each family has a
   # positive control, so a probe that cannot do anything passes nothing.

@@ -1,6 +1,6 @@
 defmodule ExBashkit.LyingWorkerTest do
   # A compromised worker, for real: the probe worker (test builds only,
-  # native/ex_bashkit/crates/core/src/hardening/lie_probe.rs) speaks the protocol
+  # native/ex_bashkit/crates/core/src/probes/lie_probe.rs) speaks the protocol
   # honestly until a script runs `lie FILE`, which writes FILE's bytes,
   # forged frames, to the VM's pipe, as code that took over the
   # interpreter could. For each forgery: the caller is answered with

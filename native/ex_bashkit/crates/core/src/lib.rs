@@ -1,7 +1,7 @@
 //! The interpreter core of ex_bashkit: sessions over bashkit, their
 //! options, limits and memory accounting, the scripts' runtime, the file
-//! API, snapshots, and the kernel hardening of worker processes. It knows
-//! nothing of the BEAM: the NIF crate (`native/ex_bashkit`) and the worker
+//! API, snapshots, and what a session needs of a worker's jail (the jail
+//! itself is `crates/jail`). It knows nothing of the BEAM: the NIF crate (`native/ex_bashkit`) and the worker
 //! crate (`crates/worker`) each reach Elixir their own way, through the
 //! traits here (`callback::Remote`, `job::Job`, `streaming::Listen`).
 
@@ -16,7 +16,6 @@ pub mod file_kind;
 pub mod fs;
 #[cfg(feature = "git")]
 pub mod git;
-pub mod hardening;
 pub mod job;
 pub mod limits;
 pub mod memory;
@@ -27,6 +26,8 @@ pub mod nesting;
 pub mod network;
 pub mod options;
 pub mod policy;
+#[cfg(feature = "escape_probe")]
+pub mod probes;
 pub mod python;
 #[cfg(feature = "python")]
 mod python_tools;

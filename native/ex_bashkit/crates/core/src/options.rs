@@ -61,7 +61,7 @@ pub trait SessionPlan {
     ) -> impl std::future::Future<Output = Result<Bash, SessionError>> + Send;
 
     /// What the session needs of a worker process, for its hardening.
-    fn worker_needs(&self) -> crate::hardening::Needs<'_>;
+    fn worker_needs(&self) -> ex_bashkit_jail::Needs<'_>;
 
     /// The headers this session injects, with its own values.
     fn credentials(&self) -> Credentials;
@@ -105,9 +105,9 @@ impl SessionPlan for SessionOptions {
         }
         #[cfg(feature = "escape_probe")]
         {
-            let probe = crate::hardening::escape_probe::EscapeProbe;
+            let probe = crate::probes::escape_probe::EscapeProbe;
             builder = builder.builtin("escape", Box::new(probe));
-            builder = builder.builtin("lie", Box::new(crate::hardening::lie_probe::Lie));
+            builder = builder.builtin("lie", Box::new(crate::probes::lie_probe::Lie));
         }
         let mut bash = builder.build();
         // The switches were read by the build; a script has no use for them.
@@ -133,8 +133,8 @@ impl SessionPlan for SessionOptions {
         Ok(bash)
     }
 
-    fn worker_needs(&self) -> crate::hardening::Needs<'_> {
-        crate::hardening::Needs {
+    fn worker_needs(&self) -> ex_bashkit_jail::Needs<'_> {
+        ex_bashkit_jail::Needs {
             mounts: &self.mounts,
             script_bytes: self.limits.script_memory() as u64,
             files_bytes: self.limits.filesystem().max_total_bytes,

@@ -61,7 +61,7 @@ pub fn fields(pairs: Vec<(&str, Term)>) -> Term {
 }
 
 /// The hardening report: `{[{layer, :ok | {:missing, reason}}], cgroup_dirs, os_pid}`.
-pub fn hardening(report: &ex_bashkit_core::hardening::Report) -> Term {
+pub fn hardening(report: &ex_bashkit_jail::Report) -> Term {
     let dirs = report
         .cgroups
         .iter()
@@ -73,7 +73,7 @@ pub fn hardening(report: &ex_bashkit_core::hardening::Report) -> Term {
     tuple(vec![layers(report), list(dirs), integer(pid)])
 }
 
-fn layers(report: &ex_bashkit_core::hardening::Report) -> Term {
+fn layers(report: &ex_bashkit_jail::Report) -> Term {
     list(
         report
             .layers

@@ -11,9 +11,9 @@ use crate::codec::{self, atom, binary, boolean, integer, list, owned_binary, tup
 use crate::frame::IntoTerm;
 use ex_bashkit_core::callback::Request as CallRequest;
 use ex_bashkit_core::fs::Entry;
-use ex_bashkit_core::hardening::Report;
 use ex_bashkit_core::policy::Denial;
 use ex_bashkit_core::script_error::ScriptError;
+use ex_bashkit_jail::Report;
 use ex_bashkit_protocol::code::CodeOutcome;
 use ex_bashkit_protocol::etf;
 use ex_bashkit_protocol::outcome::{Listed, Ran};

@@ -37,7 +37,6 @@ use crate::protocol::{self, Event, FileOp, Frame, FsAnswer, NewAnswer, Outcome, 
 use ex_bashkit_core::call::Call;
 use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::exec::{run_on_session, Ran};
-use ex_bashkit_core::hardening::{self, Fit, Plan, Report};
 use ex_bashkit_core::job::Job;
 use ex_bashkit_core::limits::LimitsExt;
 use ex_bashkit_core::options::SessionPlan;
@@ -47,6 +46,7 @@ use ex_bashkit_core::runtime::{self, interpreters};
 use ex_bashkit_core::session::Session;
 use ex_bashkit_core::stop::Stop;
 use ex_bashkit_core::sync::lock;
+use ex_bashkit_jail::{self as hardening, Fit, Plan, Report};
 use ex_bashkit_protocol::call::CallOptions;
 
 /// Runs the worker until the VM closes the pipe; with `--zygote=NAME`, the
@@ -109,7 +109,7 @@ pub fn main() {
 /// (and dropped) so that `{:new, options}` costs what building a session
 /// costs in the VM, not a process's first steps. Once per process: a
 /// zygote's children inherit it. Starts no thread: none may start before
-/// the session's hardening (`hardening.rs`).
+/// the session's hardening (the jail crate, `crates/jail`).
 fn prepare() {
     static PREPARED: std::sync::Once = std::sync::Once::new();
     PREPARED.call_once(|| {

@@ -11,7 +11,7 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
-use crate::mounts::{Mount, MountMode};
+use ex_bashkit_protocol::options::{Mount, MountMode};
 
 /// The newest ABI this code knows; older kernels enforce what they have.
 const ABI_WANTED: ABI = ABI::V6;

@@ -12,7 +12,7 @@ use std::ffi::CString;
 
 use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult};
 
-use super::syscalls;
+use ex_bashkit_jail::syscalls;
 
 /// Found in the probe executable, never in the shipped worker.
 pub const MARKER: &str = "ex_bashkit escape probe: test builds only";

@@ -21,18 +21,14 @@
 //! still on the only thread, before the interpreter starts its own.
 
 mod cgroup;
-#[cfg(feature = "escape_probe")]
-pub mod escape_probe;
 mod landlock;
-#[cfg(feature = "escape_probe")]
-pub mod lie_probe;
 pub mod seccomp;
 pub mod syscalls;
 
 use std::ffi::CString;
 use std::time::Duration;
 
-use crate::mounts::Mount;
+use ex_bashkit_protocol::options::{Mount, MountMode};
 
 /// How a worker was started (its command line, from `ExBashkit.Worker`).
 #[derive(Debug, Clone)]
@@ -324,7 +320,7 @@ fn writer(mounts: &[Mount], worker_user: Option<(u32, u32)>) -> Option<(u32, u32
     use std::os::unix::fs::MetadataExt;
     let mut owners = mounts
         .iter()
-        .filter(|(_, _, mode)| *mode == crate::mounts::MountMode::ReadWrite)
+        .filter(|(_, _, mode)| *mode == MountMode::ReadWrite)
         .map(|(_, host, _)| std::fs::metadata(host).map(|m| (m.uid(), m.gid())).ok());
     let first = owners.next()??;
     let shared = owners.all(|owner| owner == Some(first));

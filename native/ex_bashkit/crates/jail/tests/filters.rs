@@ -2,8 +2,8 @@
 //! lists are consistent, and the filters compile. The filters at work are
 //! attacked from inside by test/ex_bashkit/worker/escape_test.exs.
 
-use ex_bashkit_core::hardening::seccomp;
-use ex_bashkit_core::hardening::syscalls;
+use ex_bashkit_jail::seccomp;
+use ex_bashkit_jail::syscalls;
 
 use std::collections::HashSet;
 
