@@ -1,3 +1,6 @@
+# Over 500 lines: the client API with its docs (about 200) and the one
+# GenServer that serves it; its state, runner, directory and placement
+# live in server/.
 defmodule ExBashkit.Server do
   @moduledoc """
   A session owned by a process: supervised, found by id, hibernating

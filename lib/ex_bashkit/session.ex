@@ -1,3 +1,5 @@
+# Over 500 lines for its documentation: 210 are code, the rest the docs
+# and doctests of the public API (the work lives in session/).
 defmodule ExBashkit.Session do
   @moduledoc """
   A persistent, stateful sandbox.

@@ -1,3 +1,5 @@
+# Over 500 lines for its documentation: 240 are code, the rest the docs
+# and doctests of the public API (the work lives in tool/).
 defmodule ExBashkit.Tool do
   @moduledoc """
   Ready-made tools for LLM agents: bash, file tools and Elixir, as plain

@@ -7,12 +7,16 @@ defmodule ExBashkit.Worker.Owner do
   # deadline, is frozen over its memory cap, its caller dies mid-script, or
   # the session is dropped. Every call it answers for a session, and every
   # pending call it names, carries an `ExBashkit.Worker.Handle`.
+  #
+  # Over 500 lines: one state machine, each event checked against what it
+  # waits for, reads best whole; its parts live in owner/ (a job, the
+  # bounds of an honest worker, egress, the start).
 
   use GenServer, restart: :temporary
 
   alias ExBashkit.{Native, Telemetry}
-  alias ExBashkit.Session.Options.Limits
-  alias ExBashkit.Worker.{Handle, Hardening, Protocol, Request, Spares, Zygote}
+  alias ExBashkit.Worker.{Handle, Protocol, Request, Zygote}
+  alias ExBashkit.Worker.Owner.{Bounds, Egress, Job, Start}
   alias ExBashkit.Worker.Port, as: WorkerPort
 
   # How long a worker may take to build its session (host mounts, CPython).
@@ -23,11 +27,6 @@ defmodule ExBashkit.Worker.Owner do
   # A script whose caller died stops at its next await point; one that does
   # not by then is inside work that never yields.
   @orphan_grace_ms 1_000
-  # What a frame may hold besides the data the session's limits allow
-  # (messages, names, framing).
-  @frame_margin 1024 * 1024
-  # The most of a response body one frame back to the worker holds.
-  @http_chunk 1024 * 1024
 
   @doc false
   def child_spec(start), do: %{super(start) | id: __MODULE__}
@@ -43,7 +42,7 @@ defmodule ExBashkit.Worker.Owner do
 
   @impl true
   def init({executable, plan, native}) do
-    bounds = bounds(native.limits)
+    bounds = Bounds.new(native.limits)
 
     state = %{
       port: nil,
@@ -78,13 +77,11 @@ defmodule ExBashkit.Worker.Owner do
       # The session's way out (`:allow_net`), in this VM: the worker has no
       # network, and the credentials never leave here. Ids of the requests
       # the worker is waiting on.
-      egress: egress(native),
+      egress: Egress.new(native),
       http: MapSet.new(),
       # The builtins and virtual_fs mounts the session has, and whether a
       # function decides its commands: a call of anything else is forged.
-      callables:
-        {MapSet.new(native.builtins), MapSet.new(native.virtual_fs),
-         match?({:ask, _, _}, native.command_policy)}
+      callables: Bounds.callables(native)
     }
 
     # Starting the process (~5-10 ms without a spare) happens after init:
@@ -96,29 +93,13 @@ defmodule ExBashkit.Worker.Owner do
   def handle_continue({:start, executable, args, native}, state) do
     {executable, args} = Zygote.launch(executable, args)
 
-    {port, os_pid} = take_or_open(executable, args, :prepared)
-    # The credentials of `:allow_net` stay in this VM (see egress/1).
+    # The credentials of `:allow_net` stay in this VM (Owner.Egress).
     native = %{native | credentials: []}
-    frame(port, Request.new(native))
+    {port, os_pid} = Start.open(executable, args, :prepared, native)
     timer = Process.send_after(self(), {:deadline, :start}, @start_deadline_ms)
     {:starting, waiting, nil} = state.status
     state = %{state | port: port, port_pid: os_pid, os_pid: os_pid}
     {:noreply, %{state | status: {:starting, waiting, timer}, start: {executable, args, native}}}
-  end
-
-  defp take_or_open(executable, args, kind) do
-    case Spares.take(executable, args, kind) do
-      nil ->
-        port = WorkerPort.open(executable, args)
-        {:os_pid, os_pid} = Port.info(port, :os_pid)
-        {port, os_pid}
-
-      {port, os_pid} ->
-        # A spare's Port was opened by ExBashkit.Worker.Spares: it must
-        # close when this owner goes, as one it opened would.
-        Process.link(port)
-        {port, os_pid}
-    end
   end
 
   @impl true
@@ -139,24 +120,7 @@ defmodule ExBashkit.Worker.Owner do
 
   def handle_call({:exec, script, caller, tag, callbacks_to, call}, _from, state) do
     {id, state} = next_id(state)
-    listeners = if call, do: call.stream_to, else: []
-    keep = call != nil and call.keep_output
-
-    job = %{
-      kind: :exec,
-      # A code run ends with its engine's outcome too.
-      run_code?: not is_binary(script),
-      caller: caller,
-      tag: tag,
-      monitor: Process.monitor(caller),
-      callbacks_to: callbacks_to,
-      listeners: listeners,
-      keep: keep,
-      out: [],
-      err: [],
-      sent: {0, 0},
-      started: false
-    }
+    job = Job.exec(script, caller, tag, callbacks_to, call)
 
     # A call's fresh credential values replace the session's here, as
     # they do in the VM; the worker never sees them.
@@ -165,7 +129,9 @@ defmodule ExBashkit.Worker.Owner do
 
     # The owner is the worker's one listener (it keeps and forwards the
     # output), and keeps the credentials: the worker sees neither.
-    call = call && %{call | stream_to: [], credentials: nil, keep_output: listeners != [] or keep}
+    call =
+      call &&
+        %{call | stream_to: [], credentials: nil, keep_output: job.listeners != [] or job.keep}
 
     request =
       case script do
@@ -179,15 +145,7 @@ defmodule ExBashkit.Worker.Owner do
 
   def handle_call({:job, kind, args, caller, tag}, _from, state) do
     {id, state} = next_id(state)
-
-    job = %{
-      kind: kind,
-      caller: caller,
-      tag: tag,
-      monitor: Process.monitor(caller),
-      started: false
-    }
-
+    job = Job.other(kind, caller, tag)
     frame(state.port, apply(Request, kind, [id | args]))
     state = put_in(state.jobs[id], job)
     state = if kind == :snapshot, do: max_frame(state), else: state
@@ -211,7 +169,7 @@ defmodule ExBashkit.Worker.Owner do
       %{^id => %{started: true} = job} ->
         # Past its deadline and still running: only the kernel can stop it.
         state = kill(state, :timeout, "a script did not stop at its deadline", except: id)
-        {:reply, {:killed, kept(job)}, state}
+        {:reply, {:killed, Job.kept(job)}, state}
 
       %{^id => job} ->
         frame(state.port, Request.abandon(id))
@@ -269,7 +227,7 @@ defmodule ExBashkit.Worker.Owner do
 
   def handle_info({:ex_bashkit_egress, id, answer}, state) do
     if alive?(state) and MapSet.member?(state.http, id) do
-      http_reply(state.port, id, answer)
+      Egress.reply(state.port, id, answer)
       {:noreply, %{state | http: MapSet.delete(state.http, id)}}
     else
       # The worker is gone, or stopped waiting (its deadline): dropped.
@@ -358,9 +316,17 @@ defmodule ExBashkit.Worker.Owner do
 
   defp event({:new, answer}, %{status: {:starting, waiting, timer}} = state) do
     case answer do
-      {:ok, {report, cgroups, os_pid}} -> ready(state, report, cgroups, os_pid, waiting, timer)
-      :unfit -> unfit(state)
-      {:error, message} -> kill(state, :start, message, telemetry: false)
+      {:ok, report} ->
+        case Start.ready(state, report, waiting, timer) do
+          {:ok, state} -> state
+          {:error, state, message} -> kill(state, :start, message, telemetry: false)
+        end
+
+      :unfit ->
+        Start.unfit(state)
+
+      {:error, message} ->
+        kill(state, :start, message, telemetry: false)
     end
   end
 
@@ -404,7 +370,7 @@ defmodule ExBashkit.Worker.Owner do
       MapSet.size(state.calls) >= state.bounds.calls ->
         violation(state, "more than #{state.bounds.calls} calls waiting at once")
 
-      not callable?(target, state.callables) ->
+      not Bounds.callable?(target, state.callables) ->
         violation(state, "a call of #{inspect(target)}, which the session does not have")
 
       state.target == nil ->
@@ -426,9 +392,7 @@ defmodule ExBashkit.Worker.Owner do
           else: violation(state, "an answer for job #{id}, which is not waiting")
 
       {job, jobs} ->
-        kind = if job[:run_code?], do: :run_code, else: job.kind
-
-        if Protocol.outcome(kind, outcome, state.bounds.output),
+        if Protocol.outcome(Job.outcome_kind(job), outcome, state.bounds.output),
           do: done(%{state | jobs: jobs}, job, outcome, usable),
           else: violation(state, "an answer that no #{job.kind} can give")
     end
@@ -437,7 +401,7 @@ defmodule ExBashkit.Worker.Owner do
   defp event({kind, id, result}, state) when kind in [:fs, :cancelled] do
     case Map.pop(state.requests, id) do
       {{from, timer, what}, requests} ->
-        if answers?(what, kind, result) do
+        if Bounds.answers?(what, kind, result) do
           Process.cancel_timer(timer)
           GenServer.reply(from, if(kind == :cancelled, do: {:ok, result}, else: result))
           %{state | requests: requests}
@@ -462,17 +426,7 @@ defmodule ExBashkit.Worker.Owner do
         violation(state, "more than #{state.bounds.requests} requests waiting at once")
 
       true ->
-        %{method: method, url: url, headers: headers, body: body, timeout_ms: timeout} = request
-
-        with {:error, message} <-
-               Native.egress_request(
-                 state.egress,
-                 {method, url, headers, body, timeout},
-                 self(),
-                 id
-               ),
-             do: http_reply(state.port, id, {:error, message})
-
+        Egress.request(state.egress, state.port, id, request)
         %{state | http: MapSet.put(state.http, id)}
     end
   end
@@ -480,61 +434,16 @@ defmodule ExBashkit.Worker.Owner do
   defp event(event, state),
     do: violation(state, "#{inspect(elem(event, 0))} while the worker is starting")
 
-  defp ready(state, report, cgroups, os_pid, waiting, timer) do
-    state = %{state | cgroups: cgroups, os_pid: os_pid}
-
-    case Hardening.check(report, state.plan) do
-      {:ok, layers} ->
-        Process.cancel_timer(timer)
-        for from <- waiting, do: GenServer.reply(from, {:ok, state.os_pid})
-        %{state | status: :ready, layers: layers, start: nil}
-
-      {:error, message} ->
-        kill(state, :start, message, telemetry: false)
-    end
-  end
-
-  # The spare was hardened ahead for the default session's needs (no
-  # mounts, no network, the default limits), which are not this session's:
-  # a plain spare hardens itself for them.
-  defp unfit(state) do
-    {executable, args, native} = state.start
-    WorkerPort.close(state.port)
-    {port, os_pid} = take_or_open(executable, args, :plain)
-    frame(port, Request.new(native))
-    %{state | port: port, port_pid: os_pid, os_pid: os_pid, inbox: Protocol.inbox()}
-  end
-
-  # A script's output, counted here: a worker never sends more than the
-  # session's caps (it cuts its stream at them), so one that does lies.
   defp chunk(state, id, job, stream, data) do
-    {out, err} = job.sent
-    {max_out, max_err} = state.bounds.output
-
-    sent =
-      if stream == :stdout,
-        do: {out + byte_size(data), err},
-        else: {out, err + byte_size(data)}
-
-    if elem(sent, 0) > max_out or elem(sent, 1) > max_err do
-      violation(state, "more #{stream} than the session's :max_#{stream}_bytes")
-    else
-      for {pid, tag} <- job.listeners, do: send(pid, {:ex_bashkit, tag, {stream, data}})
-
-      job =
-        cond do
-          not job.keep -> job
-          stream == :stdout -> %{job | out: [job.out | data]}
-          true -> %{job | err: [job.err | data]}
-        end
-
-      %{state | jobs: %{state.jobs | id => %{job | sent: sent}}}
+    case Job.chunk(job, stream, data, state.bounds.output) do
+      {:ok, job} -> %{state | jobs: %{state.jobs | id => job}}
+      {:error, why} -> violation(state, why)
     end
   end
 
   defp done(state, job, outcome, usable) do
     Process.demonitor(job.monitor, [:flush])
-    if job.caller, do: send(job.caller, {job.tag, with_kept(outcome, job)})
+    if job.caller, do: send(job.caller, {job.tag, Job.with_kept(outcome, job)})
 
     state =
       case job.kind do
@@ -555,33 +464,6 @@ defmodule ExBashkit.Worker.Owner do
         :frozen,
         "a script went past its memory limit inside work that cannot be interrupted"
       )
-
-  # A response goes back in frames of at most @http_chunk bytes.
-  defp http_reply(port, id, {:ok, {status, headers, body}}) do
-    for chunk <- chunks(body), do: frame(port, Request.http_body(id, chunk))
-    frame(port, Request.http_reply(id, {:ok, {status, headers}}))
-  end
-
-  defp http_reply(port, id, {:error, message}),
-    do: frame(port, Request.http_reply(id, {:error, message}))
-
-  defp chunks(<<chunk::binary-size(@http_chunk), rest::binary>>), do: [chunk | chunks(rest)]
-  defp chunks(<<>>), do: []
-  defp chunks(rest), do: [rest]
-
-  defp callable?({:builtin, name}, {builtins, _, _}), do: MapSet.member?(builtins, name)
-  defp callable?({:fs, mount}, {_, mounts, _}), do: MapSet.member?(mounts, mount)
-  defp callable?({:policy, "command"}, {_, _, asks?}), do: asks?
-  defp callable?(_target, _callables), do: false
-
-  defp egress(%{allow_net: :none}), do: nil
-
-  defp egress(native),
-    do: Native.egress_new(native.allow_net, native.block_private_ips, native.credentials)
-
-  defp answers?({:fs, op}, :fs, result), do: Protocol.fs_result(op, result)
-  defp answers?(:cancel, :cancelled, _result), do: true
-  defp answers?(_what, _kind, _result), do: false
 
   defp unless_abandoned(state, id, what) do
     if Map.has_key?(state.abandoned, id),
@@ -611,25 +493,6 @@ defmodule ExBashkit.Worker.Owner do
       else: %{state | max_frame: state.bounds.frame}
   end
 
-  defp bounds(limits) do
-    out = Limits.value(limits, :max_stdout_bytes)
-    err = Limits.value(limits, :max_stderr_bytes)
-    file = Limits.value(limits, :max_file_bytes)
-
-    # Each waiting call or request is the script's or one of its
-    # background jobs' (each waits for one answer at a time): an honest
-    # worker has at most that many, which these leave room for.
-    jobs = Limits.value(limits, :max_background_jobs) + 1
-
-    %{
-      calls: max(256, 4 * jobs),
-      requests: max(64, 2 * jobs),
-      output: {out, err},
-      frame: max(out + err, file) + @frame_margin,
-      snapshot_frame: max(out + err, Limits.value(limits, :max_snapshot_bytes)) + @frame_margin
-    }
-  end
-
   defp next_id(state), do: {state.next, %{state | next: state.next + 1}}
 
   defp request(state, id, what, from) do
@@ -638,20 +501,6 @@ defmodule ExBashkit.Worker.Owner do
   end
 
   defp alive?(state), do: not match?({:dead, _}, state.status)
-
-  defp kept(%{keep: true, out: out, err: err}),
-    do: {IO.iodata_to_binary(out), IO.iodata_to_binary(err)}
-
-  defp kept(_job), do: {"", ""}
-
-  # An error keeps what the script printed when the call asked for it, as
-  # the NIF's kept output does.
-  defp with_kept({:error, {reason, limit, message, "", ""}}, %{keep: true} = job) do
-    {out, err} = kept(job)
-    {:error, {reason, limit, message, out, err}}
-  end
-
-  defp with_kept(outcome, _job), do: outcome
 
   # Ends the worker and answers everything waiting on it; later calls get
   # `message`. `except:` names a job whose caller answers itself.
@@ -681,7 +530,7 @@ defmodule ExBashkit.Worker.Owner do
 
     for {id, job} <- state.jobs, id != except, job.caller != nil do
       Process.demonitor(job.monitor, [:flush])
-      send(job.caller, {job.tag, {:error, error(job, reason, message)}})
+      send(job.caller, {job.tag, {:error, Job.failed(job, reason, message)}})
     end
 
     for {_id, {from, timer, _what}} <- state.requests do
@@ -704,15 +553,4 @@ defmodule ExBashkit.Worker.Owner do
         inbox: Protocol.inbox()
     }
   end
-
-  defp error(%{kind: :exec} = job, reason, message) do
-    {out, err} = kept(job)
-    {error_reason(reason), if(reason == :timeout, do: :timeout_ms), message, out, err}
-  end
-
-  defp error(_job, _reason, message), do: message
-
-  defp error_reason(:timeout), do: :timeout
-  defp error_reason(:protocol), do: :protocol
-  defp error_reason(_reason), do: :error
 end
