@@ -9,7 +9,13 @@ use std::fs;
 use std::path::Path;
 
 /// The workspace's crates, by the directory of each.
-const CRATES: [&str; 5] = [".", "crates/protocol", "crates/core", "crates/jail", "crates/worker"];
+const CRATES: [&str; 5] = [
+    ".",
+    "crates/protocol",
+    "crates/core",
+    "crates/jail",
+    "crates/worker",
+];
 
 fn crate_dir(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)

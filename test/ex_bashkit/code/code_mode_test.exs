@@ -270,8 +270,8 @@ defmodule ExBashkit.CodeModeTest do
       assert {:error, "boom failed: kaput"} = Tool.call(raising, %{})
     end
 
-    test "the command policy governs tools called from JavaScript too" do
-      session = js_session([orders()], command_policy: {:deny, ["orders"]})
+    test "the command policy governs tools called from JavaScript and Python too, in one voice" do
+      session = js_session([orders()], command_policy: {:deny, ["orders"]}, python: true)
 
       assert %Result{exit_code: 1} = run(session, "orders list --customer acme")
 
@@ -283,6 +283,14 @@ defmodule ExBashkit.CodeModeTest do
 
       assert js.stdout =~ "orders"
       assert js.stdout =~ "denied"
+
+      code =
+        "try:\n    tools.orders.list(customer='acme')\nexcept RuntimeError as e:\n    print(e)\n"
+
+      :ok = Session.write_file(session, "/t.py", code)
+      python = run(session, "python3 /t.py")
+      # One bridge: the same refusal, word for word.
+      assert python.stdout == js.stdout
       refute_received {:called, _}
     end
 

@@ -41,4 +41,5 @@ pub mod stop;
 pub mod streaming;
 pub mod sync;
 pub mod tidy;
+pub mod tool_bridge;
 pub mod virtual_fs;

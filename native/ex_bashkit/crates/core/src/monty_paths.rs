@@ -22,13 +22,15 @@ use bashkit::{
 /// A Python builtin whose filesystem calls go through [`MontyPaths`].
 /// The second field is how many lines a prelude put above the script
 /// (the `:tools`' classes, `python_tools.rs`): its tracebacks' line
-/// numbers are the script's own again.
-pub struct MontyBuiltin<B>(pub B, pub usize);
+/// numbers are the script's own again. The third is where the script's
+/// tool calls say they run: this command's environment and directory.
+pub struct MontyBuiltin<B>(pub B, pub usize, pub Arc<crate::tool_bridge::Site>);
 
 #[async_trait]
 impl<B: Builtin> Builtin for MontyBuiltin<B> {
     async fn execute(&self, mut ctx: BuiltinContext<'_>) -> bashkit::Result<ExecResult> {
         ctx.fs = Arc::new(MontyPaths(ctx.fs));
+        self.2.set(ctx.env, ctx.cwd);
         let mut result = self.0.execute(ctx).await?;
         if self.1 > 0 && !result.stderr.is_empty() {
             let stderr = shift_lines(&result.stderr.text_lossy(), self.1);

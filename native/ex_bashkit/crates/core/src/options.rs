@@ -78,8 +78,11 @@ impl SessionPlan for SessionOptions {
     ) -> Result<Bash, SessionError> {
         let tools = python::Tools {
             names: &self.tools,
-            channel,
-            gate,
+            bridge: &Arc::new(crate::tool_bridge::ToolBridge::new(
+                self.builtins.clone(),
+                channel.clone(),
+                gate.clone(),
+            )),
         };
         let mut builder = python::register(
             builder(self, credentials, egress),

@@ -19,8 +19,7 @@ pub use ex_bashkit_protocol::options::PythonRuntime;
 /// The `:tools` Python (Monty) calls as functions, and the way to them.
 pub struct Tools<'a> {
     pub names: &'a [String],
-    pub channel: &'a std::sync::Arc<crate::callback::Channel>,
-    pub gate: &'a std::sync::Arc<crate::policy::Gate>,
+    pub bridge: &'a std::sync::Arc<crate::tool_bridge::ToolBridge>,
 }
 
 /// Registers `runtime` under each of `names`; nothing for no names.
@@ -47,14 +46,16 @@ pub fn register(
             for name in names {
                 let mut python = bashkit::Python::with_limits(monty.clone());
                 let mut prelude_lines = 0;
+                let site = std::sync::Arc::new(crate::tool_bridge::Site::default());
                 if !tools.names.is_empty() {
                     let (functions, handler, prelude) =
-                        crate::python_tools::functions(tools.names, tools.channel, tools.gate);
+                        crate::python_tools::functions(tools.names, tools.bridge, &site);
                     // bashkit runs "{prelude}\n{script}".
                     prelude_lines = prelude.matches('\n').count() + 1;
                     python = python.with_external_handler_and_prelude(functions, handler, prelude);
                 }
-                builder = builder.builtin(name, Box::new(MontyBuiltin(python, prelude_lines)));
+                let monty = MontyBuiltin(python, prelude_lines, site);
+                builder = builder.builtin(name, Box::new(monty));
             }
             builder
         }

@@ -1,18 +1,16 @@
 //! The `:tools` as Python functions (Monty): `tools.orders.list(customer=
 //! "acme")` calls the builtin `orders` with the argument `list` and the
-//! keyword arguments as a JSON object on stdin, through the session's gate
-//! and callbacks, as the command `orders list` would (and as JavaScript's
-//! `tools` does, `crates/worker/src/js.rs`). The JSON it prints comes back
-//! as Python values; a failure is a `RuntimeError` with the tool's words.
+//! keyword arguments as a JSON object on stdin, through the session's one
+//! tool bridge (`tool_bridge.rs`, JavaScript's too). The JSON it prints
+//! comes back as Python values; a failure is a `RuntimeError` with the
+//! tool's words.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use bashkit::{ExcType, ExtFunctionResult, MontyException, MontyObject, PythonExternalFnHandler};
 use serde_json::Value;
 
-use crate::callback::{Channel, Reply, Request};
-use crate::policy::Gate;
+use crate::tool_bridge::{Site, ToolBridge};
 
 /// The one external function the prelude's classes call.
 const CALL: &str = "__ex_bashkit_tool";
@@ -20,15 +18,15 @@ const CALL: &str = "__ex_bashkit_tool";
 /// The external functions, their handler and the prelude defining `tools`.
 pub fn functions(
     names: &[String],
-    channel: &Arc<Channel>,
-    gate: &Arc<Gate>,
+    bridge: &Arc<ToolBridge>,
+    site: &Arc<Site>,
 ) -> (Vec<String>, PythonExternalFnHandler, String) {
-    let channel = channel.clone();
-    let gate = gate.clone();
-    let handler: PythonExternalFnHandler = Arc::new(move |_function, args, kwargs| {
-        let channel = channel.clone();
-        let gate = gate.clone();
-        Box::pin(async move { call(&channel, &gate, args, kwargs).await })
+    let bridge = bridge.clone();
+    let site = site.clone();
+    let handler: PythonExternalFnHandler = Arc::new(move |_function, args, _kwargs| {
+        let bridge = bridge.clone();
+        let site = site.clone();
+        Box::pin(async move { call(&bridge, &site, args).await })
     });
     (vec![CALL.to_string()], handler, prelude(names))
 }
@@ -93,12 +91,7 @@ fn python_name(segment: &str) -> String {
     segment.replace('-', "_")
 }
 
-async fn call(
-    channel: &Channel,
-    gate: &Gate,
-    args: Vec<MontyObject>,
-    kwargs: Vec<(MontyObject, MontyObject)>,
-) -> ExtFunctionResult {
+async fn call(bridge: &ToolBridge, site: &Site, args: Vec<MontyObject>) -> ExtFunctionResult {
     let fail = |message: String| {
         ExtFunctionResult::Error(MontyException::new(ExcType::RuntimeError, Some(message)))
     };
@@ -107,7 +100,6 @@ async fn call(
     else {
         return fail("tools: call a tool with keyword arguments".into());
     };
-    let _ = kwargs;
     let mut object = serde_json::Map::new();
     for (key, value) in pairs {
         let MontyObject::String(key) = key else {
@@ -118,38 +110,17 @@ async fn call(
             None => return fail(format!("{tool}: argument {key} is not a JSON value")),
         };
     }
-    let mut path = tool.split('.').map(str::to_string);
-    let name = path.next().unwrap_or_default();
-    let path: Vec<String> = path.collect();
-    if let Err(why) = gate.admits(&name, &path) {
-        return fail(why);
-    }
-    let stdin = Value::Object(object).to_string();
-    let request = Request::Builtin {
-        name: &name,
-        args: &path,
-        stdin: stdin.as_bytes(),
-        env: &HashMap::new(),
-        cwd: "/",
-    };
-    match channel.call(request).await {
-        Ok(Reply::Output(stdout, _, 0)) => {
+    let path: Vec<String> = tool.split('.').map(str::to_string).collect();
+    let input = Value::Object(object).to_string();
+    match bridge.call(&path, &input, site).await {
+        Ok(stdout) => {
             let text = String::from_utf8_lossy(&stdout);
             match serde_json::from_str::<Value>(&text) {
                 Ok(value) => ExtFunctionResult::Return(from_json(value)),
                 Err(_) => ExtFunctionResult::Return(MontyObject::String(text.into_owned())),
             }
         }
-        Ok(Reply::Output(_, stderr, code)) => {
-            let message = String::from_utf8_lossy(&stderr).trim_end().to_string();
-            fail(if message.is_empty() {
-                format!("{tool} exited with status {code}")
-            } else {
-                message
-            })
-        }
-        Ok(_) => fail(format!("{tool}: invalid reply")),
-        Err(why) => fail(format!("{tool}: {why}")),
+        Err(error) => fail(error.message),
     }
 }
 

@@ -11,7 +11,7 @@
 //! deadline and a stack cap bound it.
 //!
 //! The parts: the command line (`invocation.rs`), what host functions
-//! share and do (`host.rs`), tools (`tools.rs`), hashes (`crypto.rs`),
+//! share and do (`host.rs`), hashes (`crypto.rs`),
 //! the engine's memory (`memory.rs`), what a script threw (`thrown.rs`),
 //! ES modules (`modules.rs`).
 
@@ -21,12 +21,12 @@ use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult};
 
 use crate::code::Slot;
 use crate::deadline::Deadline;
+use ex_bashkit_core::tool_bridge::ToolBridge;
 use host::Host;
 use invocation::{Invocation, Source};
 use run::{Evaluate, Run};
 
 pub use run::warm_up;
-pub use tools::Tools;
 
 /// The `node` command of one session.
 pub struct Node {
@@ -38,8 +38,9 @@ pub struct Node {
     pub max_output: (usize, usize),
     /// When the running script must stop (`deadline.rs`).
     pub deadline: Arc<Deadline>,
-    /// The session's builtins, as `tools` functions.
-    pub tools: Arc<Tools>,
+    /// The session's tools, as `tools.NAME.SUB(args)` calls them (the
+    /// core's one bridge, Python's too).
+    pub tools: Arc<ToolBridge>,
 }
 
 #[async_trait]
@@ -122,7 +123,6 @@ mod memory;
 mod modules;
 mod run;
 mod thrown;
-mod tools;
 
 #[cfg(test)]
 mod tests;

@@ -46,6 +46,8 @@ use ex_bashkit_core::runtime::{self, interpreters};
 use ex_bashkit_core::session::Session;
 use ex_bashkit_core::stop::Stop;
 use ex_bashkit_core::sync::lock;
+#[cfg(feature = "javascript")]
+use ex_bashkit_core::tool_bridge::ToolBridge;
 use ex_bashkit_jail::{self as hardening, Fit, Plan, Report};
 use ex_bashkit_protocol::call::CallOptions;
 
@@ -347,11 +349,11 @@ impl Worker {
                     max_memory: options.limits.javascript_memory(),
                     max_output: (limits.max_stdout_bytes, limits.max_stderr_bytes),
                     deadline: deadline.clone(),
-                    tools: Arc::new(crate::js::Tools {
-                        names: options.builtins.clone(),
-                        channel: channel.clone(),
-                        gate: gate.clone(),
-                    }),
+                    tools: Arc::new(ToolBridge::new(
+                        options.builtins.clone(),
+                        channel.clone(),
+                        gate.clone(),
+                    )),
                 };
                 extra.builtins.push(("node".into(), Box::new(node)));
             }

@@ -7,6 +7,8 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use ex_bashkit_core::sync::block_on;
+use ex_bashkit_core::tool_bridge::Site;
 use ex_bashkit_protocol::code::CodeOutcome;
 use rquickjs::context::EvalOptions;
 use rquickjs::{Ctx, Exception, Function, Object, Value};
@@ -109,17 +111,14 @@ pub fn install<'js>(
             let Some(tools) = &host.tools else {
                 return encode(failed("ENOENT", "this engine has no tools"));
             };
-            let mut path: Vec<String> = serde_json::from_str(&path).unwrap_or_default();
-            if path.is_empty() {
-                return encode(failed("EINVAL", "a tool name is required"));
-            }
-            let name = path.remove(0);
+            let path: Vec<String> = serde_json::from_str(&path).unwrap_or_default();
             let env: HashMap<String, String> = host.env.iter().cloned().collect();
-            encode(
-                tools
-                    .call(&name, &path, &stdin, &env, &host.cwd)
-                    .map(serde_json::Value::String),
-            )
+            let site = Site::at(env, host.cwd.clone());
+            let called = block_on(tools.call(&path, &stdin, &site));
+            encode(match called {
+                Ok(stdout) => Ok(String::from_utf8_lossy(&stdout).into_owned().into()),
+                Err(error) => Err((error.code, error.message)),
+            })
         })?,
     )?;
     let h = host.clone();

@@ -12,7 +12,7 @@ use ex_bashkit_protocol::code::CodeOutcome;
 use serde_json::{json, Value};
 
 use super::invocation::{Grants, MAX_READ_BYTES};
-use super::tools::Tools;
+use ex_bashkit_core::tool_bridge::ToolBridge;
 
 /// An operation's value, or Node's error code and message.
 pub type Answer = Result<Value, (&'static str, String)>;
@@ -52,7 +52,7 @@ pub struct Host {
     pub finished: Option<CodeOutcome>,
     #[cfg(feature = "network")]
     pub http: Option<Arc<bashkit::HttpClient>>,
-    pub tools: Option<Arc<Tools>>,
+    pub tools: Option<Arc<ToolBridge>>,
     /// Whether the engine refused an allocation (`memory.rs`).
     pub refused: Arc<AtomicBool>,
 }
