@@ -37,9 +37,11 @@ defmodule ExBashkit.Code do
   Before anything runs, `run/2` scans the code as `validate/2` does for
   APIs it refuses (`eval`, `new Function`, `require`, `import`,
   `process`, `fs` writes, and what `:allow` does not grant); a finding is
-  an `{:error, %ExBashkit.Error{reason: :denied}}`. The sandbox, not the
-  scan, is the boundary: code that hides a use from the scan still finds
-  nothing there to use.
+  an `{:error, %ExBashkit.Error{reason: :denied}}`. JavaScript is scanned
+  in its syntax tree (the oxc parser, in the worker that would run it),
+  so a name in a comment or a string is not a use and one inside a
+  template's `${…}` is. The sandbox, not the scan, is the boundary: code
+  that hides a use from the scan still finds nothing there to use.
 
   `language: :elixir` evaluates Elixir on a fresh peer node
   (`ExBashkit.Peer`) with `input` bound. That is not a sandbox: the code
@@ -122,6 +124,9 @@ defmodule ExBashkit.Code do
     end
   end
 
+  # JavaScript is scanned by the worker that runs it (in its syntax tree).
+  defp scan(_code, %{language: :javascript}), do: :ok
+
   defp scan(code, config) do
     case Scan.forbidden(config.language, code, config.allow) do
       [] ->
@@ -158,8 +163,7 @@ defmodule ExBashkit.Code do
   def validate(code, opts \\ []) when is_binary(code) do
     config = Config.new!(opts, "ExBashkit.Code.validate/2", :validate)
 
-    case Languages.syntax(config.language, code) ++
-           Scan.forbidden(config.language, code, config.allow) do
+    case Languages.check(config.language, code, config.allow) do
       [] -> :ok
       found -> {:error, found}
     end

@@ -331,7 +331,14 @@ defmodule ExBashkit.CodeTest do
       assert :ok = Code.validate("jq .", language: :bash)
     end
 
-    test "run refuses what validate finds, before any worker starts" do
+    test "code inside a template's ${…} is code; a property named like a global is not" do
+      code = "function execute(o) {\n  return `${eval('1')}` + o.process + o.fs.writeFileSync;\n}"
+
+      assert {:error, [%{kind: :forbidden, message: "eval() is forbidden", line: 2}]} =
+               Code.validate(code, language: :javascript)
+    end
+
+    test "run refuses what validate finds, before the code runs" do
       assert {:error, %Error{reason: :denied, line: 2, message: "eval() is forbidden (line 2)"}} =
                Code.run("function execute() {\n  return eval('1');\n}")
     end

@@ -70,8 +70,19 @@ defmodule ExBashkit.Code.Languages do
     end
   end
 
-  @doc "The syntax errors of `code`, parsed in a fresh worker and not run."
-  def syntax(:elixir, code) do
+  @doc """
+  What `code` would be refused for, without running it: its syntax
+  errors, and the uses of APIs a run with `allow` refuses. JavaScript is
+  checked by the worker's `node --check` (its syntax by the engine, its
+  uses in oxc's syntax tree, `js/scan.rs`); Python's syntax by CPython in a
+  fresh worker, its uses by `ExBashkit.Code.Scan`.
+  """
+  def check(:javascript, code, allow), do: syntax(:javascript, code, allow)
+
+  def check(language, code, allow),
+    do: syntax(language, code, allow) ++ ExBashkit.Code.Scan.forbidden(language, code, allow)
+
+  defp syntax(:elixir, code, _allow) do
     case Code.string_to_quoted(code) do
       {:ok, _} ->
         []
@@ -81,14 +92,14 @@ defmodule ExBashkit.Code.Languages do
     end
   end
 
-  def syntax(:bash, code) do
+  defp syntax(:bash, code, _allow) do
     case ExBashkit.Approval.analyze(code) do
       {:ok, _} -> []
       {:error, message} -> [syntax_error(nil, message)]
     end
   end
 
-  def syntax(language, code) do
+  defp syntax(language, code, allow) do
     config = %{
       input: nil,
       timeout_ms: 5_000,
@@ -104,7 +115,7 @@ defmodule ExBashkit.Code.Languages do
 
     check =
       case language do
-        :javascript -> "node --check /code/main.js"
+        :javascript -> "node --check --allow=#{Enum.join(allow, ",")} /code/main.js"
         :python -> "python3 /code/.run.py --check"
       end
 
@@ -113,15 +124,18 @@ defmodule ExBashkit.Code.Languages do
         {:ok, %{exit_code: 0, stdout: ""}} ->
           []
 
-        {:ok, %{stdout: "", stderr: stderr}} ->
-          [first | _] = String.split(stderr, "\n")
+        # `node --check --allow=…`: its findings on stdout, after its
+        # syntax error (on stderr) if it has one.
+        {:ok, %{exit_code: code, stdout: "[" <> _ = findings, stderr: stderr}} ->
+          {:ok, findings} = JSON.decode(findings)
+          syntax = if code == 0, do: [], else: [node_syntax_error(stderr)]
 
-          [
-            syntax_error(
-              stack_line(stderr),
-              String.replace_prefix(first, "Uncaught SyntaxError: ", "")
-            )
-          ]
+          syntax ++
+            for %{"message" => message, "line" => line} <- findings,
+                do: %{kind: :forbidden, message: message, line: line}
+
+        {:ok, %{stdout: "", stderr: stderr}} ->
+          [node_syntax_error(stderr)]
 
         {:ok, %{stdout: stdout}} ->
           {:ok, %{"error" => error}} = JSON.decode(stdout)
@@ -136,6 +150,11 @@ defmodule ExBashkit.Code.Languages do
   end
 
   defp syntax_error(line, message), do: %{kind: :syntax, message: message, line: line}
+
+  defp node_syntax_error(stderr) do
+    [first | _] = String.split(stderr, "\n")
+    syntax_error(stack_line(stderr), String.replace_prefix(first, "Uncaught SyntaxError: ", ""))
+  end
 
   defp meta_line(meta) when is_list(meta), do: meta[:line]
   defp meta_line(line) when is_integer(line), do: line
@@ -210,6 +229,17 @@ defmodule ExBashkit.Code.Languages do
 
   defp answer({:ok, {result, {:error, %{kind: :timeout, message: message}}}}, language),
     do: failure(:timeout, "the #{language} runtime failed: #{message}", result)
+
+  defp answer({:ok, {result, {:error, %{kind: :denied, message: message, line: line}}}}, _),
+    do:
+      {:error,
+       %Error{
+         reason: :denied,
+         message: message,
+         line: line,
+         stdout: result.stdout,
+         stderr: result.stderr
+       }}
 
   defp answer({:ok, {result, {:error, error}}}, _language), do: {:error, thrown(error, result)}
 

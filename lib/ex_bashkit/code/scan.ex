@@ -1,36 +1,19 @@
 defmodule ExBashkit.Code.Scan do
   @moduledoc false
-  # The static half of ExBashkit.Code.validate/2:
-  # uses of APIs a run refuses, found in the source with its comments and
-  # string literals blanked out (newlines kept, so lines still count). It
-  # is policy for code written in good faith, not the boundary: the
-  # sandbox is, and it refuses these at run time whatever the spelling.
+  # The static half of ExBashkit.Code.validate/2 for Python and bash:
+  # uses of APIs a run refuses. Python's are found in the source with its
+  # comments and string literals blanked out (newlines kept, so lines
+  # still count); bash's in bashkit's parse of the script. JavaScript's
+  # are found by the worker, in oxc's syntax tree (crates/worker/src/js/
+  # scan.rs). It is policy for code written in good faith, not the
+  # boundary: the sandbox is, and it refuses these at run time whatever
+  # the spelling.
 
   @typedoc "One finding: what is wrong and where."
   @type violation :: %{kind: :syntax | :forbidden, message: String.t(), line: pos_integer() | nil}
 
   # Functions, not attributes: a compiled regex cannot be a module
   # attribute on OTP 28.
-  defp javascript_rules do
-    [
-      {~r/\beval\s*\(/, "eval() is forbidden"},
-      {~r/\bnew\s+Function\b|(?<![\w$.])Function\s*\(/, "new Function() is forbidden"},
-      {~r/\brequire\s*\(/, "require() is forbidden"},
-      {~r/(?<![\w$.])import\b/, "import is forbidden"},
-      {~r/(?<![\w$.])process\b/, "process is forbidden"},
-      {~r/\bfs\s*\.\s*(write|append|unlink|rm|mkdir|rename|copy|symlink|chmod|truncate)\w*/,
-       "fs writes are forbidden"}
-    ]
-  end
-
-  defp javascript_grants_rules do
-    [
-      {:fetch, ~r/(?<![\w$.])fetch\s*\(/, "fetch() needs allow: [:fetch]"},
-      {:read_files, ~r/(?<![\w$.])fs\s*\./, "fs needs allow: [:read_files]"},
-      {:crypto, ~r/(?<![\w$.])crypto\s*\./, "crypto needs allow: [:crypto]"}
-    ]
-  end
-
   defp python_rules do
     [
       {~r/(?<![\w.])(eval|exec|compile)\s*\(/, "eval(), exec() and compile() are forbidden"},
@@ -50,14 +33,7 @@ defmodule ExBashkit.Code.Scan do
   end
 
   @doc "The forbidden uses in `code`, in source order."
-  @spec forbidden(atom(), String.t(), [atom()]) :: [violation()]
-  def forbidden(:javascript, code, allow),
-    do:
-      find(
-        blank(code, :javascript),
-        javascript_rules() ++ ungranted(javascript_grants_rules(), allow)
-      )
-
+  @spec forbidden(:python | :bash | :elixir, String.t(), [atom()]) :: [violation()]
   def forbidden(:python, code, allow),
     do: find(blank(code, :python), python_rules() ++ ungranted(python_grants_rules(), allow))
 
@@ -92,24 +68,21 @@ defmodule ExBashkit.Code.Scan do
 
   defp line_at(text, at), do: 1 + length(:binary.matches(binary_part(text, 0, at), "\n"))
 
-  # Comments and string literals as spaces; newlines kept. Template
-  # literals are blanked whole, `${…}` included: a scan of code, not a
-  # parser.
+  # Comments and string literals as spaces; newlines kept: a scan of
+  # code, not a parser.
   @doc false
-  @spec blank(String.t(), :javascript | :python) :: String.t()
+  @spec blank(String.t(), :python) :: String.t()
   def blank(code, language), do: code |> blank(language, []) |> IO.iodata_to_binary()
 
   defp blank(<<>>, _language, acc), do: Enum.reverse(acc)
 
-  defp blank("//" <> rest, :javascript = l, acc), do: to_line_end(rest, l, ["  " | acc])
   defp blank("#" <> rest, :python = l, acc), do: to_line_end(rest, l, [" " | acc])
-  defp blank("/*" <> rest, :javascript = l, acc), do: to_close(rest, "*/", l, ["  " | acc])
 
   defp blank(<<q::binary-size(3), rest::binary>>, :python = l, acc)
        when q in [~s("""), "'''"],
        do: to_close(rest, q, l, ["   " | acc])
 
-  defp blank(<<q, rest::binary>>, l, acc) when q in [?", ?'] or (q == ?` and l == :javascript),
+  defp blank(<<q, rest::binary>>, l, acc) when q in [?", ?'],
     do: to_quote(rest, q, l, [" " | acc])
 
   defp blank(<<c::utf8, rest::binary>>, l, acc), do: blank(rest, l, [<<c::utf8>> | acc])
@@ -135,9 +108,8 @@ defmodule ExBashkit.Code.Scan do
     do: to_quote(rest, q, l, ["  " | acc])
 
   defp to_quote(<<q, rest::binary>>, q, l, acc), do: blank(rest, l, [" " | acc])
-  # An unclosed quote ends at the line's end, except a template literal's.
-  defp to_quote(<<?\n, rest::binary>>, q, l, acc) when q != ?`, do: blank(rest, l, ["\n" | acc])
-  defp to_quote(<<?\n, rest::binary>>, q, l, acc), do: to_quote(rest, q, l, ["\n" | acc])
+  # An unclosed quote ends at the line's end.
+  defp to_quote(<<?\n, rest::binary>>, _q, l, acc), do: blank(rest, l, ["\n" | acc])
   defp to_quote(<<_c::utf8, rest::binary>>, q, l, acc), do: to_quote(rest, q, l, [" " | acc])
   defp to_quote(<<_byte, rest::binary>>, q, l, acc), do: to_quote(rest, q, l, [" " | acc])
 

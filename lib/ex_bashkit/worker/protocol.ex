@@ -222,7 +222,7 @@ defmodule ExBashkit.Worker.Protocol do
 
   @reasons [:timeout, :cancelled, :limit, :parse_error, :denied, :error]
   # What an engine may say of code it ran (`code.rs`).
-  @code_reasons [:syntax, :exception, :memory, :timeout, :limit]
+  @code_reasons [:syntax, :exception, :memory, :timeout, :limit, :denied]
   # The most denials a script reports (policy.rs).
   @max_denials 100
 

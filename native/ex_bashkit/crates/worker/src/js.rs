@@ -13,7 +13,7 @@
 //! The parts: the command line (`invocation.rs`), what host functions
 //! share and do (`host.rs`), hashes (`crypto.rs`),
 //! the engine's memory (`memory.rs`), what a script threw (`thrown.rs`),
-//! ES modules (`modules.rs`).
+//! what the code runner refuses (`scan.rs`), ES modules (`modules.rs`).
 
 use std::sync::Arc;
 
@@ -22,6 +22,8 @@ use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult};
 use crate::code::Slot;
 use crate::deadline::Deadline;
 use ex_bashkit_core::tool_bridge::ToolBridge;
+use ex_bashkit_protocol::code::{CodeError, CodeOutcome};
+use ex_bashkit_protocol::outcome::Reason;
 use host::Host;
 use invocation::{Invocation, Source};
 use run::{Evaluate, Run};
@@ -65,6 +67,19 @@ impl Builtin for Node {
                 }
             },
         };
+        // The code runner's modes scan the code for what they refuse.
+        let findings = invocation
+            .execute
+            .as_ref()
+            .map(|execute| scan::scan(&code, execute.grants));
+        if let (Some(findings), Some(_), false) = (&findings, &invocation.execute, invocation.check)
+        {
+            if !findings.is_empty() {
+                self.outcome
+                    .put(CodeOutcome::Error(refused(findings)), false);
+                return Ok(ExecResult::with_code(String::new(), 1));
+            }
+        }
         let module = invocation.execute.is_none()
             && !invocation.print
             && modules::is_module(&filename, &code);
@@ -101,9 +116,11 @@ impl Builtin for Node {
             print: invocation.print && !invocation.check,
             max_memory: self.max_memory,
             deadline: self.deadline.at(),
+            // Checked, the code is declared and never run.
             execute: invocation
                 .execute
                 .as_ref()
+                .filter(|_| !invocation.check)
                 .map(|execute| (execute, &*self.outcome)),
             module: module.then_some(if invocation.check {
                 Evaluate::No
@@ -111,7 +128,28 @@ impl Builtin for Node {
                 Evaluate::Yes
             }),
         };
-        run.go(host)
+        let mut result = run.go(host)?;
+        // `--check --allow=…`: the syntax (an error on stderr), and what a
+        // run would refuse, on stdout.
+        if let (true, Some(findings)) = (invocation.check, findings) {
+            result.stdout = serde_json::to_string(&findings).unwrap_or_default().into();
+        }
+        Ok(result)
+    }
+}
+
+/// A run refused for what its code uses: `:denied`, each use with its line.
+fn refused(findings: &[scan::Finding]) -> CodeError {
+    let message = findings
+        .iter()
+        .map(|finding| format!("{} (line {})", finding.message, finding.line))
+        .collect::<Vec<_>>()
+        .join("; ");
+    CodeError {
+        kind: Reason::Denied,
+        name: String::new(),
+        message,
+        line: findings.first().map(|finding| finding.line),
     }
 }
 
@@ -122,6 +160,7 @@ mod invocation;
 mod memory;
 mod modules;
 mod run;
+mod scan;
 mod thrown;
 
 #[cfg(test)]
