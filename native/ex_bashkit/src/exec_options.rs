@@ -37,7 +37,6 @@ pub fn call(options: Option<ExecOptions<'_>>, caps: (usize, usize)) -> Call {
     let Some(ExecOptions { call, stream_to }) = options else {
         return Call::default();
     };
-    let timeout = call.timeout();
     let output = call.streams().then(|| {
         let listeners = stream_to
             .into_iter()
@@ -45,14 +44,5 @@ pub fn call(options: Option<ExecOptions<'_>>, caps: (usize, usize)) -> Call {
             .collect();
         Arc::new(Output::new(listeners, call.keep_output, caps))
     });
-    Call {
-        timeout,
-        env: call.env,
-        cwd: call.cwd,
-        output,
-        stdin: call.stdin,
-        args: call.args,
-        credentials: call.credentials,
-        command_policy: call.command_policy,
-    }
+    Call::new(call, output)
 }

@@ -1,6 +1,7 @@
 //! What one `exec` call asks for beyond its script (`:timeout_ms`, `:env`,
 //! `:cwd`, stdin, arguments, live output, fresh credentials), owned by its
-//! job; built from the VM's terms by the NIF and from a frame by a worker.
+//! job; built from the protocol's `CallOptions` (which the NIF reads from
+//! the VM's terms and a worker from a frame) by [`Call::new`], here only.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,7 @@ use std::time::Duration;
 use crate::network::CredentialRules;
 use crate::policy::CommandPolicy;
 use crate::streaming::Output;
+use ex_bashkit_protocol::call::CallOptions;
 
 /// What one call asks for, owned by its job.
 #[derive(Default)]
@@ -24,6 +26,21 @@ pub struct Call {
 }
 
 impl Call {
+    /// The plan of a call with these options; `output` follows what the
+    /// script writes, when anyone does.
+    pub fn new(options: CallOptions, output: Option<Arc<Output>>) -> Self {
+        Self {
+            timeout: options.timeout(),
+            env: options.env,
+            cwd: options.cwd,
+            output,
+            stdin: options.stdin,
+            args: options.args,
+            credentials: options.credentials,
+            command_policy: options.command_policy,
+        }
+    }
+
     /// bashkit's options for the run: stdin, positional parameters, and
     /// the output callback.
     pub fn bashkit_options(&mut self) -> bashkit::ExecOptions {

@@ -448,19 +448,12 @@ fn exec(
 ) -> Result<impl std::future::Future<Output = Outcome> + Send + 'static, String> {
     let script = ex_bashkit_core::exec::script_text(&script)?;
     session.usable()?;
-    let call = call.unwrap_or_default();
+    let mut call = call.unwrap_or_default();
     let timeout = call.timeout();
     let output = call.streams().then(|| job.output(session.output_caps));
-    let plan = Call {
-        timeout,
-        stdin: call.stdin,
-        env: call.env,
-        cwd: call.cwd,
-        args: call.args,
-        credentials: None,
-        output,
-        command_policy: call.command_policy,
-    };
+    // The owner keeps the credentials; none ever come here.
+    call.credentials = None;
+    let plan = Call::new(call, output);
     Ok(async move {
         if let Some(timeout) = timeout {
             hardening::cpu_backstop(timeout);
