@@ -43,6 +43,13 @@ defmodule ExBashkit.Session.ExecOptions do
       default: nil,
       doc: "the positional parameters `$1`, `$2`, … (`$@`, `$#`) for this call."
     ],
+    arg0: [
+      type: {:custom, &__MODULE__.arg0!/1},
+      default: nil,
+      doc:
+        "`$0` for this call (a script's own name, as `bash script.sh` gives it); " <>
+          "without it `$0` is `bash`."
+    ],
     into: [
       type: {:custom, &__MODULE__.into!/1},
       default: nil,
@@ -88,6 +95,7 @@ defmodule ExBashkit.Session.ExecOptions do
     :stdin,
     :cwd,
     :args,
+    :arg0,
     :credentials,
     :command_policy,
     env: [],
@@ -135,6 +143,7 @@ defmodule ExBashkit.Session.ExecOptions do
         env: opts.env,
         cwd: opts.cwd,
         args: opts.args,
+        arg0: opts.arg0,
         stream_to: listeners,
         keep_output: opts.errors == :struct or opts.stream_to != nil,
         command_policy:
@@ -149,6 +158,13 @@ defmodule ExBashkit.Session.ExecOptions do
       errors: opts.errors
     }
   end
+
+  @doc false
+  def arg0!(nil), do: nil
+  def arg0!(name) when is_binary(name) and name != "", do: name
+
+  def arg0!(other),
+    do: raise(ArgumentError, ":arg0 must be a non-empty string, got: #{inspect(other)}")
 
   @doc false
   def stdin!(nil), do: nil

@@ -361,6 +361,23 @@ defmodule ExBashkit.LiveControlTest do
       assert {:ok, %Result{stdout: "0\n"}} = Session.exec(session, ~S(echo "$#"))
     end
 
+    test ":arg0 is $0 for the call only, in the VM and in a worker" do
+      for isolation <- [:none, :process] do
+        session = Session.new(isolation: isolation)
+
+        assert {:ok, %Result{stdout: "deploy.sh a\n"}} =
+                 Session.exec(session, ~S(echo "$0 $1"), arg0: "deploy.sh", args: ["a"])
+
+        assert {:ok, %Result{stdout: "bash\n"}} = Session.exec(session, ~S(echo "$0"))
+      end
+
+      for bad <- ["", :name, 1] do
+        assert_raise ArgumentError, ~r/:arg0/, fn ->
+          Session.exec(Session.new(), "true", arg0: bad)
+        end
+      end
+    end
+
     test ":timeout_ms is bounded by the session's own limit" do
       session = Session.new(limits: [timeout_ms: 200])
       started = System.monotonic_time(:millisecond)

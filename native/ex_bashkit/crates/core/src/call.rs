@@ -20,6 +20,8 @@ pub struct Call {
     pub output: Option<Arc<Output>>,
     pub stdin: Option<Vec<u8>>,
     pub args: Option<Vec<String>>,
+    /// `$0`.
+    pub arg0: Option<String>,
     pub credentials: Option<CredentialRules>,
     /// The call's own `:command_policy`, instead of the session's.
     pub command_policy: Option<CommandPolicy>,
@@ -36,6 +38,7 @@ impl Call {
             output,
             stdin: options.stdin,
             args: options.args,
+            arg0: options.arg0,
             credentials: options.credentials,
             command_policy: options.command_policy,
         }
@@ -50,6 +53,9 @@ impl Call {
         }
         if let Some(args) = self.args.take() {
             options = options.positional(args);
+        }
+        if let Some(arg0) = self.arg0.take() {
+            options = options.arg0(arg0);
         }
         if let Some(output) = &self.output {
             options = options.streaming(output.callback());

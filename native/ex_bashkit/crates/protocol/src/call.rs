@@ -18,6 +18,8 @@ pub struct CallOptions {
     pub env: Vec<(String, String)>,
     pub cwd: Option<String>,
     pub args: Option<Vec<String>>,
+    /// `$0` for this call.
+    pub arg0: Option<String>,
     /// Processes that follow the output, `{pid, tag}`: the NIF reads them
     /// itself (a pid is the VM's); here they only count.
     pub stream_to: Vec<IgnoredAny>,
