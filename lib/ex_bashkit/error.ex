@@ -16,9 +16,12 @@ defmodule ExBashkit.Error do
       nothing; or, with `:command_policy_abort`, the command policy
       stopped it at a command it denies), `:protocol` (an `isolation: :process` session's worker sent
       something no honest worker sends, and was killed: see
-      `guides/isolation.md`); for `ExBashkit.Code.run/2` also `:syntax`,
-      `:exception` and `:memory`; or `:error` (anything else: a runtime failure,
-      a bad `:cwd`, a caller that exited).
+      `guides/isolation.md`); for `ExBashkit.Code.run/2` also `:syntax` (the
+      code does not parse in its language), `:exception` (it threw, whatever
+      it threw) and `:memory` (its engine's memory cap ran out); or `:error`
+      (anything else: a runtime failure, a bad `:cwd`, a caller that exited).
+      These are the library's one list of reasons: the NIF, a worker and
+      every language engine answer in these words.
     * `:limit` — for `:limit` and `:timeout`, the key of the limit that
       tripped, as in `guides/limits.md` (`:max_commands`, `:timeout_ms`,
       …; `:memory_budget_bytes` is the VM-wide config key); else `nil`.

@@ -78,11 +78,9 @@ impl SessionPlan for SessionOptions {
     ) -> Result<Bash, SessionError> {
         let tools = python::Tools {
             names: &self.tools,
-            bridge: &Arc::new(crate::tool_bridge::ToolBridge::new(
-                self.builtins.clone(),
-                channel.clone(),
-                gate.clone(),
-            )),
+            builtins: &self.builtins,
+            channel,
+            gate,
         };
         let mut builder = python::register(
             builder(self, credentials, egress),

@@ -16,10 +16,13 @@ use bashkit::BashBuilder;
 
 pub use ex_bashkit_protocol::options::PythonRuntime;
 
-/// The `:tools` Python (Monty) calls as functions, and the way to them.
+/// The `:tools` Python (Monty) calls as functions, and what the bridge
+/// to them (`tool_bridge.rs`) is made of.
 pub struct Tools<'a> {
     pub names: &'a [String],
-    pub bridge: &'a std::sync::Arc<crate::tool_bridge::ToolBridge>,
+    pub builtins: &'a [String],
+    pub channel: &'a std::sync::Arc<crate::callback::Channel>,
+    pub gate: &'a std::sync::Arc<crate::policy::Gate>,
 }
 
 /// Registers `runtime` under each of `names`; nothing for no names.
@@ -43,13 +46,20 @@ pub fn register(
             // bashkit's opt-in for running Monty inside this process.
             let mut builder = builder.env("BASHKIT_ALLOW_INPROCESS_PYTHON", "1");
             let monty = monty_limits(limits);
+            let bridge = (!tools.names.is_empty()).then(|| {
+                std::sync::Arc::new(crate::tool_bridge::ToolBridge::new(
+                    tools.builtins.to_vec(),
+                    tools.channel.clone(),
+                    tools.gate.clone(),
+                ))
+            });
             for name in names {
                 let mut python = bashkit::Python::with_limits(monty.clone());
                 let mut prelude_lines = 0;
                 let site = std::sync::Arc::new(crate::tool_bridge::Site::default());
-                if !tools.names.is_empty() {
+                if let Some(bridge) = &bridge {
                     let (functions, handler, prelude) =
-                        crate::python_tools::functions(tools.names, tools.bridge, &site);
+                        crate::python_tools::functions(tools.names, bridge, &site);
                     // bashkit runs "{prelude}\n{script}".
                     prelude_lines = prelude.matches('\n').count() + 1;
                     python = python.with_external_handler_and_prelude(functions, handler, prelude);

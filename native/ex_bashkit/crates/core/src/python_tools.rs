@@ -112,7 +112,8 @@ async fn call(bridge: &ToolBridge, site: &Site, args: Vec<MontyObject>) -> ExtFu
     }
     let path: Vec<String> = tool.split('.').map(str::to_string).collect();
     let input = Value::Object(object).to_string();
-    match bridge.call(&path, &input, site).await {
+    let (env, cwd) = site.get();
+    match bridge.call(&path, &input, &env, &cwd).await {
         Ok(stdout) => {
             let text = String::from_utf8_lossy(&stdout);
             match serde_json::from_str::<Value>(&text) {

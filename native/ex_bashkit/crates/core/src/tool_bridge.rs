@@ -41,13 +41,14 @@ impl ToolBridge {
     }
 
     /// Calls the tool at `path` (`["orders", "list"]`: the builtin and its
-    /// arguments) with `input` (JSON) on stdin, as a command run in `site`
-    /// would be; answers the tool's stdout.
+    /// arguments) with `input` (JSON) on stdin, as a command run with
+    /// `env` in `cwd` would be; answers the tool's stdout.
     pub async fn call(
         &self,
         path: &[String],
         input: &str,
-        site: &Site,
+        env: &HashMap<String, String>,
+        cwd: &str,
     ) -> Result<Vec<u8>, ToolError> {
         let fail = |code, message: String| Err(ToolError { code, message });
         let Some((name, args)) = path.split_first() else {
@@ -59,13 +60,12 @@ impl ToolBridge {
         if let Err(why) = self.gate.admits(name, args) {
             return fail("EACCES", why);
         }
-        let (env, cwd) = site.get();
         let request = Request::Builtin {
             name,
             args,
             stdin: input.as_bytes(),
-            env: &env,
-            cwd: &cwd,
+            env,
+            cwd: if cwd.is_empty() { "/" } else { cwd },
         };
         match self.channel.call(request).await {
             Ok(Reply::Output(stdout, _, 0)) => Ok(stdout.into_vec()),
@@ -89,22 +89,13 @@ impl ToolBridge {
 pub struct Site(Mutex<(HashMap<String, String>, String)>);
 
 impl Site {
-    pub fn at(env: HashMap<String, String>, cwd: String) -> Self {
-        Self(Mutex::new((env, cwd)))
-    }
-
     /// The engine now runs here.
     pub fn set(&self, env: &HashMap<String, String>, cwd: &std::path::Path) {
         *lock(&self.0) = (env.clone(), cwd.display().to_string());
     }
 
-    fn get(&self) -> (HashMap<String, String>, String) {
-        let (env, cwd) = &*lock(&self.0);
-        let cwd = if cwd.is_empty() {
-            "/".to_string()
-        } else {
-            cwd.clone()
-        };
-        (env.clone(), cwd)
+    /// Where the engine runs now.
+    pub fn get(&self) -> (HashMap<String, String>, String) {
+        lock(&self.0).clone()
     }
 }

@@ -98,11 +98,7 @@ impl Builtin for Node {
         let caps = [self.max_output.0, self.max_output.1];
         let mut host = Host::new(ctx.fs.clone(), ctx.cwd.display().to_string(), caps);
         host.filename = filename.clone();
-        host.env = ctx
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        host.env = ctx.env.clone();
         host.argv = argv;
         host.grants = invocation.execute.as_ref().map(|execute| execute.grants);
         #[cfg(feature = "network")]

@@ -2,13 +2,11 @@
 //! Node's globals on, taken from the global object before the script runs.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ex_bashkit_core::sync::block_on;
-use ex_bashkit_core::tool_bridge::Site;
 use ex_bashkit_protocol::code::CodeOutcome;
 use rquickjs::context::EvalOptions;
 use rquickjs::{Ctx, Exception, Function, Object, Value};
@@ -54,9 +52,7 @@ pub fn install<'js>(
     object.set(
         "env",
         Function::new(ctx.clone(), move || {
-            let host = h.borrow();
-            let env: HashMap<&String, &String> = host.env.iter().map(|(k, v)| (k, v)).collect();
-            serde_json::to_string(&env).unwrap_or_default()
+            serde_json::to_string(&h.borrow().env).unwrap_or_default()
         })?,
     )?;
     let h = host.clone();
@@ -112,9 +108,7 @@ pub fn install<'js>(
                 return encode(failed("ENOENT", "this engine has no tools"));
             };
             let path: Vec<String> = serde_json::from_str(&path).unwrap_or_default();
-            let env: HashMap<String, String> = host.env.iter().cloned().collect();
-            let site = Site::at(env, host.cwd.clone());
-            let called = block_on(tools.call(&path, &stdin, &site));
+            let called = block_on(tools.call(&path, &stdin, &host.env, &host.cwd));
             encode(match called {
                 Ok(stdout) => Ok(String::from_utf8_lossy(&stdout).into_owned().into()),
                 Err(error) => Err((error.code, error.message)),

@@ -2,6 +2,7 @@
 //! operations the prelude (`prelude.js`) builds `fs` and `fetch` on. Each
 //! operation answers JSON, `{"ok": value}` or `{"err": code, "msg": text}`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -39,7 +40,7 @@ pub struct Host {
     /// The script's name, as its stack traces give it.
     pub filename: String,
     pub cwd: String,
-    pub env: Vec<(String, String)>,
+    pub env: HashMap<String, String>,
     pub argv: Vec<String>,
     pub out: [Vec<u8>; 2],
     pub caps: [usize; 2],
@@ -64,7 +65,7 @@ impl Host {
             fs,
             filename: String::new(),
             cwd,
-            env: Vec::new(),
+            env: HashMap::new(),
             argv: Vec::new(),
             out: [Vec::new(), Vec::new()],
             caps,

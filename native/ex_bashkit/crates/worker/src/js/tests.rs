@@ -25,7 +25,7 @@ fn run_with(
         "/".into(),
         [1 << 20, 1 << 20],
     );
-    host.env = vec![("HOME".into(), "/home".into())];
+    host.env = [("HOME".to_string(), "/home".to_string())].into();
     host.argv = vec!["/usr/bin/node".into()];
     host.grants = execute.map(|(execute, _)| execute.grants);
     host.filename = "/code/main.js".into();
