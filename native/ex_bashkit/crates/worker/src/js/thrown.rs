@@ -1,7 +1,7 @@
 //! What a script threw: for the code runner, a [`CodeError`] in the
 //! library's words; for a plain run, the text Node prints.
 
-use rquickjs::{CaughtError, Value};
+use rquickjs::{CaughtError, Exception, Value};
 
 use ex_bashkit_protocol::code::CodeError;
 use ex_bashkit_protocol::outcome::Reason;
@@ -34,10 +34,7 @@ pub fn code_error(
 pub fn caught_error(caught: CaughtError<'_>, filename: &str, refused: bool) -> CodeError {
     match caught {
         CaughtError::Exception(exception) => {
-            let name = exception
-                .get::<_, String>("name")
-                .unwrap_or_else(|_| "Error".into());
-            let message = exception.message().unwrap_or_default();
+            let (name, message) = name_and_message(&exception);
             let stack = exception.stack().unwrap_or_default();
             code_error(&name, &message, &stack, false, filename, refused)
         }
@@ -53,6 +50,14 @@ pub fn caught_error(caught: CaughtError<'_>, filename: &str, refused: bool) -> C
             code_error("Error", &error.to_string(), "", false, filename, refused)
         }
     }
+}
+
+/// An exception's name (`Error` when it has none) and message.
+fn name_and_message(exception: &Exception<'_>) -> (String, String) {
+    let name = exception
+        .get::<_, String>("name")
+        .unwrap_or_else(|_| "Error".into());
+    (name, exception.message().unwrap_or_default())
 }
 
 /// The first line of `filename` a stack names (`at f (/code/main.js:3:7)`).
@@ -71,10 +76,7 @@ fn line_in(stack: &str, filename: &str) -> Option<u32> {
 pub fn uncaught(caught: CaughtError<'_>) -> String {
     match caught {
         CaughtError::Exception(exception) => {
-            let name = exception
-                .get::<_, String>("name")
-                .unwrap_or_else(|_| "Error".into());
-            let message = exception.message().unwrap_or_default();
+            let (name, message) = name_and_message(&exception);
             let head = if message.is_empty() {
                 name
             } else {
