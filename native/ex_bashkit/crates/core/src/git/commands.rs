@@ -506,6 +506,22 @@ impl Ctx<'_> {
 
     // ---- add, rm, mv -------------------------------------------------------
 
+    /// What `commit` changed from its first parent (from nothing for a
+    /// root commit), within `specs`.
+    pub(super) async fn commit_changes(
+        &self,
+        commit: &super::repo::Commit,
+        specs: &[String],
+    ) -> Result<Vec<Change>, Out> {
+        let before = self
+            .repo
+            .commit_files(commit.parents.first().map(String::as_str))
+            .await
+            .map_err(failed)?;
+        let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
+        self.changes(&before, &after, None, specs).await
+    }
+
     /// The changes from `old` to `new` (or to the work tree's tracked
     /// files when `work` is given), their contents read.
     pub(super) async fn changes(

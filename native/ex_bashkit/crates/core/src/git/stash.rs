@@ -210,13 +210,7 @@ impl Ctx<'_> {
             .stash_entry(position(args.operands.first().copied())?)
             .await?;
         let commit = self.repo.commit(&stash).await.map_err(failed)?;
-        let before = self
-            .repo
-            .commit_files(commit.parents.first().map(String::as_str))
-            .await
-            .map_err(failed)?;
-        let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
-        let changes = self.changes(&before, &after, None, &[]).await?;
+        let changes = self.commit_changes(&commit, &[]).await?;
         if args.has(&["-p", "--patch"]) {
             return Ok(Out::ok(
                 changes.iter().map(diff::Change::patch).collect::<String>(),

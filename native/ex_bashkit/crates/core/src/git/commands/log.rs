@@ -391,13 +391,7 @@ impl Ctx<'_> {
             let needs_changes =
                 (patch || stat || !specs.is_empty()) && !(merge && specs.is_empty());
             let changes = if needs_changes {
-                let before = self
-                    .repo
-                    .commit_files(commit.parents.first().map(String::as_str))
-                    .await
-                    .map_err(failed)?;
-                let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
-                self.changes(&before, &after, None, &specs).await?
+                self.commit_changes(&commit, &specs).await?
             } else {
                 Vec::new()
             };
@@ -500,14 +494,8 @@ impl Ctx<'_> {
         if args.has(&["-s", "--no-patch", "--quiet"]) || (commit.parents.len() > 1 && !summary) {
             return Ok(Out::ok(out));
         }
-        let before = self
-            .repo
-            .commit_files(commit.parents.first().map(String::as_str))
-            .await
-            .map_err(failed)?;
-        let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
         let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
-        let changes = self.changes(&before, &after, None, &specs).await?;
+        let changes = self.commit_changes(&commit, &specs).await?;
         if !changes.is_empty() {
             if matches!(style, Style::Medium) {
                 out.push('\n');
