@@ -15,12 +15,20 @@ defmodule ExBashkit.Application do
       # callback chains their deadlock check reads.
       ExBashkit.Callbacks.child_specs(),
       ExBashkit.Store.Memory,
-      # The table of live servers (ExBashkit.Server.list/0), before them.
+      # The table of live servers (ExBashkit.Server.list/0), and the one of
+      # the servers of the ids this node owns, before them.
       ExBashkit.Server.Directory,
+      ExBashkit.Server.Names,
       {DynamicSupervisor,
        name: ExBashkit.Server.Supervisor, strategy: :one_for_one, max_restarts: 1_000},
-      # The calls servers run, and the relays of their streams.
+      # The calls servers run, the relays of their streams, and the ring's
+      # hand-overs.
       {Task.Supervisor, name: ExBashkit.Server.TaskSupervisor},
+      # Which node owns which id: the nodes running servers, as a :pg group.
+      %{id: :pg, start: {:pg, :start_link, [ExBashkit.Server.Ring.scope()]}},
+      ExBashkit.Server.Ring,
+      # The servers of other nodes to start here when those nodes die.
+      ExBashkit.Server.Roster,
       # `isolation: :process`: the owners of live workers, the zygotes'
       # keeper, spare workers and the cgroups' sweeper, in the order
       # worker/tree.ex explains. Spares harden ahead for the default

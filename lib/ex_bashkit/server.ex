@@ -3,8 +3,10 @@
 # live in server/.
 defmodule ExBashkit.Server do
   @moduledoc """
-  A session owned by a process: supervised, found by id, hibernating
-  when idle, persisted to a store, and movable across an Erlang cluster.
+  A session owned by a process: supervised, found by id anywhere in an
+  Erlang cluster (on the node that owns the id), hibernating when idle,
+  persisted to a store, handed over when nodes join and restarted from
+  its store when its node dies.
 
   One server per agent conversation is the intended shape (see
   `guides/sandbox_per_conversation.md`). Look it up by the conversation's
@@ -47,7 +49,7 @@ defmodule ExBashkit.Server do
 
   alias ExBashkit.{Session, Store}
   alias ExBashkit.Sandbox.Contract
-  alias ExBashkit.Server.{Directory, Options, Placement, Runner, State}
+  alias ExBashkit.Server.{Directory, Options, Owned, Placement, Roster, Runner, State}
 
   @typedoc "A server: its pid, or the name it was registered under."
   @type server :: GenServer.server()
@@ -127,48 +129,60 @@ defmodule ExBashkit.Server do
   @doc """
   The server of session `id`, started (with `opts`) if none runs.
 
-  The server is registered cluster-wide, as `{:global, {ExBashkit.Server,
-  id}}`: any connected node finds it. Started, it first looks for the
-  session's record in its `:store`; a session that was persisted (before a
-  crash, a VM restart, or on a node that is gone) comes back from there,
-  with the `:session` options given now or, if none are, those it was
-  persisted with.
+  In a cluster, the server of an id runs on the id's owner: the node that
+  ranks first for it among the nodes running ex_bashkit (rendezvous
+  hashing over a `:pg` group; no lock, no cluster-wide registration).
+  Any node finds it, asking the owner when it is another node. When
+  nodes join, the servers whose ids a new node now owns are handed over
+  to it with their sessions; when a node dies, its servers with a
+  `:store` start again on their new owners from their last saved state
+  on first use (see "A cluster" in `guides/sandbox_per_conversation.md`).
+  `:node` is refused here: the owner places the server.
+
+  Started, the server first looks for the session's record in its
+  `:store`; a session that was persisted (before a crash, a VM restart,
+  or on a node that is gone) comes back from there, with the `:session`
+  options given now or, if none are, those it was persisted with.
 
       iex> {:ok, a} = ExBashkit.Server.get_or_start({:user, 7})
       iex> ExBashkit.Server.whereis({:user, 7}) == a
       true
+      iex> {:ok, %{stdout: "hi\\n"}} = ExBashkit.Server.exec(ExBashkit.Server.name({:user, 7}), "echo hi")
       iex> ExBashkit.Server.stop(a)
       :ok
   """
   @spec get_or_start(term(), [option()]) :: {:ok, pid()} | {:error, term()}
   def get_or_start(id, opts \\ []) do
-    case whereis(id) do
-      nil ->
-        opts = Keyword.merge(opts, id: id, name: {:global, {__MODULE__, id}})
-
-        case start(opts) do
-          {:error, {:already_started, pid}} -> {:ok, pid}
-          other -> other
-        end
-
-      pid ->
-        {:ok, pid}
+    if Keyword.keyword?(opts) and Keyword.has_key?(opts, :node) do
+      raise ArgumentError,
+            "ExBashkit.Server.get_or_start/2 places a server on its id's owner and takes " <>
+              "no :node; start/1 starts a server on a chosen node"
     end
+
+    opts = Options.validate!(opts, "ExBashkit.Server.get_or_start/2")
+    Owned.get_or_start(id, opts, __MODULE__)
   end
 
   @doc """
-  The pid of the server `get_or_start/2` registered for `id`, or `nil`.
+  The pid of the server `get_or_start/2` started for `id`, or `nil`.
 
       iex> ExBashkit.Server.whereis("nobody")
       nil
   """
   @spec whereis(term()) :: pid() | nil
-  def whereis(id) do
-    case :global.whereis_name({__MODULE__, id}) do
-      :undefined -> nil
-      pid -> pid
-    end
-  end
+  def whereis(id), do: Owned.whereis(id)
+
+  @doc """
+  A name for the server of `id`, for this module's functions, any
+  `GenServer` function, or wherever a sandbox is taken: each use finds
+  the server where it runs now. `{:global, {ExBashkit.Server, id}}`, the
+  name of earlier versions, still works with this module's functions.
+
+      iex> ExBashkit.Server.name("conversation-42")
+      {:via, ExBashkit.Server.Owned, "conversation-42"}
+  """
+  @spec name(term()) :: GenServer.name()
+  defdelegate name(id), to: Owned
 
   @doc """
   Stops the server, after writing its session to its store (if it has
@@ -332,8 +346,9 @@ defmodule ExBashkit.Server do
 
   @doc """
   Moves the server to `node`: the session is snapshotted, restored by a
-  new server there, and the name (`{:global, _}`, as `get_or_start/2`
-  registers) re-pointed at it. Calls made meanwhile wait and are served
+  new server there, and its `{:global, _}` name re-pointed at it. The
+  server of an id (`get_or_start/2`'s) runs on the id's owner and is not
+  moved by hand: it answers `{:error, message}`. Calls made meanwhile wait and are served
   by the new server; the old pid forwards calls for a few seconds, then
   stops. Returns `{:ok, new_pid}` or `{:error, message}` (the server then
   stays where it was).
@@ -345,7 +360,10 @@ defmodule ExBashkit.Server do
     do: raise(ArgumentError, "ExBashkit.Server.move/2 expects a node, got: #{inspect(node)}")
 
   # Every call waits as long as the server needs (each operation bounds its
-  # own time); a server that is gone is an error, not an exit.
+  # own time); a server that is gone is an error, not an exit. The name of
+  # earlier versions finds the server of an id where it runs now.
+  defp call({:global, {__MODULE__, id}}, request), do: call(Owned.name(id), request)
+
   defp call(server, request) do
     case GenServer.call(server, request, :infinity) do
       # What the session function raised (a bad option), raised here.
@@ -369,9 +387,17 @@ defmodule ExBashkit.Server do
     with :ok <- Placement.register(arg.name, arg.registrar, Map.get(arg, :takeover)) do
       state = State.new(arg)
       schedule_persist(state)
+      enlist(state)
       {:ok, published(state)}
     end
   end
+
+  # A server that recovers eagerly is known to its id's backup node.
+  defp enlist(%State{roster: nil}), do: :ok
+  defp enlist(state), do: Roster.enlist(state.id, state.roster, __MODULE__)
+
+  defp delist(%State{roster: nil}), do: :ok
+  defp delist(state), do: Roster.delist(state.id)
 
   @impl true
   def handle_call(request, from, %State{forward_to: nil} = state), do: route(request, from, state)
@@ -386,6 +412,10 @@ defmodule ExBashkit.Server do
   # wakes a hibernated server); the others queue behind a move, hibernate
   # or stop that waits for running calls, and are served otherwise.
   defp route(:info, _from, state), do: reply(State.describe(state), state)
+
+  # The ring asks, to keep one of two servers of an id (a healed partition).
+  defp route(:epoch, _from, state), do: reply(state.epoch || 0, state)
+  defp route(:fence, _from, state), do: delist(state) && {:stop, :normal, :ok, State.fence(state)}
 
   defp route(:cancel, _from, state) do
     if State.awake?(state),
@@ -424,22 +454,29 @@ defmodule ExBashkit.Server do
 
   defp serve(:hibernate, _from, state) do
     case State.hibernate(state) do
-      {:ok, state} -> {:reply, :ok, published(state), :hibernate}
-      {:error, message, state} -> {:reply, {:error, message}, state}
+      {:ok, state} ->
+        {:reply, :ok, published(state), :hibernate}
+
+      {:error, message, %State{fenced?: true} = state} ->
+        {:stop, :normal, {:error, message}, state}
+
+      {:error, message, state} ->
+        {:reply, {:error, message}, state}
     end
   end
 
   defp serve({:stop, delete?}, _from, state) do
+    delist(state)
     state = if delete?, do: State.forget(state), else: state
     {:stop, :normal, :ok, state}
   end
 
-  defp serve({:move, target}, _from, state) do
-    case Placement.move(state, target, __MODULE__) do
-      {:ok, successor, state} -> {:reply, {:ok, successor}, state}
-      {:error, message, state} -> {:reply, {:error, message}, state}
-    end
-  end
+  defp serve({:move, target}, _from, state),
+    do: relocated(Placement.move(state, target, __MODULE__))
+
+  # The ring hands an id's server over to the id's new owner.
+  defp serve({:handover, target}, _from, state),
+    do: relocated(Placement.handover(state, target, __MODULE__))
 
   # The snapshot a moving server hands over.
   defp serve({:adopt, snapshot}, _from, state) do
@@ -448,6 +485,9 @@ defmodule ExBashkit.Server do
       {:error, message, state} -> {:reply, {:error, message}, state}
     end
   end
+
+  defp relocated({:ok, successor, state}), do: {:reply, {:ok, successor}, state}
+  defp relocated({:error, message, state}), do: {:reply, {:error, message}, state}
 
   # A call is done: with `persist: :after_exec`, its changes are written
   # before its caller hears back, so that nothing it was told is lost.
@@ -458,9 +498,17 @@ defmodule ExBashkit.Server do
     state = %{state | running: running, dirty?: state.dirty? or writes?, last_call: State.now()}
     state = if running == %{}, do: State.recover(state), else: state
     state = if state.persist == :after_exec, do: State.persist(state, :exec), else: state
-    GenServer.reply(from, reply)
-    state = published(state)
-    if running == %{}, do: idle(state), else: {:noreply, state}
+
+    if state.fenced? do
+      # A newer server of this session claimed its store: what this call
+      # changed is not kept, and this server stops.
+      GenServer.reply(from, {:error, State.stale(state)})
+      {:stop, :normal, state}
+    else
+      GenServer.reply(from, reply)
+      state = published(state)
+      if running == %{}, do: idle(state), else: {:noreply, state}
+    end
   end
 
   # A call's task killed before it answered (it cannot fail otherwise).
@@ -487,6 +535,7 @@ defmodule ExBashkit.Server do
       true ->
         case State.hibernate(state) do
           {:ok, state} -> {:noreply, published(state), :hibernate}
+          {:error, _message, %State{fenced?: true} = state} -> {:stop, :normal, state}
           {:error, _message, state} -> {:noreply, arm_idle(state, state.idle_after)}
         end
     end
@@ -495,12 +544,20 @@ defmodule ExBashkit.Server do
   def handle_info(:persist_tick, state) do
     schedule_persist(state)
 
-    if State.busy?(state) or state.forward_to != nil,
-      do: {:noreply, state},
-      else: {:noreply, State.persist(state, :tick)}
+    if State.busy?(state) or state.forward_to != nil do
+      {:noreply, state}
+    else
+      state = State.persist(state, :tick)
+      if state.fenced?, do: {:stop, :normal, state}, else: {:noreply, state}
+    end
   end
 
   def handle_info(:retire, state), do: {:stop, :normal, state}
+
+  # The members changed: the backup of this id may have.
+  def handle_info(:enlist, %State{forward_to: nil} = state),
+    do: enlist(state) && {:noreply, state}
+
   def handle_info(_message, state), do: {:noreply, state}
 
   # A graceful stop (stop/2, the supervisor, the VM) keeps the session.

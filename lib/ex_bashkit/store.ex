@@ -56,6 +56,21 @@ defmodule ExBashkit.Store do
   A callback that raises or returns `{:error, reason}` fails the
   operation that needed it (a wake, a persist) with `{:error, message}`;
   the server stays up.
+
+  ## Fencing: one writer per session across a partition
+
+  Two more callbacks, optional, let a store refuse the writes of a server
+  that is no longer the session's owner (two halves of a partitioned
+  cluster may each start a server of one id). `c:claim/2` raises the
+  session's epoch by one and answers it, atomically; a server claims
+  once, when it first reads its record. `c:put/4` writes only if the
+  stored epoch is not newer than the writer's, and answers
+  `{:error, :stale}` otherwise: the older server then stops without
+  writing, and what it ran since its last save is lost (the newer one
+  goes on from the record). In SQL, an `epoch` column and
+  `UPDATE sandboxes SET record = $2, epoch = $3 WHERE id = $1 AND
+  epoch <= $3`. Both stores that ship implement them; a store without
+  them is written by whichever server saves last.
   """
 
   @typedoc "A session id: any term the application names conversations by."
@@ -72,6 +87,18 @@ defmodule ExBashkit.Store do
 
   @doc "Forgets `id`; deleting what is not there is `:ok`."
   @callback delete(opts :: keyword(), id()) :: :ok | {:error, term()}
+
+  @doc "Raises the epoch of `id` by one (from 0 when it has none) and answers it."
+  @callback claim(opts :: keyword(), id()) :: {:ok, pos_integer()} | {:error, term()}
+
+  @doc """
+  Saves `record` under `id` for a writer that claimed `epoch`, unless the
+  stored epoch is newer: then `{:error, :stale}` and nothing written.
+  """
+  @callback put(opts :: keyword(), id(), record :: binary(), epoch :: pos_integer()) ::
+              :ok | {:error, :stale} | {:error, term()}
+
+  @optional_callbacks claim: 2, put: 4
 
   @doc false
   # A `:store` option checked, with the stores' own options normalized
@@ -114,6 +141,27 @@ defmodule ExBashkit.Store do
   def put({module, opts}, id, record), do: guard(module, :put, [opts, id, record])
 
   @doc false
+  # A fenced write (`put/4`) when the writer claimed an epoch and the store
+  # fences; `:stale` when a newer writer claimed the session.
+  @spec put(t(), id(), binary(), pos_integer() | nil) :: :ok | :stale | {:error, String.t()}
+  def put(store, id, record, nil), do: put(store, id, record)
+
+  def put({module, opts}, id, record, epoch) do
+    if function_exported?(module, :put, 4),
+      do: guard(module, :put, [opts, id, record, epoch]),
+      else: put({module, opts}, id, record)
+  end
+
+  @doc false
+  # The writer's epoch, or `nil` from a store that does not fence.
+  @spec claim(t(), id()) :: {:ok, pos_integer() | nil} | {:error, String.t()}
+  def claim({module, opts}, id) do
+    if function_exported?(module, :claim, 2),
+      do: guard(module, :claim, [opts, id]),
+      else: {:ok, nil}
+  end
+
+  @doc false
   @spec fetch(t(), id()) :: {:ok, binary()} | :error | {:error, String.t()}
   def fetch({module, opts}, id), do: guard(module, :fetch, [opts, id])
 
@@ -126,6 +174,8 @@ defmodule ExBashkit.Store do
       :ok -> :ok
       :error when callback == :fetch -> :error
       {:ok, record} when callback == :fetch and is_binary(record) -> {:ok, record}
+      {:ok, epoch} when callback == :claim and is_integer(epoch) and epoch > 0 -> {:ok, epoch}
+      {:error, :stale} when callback == :put and length(args) == 4 -> :stale
       {:error, reason} -> {:error, "#{inspect(module)}.#{callback} failed: #{message(reason)}"}
       other -> {:error, "#{inspect(module)}.#{callback} returned #{inspect(other)}"}
     end

@@ -7,26 +7,13 @@ defmodule ExBashkit.ShellTest do
 
   alias ExBashkit.{Server, Shell}
   alias ExBashkit.Shell.{Continuation, LineEditor}
-  alias ExBashkit.Test.Cluster
   alias Mix.Tasks.ExBashkit.Shell, as: ShellTask
 
   @moduletag :tmp_dir
 
   doctest ExBashkit.Shell
 
-  # Runs the shell in a process reading `input`; returns its answer and
-  # what it wrote.
-  defp shell(input, opts \\ []) do
-    {:ok, io} = StringIO.open(input)
-
-    answer =
-      fn -> Process.group_leader(self(), io) && Shell.start(Keyword.put(opts, :input, :lines)) end
-      |> Task.async()
-      |> Task.await(20_000)
-
-    {_, output} = StringIO.contents(io)
-    {answer, output}
-  end
+  defp shell(input, opts \\ []), do: ExBashkit.Test.ShellRun.run(input, opts)
 
   describe "from lines (IEx)" do
     test "runs commands, keeps state, continues open constructs, leaves on exit" do
@@ -110,25 +97,6 @@ defmodule ExBashkit.ShellTest do
       assert output =~ "42\n"
       assert Server.read_file(server, "/answer") == {:ok, "42\n"}
       Server.stop(server)
-    end
-
-    @tag timeout: 120_000
-    test "a server on another node, by name" do
-      {_peer, node} = Cluster.start_node()
-      id = {:shell_remote, make_ref()}
-      {:ok, server} = Server.get_or_start(id, node: node)
-      assert node(server) == node
-      {:ok, output} = shell("hostname; echo from-host > /note\n", attach: {:global, {Server, id}})
-      assert output =~ "bashkit-sandbox\n"
-      assert :erpc.call(node, Server, :read_file, [server, "/note"]) == {:ok, "from-host\n"}
-
-      # What the shell relies on: a server streams to a listener on another node.
-      assert {:ok, %{stdout: "a\nb\n"}} =
-               Server.exec(server, "echo a; echo b", stream_to: {self(), :t})
-
-      assert_receive {:ex_bashkit, :t, {:stdout, "a\n"}}
-      assert_receive {:ex_bashkit, :t, {:stdout, "b\n"}}
-      assert_receive {:ex_bashkit, :t, {:exit, {:ok, %{exit_code: 0}}}}
     end
 
     @tag timeout: 120_000

@@ -5,7 +5,6 @@ defmodule ExBashkit.StoreTest do
   doctest ExBashkit.Store.Disk
 
   alias ExBashkit.{Server, Store}
-  alias ExBashkit.Test.Cluster
 
   @key "a key of sixteen bytes or more"
 
@@ -31,8 +30,64 @@ defmodule ExBashkit.StoreTest do
     assert Store.fetch(store, :m1) == :error
   end
 
+  # Fencing, for each store that ships: claims are atomic and rising, a
+  # write of an older claim is refused and changes nothing.
+  defp fences(store, id) do
+    claims =
+      1..20
+      |> Enum.map(fn _ -> Task.async(fn -> Store.claim(store, id) end) end)
+      |> Task.await_many(30_000)
+
+    assert Enum.sort(for {:ok, epoch} <- claims, do: epoch) == Enum.to_list(1..20)
+    assert :ok = Store.put(store, id, "newest", 20)
+    assert :stale = Store.put(store, id, "older", 19)
+    assert {:ok, "newest"} = Store.fetch(store, id)
+    assert {:ok, 21} = Store.claim(store, id)
+    assert :stale = Store.put(store, id, "was newest", 20)
+    # Deleted, the session keeps its epoch: a cut-off server cannot write it back.
+    assert :ok = Store.delete(store, id)
+    assert :stale = Store.put(store, id, "resurrected", 20)
+    assert Store.fetch(store, id) == :error
+  end
+
+  test "the memory store fences" do
+    fences(Store.validate!(Store.Memory), {:fenced, make_ref()})
+  end
+
+  test "a store without claim/2 and put/4 takes every write" do
+    store = Store.validate!(ExBashkit.Test.Capabilities.PlainStore)
+    assert {:ok, nil} = Store.claim(store, :x)
+    assert :ok = Store.put(store, :x, "a", nil)
+  end
+
+  test "of two servers of one session, the older stops at its next write" do
+    store = Store.validate!(Store.Memory)
+    id = {:two_servers, make_ref()}
+    {:ok, older} = Server.start(id: id, store: store, persist: :after_exec)
+    {:ok, _} = Server.exec(older, "echo older > /f")
+    {:ok, newer} = Server.start(id: id, store: store, persist: :after_exec)
+    assert {:ok, %{stdout: "older\n"}} = Server.exec(newer, "cat /f")
+
+    ref = Process.monitor(older)
+    assert {:error, message} = Server.exec(older, "echo lost > /f")
+    assert message =~ "newer server"
+    assert_receive {:DOWN, ^ref, :process, ^older, :normal}
+
+    {:ok, _} = Server.exec(newer, "echo newer >> /f")
+    :ok = Server.stop(newer)
+    {:ok, again} = Server.start(id: id, store: store)
+    assert {:ok, %{stdout: "older\nnewer\n"}} = Server.exec(again, "cat /f")
+    Server.stop(again, delete: true)
+  end
+
   describe "the disk store" do
     setup :disk
+
+    test "fences, with a lock file that another writer waits on", %{store: store} do
+      fences(store, {:fenced, 1})
+      {Store.Disk, opts} = store
+      assert File.ls!(opts[:dir]) |> Enum.filter(&String.ends_with?(&1, ".lock")) == []
+    end
 
     test "writes one sealed file per session, atomically", %{store: store} do
       {Store.Disk, opts} = store
@@ -80,31 +135,6 @@ defmodule ExBashkit.StoreTest do
       assert message =~ "integrity check"
       assert %{state: :hibernated} = Server.info(pid)
       Server.stop(pid)
-    end
-
-    @tag timeout: 120_000
-    test "a session survives a VM restart: a second VM opens the same store", %{store: store} do
-      {peer, first} = Cluster.start_node()
-
-      {:ok, pid} =
-        :erpc.call(first, Server, :get_or_start, [
-          "survivor",
-          [store: store, persist: :after_exec]
-        ])
-
-      {:ok, _} =
-        Server.exec(pid, """
-        mkdir -p /proj && cd /proj && echo notes > notes.txt
-        export STAGE=two; report() { echo "$STAGE in $(pwd): $(cat notes.txt)"; }
-        """)
-
-      :peer.stop(peer)
-
-      {_peer, second} = Cluster.start_node()
-      # Looked up by id alone: the options come back with the record.
-      {:ok, pid} = :erpc.call(second, Server, :get_or_start, ["survivor", [store: store]])
-      assert node(pid) == second
-      assert {:ok, %{stdout: "two in /proj: notes\n"}} = Server.exec(pid, "report")
     end
   end
 end

@@ -16,6 +16,18 @@ defmodule ExBashkit.Test.Capabilities do
   @doc "A builtin as `&Module.function/1`: the node it runs on."
   def where(_call), do: {:ok, "#{node()}\n"}
 
+  defmodule PlainStore do
+    @moduledoc false
+    # A store of the three required callbacks only: no fencing.
+    @behaviour ExBashkit.Store
+    @impl true
+    def put(_opts, _id, _record), do: :ok
+    @impl true
+    def fetch(_opts, _id), do: :error
+    @impl true
+    def delete(_opts, _id), do: :ok
+  end
+
   defmodule FailingStore do
     @moduledoc false
     # A store whose writes fail: what a server must survive.

@@ -12,7 +12,7 @@ defmodule ExBashkit.Server.Options do
       default: nil,
       doc:
         "the session's id (any term; a conversation id, say). It names the session's " <>
-          "record in the `:store`, and `get_or_start/2` registers the server under it."
+          "record in the `:store`, and `get_or_start/2` finds the server by it."
     ],
     name: [
       type: {:custom, &__MODULE__.name!/1},
@@ -60,8 +60,17 @@ defmodule ExBashkit.Server.Options do
       type: {:custom, &__MODULE__.node!/1},
       default: nil,
       doc:
-        "where `start/1` and `get_or_start/2` place the server: a node, or a list " <>
-          "tried in order (the first one connected is used). Default: this node."
+        "where `start/1` places the server: a node, or a list tried in order (the " <>
+          "first one connected is used). Default: this node. `get_or_start/2` places " <>
+          "the server of an id on the id's owner and takes no `:node`."
+    ],
+    recover: [
+      type: {:in, [:on_use, :eager]},
+      default: :on_use,
+      doc:
+        "when the server of an id (`get_or_start/2`) with a `:store` starts again after " <>
+          "its node died: `:on_use`, on its next `get_or_start/2` or call by name, or " <>
+          "`:eager`, as soon as the death is noticed, on the id's new owner."
     ],
     isolation: [
       type: {:in, [:none, :node, :process]},
@@ -157,9 +166,10 @@ defmodule ExBashkit.Server.Options do
           ":node must be a node or a non-empty list of nodes, got: #{inspect(other)}"
   end
 
+  @doc false
   # Capabilities that must be rebuilt from data (after a restart, on another
   # node, from a stored record) cannot be closures.
-  defp portable!(session) do
+  def portable!(session) do
     for option <- [:builtins, :virtual_fs],
         {name, capability} <- Keyword.get(session, option, []),
         is_function(capability) and Function.info(capability, :type) == {:type, :local} do

@@ -4,8 +4,12 @@ defmodule ExBashkit.Server.Placement do
   # under, and its moves to another node. The server module is passed in
   # (`server`): it starts servers, and this module does not depend on it.
 
-  alias ExBashkit.Server.State
+  alias ExBashkit.Server.{Names, State}
   alias ExBashkit.Store
+
+  # The name of a server of get_or_start/2 is {:via, ExBashkit.Server.Owned,
+  # id} (written as an atom: Owned depends on this module, not back).
+  @owned :"Elixir.ExBashkit.Server.Owned"
 
   # How long a server that moved keeps forwarding calls sent to its pid.
   @linger_ms 5_000
@@ -83,6 +87,24 @@ defmodule ExBashkit.Server.Placement do
   # start_link/1 registered the name already.
   def register(_name, nil, _takeover), do: :ok
 
+  # A server of get_or_start/2 registers with its id's owner: the node
+  # that started it (its registrar: a sandbox node's host), or its own.
+  def register({:via, @owned, id}, registrar, takeover) do
+    at = if registrar in [nil, :here], do: node(), else: registrar
+
+    reply =
+      if at == node(),
+        do: Names.register(id, self(), takeover),
+        else: :erpc.call(at, Names, :register, [id, self(), takeover])
+
+    case reply do
+      :ok -> :ok
+      {:already_started, pid} -> {:stop, {:already_started, pid}}
+    end
+  catch
+    kind, reason -> {:stop, {:registration_failed, {kind, reason}}}
+  end
+
   def register({:global, name}, registrar, takeover) when registrar != :here do
     if registrar == node(),
       do: register_global(name, self(), takeover),
@@ -137,13 +159,54 @@ defmodule ExBashkit.Server.Placement do
           {:ok, pid(), State.t()} | {:error, String.t(), State.t()}
   def move(state, target, _server) when target == node(), do: {:ok, self(), state}
 
+  # A server of an id is handed over by the ring (handover/3), not moved.
+  def move(%State{name: {:via, @owned, id}} = state, _target, _server) do
+    {:error,
+     "the server of #{inspect(id)} runs on its id's owner and moves only when the " <>
+       "cluster's members change", state}
+  end
+
   def move(%State{name: name} = state, _target, _server) when name != nil and not is_tuple(name),
     do: {:error, "a server registered under a local name (#{inspect(name)}) cannot move", state}
 
   def move(%State{name: {:via, _, _}} = state, _target, _server),
     do: {:error, "a server registered through :via cannot move", state}
 
-  def move(state, target, server) do
+  def move(state, target, server), do: relocate(state, target, server)
+
+  @doc """
+  Hands the server of an id (get_or_start/2's) over to `target`, its new
+  owner, as `move/3` moves others. One whose capabilities cannot be
+  rebuilt there (closures) stays, and answers `{:error, message}`.
+  """
+  @spec handover(State.t(), node(), module()) ::
+          {:ok, pid(), State.t()} | {:error, String.t(), State.t()}
+  def handover(state, owner, server) do
+    ExBashkit.Server.Options.portable!(state.spec)
+
+    case handover_target(state, owner) do
+      {:ok, target} -> relocate(%{state | registrar: owner}, target, server)
+      {:error, message} -> {:error, message, state}
+    end
+  rescue
+    exception in ArgumentError -> {:error, Exception.message(exception), state}
+  end
+
+  # A server on a sandbox node (registered through its host) goes to a
+  # sandbox node of the new owner; any other to the new owner itself.
+  defp handover_target(%State{registrar: registrar}, owner) when registrar in [nil, :here],
+    do: {:ok, owner}
+
+  defp handover_target(%State{registrar: registrar}, owner) when registrar == node(),
+    do: {:ok, owner}
+
+  defp handover_target(_on_a_sandbox_node, owner) do
+    :erpc.call(owner, ExBashkit.SandboxNode, :node, [], 60_000)
+  catch
+    kind, reason -> {:error, "no sandbox node on #{owner}: #{inspect({kind, reason}, limit: 5)}"}
+  end
+
+  defp relocate(state, target, server) do
     started = System.monotonic_time()
 
     with {:ok, state} <- State.wake(state),
@@ -173,7 +236,9 @@ defmodule ExBashkit.Server.Placement do
       store: Store.pin(state.store),
       persist: state.persist,
       key: state.key,
-      registrar: if(state.registrar in [nil, :here], do: node(), else: state.registrar),
+      registrar: registrar(state, target),
+      epoch: state.epoch,
+      roster: state.roster,
       takeover: self()
     }
 
@@ -183,6 +248,11 @@ defmodule ExBashkit.Server.Placement do
       {:error, reason} -> {:error, inspect(reason)}
     end
   end
+
+  # Where the successor registers: where this one registered (an id's
+  # server handed over: with its new owner, set by handover/3).
+  defp registrar(%State{registrar: registrar}, _target) when registrar in [nil, :here], do: node()
+  defp registrar(%State{registrar: registrar}, _target), do: registrar
 
   defp adopt(successor, snapshot) do
     case GenServer.call(successor, {:adopt, snapshot}, :infinity) do

@@ -25,6 +25,13 @@ defmodule ExBashkit.Server.State do
     :snapshot,
     :idle_timer,
     :forward_to,
+    # The epoch this server claimed in its store (ExBashkit.Store's
+    # fencing), or nil before its first wake or with a store that does
+    # not fence; `fenced?` once the store refused it for a newer one.
+    :epoch,
+    # The options a backup node restarts it with (`recover: :eager`).
+    :roster,
+    fenced?: false,
     persist: :on_hibernate,
     given_spec?: false,
     loaded?: false,
@@ -55,6 +62,9 @@ defmodule ExBashkit.Server.State do
       key: arg.key || :crypto.strong_rand_bytes(32),
       registrar: arg.registrar,
       idle_after: arg.idle_after,
+      # A server handed over keeps the claim of the one before it.
+      epoch: Map.get(arg, :epoch),
+      roster: Map.get(arg, :roster),
       last_call: now(),
       started_at: now()
     }
@@ -98,7 +108,17 @@ defmodule ExBashkit.Server.State do
   defp load(%{loaded?: true} = state), do: {:ok, state}
   defp load(%{store: nil} = state), do: {:ok, %{state | loaded?: true}}
 
-  defp load(state) do
+  defp load(%{epoch: nil} = state) do
+    case Store.claim(state.store, state.id) do
+      {:ok, nil} -> fetch(state)
+      {:ok, epoch} -> fetch(%{state | epoch: epoch})
+      {:error, message} -> {:error, message, state}
+    end
+  end
+
+  defp load(state), do: fetch(state)
+
+  defp fetch(state) do
     case Store.fetch(state.store, state.id) do
       :error ->
         {:ok, %{state | loaded?: true}}
@@ -170,6 +190,7 @@ defmodule ExBashkit.Server.State do
       Session.close(state.session)
       {:ok, %{state | session: nil}}
     else
+      {:error, message, state} -> {:error, message, state}
       {:error, message} -> {:error, message, state}
     end
   end
@@ -177,12 +198,27 @@ defmodule ExBashkit.Server.State do
   defp keep(%{store: nil} = state, snapshot), do: {:ok, %{state | snapshot: snapshot}}
 
   defp keep(state, snapshot) do
-    case Store.put(state.store, state.id, encode(state, snapshot)) do
+    case Store.put(state.store, state.id, encode(state, snapshot), state.epoch) do
       # The next wake reads it back from there.
       :ok -> {:ok, %{state | snapshot: nil, dirty?: false, loaded?: false}}
+      :stale -> {:error, stale(state), fence(state)}
       {:error, message} -> {:error, "cannot hibernate: #{message}"}
     end
   end
+
+  @doc "Why a fenced server stops, in words."
+  @spec stale(t()) :: String.t()
+  def stale(state) do
+    "session #{inspect(state.id)} has a newer server elsewhere (its store refused this " <>
+      "one's write: epoch #{state.epoch} is stale); this server stops"
+  end
+
+  @doc """
+  The server of a session that a newer server owns: it writes nothing
+  more to the store, and stops.
+  """
+  @spec fence(t()) :: t()
+  def fence(state), do: %{state | store: nil, fenced?: true}
 
   @doc "A sealed snapshot of the awake session."
   @spec snapshot(t()) :: {:ok, binary()} | {:error, String.t()}
@@ -199,9 +235,10 @@ defmodule ExBashkit.Server.State do
 
   def persist(state, _why) do
     with {:ok, snapshot} <- snapshot(state),
-         :ok <- Store.put(state.store, state.id, encode(state, snapshot)) do
+         :ok <- Store.put(state.store, state.id, encode(state, snapshot), state.epoch) do
       %{state | dirty?: false}
     else
+      :stale -> fence(state)
       {:error, _message} -> state
     end
   end

@@ -9,6 +9,12 @@ defmodule ExBashkit.Store.Disk do
   the record: a file that was edited, truncated, or copied from another
   session's is refused when read, with `{:error, message}`.
 
+  It fences (see "Fencing" in `ExBashkit.Store`): each session's epoch
+  is a file beside its record, read and written under a lock file
+  created exclusively (`O_EXCL`), which is atomic on a local filesystem
+  and on NFS v3 and later; a lock left by a node that died holding it is
+  broken after 30 seconds.
+
   With this store a session outlives the VM: start the VM again, ask for
   the same id with the same store, and its files, variables, working
   directory and functions are back (see `guides/sandbox_per_conversation.md`).
@@ -67,6 +73,95 @@ defmodule ExBashkit.Store.Disk do
     case AtomicFile.write(path, [@magic, mac(opts, id, record), record]) do
       :ok -> :ok
       {:error, reason} -> {:error, "cannot write #{path}: #{:file.format_error(reason)}"}
+    end
+  end
+
+  @impl true
+  def claim(opts, id) do
+    locked(opts, id, fn ->
+      epoch = epoch(opts, id) + 1
+
+      case AtomicFile.write(epoch_path(opts, id), Integer.to_string(epoch)) do
+        :ok -> {:ok, epoch}
+        {:error, reason} -> {:error, "cannot claim #{inspect(id)}: #{:file.format_error(reason)}"}
+      end
+    end)
+  end
+
+  @impl true
+  def put(opts, id, record, epoch) do
+    locked(opts, id, fn ->
+      if epoch(opts, id) > epoch, do: {:error, :stale}, else: put(opts, id, record)
+    end)
+  end
+
+  # The session's epoch: a file beside its record, written under its lock.
+  # It stays when the record is deleted, so that a server of the session
+  # that was cut off cannot write it back.
+  defp epoch(opts, id) do
+    with {:ok, text} <- File.read(epoch_path(opts, id)),
+         {epoch, ""} <- Integer.parse(text) do
+      epoch
+    else
+      _ -> 0
+    end
+  end
+
+  defp epoch_path(opts, id), do: path(opts, id) <> ".epoch"
+
+  # A lock file created exclusively (O_EXCL, atomic on a local or network
+  # filesystem) around a claim or a fenced write, which each read the
+  # epoch and then write. One left by a node that died holding it (older
+  # than @stale_lock_ms) is broken.
+  @stale_lock_ms 30_000
+  @lock_wait_ms 10_000
+
+  defp locked(opts, id, fun) do
+    lock = path(opts, id) <> ".lock"
+    :ok = File.mkdir_p(Keyword.fetch!(opts, :dir))
+    deadline = System.monotonic_time(:millisecond) + @lock_wait_ms
+
+    case acquire(lock, deadline) do
+      :ok ->
+        try do
+          fun.()
+        after
+          File.rm(lock)
+        end
+
+      {:error, message} ->
+        {:error, message}
+    end
+  end
+
+  defp acquire(lock, deadline) do
+    case :file.open(lock, [:write, :exclusive, :raw]) do
+      {:ok, file} ->
+        :file.close(file)
+
+      {:error, :eexist} ->
+        cond do
+          stale?(lock) ->
+            File.rm(lock)
+            acquire(lock, deadline)
+
+          System.monotonic_time(:millisecond) > deadline ->
+            {:error, "#{lock} is held by another writer"}
+
+          true ->
+            Process.sleep(2)
+            acquire(lock, deadline)
+        end
+
+      {:error, reason} ->
+        {:error, "cannot lock #{lock}: #{:file.format_error(reason)}"}
+    end
+  end
+
+  defp stale?(lock) do
+    case File.stat(lock, time: :posix) do
+      {:ok, %{mtime: mtime}} -> System.os_time(:second) - mtime > div(@stale_lock_ms, 1000)
+      {:error, _} -> false
     end
   end
 

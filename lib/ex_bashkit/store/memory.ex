@@ -7,6 +7,9 @@ defmodule ExBashkit.Store.Memory do
   (`:node` below), not where the server runs: a session on a sandbox node
   that dies is restored from the host's memory.
 
+  It fences (see "Fencing" in `ExBashkit.Store`): claims and fenced
+  writes go through one process on the table's node.
+
   ## Options
 
     * `:node` — the node whose table holds the records; by default the
@@ -23,6 +26,8 @@ defmodule ExBashkit.Store.Memory do
   use GenServer
 
   @table __MODULE__
+  # Each session's epoch (see "Fencing" in ExBashkit.Store).
+  @epochs ExBashkit.Store.Memory.Epochs
 
   @doc false
   def start_link(_opts), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
@@ -30,7 +35,31 @@ defmodule ExBashkit.Store.Memory do
   @impl GenServer
   def init(nil) do
     :ets.new(@table, [:named_table, :public, read_concurrency: true])
+    :ets.new(@epochs, [:named_table, :public])
     {:ok, nil}
+  end
+
+  # Claims and fenced writes, one at a time: each reads an epoch and writes.
+  @impl GenServer
+  def handle_call({:claim, id}, _from, nil) do
+    {:reply, {:ok, :ets.update_counter(@epochs, id, 1, {id, 0})}, nil}
+  end
+
+  def handle_call({:put, id, record, epoch}, _from, nil) do
+    if epoch(id) > epoch do
+      {:reply, {:error, :stale}, nil}
+    else
+      :ets.insert(@epochs, {id, epoch})
+      :ets.insert(@table, {id, record})
+      {:reply, :ok, nil}
+    end
+  end
+
+  defp epoch(id) do
+    case :ets.lookup(@epochs, id) do
+      [{_, epoch}] -> epoch
+      [] -> 0
+    end
   end
 
   @doc false
@@ -70,6 +99,15 @@ defmodule ExBashkit.Store.Memory do
 
   @impl ExBashkit.Store
   def delete(opts, id), do: on(opts, :delete, [id])
+
+  @impl ExBashkit.Store
+  def claim(opts, id), do: serialized(opts, {:claim, id})
+
+  @impl ExBashkit.Store
+  def put(opts, id, record, epoch), do: serialized(opts, {:put, id, record, epoch})
+
+  defp serialized(opts, request),
+    do: GenServer.call({__MODULE__, Keyword.get(opts, :node, node())}, request, 15_000)
 
   defp on(opts, function, args) do
     result =

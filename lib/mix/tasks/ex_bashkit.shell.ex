@@ -94,6 +94,8 @@ defmodule Mix.Tasks.ExBashkit.Shell do
       end
 
       :global.sync()
+      # Servers of ids are found through their owners, once the ring knows the node.
+      ExBashkit.Server.Ring.await(String.to_atom(node), 5_000)
     end
   end
 end

@@ -59,8 +59,8 @@ defmodule ExBashkit.ServerListTest do
 
   test "the servers of a peer node, in list/0 and in list/1" do
     {_peer, other} = Cluster.start_node()
-    id = unique_name("list_remote")
-    {:ok, pid} = :erpc.call(other, Server, :get_or_start, [id])
+    id = Cluster.id_owned_by(other)
+    {:ok, pid} = Server.get_or_start(id)
     assert node(pid) == other
 
     assert [%{node: ^other, pid: ^pid}] = Enum.filter(Server.list(), &(&1.id == id))
