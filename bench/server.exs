@@ -83,11 +83,11 @@ defmodule ServerBench do
   end
 
   defp move do
-    {_, b} = Cluster.start_node()
-    {_, c} = Cluster.start_node()
-    {:ok, pid} = Server.get_or_start(:bench_move, node: b)
+    {_, b} = Cluster.start_node(on_exit: false)
+    {_, c} = Cluster.start_node(on_exit: false)
+    name = {:global, :bench_move}
+    {:ok, pid} = Server.start(node: b, name: name)
     :ok = Server.write_file(pid, "/big", :crypto.strong_rand_bytes(@ten_mb))
-    name = {:global, {Server, :bench_move}}
 
     samples =
       for i <- 1..10 do

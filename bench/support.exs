@@ -97,6 +97,13 @@ defmodule BenchSupport do
     {at.(0.5), at.(0.9)}
   end
 
+  @doc "Nanoseconds one call of `fun` took."
+  def elapsed_ns(fun) do
+    started = System.monotonic_time(:nanosecond)
+    fun.()
+    System.monotonic_time(:nanosecond) - started
+  end
+
   @doc "The median of `n` calls of `fun` (after warm-up), in µs."
   def p50_us(n, fun) do
     samples = sorted_samples_ns(n, fun)
