@@ -67,7 +67,7 @@ defmodule ExBashkit.Code do
   alias ExBashkit.Code.{Config, Languages, Scan}
   alias ExBashkit.Error
 
-  @type language :: :javascript | :python | :bash | :elixir
+  @type language :: :javascript | :typescript | :python | :monty | :bash | :elixir
 
   @type result ::
           {:ok,
@@ -125,7 +125,7 @@ defmodule ExBashkit.Code do
   end
 
   # JavaScript is scanned by the worker that runs it (in its syntax tree).
-  defp scan(_code, %{language: :javascript}), do: :ok
+  defp scan(_code, %{language: language}) when language in [:javascript, :typescript], do: :ok
 
   defp scan(code, config) do
     case Scan.forbidden(config.language, code, config.allow) do

@@ -386,4 +386,50 @@ defmodule ExBashkit.CodeTest do
                })
     end
   end
+
+  describe "language: :typescript" do
+    test "runs with its types stripped, calls tools, and reports errors on the source's lines" do
+      orders =
+        ExBashkit.Tool.new(
+          name: "orders.list",
+          description: "The orders of a customer.",
+          parameters: %{
+            "type" => "object",
+            "properties" => %{"customer" => %{"type" => "string"}}
+          },
+          function: fn %{"customer" => c} -> {:ok, [%{"customer" => c, "total" => 7}]} end
+        )
+
+      program = """
+      interface Order { customer: string; total: number }
+      async function execute(input: { name: string }): Promise<number> {
+        const orders = (await tools.orders.list({ customer: input.name })) as Order[];
+        return orders.reduce((sum: number, o: Order) => sum + o.total, 0);
+      }
+      """
+
+      assert {:ok, %{output: 7}} =
+               Code.run(program, language: :typescript, input: %{name: "acme"}, tools: [orders])
+
+      thrown =
+        "function execute(): never {\n  const x: number = 1;\n  throw new Error(`bad ${x}`);\n}"
+
+      assert {:error, %ExBashkit.Error{reason: :exception, message: message}} =
+               Code.run(thrown, language: :typescript)
+
+      assert message =~ "bad 1 (line 3)"
+
+      assert {:error, %ExBashkit.Error{reason: :syntax, message: refused}} =
+               Code.run("enum Color { Red }\nfunction execute() { return 1; }",
+                 language: :typescript
+               )
+
+      assert refused =~ "an enum needs code generated"
+
+      assert {:error, [%{kind: :syntax, line: 1}]} =
+               Code.validate("let x: = 1;", language: :typescript)
+
+      assert Code.validate("const f = (n: number): number => n;", language: :typescript) == :ok
+    end
+  end
 end

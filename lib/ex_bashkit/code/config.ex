@@ -11,9 +11,12 @@ defmodule ExBashkit.Code.Config do
 
   @schema [
     language: [
-      type: {:in, [:javascript, :python, :bash, :elixir]},
+      type: {:in, [:javascript, :typescript, :python, :monty, :bash, :elixir]},
       default: :javascript,
-      doc: "`:javascript`, `:python`, `:bash`, or `:elixir` (trusted code only: see above)."
+      doc:
+        "`:javascript`, `:typescript` (run as JavaScript with its types stripped), `:python` " <>
+          "(CPython), `:monty` (a subset of Python that can call `:tools`), `:bash`, or " <>
+          "`:elixir` (trusted code only: see above)."
     ],
     input: [
       type: :any,
@@ -103,7 +106,12 @@ defmodule ExBashkit.Code.Config do
       :read_files in config.allow and config.files in [[], %{}] and config.mounts == [] ->
         raise ArgumentError, "#{context}: allow: [:read_files] needs :files or :mounts to read"
 
-      config.language == :python and config.memory_mb not in 64..1024 ->
+      config.language == :python and config.tools != [] ->
+        raise ArgumentError,
+              "#{context}: language: :python runs CPython, which cannot call :tools; " <>
+                "language: :monty runs a subset of Python that can"
+
+      config.language in [:python, :monty] and config.memory_mb not in 64..1024 ->
         raise ArgumentError,
               "#{context}: :memory_mb must be between 64 and 1024 for Python, got: #{config.memory_mb}"
 

@@ -19,6 +19,7 @@ defmodule ExBashkit.Code.Languages do
 
   @memory_limits %{
     javascript: :max_javascript_memory_bytes,
+    typescript: :max_javascript_memory_bytes,
     python: :max_python_memory_bytes,
     monty: :max_python_memory_bytes,
     bash: :max_script_memory_bytes
@@ -53,8 +54,6 @@ defmodule ExBashkit.Code.Languages do
   end
 
   def run(language, code, config) do
-    # Python that calls tools runs on Monty, the Python that can call out.
-    language = if language == :python and config.tools != [], do: :monty, else: language
     run = {language, JSON.encode!(config.input), config.allow}
 
     in_sandbox(language, code, config, &Session.run_code(&1, run, errors: :struct))
@@ -77,7 +76,11 @@ defmodule ExBashkit.Code.Languages do
   uses in oxc's syntax tree, `js/scan.rs`); Python's syntax by CPython in a
   fresh worker, its uses by `ExBashkit.Code.Scan`.
   """
-  def check(:javascript, code, allow), do: syntax(:javascript, code, allow)
+  def check(language, code, allow) when language in [:javascript, :typescript],
+    do: syntax(language, code, allow)
+
+  # Monty's syntax is checked as Python's.
+  def check(:monty, code, allow), do: check(:python, code, allow)
 
   def check(language, code, allow),
     do: syntax(language, code, allow) ++ ExBashkit.Code.Scan.forbidden(language, code, allow)
@@ -116,6 +119,7 @@ defmodule ExBashkit.Code.Languages do
     check =
       case language do
         :javascript -> "node --check --allow=#{Enum.join(allow, ",")} /code/main.js"
+        :typescript -> "node --check --allow=#{Enum.join(allow, ",")} /code/main.ts"
         :python -> "python3 /code/.run.py --check"
       end
 
@@ -166,6 +170,7 @@ defmodule ExBashkit.Code.Languages do
     files =
       case language do
         :javascript -> [{"/code/main.js", code}]
+        :typescript -> [{"/code/main.ts", code}]
         :python -> [{"/code/main.py", code}, {"/code/.run.py", @python_runner}]
         :monty -> [{"/code/main.py", [code, monty_driver(config.input)]}]
         :bash -> []
@@ -192,7 +197,7 @@ defmodule ExBashkit.Code.Languages do
       else: []
   end
 
-  defp runtime(:javascript), do: [javascript: true]
+  defp runtime(language) when language in [:javascript, :typescript], do: [javascript: true]
   defp runtime(:python), do: [python: :cpython]
   defp runtime(:monty), do: [python: true]
   defp runtime(:bash), do: []
@@ -272,7 +277,7 @@ defmodule ExBashkit.Code.Languages do
   end
 
   defp stack_line(stack) when is_binary(stack) do
-    case Regex.run(~r{/code/main\.js:(\d+)}, stack) do
+    case Regex.run(~r{/code/main\.[jt]s:(\d+)}, stack) do
       [_, line] -> String.to_integer(line)
       nil -> nil
     end

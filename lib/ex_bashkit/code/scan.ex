@@ -34,7 +34,7 @@ defmodule ExBashkit.Code.Scan do
 
   @doc "The forbidden uses in `code`, in source order."
   @spec forbidden(:python | :bash | :elixir, String.t(), [atom()]) :: [violation()]
-  def forbidden(:python, code, allow),
+  def forbidden(python, code, allow) when python in [:python, :monty],
     do: find(blank(code, :python), python_rules() ++ ungranted(python_grants_rules(), allow))
 
   def forbidden(:bash, code, allow) do

@@ -45,7 +45,7 @@ defmodule ExBashkit.Interpreter.Backend do
   @callback exec(interpreter(), binary(), pid(), reference(), pid() | nil, struct() | nil) ::
               queued()
   @typedoc "A code run: the language, the input as JSON, the grants."
-  @type run :: {:javascript | :python | :monty, binary(), [atom()]}
+  @type run :: {:javascript | :typescript | :python | :monty, binary(), [atom()]}
   @doc "Runs `execute(input)` of the session's code; answered as `exec/6`'s, with the engine's outcome."
   @callback run_code(interpreter(), run(), pid(), reference(), pid() | nil, struct() | nil) ::
               queued()

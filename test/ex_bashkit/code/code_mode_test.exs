@@ -351,7 +351,7 @@ defmodule ExBashkit.CodeModeTest do
                )
     end
 
-    test "Python calls them as functions (on Monty, the Python that can call out)" do
+    test "Python calls them as functions (language: :monty, the Python that can call out)" do
       code = """
       def execute(input):
           print("looking up", input["customer"])
@@ -364,7 +364,12 @@ defmodule ExBashkit.CodeModeTest do
       """
 
       assert {:ok, %{output: output, stdout: "looking up acme\n"}} =
-               Code.run(code, language: :python, input: %{customer: "acme"}, tools: [orders()])
+               Code.run(code, language: :monty, input: %{customer: "acme"}, tools: [orders()])
+
+      # CPython cannot call out: asked for, with tools, it refuses, never switches.
+      assert_raise ArgumentError, ~r/language: :monty runs a subset of Python that can/, fn ->
+        Code.run(code, language: :python, tools: [orders()])
+      end
 
       assert output == %{
                "ids" => [1, 2],
@@ -373,7 +378,7 @@ defmodule ExBashkit.CodeModeTest do
 
       assert {:error, %Error{reason: :exception, line: 2, message: "ZeroDivisionError" <> _}} =
                Code.run("def execute(input):\n    return 1 / 0\n",
-                 language: :python,
+                 language: :monty,
                  tools: [orders()]
                )
     end

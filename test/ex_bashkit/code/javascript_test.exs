@@ -157,7 +157,7 @@ defmodule ExBashkit.JavaScriptTest do
     assert %Result{exit_code: 1, stderr: refused} =
              run(session, ~S|node -e 'import cp from "child_process"'|)
 
-    assert refused =~ "only Node's fs, path and crypto and the session's files can be imported"
+    assert refused =~ "no package child_process in a node_modules here or above"
 
     assert %Result{exit_code: 0} = run(session, "node --check /w/main.mjs")
   end
@@ -261,6 +261,44 @@ defmodule ExBashkit.JavaScriptTest do
       assert_alive(session)
     end
 
+    test "timers: a wait past the deadline, an interval that never ends, a flood" do
+      session = js()
+
+      for code <- ["setTimeout(() => {}, 600000)", "setInterval(() => {}, 1)"] do
+        assert {:error, %Error{reason: :timeout, limit: :timeout_ms}} =
+                 Session.exec(session, "node -e '#{code}'", timeout_ms: 300, errors: :struct)
+      end
+
+      flood = "for (let i = 0; i < 1e6; i++) setTimeout(() => {}, 1000)"
+      assert %Result{stdout: "1\n", stderr: stderr} = run(session, "node -e '#{flood}'; echo $?")
+      assert stderr =~ "RangeError: too many timers pending (10000)"
+      assert_alive(session)
+    end
+
+    test "a 100 MB Buffer is past the memory cap; a native addon is refused" do
+      session = js(limits: [max_javascript_memory_bytes: 64 * 1024 * 1024])
+
+      assert {:error, %Error{reason: :limit, limit: :max_javascript_memory_bytes}} =
+               Session.exec(session, "node -e 'Buffer.alloc(100e6, 1)'", errors: :struct)
+
+      :ok = Session.mkdir(session, "/app/node_modules/fast/build", parents: true)
+
+      :ok =
+        Session.write_file(
+          session,
+          "/app/node_modules/fast/package.json",
+          ~s({"main": "build/fast.node"})
+        )
+
+      :ok = Session.write_file(session, "/app/node_modules/fast/build/fast.node", <<0x7F, "ELF">>)
+
+      assert %Result{stdout: "1\n", stderr: stderr} =
+               run(session, "cd /app && node -e 'require(\"fast\")'; echo $?")
+
+      assert stderr =~ "Cannot load native addon"
+      assert_alive(session)
+    end
+
     test "deep recursion is a RangeError, as in Node" do
       session = js()
 
@@ -268,6 +306,19 @@ defmodule ExBashkit.JavaScriptTest do
                run(session, "node -e 'function f() { return f() } f()'; echo $?")
 
       assert stderr =~ "RangeError: Maximum call stack size exceeded"
+      assert_alive(session)
+    end
+
+    test "a console.log that never ends stops at the session's cap, not its deadline" do
+      session = js(limits: [max_stdout_bytes: 10_000])
+
+      assert {:ok, %ExBashkit.Result{stdout: out, stderr: err, exit_code: 1, truncated: true}} =
+               Session.exec(session, "node -e 'for (;;) console.log(\"flood\")'",
+                 timeout_ms: 60_000
+               )
+
+      assert byte_size(out) == 10_000
+      assert err =~ "the script was stopped"
       assert_alive(session)
     end
 
@@ -282,6 +333,26 @@ defmodule ExBashkit.JavaScriptTest do
 
       assert_alive(session)
     end
+  end
+
+  test "TypeScript files run with their types stripped; what needs code generated is refused" do
+    session = js()
+
+    :ok =
+      Session.write_file(session, "/app.ts", """
+      interface Point { x: number; y: number }
+      const norm = (p: Point): number => Math.hypot(p.x, p.y);
+      export function main<T extends Point>(points: T[]): string {
+        return points.map(norm).join(",");
+      }
+      console.log(main([{ x: 3, y: 4 } as Point]));
+      """)
+
+    assert %Result{stdout: "5\n", exit_code: 0} = run(session, "node /app.ts")
+    :ok = Session.write_file(session, "/enum.ts", "const a = 1;\nenum Color { Red }\n")
+    assert %Result{stderr: err, exit_code: 1} = run(session, "node /enum.ts")
+    assert err =~ "/enum.ts:2"
+    assert err =~ "an enum needs code generated"
   end
 
   test "javascript: true needs a worker process" do

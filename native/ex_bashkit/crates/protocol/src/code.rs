@@ -14,6 +14,8 @@ use crate::outcome::Reason;
 pub enum Language {
     /// `node` on QuickJS-ng (`javascript: true`).
     Javascript,
+    /// TypeScript: `node` on the code with its types stripped.
+    Typescript,
     /// CPython (`python: :cpython`).
     Python,
     /// Monty (`python: true`), the Python that calls `:tools`.

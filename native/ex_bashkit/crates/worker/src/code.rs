@@ -21,11 +21,11 @@ use ex_bashkit_protocol::outcome::Reason;
 pub const OUTCOME_FILE: &str = "/code/.outcome.json";
 
 /// The code's source, where `ExBashkit.Code` puts it.
-const SOURCE: [&str; 2] = ["/code/main.js", "/code/main.py"];
+const SOURCE: [&str; 3] = ["/code/main.js", "/code/main.py", "/code/main.ts"];
 
 /// The outcome `node --execute` leaves for the run that started it, and
-/// whether the code printed past the output caps (which `node` enforces
-/// itself, so bashkit never sees the excess).
+/// whether `node` printed past the output caps (which it enforces itself,
+/// so bashkit never sees the excess).
 #[derive(Default)]
 pub struct Slot {
     outcome: Mutex<Option<CodeOutcome>>,
@@ -37,6 +37,12 @@ impl Slot {
     pub fn put(&self, outcome: CodeOutcome, truncated: bool) {
         *lock(&self.outcome) = Some(outcome);
         self.truncated.fetch_or(truncated, Ordering::AcqRel);
+    }
+
+    /// `node` (any mode) printed past the caps.
+    #[cfg_attr(not(feature = "javascript"), allow(dead_code))]
+    pub fn cut(&self) {
+        self.truncated.store(true, Ordering::Release);
     }
 
     pub fn take(&self) -> Option<CodeOutcome> {
@@ -53,9 +59,14 @@ impl Slot {
 /// its stdin.
 pub fn driver(language: Language, grants: &[Grant]) -> Vec<u8> {
     match language {
-        Language::Javascript => {
+        Language::Javascript | Language::Typescript => {
             let grants: Vec<&str> = grants.iter().map(|grant| grant_name(*grant)).collect();
-            format!("node --execute --allow={} {}", grants.join(","), SOURCE[0]).into_bytes()
+            let source = if language == Language::Typescript {
+                SOURCE[2]
+            } else {
+                SOURCE[0]
+            };
+            format!("node --execute --allow={} {source}", grants.join(",")).into_bytes()
         }
         Language::Python => b"python3 /code/.run.py".to_vec(),
         // Monty's driver is below the code in its file (`ExBashkit.Code`).
@@ -117,7 +128,7 @@ async fn left(
     max_value: usize,
 ) -> Option<CodeOutcome> {
     let left = match language {
-        Language::Javascript => slot.take(),
+        Language::Javascript | Language::Typescript => slot.take(),
         Language::Python | Language::Monty => {
             let path = Path::new(OUTCOME_FILE);
             let json = session.fs.read_file(path).await.ok();

@@ -67,6 +67,18 @@ impl Builtin for Node {
                 }
             },
         };
+        // TypeScript runs as the JavaScript left when its types are blanked
+        // (same lines, so errors point into the source).
+        let code = if typescript::is_typescript(&filename) {
+            match typescript::strip(&code) {
+                Ok(code) => code,
+                Err((message, line)) => {
+                    return Ok(self.not_stripped(&invocation, &filename, message, line));
+                }
+            }
+        } else {
+            code
+        };
         // The code runner's modes scan the code for what they refuse.
         let findings = invocation
             .execute
@@ -125,12 +137,44 @@ impl Builtin for Node {
             }),
         };
         let mut result = run.go(host)?;
+        if result.stdout_truncated || result.stderr_truncated {
+            self.outcome.cut();
+        }
         // `--check --allow=…`: the syntax (an error on stderr), and what a
         // run would refuse, on stdout.
         if let (true, Some(findings)) = (invocation.check, findings) {
             result.stdout = serde_json::to_string(&findings).unwrap_or_default().into();
         }
         Ok(result)
+    }
+}
+
+impl Node {
+    /// TypeScript that cannot run as JavaScript: a syntax error, to the
+    /// code runner as its outcome, to `--check` as the engine says one,
+    /// and to a person as the file's line and why.
+    fn not_stripped(
+        &self,
+        invocation: &Invocation,
+        filename: &str,
+        message: String,
+        line: u32,
+    ) -> ExecResult {
+        let message = message
+            .strip_prefix("SyntaxError: ")
+            .map_or(message.clone(), str::to_string);
+        match (&invocation.execute, invocation.check) {
+            (Some(_), false) => {
+                let error = CodeError::exception("SyntaxError", message, Some(line));
+                self.outcome.put(CodeOutcome::Error(error), false);
+                ExecResult::with_code(String::new(), 1)
+            }
+            (_, true) => ExecResult::err(
+                format!("Uncaught SyntaxError: {message}\n    at {filename}:{line}\n"),
+                1,
+            ),
+            (None, false) => ExecResult::err(format!("{filename}:{line}\n{message}\n"), 1),
+        }
     }
 }
 
@@ -150,6 +194,7 @@ fn refused(findings: &[scan::Finding]) -> CodeError {
 }
 
 mod bridge;
+mod bytes;
 mod crypto;
 mod host;
 mod invocation;
@@ -158,6 +203,7 @@ mod modules;
 mod run;
 mod scan;
 mod thrown;
+mod typescript;
 
 #[cfg(test)]
 mod tests;

@@ -176,15 +176,27 @@ impl Worker {
             (Request::Prepare(options), None) => self.prepare_ahead(&options),
             (Request::New(options), None) => self.start(Ok(*options)),
             (Request::Exec(id, script, call), Some(session)) => {
+                // What `node` cut at the caps, which bashkit never sees.
+                let slot = self.code.clone();
+                slot.truncated();
                 self.job(id, &session, |job, stop| {
-                    exec(
+                    let run = exec(
                         session.clone(),
                         job,
                         stop,
                         script.into_vec(),
                         call,
                         self.deadline.clone(),
-                    )
+                    )?;
+                    Ok(async move {
+                        match run.await {
+                            Outcome::Ran(mut output) => {
+                                output.truncated |= slot.truncated();
+                                Outcome::Ran(output)
+                            }
+                            other => other,
+                        }
+                    })
                 });
             }
             (Request::RunCode(id, language, input, grants, call), Some(session)) => {

@@ -2,15 +2,18 @@
 //! Node's globals on, taken from the global object before the script runs.
 
 use std::cell::RefCell;
+use std::path::Path;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use ex_bashkit_core::sync::block_on;
 use ex_bashkit_protocol::code::CodeOutcome;
 use rquickjs::context::EvalOptions;
-use rquickjs::{Ctx, Exception, Function, Object, Value};
+use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, TypedArray, Value};
 
+use super::bytes;
 use super::crypto::digest;
 use super::host::{encode, failed, Host};
 use super::thrown::code_error;
@@ -35,6 +38,85 @@ pub fn install<'js>(
         Function::new(ctx.clone(), move |op: String, args: String| {
             encode(h.borrow().fs(&op, &args))
         })?,
+    )?;
+    // Milliseconds since the run began, for timers.
+    let started = Instant::now();
+    object.set(
+        "now",
+        Function::new(ctx.clone(), move || {
+            started.elapsed().as_secs_f64() * 1000.0
+        })?,
+    )?;
+    // Buffer's encodings (bytes.rs): text to bytes, bytes to text.
+    object.set(
+        "encode",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, text: String, encoding: String| -> rquickjs::Result<ArrayBuffer<'js>> {
+                let encoding = known(&ctx, &encoding)?;
+                ArrayBuffer::new(ctx, bytes::encode(&text, encoding))
+            },
+        )?,
+    )?;
+    object.set(
+        "decode",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>,
+             data: TypedArray<'js, u8>,
+             encoding: String|
+             -> rquickjs::Result<String> {
+                let encoding = known(&ctx, &encoding)?;
+                // SAFETY: no JavaScript runs while the slice is read.
+                let data = unsafe { data.as_bytes() }.unwrap_or_default();
+                Ok(bytes::decode(data, encoding))
+            },
+        )?,
+    )?;
+    // TypeScript required by CommonJS, its types blanked (typescript.rs).
+    object.set(
+        "stripTypes",
+        Function::new(ctx.clone(), |source: String, file: String| {
+            encode(
+                super::typescript::strip(&source)
+                    .map(Into::into)
+                    .map_err(|(message, line)| {
+                        ("ERR_TYPESCRIPT", format!("{file}:{line}: {message}"))
+                    }),
+            )
+        })?,
+    )?;
+    // A file's bytes, or the JSON of why not (as `fs` answers).
+    let h = host.clone();
+    object.set(
+        "readBytes",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, file: String| -> rquickjs::Result<Value<'js>> {
+                match h.borrow().read_bytes(Path::new(&file)) {
+                    Ok(bytes) => Ok(ArrayBuffer::new(ctx, bytes)?.into_value()),
+                    Err(why) => {
+                        Ok(rquickjs::String::from_str(ctx, &encode(Err(why)))?.into_value())
+                    }
+                }
+            },
+        )?,
+    )?;
+    let h = host.clone();
+    object.set(
+        "writeBytes",
+        Function::new(
+            ctx.clone(),
+            move |file: String, data: TypedArray<'js, u8>, append: bool| {
+                // SAFETY: no JavaScript runs while the slice is written out.
+                let data = unsafe { data.as_bytes() }.unwrap_or_default();
+                encode(
+                    h.borrow()
+                        .write_bytes(Path::new(&file), data, append)
+                        .map(|()| true.into()),
+                )
+            },
+        )?,
     )?;
     let h = host.clone();
     object.set(
@@ -159,4 +241,10 @@ pub fn install<'js>(
         )?,
     )?;
     ctx.globals().set("__host", object)
+}
+
+/// The canonical name of an encoding, or Node's TypeError.
+fn known<'js>(ctx: &Ctx<'js>, encoding: &str) -> rquickjs::Result<&'static str> {
+    bytes::canonical(encoding)
+        .ok_or_else(|| Exception::throw_type(ctx, &format!("Unknown encoding: {encoding}")))
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bashkit::FileSystem;
@@ -56,6 +56,9 @@ pub struct Host {
     pub tools: Option<Arc<ToolBridge>>,
     /// Whether the engine refused an allocation (`memory.rs`).
     pub refused: Arc<AtomicBool>,
+    /// Whether output went past a cap: the script stops there, as a
+    /// command's output does, rather than print on to its deadline.
+    pub flooded: Arc<AtomicBool>,
 }
 
 impl Host {
@@ -77,6 +80,7 @@ impl Host {
             http: None,
             tools: None,
             refused: Arc::default(),
+            flooded: Arc::default(),
         }
     }
 
@@ -90,8 +94,46 @@ impl Host {
         let room = self.caps[index].saturating_sub(out.len());
         if text.len() > room {
             self.truncated[index] = true;
+            self.flooded.store(true, Ordering::Release);
         }
         out.extend_from_slice(&text.as_bytes()[..text.len().min(room)]);
+    }
+
+    /// A file's bytes (`fs.readFileSync` without an encoding, and with one).
+    pub fn read_bytes(&self, file: &Path) -> Result<Vec<u8>, (&'static str, String)> {
+        if let Some(grants) = self.grants {
+            if !grants.read_files {
+                return failed("EACCES", "file access needs the read_files grant");
+            }
+            let meta = block_on(self.fs.stat(file)).map_err(|e| os_error(&e, "open", file))?;
+            if meta.size > MAX_READ_BYTES {
+                let message = format!(
+                    "EFBIG: file too large ({} bytes; the limit is {MAX_READ_BYTES}), open '{}'",
+                    meta.size,
+                    file.display()
+                );
+                return failed("EFBIG", message);
+            }
+        }
+        block_on(self.fs.read_file(file)).map_err(|e| os_error(&e, "open", file))
+    }
+
+    /// Writes (or appends) bytes to a file.
+    pub fn write_bytes(
+        &self,
+        file: &Path,
+        data: &[u8],
+        append: bool,
+    ) -> Result<(), (&'static str, String)> {
+        if self.grants.is_some() {
+            return failed("EACCES", "files are read-only here");
+        }
+        let done = if append {
+            block_on(self.fs.append_file(file, data))
+        } else {
+            block_on(self.fs.write_file(file, data))
+        };
+        done.map_err(|e| os_error(&e, "open", file))
     }
 
     /// One file operation of `fs`, its arguments a JSON array.
@@ -114,31 +156,12 @@ impl Host {
         let fs = &self.fs;
         match op {
             "read" => {
-                let file = path(0)?;
-                if self.grants.is_some() {
-                    let meta = block_on(fs.stat(&file)).map_err(|e| os_error(&e, "open", &file))?;
-                    if meta.size > MAX_READ_BYTES {
-                        let message = format!(
-                            "EFBIG: file too large ({} bytes; the limit is {MAX_READ_BYTES}), open '{}'",
-                            meta.size,
-                            file.display()
-                        );
-                        return failed("EFBIG", message);
-                    }
-                }
-                let bytes =
-                    block_on(fs.read_file(&file)).map_err(|e| os_error(&e, "open", &file))?;
+                let bytes = self.read_bytes(&path(0)?)?;
                 Ok(Value::String(String::from_utf8_lossy(&bytes).into_owned()))
             }
             "write" => {
-                let file = path(0)?;
                 let data = args.get(1).and_then(Value::as_str).unwrap_or_default();
-                let done = if flag(2) {
-                    block_on(fs.append_file(&file, data.as_bytes()))
-                } else {
-                    block_on(fs.write_file(&file, data.as_bytes()))
-                };
-                done.map_err(|e| os_error(&e, "open", &file))?;
+                self.write_bytes(&path(0)?, data.as_bytes(), flag(2))?;
                 Ok(Value::Null)
             }
             "exists" => Ok(Value::Bool(block_on(fs.exists(&path(0)?)).unwrap_or(false))),

@@ -28,15 +28,25 @@ const BUILTINS: &[(&str, &str)] = &[
         "sep, normalize, join, resolve, dirname, basename, extname, isAbsolute, relative, posix",
     ),
     ("crypto", "createHash, createHmac, randomUUID"),
+    ("buffer", "Buffer, constants, kMaxLength"),
+    ("string_decoder", "StringDecoder"),
+    (
+        "timers",
+        "setTimeout, setInterval, setImmediate, clearTimeout, clearInterval, clearImmediate",
+    ),
+    (
+        "timers/promises",
+        "setTimeout, setImmediate, setInterval, scheduler",
+    ),
 ];
 
 /// Whether `source` reads as an ES module: a line that starts with an
 /// `import` or `export` declaration (Node 22's syntax detection, roughly).
 pub fn is_module(file: &str, source: &str) -> bool {
-    if file.ends_with(".mjs") {
+    if file.ends_with(".mjs") || file.ends_with(".mts") {
         return true;
     }
-    if file.ends_with(".cjs") {
+    if file.ends_with(".cjs") || file.ends_with(".cts") {
         return false;
     }
     source.lines().any(|line| {
@@ -73,26 +83,104 @@ impl Resolver for Files {
         if BUILTINS.iter().any(|(builtin, _)| *builtin == bare) {
             return Ok(format!("node:{bare}"));
         }
-        if !(name.starts_with('/') || name.starts_with("./") || name.starts_with("../")) {
-            let why = "only Node's fs, path and crypto and the session's files can be imported";
-            return Err(Error::new_resolving_message(base, name, why));
-        }
         let dir = match Path::new(base).parent() {
             Some(dir) if base.starts_with('/') => dir.to_path_buf(),
             _ => self.cwd.clone(),
         };
+        if !(name.starts_with('/') || name.starts_with("./") || name.starts_with("../")) {
+            return self.package(&dir, name).ok_or_else(|| {
+                let known: Vec<&str> = BUILTINS.iter().map(|(builtin, _)| *builtin).collect();
+                let why = format!(
+                    "no package {name} in a node_modules here or above; Node's modules here are {}",
+                    known.join(", ")
+                );
+                Error::new_resolving_message(base, name, why)
+            });
+        }
         let path = bashkit::normalize_path(&dir.join(name));
+        self.as_file(&path)
+            .ok_or_else(|| Error::new_resolving(base, name))
+    }
+}
+
+impl Files {
+    /// A path as a file, with Node's extensions, or as a directory's
+    /// package entry or index.
+    fn as_file(&self, path: &Path) -> Option<String> {
         let text = path.display().to_string();
-        [
-            text.clone(),
-            format!("{text}.js"),
-            format!("{text}.mjs"),
-            format!("{text}.json"),
-            format!("{text}/index.js"),
-        ]
-        .into_iter()
-        .find(|candidate| self.file(Path::new(candidate)))
-        .ok_or_else(|| Error::new_resolving(base, name))
+        let found = ["", ".js", ".mjs", ".ts", ".mts", ".json"]
+            .iter()
+            .map(|ext| format!("{text}{ext}"))
+            .find(|candidate| self.file(Path::new(candidate)));
+        if found.is_some() {
+            return found;
+        }
+        if let Some(entry) = self.manifest(path).and_then(|pkg| entry(&pkg, ".")) {
+            return self.as_file(&bashkit::normalize_path(&path.join(entry)));
+        }
+        ["index.js", "index.mjs", "index.ts"]
+            .iter()
+            .map(|index| path.join(index).display().to_string())
+            .find(|candidate| self.file(Path::new(candidate)))
+    }
+
+    fn manifest(&self, dir: &Path) -> Option<serde_json::Value> {
+        let bytes = block_on(self.fs.read_file(&dir.join("package.json"))).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// A package in a node_modules of `dir` or a directory above it, as
+    /// `import` sees it (the "import" condition of its "exports").
+    fn package(&self, dir: &Path, name: &str) -> Option<String> {
+        let parts: Vec<&str> = name.split('/').collect();
+        let scoped = if name.starts_with('@') { 2 } else { 1 };
+        let package = parts.get(..scoped)?.join("/");
+        let subpath = match parts.get(scoped..) {
+            Some(rest) if !rest.is_empty() => format!("./{}", rest.join("/")),
+            _ => ".".to_string(),
+        };
+        let mut at = Some(dir);
+        while let Some(here) = at {
+            let root = here.join("node_modules").join(&package);
+            if block_on(self.fs.stat(&root)).is_ok() {
+                let target = match self.manifest(&root) {
+                    Some(pkg) => entry(&pkg, &subpath)?,
+                    None => subpath.clone(),
+                };
+                return self.as_file(&bashkit::normalize_path(&root.join(target)));
+            }
+            at = here.parent();
+        }
+        None
+    }
+}
+
+/// What a package's "exports" (or "main") names for `subpath`, for `import`.
+fn entry(pkg: &serde_json::Value, subpath: &str) -> Option<String> {
+    use serde_json::Value;
+    fn pick(target: &Value) -> Option<String> {
+        match target {
+            Value::String(path) => Some(path.clone()),
+            Value::Array(items) => items.iter().find_map(pick),
+            Value::Object(conditions) => ["import", "node", "default"]
+                .iter()
+                .find_map(|condition| conditions.get(*condition).and_then(pick)),
+            _ => None,
+        }
+    }
+    match pkg.get("exports") {
+        Some(Value::Object(map)) if map.keys().any(|key| key.starts_with('.')) => {
+            map.get(subpath).and_then(pick)
+        }
+        Some(exports) if subpath == "." => pick(exports),
+        Some(_) => None,
+        None if subpath == "." => Some(
+            pkg.get("main")
+                .and_then(Value::as_str)
+                .unwrap_or("index.js")
+                .to_string(),
+        ),
+        None => Some(subpath.to_string()),
     }
 }
 
@@ -113,9 +201,20 @@ impl Loader for Files {
             );
             return Module::declare(ctx.clone(), name, source);
         }
+        if name.ends_with(".node") {
+            let why = "a native addon: node in a sandbox runs JavaScript only; use a pure JavaScript package";
+            return Err(Error::new_loading_message(name, why));
+        }
         let bytes = block_on(self.fs.read_file(Path::new(name)))
             .map_err(|why| Error::new_loading_message(name, why.to_string()))?;
         let source = String::from_utf8_lossy(&bytes).into_owned();
+        let source = if super::typescript::is_typescript(name) {
+            super::typescript::strip(&source).map_err(|(message, line)| {
+                Error::new_loading_message(name, format!("line {line}: {message}"))
+            })?
+        } else {
+            source
+        };
         let source = if name.ends_with(".json") {
             format!("export default {source};")
         } else if is_module(name, &source) {

@@ -1,7 +1,11 @@
 // The Node-like globals of `node` in a sandbox: console, process, require
-// ("fs", "path" and the session's own files, CommonJS). `__host` holds the
-// native functions (js.rs); each file operation answers JSON,
-// {"ok": value} or {"err": code, "msg": text}.
+// (Node's modules, the session's CommonJS files and node_modules' packages),
+// fs, path, crypto, the timers and the loop's hooks, fetch, tools.
+// `__host` holds the native functions (bridge.rs); each file operation
+// answers JSON, {"ok": value} or {"err": code, "msg": text}. Over 500
+// lines: these share one closure (inspect, the module cache, the timers'
+// queues); Buffer (buffer.js) and the modules that need none of it
+// (stdlib.js) are files of their own.
 (function (host) {
   "use strict";
 
@@ -43,6 +47,10 @@
     if (seen.has(value)) return "[Circular *1]";
     if (value instanceof Error) return value.stack && !top ? String(value.stack).trim() : errorText(value);
     if (value instanceof Date) return isNaN(value) ? "Invalid Date" : value.toISOString();
+    if (value instanceof Buffer) {
+      const shown = Array.from(value.subarray(0, 50), (b) => b.toString(16).padStart(2, "0")).join(" ");
+      return "<Buffer" + (shown ? " " + shown : "") + (value.length > 50 ? " ... " + (value.length - 50) + " more bytes" : "") + ">";
+    }
     if (value instanceof RegExp) return String(value);
     if (depth > 2) return Array.isArray(value) ? "[Array]" : "[Object]";
     seen.add(value);
@@ -96,7 +104,7 @@
   function format(args) {
     let rest = args;
     let out = "";
-    if (typeof args[0] === "string" && /%[sdifjoO%]/.test(args[0])) {
+    if (typeof args[0] === "string" && args.length > 1 && /%[sdifjoO%]/.test(args[0])) {
       let i = 1;
       out = args[0].replace(/%[sdifjoO%]/g, (spec) => {
         if (spec === "%%") return "%";
@@ -165,10 +173,24 @@
   };
   path.posix = path;
 
+  // An encoding given as a string or as {encoding}; none means bytes.
+  const encodingOf = (options) => typeof options === "string" ? options : options && options.encoding;
+  function readFile(file, options) {
+    const bytes = host.readBytes(path.resolve(String(file)));
+    if (typeof bytes === "string") answered(bytes);
+    const encoding = encodingOf(options);
+    const buffer = Buffer.from(bytes);
+    return encoding ? buffer.toString(encoding) : buffer;
+  }
+  function writeFile(file, data, options, append) {
+    const bytes = ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+      : Buffer.from(String(data), encodingOf(options) || "utf8");
+    answered(host.writeBytes(path.resolve(String(file)), bytes, append));
+  }
   const fs = {
-    readFileSync(file, options) { return call("read", path.resolve(String(file))); },
-    writeFileSync(file, data) { call("write", path.resolve(String(file)), String(data), false); },
-    appendFileSync(file, data) { call("write", path.resolve(String(file)), String(data), true); },
+    readFileSync: (file, options) => readFile(file, options),
+    writeFileSync(file, data, options) { writeFile(file, data, options, false); },
+    appendFileSync(file, data, options) { writeFile(file, data, options, true); },
     existsSync(file) { return call("exists", path.resolve(String(file))); },
     readdirSync(dir) { return call("readdir", path.resolve(String(dir))); },
     mkdirSync(dir, options) { call("mkdir", path.resolve(String(dir)), !!(options && options.recursive)); },
@@ -190,6 +212,7 @@
       update(data) { parts.push(String(data)); return hash; },
       digest(encoding) {
         const hex = host.hash(String(algorithm), key, parts.join(""));
+        if (encoding === undefined) return Buffer.from(hex, "hex");
         if (encoding !== "base64") return hex;
         const bytes = hex.match(/../g).map((h) => parseInt(h, 16));
         const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -219,8 +242,16 @@
     if (file in cache) return cache[file].exports;
     const module = { exports: {}, filename: file };
     cache[file] = module;
-    const source = call("read", file);
+    if (file.endsWith(".node")) {
+      delete cache[file];
+      const error = new Error("Cannot load native addon " + file + ": node in a sandbox runs JavaScript only; " +
+        "use a pure JavaScript package instead");
+      error.code = "ERR_DLOPEN_FAILED";
+      throw error;
+    }
+    let source = call("read", file);
     if (file.endsWith(".json")) { module.exports = JSON.parse(source); return module.exports; }
+    if (/\.c?ts$/.test(file)) source = answered(host.stripTypes(source, file));
     const wrapped = host.compile("(function (exports, require, module, __filename, __dirname) {" + source + "\n})", file);
     wrapped(module.exports, requireFrom(path.dirname(file)), module, file, path.dirname(file));
     return module.exports;
@@ -232,16 +263,69 @@
       if (name === "fs/promises" || name === "node:fs/promises") return fs.promises;
       if (name === "path" || name === "node:path") return path;
       if (name === "crypto" || name === "node:crypto") return crypto;
-      if (name.startsWith("/") || name.startsWith("./") || name.startsWith("../")) {
-        const base = path.resolve(dir, name);
-        for (const file of [base, base + ".js", base + ".json", base + "/index.js"]) {
-          if (call("exists", file) && call("stat", file)[0] === "file") return load(file);
-        }
-      }
+      const bare = name.startsWith("node:") ? name.slice(5) : name;
+      if (bare in host.modules) return host.modules[bare];
+      if (name === "timers" || name === "node:timers") return timers;
+      if (name === "timers/promises" || name === "node:timers/promises") return timersPromises;
+      const file = name.startsWith("/") || name.startsWith("./") || name.startsWith("../")
+        ? asFile(path.resolve(dir, name)) : fromPackages(dir, name);
+      if (file) return load(file);
       const error = new Error("Cannot find module '" + name + "'");
       error.code = "MODULE_NOT_FOUND";
       throw error;
     };
+  }
+
+  const isFile = (file) => call("exists", file) && call("stat", file)[0] === "file";
+  // A path as a file, with Node's extensions, or as a directory's package or index.
+  function asFile(base) {
+    for (const file of [base, base + ".js", base + ".json", base + ".cjs", base + ".ts", base + ".cts"]) {
+      if (isFile(file)) return file;
+    }
+    if (isFile(base + "/package.json")) {
+      const entry = packageEntry(base, JSON.parse(call("read", base + "/package.json")), ".");
+      if (entry) return asFile(path.resolve(base, entry));
+    }
+    for (const file of [base + "/index.js", base + "/index.json", base + "/index.ts"]) {
+      if (isFile(file)) return file;
+    }
+    return undefined;
+  }
+  // What a package's "exports" (or "main") names for `subpath`, as require sees it.
+  function packageEntry(dir, pkg, subpath) {
+    let target = pkg.exports;
+    if (target !== undefined) {
+      if (typeof target === "string" || Array.isArray(target) || !Object.keys(target).some((k) => k.startsWith("."))) {
+        target = subpath === "." ? target : undefined;
+      } else {
+        target = target[subpath];
+      }
+      const pick = (t) => typeof t === "string" ? t : Array.isArray(t) ? t.map(pick).find(Boolean)
+        : t && typeof t === "object" ? pick(t.require ?? t.node ?? t.default) : undefined;
+      const chosen = pick(target);
+      if (chosen) return chosen;
+      const error = new Error("Package subpath '" + subpath + "' is not defined by \"exports\" in " + dir + "/package.json");
+      error.code = "ERR_PACKAGE_PATH_NOT_EXPORTED";
+      throw error;
+    }
+    return subpath === "." ? pkg.main || "index.js" : subpath;
+  }
+  // A package in a node_modules of `dir` or of a directory above it.
+  function fromPackages(dir, name) {
+    const parts = name.split("/");
+    const scoped = name.startsWith("@") ? 2 : 1;
+    const packageName = parts.slice(0, scoped).join("/");
+    const subpath = parts.length > scoped ? "./" + parts.slice(scoped).join("/") : ".";
+    for (let at = path.resolve(dir); ; at = path.dirname(at)) {
+      const root = (at === "/" ? "" : at) + "/node_modules/" + packageName;
+      if (call("exists", root)) {
+        const manifest = root + "/package.json";
+        const pkg = isFile(manifest) ? JSON.parse(call("read", manifest)) : {};
+        const file = asFile(path.resolve(root, packageEntry(root, pkg, subpath)));
+        if (file) return file;
+      }
+      if (at === "/") return undefined;
+    }
   }
 
   globalThis.require = requireFrom(host.cwd());
@@ -256,12 +340,173 @@
     exit(code) { host.exit(code === undefined ? (process.exitCode || 0) : Number(code) | 0); },
     stdout: { write(text) { host.write(1, String(text)); return true; } },
     stderr: { write(text) { host.write(2, String(text)); return true; } },
-    nextTick(fn, ...args) { Promise.resolve().then(() => fn(...args)); },
+    // Run by the engine's loop (run.rs) before the promise jobs, as Node does.
+    nextTick(fn, ...args) { callable(fn); ticks.push(() => fn(...args)); },
   };
-  globalThis.setTimeout = (fn, ms, ...args) => { Promise.resolve().then(() => fn(...args)); return 0; };
-  globalThis.setImmediate = (fn, ...args) => globalThis.setTimeout(fn, 0, ...args);
+  // Timers that wait: the engine's loop (run.rs) asks `__timers.next()`
+  // how long until one is due, sleeps that long (within the script's
+  // deadline) and calls `__timers.fire()`, one callback at a time with
+  // the microtasks between, as Node does. Due times are ordered in a heap
+  // (due, then order of creation); a cleared timer stays in it until it
+  // comes up. Immediates run before the loop sleeps. A flood of pending
+  // timers stops at MAX_TIMERS with a RangeError.
+  const MAX_TIMERS = 10000;
+  const TIMEOUT_MAX = 2147483647;
+  const pending = new Map();
+  const heap = [];
+  const immediates = [];
+  const ticks = [];
+  let lastId = 0;
+  let order = 0;
+  const before = (a, b) => a.due < b.due || (a.due === b.due && a.order < b.order);
+  function push(entry) {
+    heap.push(entry);
+    for (let i = heap.length - 1; i > 0;) {
+      const parent = (i - 1) >> 1;
+      if (!before(heap[i], heap[parent])) break;
+      [heap[i], heap[parent]] = [heap[parent], heap[i]];
+      i = parent;
+    }
+  }
+  function pop() {
+    const top = heap[0];
+    const last = heap.pop();
+    if (heap.length > 0) {
+      heap[0] = last;
+      for (let i = 0; ;) {
+        const l = 2 * i + 1, r = l + 1;
+        let m = i;
+        if (l < heap.length && before(heap[l], heap[m])) m = l;
+        if (r < heap.length && before(heap[r], heap[m])) m = r;
+        if (m === i) break;
+        [heap[i], heap[m]] = [heap[m], heap[i]];
+        i = m;
+      }
+    }
+    return top;
+  }
+  // The first live entry of the heap, the dead ones dropped.
+  function first() {
+    while (heap.length > 0 && pending.get(heap[0].id) !== heap[0].timer) pop();
+    return heap[0];
+  }
+  function callable(fn) {
+    if (typeof fn !== "function") {
+      const error = new TypeError('The "callback" argument must be of type function. Received ' + inspect(fn, 0, 0, false));
+      error.code = "ERR_INVALID_ARG_TYPE";
+      throw error;
+    }
+  }
+  function arm(timer) {
+    timer.due = host.now() + timer._idleTimeout;
+    push({ due: timer.due, order: order++, id: timer.id, timer });
+  }
+  class Timeout {
+    constructor(fn, ms, args, repeat) {
+      ms = Number(ms);
+      this._idleTimeout = ms >= 1 && ms <= TIMEOUT_MAX ? ms : 1;
+      this._onTimeout = fn;
+      this._args = args;
+      this._repeat = repeat;
+      this._ref = true;
+      this.id = ++lastId;
+    }
+    ref() { this._ref = true; return this; }
+    unref() { this._ref = false; return this; }
+    hasRef() { return this._ref; }
+    refresh() { if (pending.get(this.id) === this) arm(this); return this; }
+    close() { pending.delete(this.id); return this; }
+    [Symbol.toPrimitive]() { return this.id; }
+  }
+  function schedule(fn, ms, args, repeat) {
+    callable(fn);
+    if (pending.size >= MAX_TIMERS) {
+      const error = new RangeError("too many timers pending (" + MAX_TIMERS + "): clear some before setting more");
+      error.code = "ERR_TOO_MANY_TIMERS";
+      throw error;
+    }
+    const timer = new Timeout(fn, ms, args, repeat);
+    pending.set(timer.id, timer);
+    arm(timer);
+    return timer;
+  }
+  function clear(timer) {
+    if (timer === null || timer === undefined) return;
+    if (timer instanceof Immediate) { timer._cleared = true; return; }
+    pending.delete(typeof timer === "object" ? timer.id : Number(timer));
+  }
+  class Immediate {
+    constructor(fn, args) { this._onImmediate = fn; this._args = args; this._ref = true; this._cleared = false; }
+    ref() { this._ref = true; return this; }
+    unref() { this._ref = false; return this; }
+    hasRef() { return this._ref; }
+  }
+  globalThis.setTimeout = (fn, ms, ...args) => schedule(fn, ms, args, false);
+  globalThis.setInterval = (fn, ms, ...args) => schedule(fn, ms, args, true);
+  globalThis.clearTimeout = clear;
+  globalThis.clearInterval = clear;
+  globalThis.setImmediate = (fn, ...args) => {
+    callable(fn);
+    const immediate = new Immediate(fn, args);
+    immediates.push(immediate);
+    return immediate;
+  };
+  globalThis.clearImmediate = clear;
   globalThis.queueMicrotask = (fn) => { Promise.resolve().then(fn); };
+  const timers = {
+    setTimeout: globalThis.setTimeout, setInterval: globalThis.setInterval,
+    setImmediate: globalThis.setImmediate, clearTimeout: clear, clearInterval: clear,
+    clearImmediate: clear,
+  };
+  const timersPromises = {
+    setTimeout: (ms, value) => new Promise((resolve) => schedule(resolve, ms, [value], false)),
+    setImmediate: (value) => new Promise((resolve) => globalThis.setImmediate(resolve, value)),
+    async *setInterval(ms, value) {
+      while (true) yield await timersPromises.setTimeout(ms, value);
+    },
+    scheduler: { wait: (ms) => timersPromises.setTimeout(ms), yield: () => timersPromises.setImmediate() },
+  };
+  // What the engine's loop calls (run.rs takes it before the script runs).
+  globalThis.__timers = {
+    // -1: nothing keeps the script alive; 0: something to run now; else
+    // the milliseconds until the next timer is due.
+    next() {
+      if (ticks.length > 0 || immediates.some((i) => !i._cleared)) return 0;
+      immediates.length = 0;
+      let alive = false;
+      for (const timer of pending.values()) if (timer._ref) { alive = true; break; }
+      if (!alive) return -1;
+      const entry = first();
+      return entry ? Math.max(0, entry.due - host.now()) : -1;
+    },
+    // The process.nextTick queue, emptied; whether there was one.
+    tick() {
+      if (ticks.length === 0) return false;
+      while (ticks.length > 0) ticks.shift()();
+      return true;
+    },
+    // The timer due first, if one is due (Node's timers phase), or else
+    // the first immediate queued (its check phase).
+    fire() {
+      const due = first();
+      if (!due || due.due > host.now()) {
+        while (immediates.length > 0) {
+          const immediate = immediates.shift();
+          if (!immediate._cleared) return immediate._onImmediate(...immediate._args);
+        }
+      }
+      const entry = first();
+      if (!entry || entry.due > host.now()) return;
+      pop();
+      const timer = entry.timer;
+      if (timer._repeat) arm(timer); else pending.delete(timer.id);
+      timer._onTimeout.apply(timer, timer._args);
+    },
+  };
   globalThis.__inspect = (value) => inspect(value, 0, 0, true);
+  // For util (stdlib.js): inspect as util.inspect shows a value, format as console does.
+  host.inspect = (value) => inspect(value, 0, 0, typeof value !== "string");
+  host.format = format;
 
   // fetch: the session's HTTP client (its allowlist; in a worker, the
   // host's egress). Bodies are text; the whole response is read at once.
@@ -339,7 +584,8 @@
     if (!allowed.fetch) delete globalThis.fetch;
     if (allowed.crypto) globalThis.crypto = crypto;
     if (allowed.read_files) {
-      const readFileSync = (file) => call("read", path.resolve(String(file)));
+      // The runner's fs reads text unless asked for another encoding.
+      const readFileSync = (file, options) => readFile(file, options === undefined ? "utf8" : options);
       globalThis.fs = {
         readFileSync,
         readFile: async (file) => readFileSync(file),

@@ -14,7 +14,9 @@ use ex_bashkit_protocol::code::{CodeError, CodeOutcome};
 use ex_bashkit_protocol::outcome::Reason;
 use rquickjs::context::EvalOptions;
 use rquickjs::module::WriteOptions;
-use rquickjs::{CatchResultExt, CaughtError, Context, Ctx, Function, Module, Runtime, Value};
+use rquickjs::{
+    CatchResultExt, CaughtError, Context, Ctx, Function, Module, Object, Persistent, Runtime, Value,
+};
 
 use super::bridge::install;
 use super::host::Host;
@@ -23,7 +25,13 @@ use super::memory::Capped;
 use super::thrown::{caught_error, uncaught};
 use crate::code::Slot;
 
-const PRELUDE: &str = include_str!("prelude.js");
+/// Buffer and string_decoder first, then Node's globals, then the
+/// modules built on them.
+const PRELUDE: &str = concat!(
+    include_str!("buffer.js"),
+    include_str!("prelude.js"),
+    include_str!("stdlib.js")
+);
 
 /// The engine's own stack, under the interpreter thread's.
 const MAX_STACK_BYTES: usize = 8 << 20;
@@ -53,12 +61,15 @@ pub enum Evaluate {
 enum Stop {
     Exit,
     Deadline,
+    /// Output went past a cap.
+    Flood,
 }
 
 impl Run<'_> {
     pub fn go(self, host: Host) -> bashkit::Result<ExecResult> {
         let fail = |why: rquickjs::Error| bashkit::Error::Internal(format!("node: {why}"));
         let refused = host.refused.clone();
+        let flooded = host.flooded.clone();
         let runtime =
             Runtime::new_with_alloc(Capped::new(self.max_memory, refused.clone())).map_err(fail)?;
         runtime.set_max_stack_size(MAX_STACK_BYTES);
@@ -70,9 +81,14 @@ impl Run<'_> {
             let exiting = exiting.clone();
             let deadline = self.deadline;
             let mut polls = 0u32;
+            let flooded = flooded.clone();
             runtime.set_interrupt_handler(Some(Box::new(move || {
                 if exiting.load(Ordering::Acquire) {
                     *stopped.borrow_mut() = Some(Stop::Exit);
+                    return true;
+                }
+                if flooded.load(Ordering::Acquire) {
+                    *stopped.borrow_mut() = Some(Stop::Flood);
                     return true;
                 }
                 polls = polls.wrapping_add(1);
@@ -92,10 +108,19 @@ impl Run<'_> {
             runtime.set_loader(files(), files());
         }
         let context = Context::full(&runtime).map_err(fail)?;
+        type Saved = Persistent<Function<'static>>;
+        let loop_timers = RefCell::new(None::<(Saved, Saved, Saved)>);
         let error = context.with(|ctx| -> rquickjs::Result<Option<String>> {
             install(&ctx, &host, &exiting)?;
             prelude(&ctx)?;
-            // The runner's driver, taken before the script can reach it.
+            // The loop's timers, and the runner's driver, taken before
+            // the script can reach them.
+            let timers: Object = ctx.globals().get("__timers")?;
+            ctx.globals().remove("__timers")?;
+            let saved = |name: &str| -> rquickjs::Result<Saved> {
+                Ok(Persistent::save(&ctx, timers.get::<_, Function>(name)?))
+            };
+            *loop_timers.borrow_mut() = Some((saved("next")?, saved("fire")?, saved("tick")?));
             let drive: Option<Function> = match self.execute {
                 Some(_) => {
                     let drive = ctx.globals().get("__drive")?;
@@ -139,18 +164,74 @@ impl Run<'_> {
             })
         });
         let mut error = error.map_err(fail)?;
-        // Promises and what they scheduled, until nothing is left.
-        while error.is_none() && stopped.borrow().is_none() {
-            match runtime.execute_pending_job() {
-                Ok(true) => {}
-                Ok(false) => break,
-                Err(_job) => {
-                    error = Some(context.with(|ctx| {
-                        uncaught(CaughtError::from_error(&ctx, rquickjs::Error::Exception))
-                    }));
+        // Promises and what they scheduled, then the timers and immediates
+        // in order, until nothing is left.
+        let timers = loop_timers.borrow_mut().take();
+        // Node's loop: process.nextTick's queue, then the promise jobs, until
+        // neither is left; then the timer due or the immediate queued, one
+        // callback at a time; until nothing keeps the script alive.
+        let call = |function: &Persistent<Function<'static>>| -> Result<f64, String> {
+            context.with(|ctx| {
+                function
+                    .clone()
+                    .restore(&ctx)
+                    .and_then(|function| function.call::<_, Value>(()))
+                    .map(|value| {
+                        let flag = value.as_bool().map(f64::from);
+                        value.as_number().or(flag).unwrap_or(0.0)
+                    })
+                    .catch(&ctx)
+                    .map_err(uncaught)
+            })
+        };
+        'running: while error.is_none() && stopped.borrow().is_none() {
+            loop {
+                let ticked = match &timers {
+                    Some((_, _, tick)) => match call(tick) {
+                        Ok(ticked) => ticked != 0.0,
+                        Err(message) => {
+                            error = Some(message);
+                            break 'running;
+                        }
+                    },
+                    None => false,
+                };
+                let mut ran = false;
+                while stopped.borrow().is_none() {
+                    match runtime.execute_pending_job() {
+                        Ok(true) => ran = true,
+                        Ok(false) => break,
+                        Err(_job) => {
+                            error = Some(context.with(|ctx| {
+                                uncaught(CaughtError::from_error(&ctx, rquickjs::Error::Exception))
+                            }));
+                            break 'running;
+                        }
+                    }
+                }
+                if !ticked && !ran {
+                    break;
+                }
+            }
+            let Some((next, fire, _)) = &timers else {
+                break;
+            };
+            let wait = match call(next) {
+                Ok(wait) if wait < 0.0 => break,
+                Ok(wait) => wait,
+                Err(_) => break,
+            };
+            if !self.sleep(wait, &exiting) {
+                *stopped.borrow_mut() = Some(Stop::Deadline);
+                break;
+            }
+            if let Err(message) = call(fire) {
+                if stopped.borrow().is_none() {
+                    error = Some(message);
                 }
             }
         }
+        drop(timers);
         drop(context);
         drop(runtime);
         let stop = *stopped.borrow();
@@ -178,6 +259,16 @@ impl Run<'_> {
                 ),
             )));
         }
+        // A flood stopped at the cap: the script did not finish, and says
+        // why in place of the engine's "interrupted".
+        let error = match stop {
+            Some(Stop::Flood) if host.exit.is_none() => Some(format!(
+                "node: output passed the session's cap ({} bytes of stdout, {} of stderr); \
+                 the script was stopped\n",
+                host.caps[0], host.caps[1]
+            )),
+            _ => error,
+        };
         let exit_code = match (host.exit, error) {
             // process.exit() throws to unwind the script: not an error.
             (Some(code), _) => code,
@@ -274,6 +365,28 @@ impl Run<'_> {
         }
     }
 }
+
+impl Run<'_> {
+    /// Waits `ms` for the next timer, in slices, unless the deadline comes
+    /// first (false) or the script exits.
+    fn sleep(&self, ms: f64, exiting: &AtomicBool) -> bool {
+        let until = Instant::now() + Duration::from_secs_f64(ms.max(0.0) / 1000.0);
+        loop {
+            let now = Instant::now();
+            if exiting.load(Ordering::Acquire) || now >= until {
+                return true;
+            }
+            if self.deadline.is_some_and(|(at, _)| now >= at) {
+                return false;
+            }
+            let next = self.deadline.map_or(until, |(at, _)| until.min(at));
+            std::thread::sleep((next - now).min(SLEEP_SLICE));
+        }
+    }
+}
+
+/// The longest a wait for a timer sleeps before it looks at the deadline.
+const SLEEP_SLICE: Duration = Duration::from_millis(50);
 
 fn script_options(filename: &str) -> EvalOptions {
     let mut options = EvalOptions::default();
