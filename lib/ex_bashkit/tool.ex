@@ -76,7 +76,7 @@ defmodule ExBashkit.Tool do
   """
 
   alias ExBashkit.{Options, Sandbox}
-  alias ExBashkit.Tool.{Arguments, Files, Runs, Schema, Search}
+  alias ExBashkit.Tool.{Arguments, Declarations, Files, Runs, Schema, Search}
 
   @enforce_keys [:name, :description, :parameters, :function]
   defstruct [:name, :description, :parameters, :function, call: nil, approve: nil]
@@ -613,4 +613,56 @@ defmodule ExBashkit.Tool do
       function: function
     }
   end
+
+  @doc """
+  The tools as TypeScript declarations of the `tools` object a program
+  calls them on (`ExBashkit.Code.run/2`, `node` in a session given
+  `tools:`), for the model's prompt: each tool a function under its dotted
+  name, its arguments typed from its JSON schema, its description and
+  its arguments' descriptions as doc comments. The calls answer promises
+  of the tool's JSON value.
+
+      iex> orders = ExBashkit.Tool.new(
+      ...>   name: "orders.list",
+      ...>   description: "The orders of a customer.",
+      ...>   parameters: %{"type" => "object",
+      ...>                 "properties" => %{"customer" => %{"type" => "string"},
+      ...>                                   "status" => %{"enum" => ["open", "paid"]}},
+      ...>                 "required" => ["customer"]},
+      ...>   function: fn _ -> {:ok, []} end)
+      iex> ExBashkit.Tool.typescript([orders]) == \"""
+      ...> declare const tools: {
+      ...>   orders: {
+      ...>     /**
+      ...>      * The orders of a customer.
+      ...>      */
+      ...>     list(args: {
+      ...>       customer: string;
+      ...>       status?: "open" | "paid";
+      ...>     }): Promise<unknown>;
+      ...>   };
+      ...> };
+      ...> \"""
+      true
+  """
+  @spec typescript([t()]) :: String.t()
+  def typescript(tools) when is_list(tools), do: Declarations.typescript(tools)
+
+  @doc """
+  The tools as Python stubs of the `tools` object (the Python a program
+  writes calls them with keyword arguments), for the model's prompt.
+
+      iex> orders = ExBashkit.Tool.new(
+      ...>   name: "orders.list",
+      ...>   description: "The orders of a customer.",
+      ...>   parameters: %{"type" => "object",
+      ...>                 "properties" => %{"customer" => %{"type" => "string"},
+      ...>                                   "limit" => %{"type" => "integer"}},
+      ...>                 "required" => ["customer"]},
+      ...>   function: fn _ -> {:ok, []} end)
+      iex> ExBashkit.Tool.python([orders]) =~ "def list(*, customer: str, limit: int | None = None) -> Any:"
+      true
+  """
+  @spec python([t()]) :: String.t()
+  def python(tools) when is_list(tools), do: Declarations.python(tools)
 end

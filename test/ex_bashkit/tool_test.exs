@@ -562,4 +562,63 @@ defmodule ExBashkit.ToolTest do
       assert capped =~ "more paths"
     end
   end
+
+  describe "the tools as an API for the model" do
+    defp api_tools do
+      [
+        Tool.new(
+          name: "orders.list",
+          description: "The orders of a customer.",
+          parameters: %{
+            "type" => "object",
+            "properties" => %{
+              "customer" => %{"type" => "string", "description" => "the customer's id"},
+              "status" => %{"enum" => ["open", "paid"]},
+              "limit" => %{"type" => ["integer", "null"]}
+            },
+            "required" => ["customer"]
+          },
+          function: fn args -> {:ok, [%{"id" => 1, "customer" => args["customer"]}]} end
+        ),
+        Tool.new(
+          name: "ping",
+          description: "Answers pong.",
+          parameters: %{"type" => "object", "properties" => %{}},
+          function: fn _ -> {:ok, "pong"} end
+        )
+      ]
+    end
+
+    test "the TypeScript declarations parse, and a program written against them runs" do
+      tools = api_tools()
+      declarations = Tool.typescript(tools)
+      assert declarations =~ "limit?: number | null;"
+      assert declarations =~ "ping(args?: {\n"
+      assert declarations =~ "* the customer's id"
+
+      program = """
+      const orders: Array<{ id: number }> = await tools.orders.list({ customer: "acme", status: "open" });
+      console.log(orders.length, await tools.ping());
+      """
+
+      session = ExBashkit.Session.new(javascript: true, isolation: :process, tools: tools)
+      :ok = ExBashkit.Session.write_file(session, "/program.mts", declarations <> program)
+
+      assert {:ok, %{stdout: "1 pong\n", exit_code: 0}} =
+               ExBashkit.Session.exec(session, "node /program.mts")
+    end
+
+    test "the Python stubs are valid Python" do
+      stubs = Tool.python(api_tools())
+      assert stubs =~ "class orders:"
+      assert stubs =~ ~s(status: Literal["open", "paid"] | None = None)
+
+      {_, status} =
+        System.cmd("python3", ["-c", "import ast, sys; ast.parse(sys.argv[1])", stubs],
+          stderr_to_stdout: true
+        )
+
+      assert status == 0
+    end
+  end
 end
