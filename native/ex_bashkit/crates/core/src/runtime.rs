@@ -397,6 +397,8 @@ impl Interpreters {
 fn start_worker(index: usize) -> std::io::Result<Worker> {
     let helped = Arc::new(crate::memory::Helped::default());
     let helping = helped.clone();
+    let load = Arc::new(Load::default());
+    let retiring = load.clone();
     let runtime = Builder::new_current_thread()
         .enable_all()
         // A thread inherits its creator's scheduling policy, and blocking
@@ -414,8 +416,14 @@ fn start_worker(index: usize) -> std::io::Result<Worker> {
         // 150 MB stayed resident after one 1 MB script. So blocking threads
         // retire soon, returning their memory as they go.
         .thread_keep_alive(BLOCKING_KEEP_ALIVE)
-        // SAFETY: mi_collect has no preconditions.
-        .on_thread_stop(|| unsafe { libmimalloc_sys::mi_collect(true) })
+        // A thread that retires while the tree it parsed is still in use
+        // leaves it in segments only a later collection reclaims, once the
+        // interpreter thread has freed it (`Timed`'s drop).
+        .on_thread_stop(move || {
+            // SAFETY: mi_collect has no preconditions.
+            unsafe { libmimalloc_sys::mi_collect(true) };
+            retiring.blocking_retired.store(true, Ordering::Release);
+        })
         .max_blocking_threads(MAX_BLOCKING_THREADS)
         .thread_stack_size(BLOCKING_STACK_BYTES)
         .thread_name(format!("ex_bashkit_{index}_blocking"))
@@ -423,7 +431,6 @@ fn start_worker(index: usize) -> std::io::Result<Worker> {
     let handle = runtime.handle().clone();
     let inbox = Arc::new(Inbox::default());
     let helpers = helped.clone();
-    let load = Arc::new(Load::default());
     let (thread_inbox, thread_load) = (inbox.clone(), load.clone());
     std::thread::Builder::new()
         .name(format!("ex_bashkit_{index}"))
@@ -507,6 +514,7 @@ async fn serve(inbox: Arc<Inbox>, load: Arc<Load>) {
         load.jobs.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(Timed {
             job,
+            inbox: inbox.clone(),
             load: load.clone(),
             counted: true,
         });

@@ -27,6 +27,10 @@ pub(super) struct Load {
     /// CPU time then, in nanoseconds.
     pub(super) seen_poll: AtomicU64,
     pub(super) cpu_when_seen: AtomicU64,
+    /// A thread of its blocking pool retired since the thread last
+    /// collected: what it allocated and left to this thread to free (a
+    /// parse's syntax tree) is only handed back by a collection here.
+    pub(super) blocking_retired: AtomicBool,
 }
 
 impl Load {
