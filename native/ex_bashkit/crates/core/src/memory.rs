@@ -171,6 +171,22 @@ pub fn own_helpers(helped: Arc<Helped>) {
     let _ = OWN_HELPERS.try_with(|own| *own.borrow_mut() = Some(helped));
 }
 
+/// Whom a thread started from the calling one should charge: the calling
+/// interpreter thread's running script, or the script the calling helper
+/// charges (a shell started from a shell).
+pub fn helpers() -> Option<Arc<Helped>> {
+    let own = OWN_HELPERS
+        .try_with(|own| own.borrow().clone())
+        .ok()
+        .flatten();
+    own.or_else(|| {
+        HELPING
+            .try_with(|helping| helping.borrow().clone())
+            .ok()
+            .flatten()
+    })
+}
+
 /// Charges the calling blocking-pool thread's allocations to the script
 /// its interpreter thread names in `helped`.
 pub fn help(helped: Arc<Helped>) {

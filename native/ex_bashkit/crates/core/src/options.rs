@@ -60,6 +60,20 @@ pub trait SessionPlan {
         extra: Extra,
     ) -> impl std::future::Future<Output = Result<Bash, SessionError>> + Send;
 
+    /// Builds a shell that a command of the session starts mid-script
+    /// (`node`'s `child_process`): the session's commands, policy and
+    /// limits, on the session's own files (`child.fs`), with the
+    /// environment and directory it is given and no profile run.
+    fn build_child(
+        &self,
+        child: Child,
+        channel: &Arc<Channel>,
+        credentials: &Credentials,
+        egress: Option<Egress>,
+        gate: &Arc<Gate>,
+        extra: Extra,
+    ) -> impl std::future::Future<Output = Result<Bash, SessionError>> + Send;
+
     /// What the session needs of a worker process, for its hardening.
     fn worker_needs(&self) -> ex_bashkit_jail::Needs<'_>;
 
@@ -76,6 +90,111 @@ impl SessionPlan for SessionOptions {
         gate: &Arc<Gate>,
         extra: Extra,
     ) -> Result<Bash, SessionError> {
+        let builder = builder(self, credentials, egress);
+        let mut bash = self.commands(builder, channel, gate, extra).await?;
+        // A child shell leaves the flag alone: the policy stops the
+        // session's script, which waits for the child.
+        gate.stop_with(bash.cancellation_token());
+        mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
+        for path in &self.virtual_fs {
+            let backend = ElixirFs::new(path.clone(), channel.clone());
+            bash.mount(path, Arc::new(backend))
+                .map_err(|e| SessionError::Build(format!("virtual_fs {path:?}: {e}")))?;
+        }
+        bash.fs()
+            .mkdir(Path::new(&self.cwd), true)
+            .await
+            .map_err(|e| SessionError::Build(format!("cannot create cwd {:?}: {e}", self.cwd)))?;
+        if let Some(profile) = &self.profile {
+            run_profile(&mut bash, profile).await?;
+        }
+        Ok(bash)
+    }
+
+    async fn build_child(
+        &self,
+        child: Child,
+        channel: &Arc<Channel>,
+        credentials: &Credentials,
+        egress: Option<Egress>,
+        gate: &Arc<Gate>,
+        extra: Extra,
+    ) -> Result<Bash, SessionError> {
+        let mut limits = self.limits.execution();
+        if let Some(timeout) = child.timeout {
+            let within = timeout.min(limits.timeout);
+            limits = limits.timeout(within);
+        }
+        // The session's own variables are the child's only where exported:
+        // `child.env` is all it inherits.
+        let mut builder = Bash::builder()
+            .session_limits(SessionLimits::unlimited())
+            .limits(limits)
+            .fs(child.fs);
+        if let Some(memory) = self.limits.memory() {
+            builder = builder.memory_limits(memory);
+        }
+        builder = network(builder, self, credentials, egress);
+        for (key, value) in child.env {
+            builder = builder.env(key, value);
+        }
+        #[cfg(feature = "git")]
+        if self.git {
+            builder = builder.builtin("git", Box::new(git(self)));
+        }
+        let builder = builder
+            .cwd(child.cwd)
+            .username(&self.username)
+            .hostname(&self.hostname);
+        self.commands(builder, channel, gate, extra).await
+    }
+
+    fn worker_needs(&self) -> ex_bashkit_jail::Needs<'_> {
+        ex_bashkit_jail::Needs {
+            mounts: &self.mounts,
+            script_bytes: self.limits.script_memory() as u64,
+            files_bytes: self.limits.filesystem().max_total_bytes,
+            file_bytes: self.limits.max_file_bytes,
+            python_vm: self.python_runtime == PythonRuntime::Cpython && !self.python.is_empty(),
+        }
+    }
+
+    fn credentials(&self) -> Credentials {
+        Credentials::new(&self.credentials, self.block_private_ips)
+    }
+}
+
+/// What a shell of the session is built with beyond its basics.
+pub struct Child {
+    /// The session's filesystem, as the command starting the shell sees it.
+    pub fs: Arc<dyn bashkit::FileSystem>,
+    /// The environment the shell starts with.
+    pub env: Vec<(String, String)>,
+    pub cwd: std::path::PathBuf,
+    /// At most this long (what is left of the script that starts it).
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// The commands of a session's shells: Python, the command policy's hook,
+/// the caller's own commands and the builtins that call Elixir.
+trait Commands {
+    fn commands(
+        &self,
+        builder: BashBuilder,
+        channel: &Arc<Channel>,
+        gate: &Arc<Gate>,
+        extra: Extra,
+    ) -> impl std::future::Future<Output = Result<Bash, SessionError>> + Send;
+}
+
+impl Commands for SessionOptions {
+    async fn commands(
+        &self,
+        builder: BashBuilder,
+        channel: &Arc<Channel>,
+        gate: &Arc<Gate>,
+        extra: Extra,
+    ) -> Result<Bash, SessionError> {
         let tools = python::Tools {
             names: &self.tools,
             builtins: &self.builtins,
@@ -83,7 +202,7 @@ impl SessionPlan for SessionOptions {
             gate,
         };
         let mut builder = python::register(
-            builder(self, credentials, egress),
+            builder,
             self.python_runtime,
             &self.python,
             &self.limits,
@@ -117,35 +236,7 @@ impl SessionPlan for SessionOptions {
                 .await
                 .map_err(|e| SessionError::Build(format!("{switch}: {e}")))?;
         }
-        gate.stop_with(bash.cancellation_token());
-        mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
-        for path in &self.virtual_fs {
-            let backend = ElixirFs::new(path.clone(), channel.clone());
-            bash.mount(path, Arc::new(backend))
-                .map_err(|e| SessionError::Build(format!("virtual_fs {path:?}: {e}")))?;
-        }
-        bash.fs()
-            .mkdir(Path::new(&self.cwd), true)
-            .await
-            .map_err(|e| SessionError::Build(format!("cannot create cwd {:?}: {e}", self.cwd)))?;
-        if let Some(profile) = &self.profile {
-            run_profile(&mut bash, profile).await?;
-        }
         Ok(bash)
-    }
-
-    fn worker_needs(&self) -> ex_bashkit_jail::Needs<'_> {
-        ex_bashkit_jail::Needs {
-            mounts: &self.mounts,
-            script_bytes: self.limits.script_memory() as u64,
-            files_bytes: self.limits.filesystem().max_total_bytes,
-            file_bytes: self.limits.max_file_bytes,
-            python_vm: self.python_runtime == PythonRuntime::Cpython && !self.python.is_empty(),
-        }
-    }
-
-    fn credentials(&self) -> Credentials {
-        Credentials::new(&self.credentials, self.block_private_ips)
     }
 }
 
@@ -188,7 +279,6 @@ fn git(options: &SessionOptions) -> crate::git::Git {
     }
 }
 
-#[cfg_attr(not(feature = "network"), allow(unused_variables))]
 fn builder(
     options: &SessionOptions,
     credentials: &Credentials,
@@ -204,28 +294,7 @@ fn builder(
     if let Some(memory) = options.limits.memory() {
         builder = builder.memory_limits(memory);
     }
-    #[cfg(feature = "network")]
-    match egress {
-        // In a worker: the host checks private addresses (the worker
-        // resolves no names), adds the credentials and makes the
-        // request (`egress.rs`); the allowlist here only saves the
-        // trip for a request the host would refuse.
-        Some(egress) => {
-            if let Some(allowlist) = crate::network::allowlist(&options.allow_net, false) {
-                builder = builder.network(allowlist).http_transport(egress);
-            }
-        }
-        None => {
-            if let Some(allowlist) =
-                crate::network::allowlist(&options.allow_net, options.block_private_ips)
-            {
-                builder = builder.network(allowlist);
-                if !options.credentials.is_empty() {
-                    builder = builder.before_http(credentials.hook());
-                }
-            }
-        }
-    }
+    builder = network(builder, options, credentials, egress);
     for (key, value) in &options.env {
         builder = builder.env(key, value);
     }
@@ -239,4 +308,38 @@ fn builder(
         .cwd(&options.cwd)
         .username(&options.username)
         .hostname(&options.hostname)
+}
+
+/// Where the session's requests may go, and how they leave.
+#[cfg_attr(not(feature = "network"), allow(unused_variables))]
+fn network(
+    builder: BashBuilder,
+    options: &SessionOptions,
+    credentials: &Credentials,
+    egress: Option<Egress>,
+) -> BashBuilder {
+    #[cfg(feature = "network")]
+    match egress {
+        // In a worker: the host checks private addresses (the worker
+        // resolves no names), adds the credentials and makes the
+        // request (`egress.rs`); the allowlist here only saves the
+        // trip for a request the host would refuse.
+        Some(egress) => {
+            if let Some(allowlist) = crate::network::allowlist(&options.allow_net, false) {
+                return builder.network(allowlist).http_transport(egress);
+            }
+        }
+        None => {
+            if let Some(allowlist) =
+                crate::network::allowlist(&options.allow_net, options.block_private_ips)
+            {
+                let builder = builder.network(allowlist);
+                if !options.credentials.is_empty() {
+                    return builder.before_http(credentials.hook());
+                }
+                return builder;
+            }
+        }
+    }
+    builder
 }
