@@ -29,6 +29,9 @@ defmodule ExBashkit.Code do
       (sha256, sha384, sha512, sha1, md5) and `randomUUID`.
     * `:fetch` — a global `fetch`, to the URLs `:allow_net` allows
       (through the host, which keeps any credentials to itself).
+    * `:commands` — a global `child_process` (`execSync`, `spawnSync`,
+      `execFileSync`, `exec`, `execFile`, `spawn`) whose commands run in
+      the run's own shell, on its files, within its deadline.
 
   Python (CPython) and bash runs have no network without `:fetch`
   either; their files are the run's `:files` and `:mounts`, and

@@ -7,7 +7,7 @@ defmodule ExBashkit.Code.Config do
 
   alias ExBashkit.Options
 
-  @grants [:fetch, :read_files, :crypto]
+  @grants [:fetch, :read_files, :crypto, :commands]
 
   @schema [
     language: [
@@ -50,7 +50,9 @@ defmodule ExBashkit.Code.Config do
     allow: [
       type: {:custom, &__MODULE__.allow!/1},
       default: [],
-      doc: "what the code may use beyond computing: any of `:fetch`, `:read_files`, `:crypto`."
+      doc:
+        "what the code may use beyond computing: any of `:fetch`, `:read_files`, `:crypto`, " <>
+          "`:commands` (JavaScript and TypeScript)."
     ],
     allow_net: [
       type: :any,
@@ -105,6 +107,11 @@ defmodule ExBashkit.Code.Config do
 
       :read_files in config.allow and config.files in [[], %{}] and config.mounts == [] ->
         raise ArgumentError, "#{context}: allow: [:read_files] needs :files or :mounts to read"
+
+      :commands in config.allow and config.language not in [:javascript, :typescript] ->
+        raise ArgumentError,
+              "#{context}: allow: [:commands] is for JavaScript and TypeScript " <>
+                "(a bash run runs commands already)"
 
       config.language == :python and config.tools != [] ->
         raise ArgumentError,

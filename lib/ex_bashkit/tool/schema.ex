@@ -45,7 +45,9 @@ defmodule ExBashkit.Tool.Schema do
             languages: [
               type: {:custom, &__MODULE__.languages!/1},
               default: [:javascript, :python, :bash],
-              doc: "the languages the model may choose, of `:javascript`, `:python` and `:bash`."
+              doc:
+                "the languages the model may choose, of `:javascript`, `:typescript`, `:python`, " <>
+                  "`:monty` (the Python that calls `:tools`) and `:bash`."
             ],
             code: [
               type: {:custom, &__MODULE__.code!/1},
@@ -233,7 +235,7 @@ defmodule ExBashkit.Tool.Schema do
       "run_code",
       """
       Runs a program once in a fresh sandbox and returns the value it computes. \
-      JavaScript defines `function execute(input)` (may be async) and Python \
+      JavaScript and TypeScript define `function execute(input)` (may be async) and Python \
       `def execute(input)`; the value they return comes back as JSON. A bash script \
       reads the input as JSON on stdin and its output is what it prints. There is no \
       network, no require/import of modules and no state between calls; console.log \
@@ -339,13 +341,16 @@ defmodule ExBashkit.Tool.Schema do
     do: raise(ArgumentError, ":approve must be a 1-arity function or nil, got: #{inspect(other)}")
 
   @doc false
+  @run_code_languages [:javascript, :typescript, :python, :monty, :bash]
+
   def languages!(languages) do
     if is_list(languages) and languages != [] and
-         Enum.all?(languages, &(&1 in [:javascript, :python, :bash])) do
+         Enum.all?(languages, &(&1 in @run_code_languages)) do
       Enum.uniq(languages)
     else
       raise ArgumentError,
-            ":languages must be a non-empty list of :javascript, :python and :bash, got: #{inspect(languages)}"
+            ":languages must be a non-empty list of " <>
+              "#{Enum.map_join(@run_code_languages, ", ", &inspect/1)}, got: #{inspect(languages)}"
     end
   end
 

@@ -32,6 +32,8 @@ pub enum Grant {
     Crypto,
     /// A global `fetch`, within the session's `:allow_net`.
     Fetch,
+    /// A global `child_process`, its commands in the run's own shell.
+    Commands,
 }
 
 /// How `execute(input)` ended, as its engine saw it: the JSON of the

@@ -79,6 +79,7 @@ fn grant_name(grant: Grant) -> &'static str {
         Grant::ReadFiles => "read_files",
         Grant::Crypto => "crypto",
         Grant::Fetch => "fetch",
+        Grant::Commands => "commands",
     }
 }
 

@@ -43,6 +43,8 @@ pub struct Node {
     /// The session's tools, as `tools.NAME.SUB(args)` calls them (the
     /// core's one bridge, Python's too).
     pub tools: Arc<ToolBridge>,
+    /// The shells `child_process` runs commands in (`shells.rs`).
+    pub shells: Arc<crate::shells::Shells>,
 }
 
 #[async_trait]
@@ -118,6 +120,12 @@ impl Builtin for Node {
             host.http = ctx.http_client.cloned();
         }
         host.tools = Some(self.tools.clone());
+        let (shells, fs) = (self.shells.clone(), ctx.fs.clone());
+        host.shell = Some(Box::new(move |command| shells.run(fs.clone(), command)));
+        // Piped in to a script that came from a file or the command line.
+        if invocation.execute.is_none() && !invocation.from_stdin {
+            host.stdin = ctx.stdin.map(|data| data.as_bytes().to_vec());
+        }
         let run = Run {
             code: &code,
             filename: &filename,

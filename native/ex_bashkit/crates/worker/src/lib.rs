@@ -16,6 +16,7 @@ mod job;
 mod js;
 pub mod protocol;
 mod serve;
+mod shells;
 // `sqlite3` runs only here, never in the VM.
 #[cfg(feature = "sqlite")]
 mod sqlite;

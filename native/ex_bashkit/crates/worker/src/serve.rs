@@ -34,6 +34,7 @@ use crate::egress::HostEgress;
 use crate::frame::{exit_now, Outbox};
 use crate::job::WorkerJob;
 use crate::protocol::{self, Event, FileOp, Frame, FsAnswer, NewAnswer, Outcome, Output, Request};
+use crate::shells::Shells;
 use ex_bashkit_core::call::Call;
 use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::exec::{run_on_session, Ran};
@@ -46,8 +47,6 @@ use ex_bashkit_core::runtime::{self, interpreters};
 use ex_bashkit_core::session::Session;
 use ex_bashkit_core::stop::Stop;
 use ex_bashkit_core::sync::lock;
-#[cfg(feature = "javascript")]
-use ex_bashkit_core::tool_bridge::ToolBridge;
 use ex_bashkit_jail::{self as hardening, Fit, Plan, Report};
 use ex_bashkit_protocol::call::CallOptions;
 
@@ -337,9 +336,8 @@ impl Worker {
             .is_some_and(|fit| options.worker_needs().fit() != Some(fit))
     }
 
-    /// The commands only a worker has: `node` for `javascript: true`,
-    /// whose `tools` reach the session's builtins through its gate, and
-    /// `sqlite3` for `sqlite: true`.
+    /// The commands only a worker has (`shells.rs`): made only for a
+    /// session that asks for one of them.
     fn commands<'o>(
         &self,
         options: &'o SessionOptions,
@@ -347,39 +345,21 @@ impl Worker {
         self.deadline.session(options.limits.execution().timeout);
         let deadline = self.deadline.clone();
         let code = self.code.clone();
+        let egress = self.egress();
         move |channel, gate| {
-            #[cfg_attr(
-                not(any(feature = "javascript", feature = "sqlite")),
-                allow(unused_mut)
-            )]
-            let mut extra = Extra::none();
-            #[cfg(feature = "javascript")]
-            if options.javascript {
-                let limits = options.limits.execution();
-                let node = crate::js::Node {
-                    outcome: code.clone(),
-                    max_memory: options.limits.javascript_memory(),
-                    max_output: (limits.max_stdout_bytes, limits.max_stderr_bytes),
-                    deadline: deadline.clone(),
-                    tools: Arc::new(ToolBridge::new(
-                        options.builtins.clone(),
-                        channel.clone(),
-                        gate.clone(),
-                    )),
-                };
-                extra.builtins.push(("node".into(), Box::new(node)));
+            if !(options.javascript || options.sqlite) {
+                return Extra::none();
             }
-            #[cfg(feature = "sqlite")]
-            if options.sqlite {
-                let max_db_bytes = options.limits.sqlite_bytes();
-                for name in ["sqlite3", "sqlite"] {
-                    let sqlite = crate::sqlite::Sqlite3::new(max_db_bytes);
-                    extra.builtins.push((name.into(), Box::new(sqlite)));
-                }
-                extra.switches.push(crate::sqlite::OPT_IN);
-            }
-            let _ = (channel, gate, deadline, code);
-            extra
+            let shells = Arc::new(Shells {
+                options: options.clone(),
+                channel: channel.clone(),
+                gate: gate.clone(),
+                egress,
+                deadline,
+                code,
+                depth: Default::default(),
+            });
+            shells.commands()
         }
     }
 

@@ -17,6 +17,7 @@ use super::bytes;
 use super::crypto::digest;
 use super::host::{encode, failed, Host};
 use super::thrown::code_error;
+use crate::shells::Command;
 
 /// `__host`: what the prelude builds Node's globals on.
 pub fn install<'js>(
@@ -102,6 +103,74 @@ pub fn install<'js>(
             },
         )?,
     )?;
+    // child_process: a command in a new shell of the session, waited
+    // for; its status and output (bytes), or an Error saying why not.
+    let h = host.clone();
+    object.set(
+        "spawn",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>,
+                  script: String,
+                  cwd: String,
+                  env: Object<'js>,
+                  input: Option<TypedArray<'js, u8>>|
+                  -> rquickjs::Result<Object<'js>> {
+                let mut vars = Vec::new();
+                for entry in env.props::<String, Value>() {
+                    let (name, value) = entry?;
+                    if let Some(value) = value.as_string() {
+                        vars.push((name, value.to_string()?));
+                    }
+                }
+                let command = Command {
+                    script,
+                    cwd: cwd.into(),
+                    env: vars,
+                    // SAFETY: no JavaScript runs while the bytes are copied.
+                    stdin: input
+                        .map(|data| unsafe { data.as_bytes() }.unwrap_or_default().to_vec()),
+                };
+                let ran = match &h.borrow().shell {
+                    Some(shell) => shell(command),
+                    None => Err("no shell to run commands in here".into()),
+                };
+                let ran = ran.map_err(|why| Exception::throw_message(&ctx, &why))?;
+                let result = Object::new(ctx.clone())?;
+                result.set("status", ran.exit_code)?;
+                result.set(
+                    "stdout",
+                    ArrayBuffer::new(ctx.clone(), ran.stdout.as_bytes().to_vec())?,
+                )?;
+                result.set(
+                    "stderr",
+                    ArrayBuffer::new(ctx.clone(), ran.stderr.as_bytes().to_vec())?,
+                )?;
+                Ok(result)
+            },
+        )?,
+    )?;
+    // Node's modules made on first use (run.rs's chunks).
+    object.set(
+        "chunk",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, name: String| {
+            super::run::chunk(&ctx, &name)
+        })?,
+    )?;
+    // process.stdin: what was piped in (undefined when nothing was).
+    let h = host.clone();
+    object.set(
+        "stdin",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>| -> rquickjs::Result<Value<'js>> {
+                match &h.borrow().stdin {
+                    Some(bytes) => Ok(ArrayBuffer::new(ctx, bytes.clone())?.into_value()),
+                    None => Ok(Value::new_undefined(ctx)),
+                }
+            },
+        )?,
+    )?;
     let h = host.clone();
     object.set(
         "writeBytes",
@@ -155,19 +224,45 @@ pub fn install<'js>(
         "hash",
         Function::new(
             ctx.clone(),
-            move |ctx: Ctx<'js>, algorithm: String, key: Option<String>, data: String| {
+            move |ctx: Ctx<'js>,
+                  algorithm: String,
+                  key: Option<TypedArray<'js, u8>>,
+                  data: TypedArray<'js, u8>| {
                 if h.borrow().grants.is_some_and(|grants| !grants.crypto) {
                     return Err(Exception::throw_message(
                         &ctx,
                         "crypto needs the crypto grant",
                     ));
                 }
-                digest(&algorithm, key.as_deref(), data.as_bytes()).ok_or_else(|| {
+                // SAFETY: no JavaScript runs while the bytes are hashed.
+                let (key, data) =
+                    unsafe { (key.as_ref().map(|key| key.as_bytes()), data.as_bytes()) };
+                digest(
+                    &algorithm,
+                    key.map(Option::unwrap_or_default),
+                    data.unwrap_or_default(),
+                )
+                .ok_or_else(|| {
                     Exception::throw_message(
                         &ctx,
                         &format!("Digest method not supported: {algorithm}"),
                     )
                 })
+            },
+        )?,
+    )?;
+    object.set(
+        "randomBytes",
+        Function::new(
+            ctx.clone(),
+            |ctx: Ctx<'js>, size: usize| -> rquickjs::Result<ArrayBuffer<'js>> {
+                match super::crypto::random_bytes(size) {
+                    Ok(bytes) => ArrayBuffer::new(ctx, bytes),
+                    Err(why) => Err(Exception::throw_message(
+                        &ctx,
+                        &format!("randomBytes: {why}"),
+                    )),
+                }
             },
         )?,
     )?;

@@ -2,15 +2,15 @@
 
 /// The hex digest of `data` under `algorithm` (`sha256`, `sha512`, `sha1`,
 /// `md5`), keyed (HMAC) when `key` is given; `None` for an unknown one.
-pub fn digest(algorithm: &str, key: Option<&str>, data: &[u8]) -> Option<String> {
+pub fn digest(algorithm: &str, key: Option<&[u8]>, data: &[u8]) -> Option<String> {
     use hmac::{Hmac, KeyInit, Mac};
     use sha2::Digest;
 
     fn hex(bytes: &[u8]) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
-    fn keyed<M: Mac + KeyInit>(key: &str, data: &[u8]) -> String {
-        let mut mac = <M as KeyInit>::new_from_slice(key.as_bytes()).expect("HMAC takes any key");
+    fn keyed<M: Mac + KeyInit>(key: &[u8], data: &[u8]) -> String {
+        let mut mac = <M as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
         mac.update(data);
         hex(&mac.finalize().into_bytes())
     }
@@ -27,4 +27,23 @@ pub fn digest(algorithm: &str, key: Option<&str>, data: &[u8]) -> Option<String>
         ("md5", Some(key)) => keyed::<Hmac<md5::Md5>>(key, data),
         _ => return None,
     })
+}
+
+/// `size` bytes from the kernel's random source.
+pub fn random_bytes(size: usize) -> std::io::Result<Vec<u8>> {
+    let mut bytes = vec![0u8; size];
+    let mut filled = 0;
+    while filled < size {
+        // SAFETY: writes at most `size - filled` bytes past `filled`.
+        let got = unsafe { libc::getrandom(bytes[filled..].as_mut_ptr().cast(), size - filled, 0) };
+        if got > 0 {
+            filled += got as usize;
+            continue;
+        }
+        let error = std::io::Error::last_os_error();
+        if error.kind() != std::io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+    Ok(bytes)
 }

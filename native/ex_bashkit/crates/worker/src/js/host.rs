@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use bashkit::FileSystem;
+use bashkit::{ExecResult, FileSystem};
 use ex_bashkit_core::sync::block_on;
 use ex_bashkit_protocol::code::CodeOutcome;
 use serde_json::{json, Value};
 
 use super::invocation::{Grants, MAX_READ_BYTES};
+use crate::shells::Command;
 use ex_bashkit_core::tool_bridge::ToolBridge;
 
 /// An operation's value, or Node's error code and message.
@@ -59,7 +60,14 @@ pub struct Host {
     /// Whether output went past a cap: the script stops there, as a
     /// command's output does, rather than print on to its deadline.
     pub flooded: Arc<AtomicBool>,
+    /// What was piped in, when the script came from elsewhere.
+    pub stdin: Option<Vec<u8>>,
+    /// Runs a command in a new shell of the session (`child_process`).
+    pub shell: Option<Shell>,
 }
+
+/// Runs a command in a new shell of the session and waits for it.
+pub type Shell = Box<dyn Fn(Command) -> Result<ExecResult, String>>;
 
 impl Host {
     /// A host on `fs`, at `cwd`, with nothing printed yet.
@@ -81,6 +89,8 @@ impl Host {
             tools: None,
             refused: Arc::default(),
             flooded: Arc::default(),
+            stdin: None,
+            shell: None,
         }
     }
 
@@ -182,11 +192,25 @@ impl Host {
                 block_on(fs.remove(&file, flag(1))).map_err(|e| os_error(&e, "rm", &file))?;
                 Ok(Value::Null)
             }
+            "rename" | "copy" => {
+                let (from, to) = (path(0)?, path(1)?);
+                let done = if op == "rename" {
+                    block_on(fs.rename(&from, &to))
+                } else {
+                    block_on(fs.copy(&from, &to))
+                };
+                done.map_err(|e| os_error(&e, op, &from))?;
+                Ok(Value::Null)
+            }
             "stat" => {
                 let file = path(0)?;
                 let meta = block_on(fs.stat(&file)).map_err(|e| os_error(&e, "stat", &file))?;
                 let kind = ex_bashkit_core::file_kind::of(meta.file_type).name();
-                Ok(json!([kind, meta.size]))
+                let modified = meta
+                    .modified
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |since| since.as_secs_f64() * 1000.0);
+                Ok(json!([kind, meta.size, meta.mode, modified]))
             }
             _ => failed("ENOSYS", format!("unknown file operation {op}")),
         }

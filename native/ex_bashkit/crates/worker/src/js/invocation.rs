@@ -10,6 +10,8 @@ pub enum Source {
 
 pub struct Invocation {
     pub source: Source,
+    /// The code came on stdin (`node < app.js`): nothing else was piped in.
+    pub from_stdin: bool,
     /// `-p`: print the value of the last expression.
     pub print: bool,
     pub args: Vec<String>,
@@ -24,7 +26,7 @@ pub struct Invocation {
 /// input as JSON; the value it returned (or the error it threw) goes to
 /// the code run that started it, and what it printed to stdout and
 /// stderr. The script sees no `require`, `process` or files: only what
-/// `--allow` grants (`read_files`, `crypto`, `fetch`).
+/// `--allow` grants (`read_files`, `crypto`, `fetch`, `commands`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Execute {
     pub grants: Grants,
@@ -39,6 +41,8 @@ pub struct Grants {
     pub read_files: bool,
     /// A global `crypto`: hashes, HMAC, `randomUUID`.
     pub crypto: bool,
+    /// A global `child_process`: commands in the run's own shell.
+    pub commands: bool,
     /// A global `fetch`, through the session's network allowlist.
     pub fetch: bool,
 }
@@ -50,6 +54,7 @@ impl Grants {
             match name {
                 "read_files" => grants.read_files = true,
                 "crypto" => grants.crypto = true,
+                "commands" => grants.commands = true,
                 "fetch" => grants.fetch = true,
                 other => return Err(format!("node: unknown grant in --allow: {other}\n{USAGE}")),
             }
@@ -96,11 +101,15 @@ impl Invocation {
             None => stdin,
         };
         let mut args = args.cloned().collect::<Vec<_>>().into_iter();
+        let mut from_stdin = false;
         let (source, print) = match args.next().as_deref() {
             Some("-e" | "--eval") => (Source::Code(next(&mut args)?), false),
             Some("-p" | "--print") => (Source::Code(next(&mut args)?), true),
             Some("-" | "--") | None => match stdin {
-                Some(code) => (Source::Code(code), false),
+                Some(code) => {
+                    from_stdin = true;
+                    (Source::Code(code), false)
+                }
                 None => return Err(format!("node: no script given\n{USAGE}")),
             },
             Some("-v" | "--version") => return Err(String::new()),
@@ -111,6 +120,7 @@ impl Invocation {
         };
         Ok(Self {
             source,
+            from_stdin,
             print,
             args: args.collect(),
             execute,

@@ -12,33 +12,36 @@ use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
 use rquickjs::{Ctx, Error, Module, Result};
 
-/// Node's modules this `node` has, and the names each exports.
-const BUILTINS: &[(&str, &str)] = &[
-    (
-        "fs",
-        "readFileSync, writeFileSync, appendFileSync, existsSync, readdirSync, mkdirSync, \
-         rmSync, unlinkSync, statSync, promises",
-    ),
-    (
-        "fs/promises",
-        "readFile, writeFile, appendFile, exists, readdir, mkdir, rm, unlink, stat",
-    ),
-    (
-        "path",
-        "sep, normalize, join, resolve, dirname, basename, extname, isAbsolute, relative, posix",
-    ),
-    ("crypto", "createHash, createHmac, randomUUID"),
-    ("buffer", "Buffer, constants, kMaxLength"),
-    ("string_decoder", "StringDecoder"),
-    (
-        "timers",
-        "setTimeout, setInterval, setImmediate, clearTimeout, clearInterval, clearImmediate",
-    ),
-    (
-        "timers/promises",
-        "setTimeout, setImmediate, setInterval, scheduler",
-    ),
+/// Node's modules this `node` has. What each exports by name is read
+/// from the module itself when it is imported.
+const BUILTINS: &[&str] = &[
+    "fs",
+    "fs/promises",
+    "path",
+    "crypto",
+    "buffer",
+    "string_decoder",
+    "timers",
+    "timers/promises",
+    "events",
+    "util",
+    "util/types",
+    "os",
+    "querystring",
+    "url",
+    "assert",
+    "assert/strict",
+    "stream",
+    "stream/promises",
+    "readline",
+    "readline/promises",
+    "child_process",
 ];
+
+/// The names a builtin module's exports go by (its own properties that
+/// are identifiers), for `import { name } from "…"`.
+const EXPORTED_NAMES: &str = "(m) => Object.getOwnPropertyNames(m).filter((k) => \
+    /^[A-Za-z_$][\\w$]*$/.test(k) && !['default', 'length', 'name', 'prototype', 'caller', 'arguments'].includes(k))";
 
 /// Whether `source` reads as an ES module: a line that starts with an
 /// `import` or `export` declaration (Node 22's syntax detection, roughly).
@@ -80,7 +83,7 @@ impl Resolver for Files {
         _attributes: Option<ImportAttributes<'js>>,
     ) -> Result<String> {
         let bare = name.strip_prefix("node:").unwrap_or(name);
-        if BUILTINS.iter().any(|(builtin, _)| *builtin == bare) {
+        if BUILTINS.contains(&bare) {
             return Ok(format!("node:{bare}"));
         }
         let dir = match Path::new(base).parent() {
@@ -89,10 +92,9 @@ impl Resolver for Files {
         };
         if !(name.starts_with('/') || name.starts_with("./") || name.starts_with("../")) {
             return self.package(&dir, name).ok_or_else(|| {
-                let known: Vec<&str> = BUILTINS.iter().map(|(builtin, _)| *builtin).collect();
                 let why = format!(
                     "no package {name} in a node_modules here or above; Node's modules here are {}",
-                    known.join(", ")
+                    BUILTINS.join(", ")
                 );
                 Error::new_resolving_message(base, name, why)
             });
@@ -192,12 +194,18 @@ impl Loader for Files {
         _attributes: Option<ImportAttributes<'js>>,
     ) -> Result<Module<'js, Declared>> {
         if let Some(builtin) = name.strip_prefix("node:") {
-            let (_, exports) = BUILTINS
-                .iter()
-                .find(|(known, _)| *known == builtin)
-                .ok_or_else(|| Error::new_loading(name))?;
+            if !BUILTINS.contains(&builtin) {
+                return Err(Error::new_loading(name));
+            }
+            let names: rquickjs::Function = ctx.eval(EXPORTED_NAMES)?;
+            let module: rquickjs::Value = ctx
+                .globals()
+                .get::<_, rquickjs::Function>("require")?
+                .call((builtin,))?;
+            let exports: Vec<String> = names.call((module,))?;
             let source = format!(
-                "const m = globalThis.require({builtin:?});\nexport default m;\nexport const {{ {exports} }} = m;\n"
+                "const m = globalThis.require({builtin:?});\nexport default m;\nexport const {{ {} }} = m;\n",
+                exports.join(", ")
             );
             return Module::declare(ctx.clone(), name, source);
         }

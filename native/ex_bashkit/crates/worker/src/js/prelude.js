@@ -52,7 +52,11 @@
       return "<Buffer" + (shown ? " " + shown : "") + (value.length > 50 ? " ... " + (value.length - 50) + " more bytes" : "") + ">";
     }
     if (value instanceof RegExp) return String(value);
-    if (depth > 2) return Array.isArray(value) ? "[Array]" : "[Object]";
+    if (depth > 2) {
+      if (Array.isArray(value)) return "[Array]";
+      const name = Object.getPrototypeOf(value) === null ? "Object: null prototype" : (value.constructor && value.constructor.name) || "Object";
+      return "[" + name + "]";
+    }
     seen.add(value);
     try {
       if (Array.isArray(value)) {
@@ -171,6 +175,19 @@
       return [...a.slice(i).map(() => ".."), ...b.slice(i)].join("/");
     },
   };
+  path.parse = (p) => {
+    const root = p.startsWith("/") ? "/" : "";
+    const base = path.basename(p), ext = path.extname(p);
+    const dir = p.includes("/") ? path.dirname(p) : "";
+    return { root, dir, base, ext, name: ext ? base.slice(0, -ext.length) : base };
+  };
+  path.format = (o) => {
+    const base = o.base || (o.name || "") + (o.ext || "");
+    const dir = o.dir || o.root || "";
+    return dir ? (dir === o.root ? dir + base : dir + "/" + base) : base;
+  };
+  path.delimiter = ":";
+  path.toNamespacedPath = (p) => p;
   path.posix = path;
 
   // An encoding given as a string or as {encoding}; none means bytes.
@@ -197,43 +214,85 @@
     rmSync(file, options) { call("remove", path.resolve(String(file)), !!(options && options.recursive)); },
     unlinkSync(file) { call("remove", path.resolve(String(file)), false); },
     statSync(file) {
-      const [kind, size] = call("stat", path.resolve(String(file)));
-      return { size, isFile: () => kind === "file", isDirectory: () => kind === "dir", isSymbolicLink: () => kind === "symlink" };
+      const [kind, size, mode, mtimeMs] = call("stat", path.resolve(String(file)));
+      const mtime = new Date(mtimeMs);
+      return {
+        size, mode, mtimeMs, mtime, ctime: mtime, atime: mtime, birthtime: mtime,
+        isFile: () => kind === "file", isDirectory: () => kind === "dir", isSymbolicLink: () => kind === "symlink",
+      };
+    },
+    lstatSync(file) { return fs.statSync(file); },
+    accessSync(file) { fs.statSync(file); },
+    renameSync(from, to) { call("rename", path.resolve(String(from)), path.resolve(String(to))); },
+    copyFileSync(from, to) { call("copy", path.resolve(String(from)), path.resolve(String(to))); },
+    rmdirSync(dir, options) { call("remove", path.resolve(String(dir)), !!(options && options.recursive)); },
+    realpathSync(file) { fs.statSync(file); return path.resolve(String(file)); },
+    mkdtempSync(prefix) {
+      for (;;) {
+        const dir = path.resolve(String(prefix) + Math.random().toString(36).slice(2, 8));
+        if (!fs.existsSync(dir)) { call("mkdir", dir, true); return dir; }
+      }
     },
   };
-  fs.promises = Object.fromEntries(Object.entries(fs).filter(([, f]) => typeof f === "function")
+  const readdir = fs.readdirSync;
+  fs.readdirSync = (dir, options) => {
+    const names = readdir(dir);
+    if (!(options && options.withFileTypes)) return names;
+    return names.map((name) => {
+      const stat = fs.statSync(path.join(path.resolve(String(dir)), name));
+      return { name, isFile: stat.isFile, isDirectory: stat.isDirectory, isSymbolicLink: stat.isSymbolicLink };
+    });
+  };
+  fs.constants = { F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1 };
+  fs.promises = Object.fromEntries(Object.entries(fs).filter(([name, f]) => typeof f === "function" && name.endsWith("Sync") && name !== "existsSync")
     .map(([name, f]) => [name.replace(/Sync$/, ""), async (...args) => f(...args)]));
 
   // require("crypto"): hashes and HMAC, digested to hex or base64 (no
   // Buffer here: a digest without an encoding is hex too).
+  const bytesOf = (data, encoding) => {
+    const buffer = typeof data === "string" ? Buffer.from(data, encoding || "utf8") : Buffer.from(data);
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  };
   function hasher(algorithm, key) {
     const parts = [];
     const hash = {
-      update(data) { parts.push(String(data)); return hash; },
+      update(data, encoding) { parts.push(bytesOf(data, encoding)); return hash; },
       digest(encoding) {
-        const hex = host.hash(String(algorithm), key, parts.join(""));
-        if (encoding === undefined) return Buffer.from(hex, "hex");
-        if (encoding !== "base64") return hex;
-        const bytes = hex.match(/../g).map((h) => parseInt(h, 16));
-        const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let out = "";
-        for (let i = 0; i < bytes.length; i += 3) {
-          const [a, b = 0, c = 0] = bytes.slice(i, i + 3);
-          const n = (a << 16) | (b << 8) | c;
-          out += alphabet[(n >> 18) & 63] + alphabet[(n >> 12) & 63] +
-            (i + 1 < bytes.length ? alphabet[(n >> 6) & 63] : "=") + (i + 2 < bytes.length ? alphabet[n & 63] : "=");
-        }
-        return out;
+        const hex = host.hash(String(algorithm), key, bytesOf(Buffer.concat(parts)));
+        const bytes = Buffer.from(hex, "hex");
+        return encoding === undefined || encoding === "buffer" ? bytes : bytes.toString(encoding);
       },
     };
     return hash;
   }
+  // Random bytes from the kernel (getrandom), not Math.random.
+  const randomBytes = (size, callback) => {
+    if (!Number.isInteger(size) || size < 0) throw new RangeError('The argument \'size\' is invalid. Received ' + size);
+    const bytes = Buffer.from(host.randomBytes(size));
+    if (typeof callback === "function") { process.nextTick(() => callback(null, bytes)); return undefined; }
+    return bytes;
+  };
   const crypto = {
     createHash: (algorithm) => hasher(algorithm, undefined),
-    createHmac: (algorithm, key) => hasher(algorithm, String(key)),
+    createHmac: (algorithm, key) => hasher(algorithm, bytesOf(key)),
+    randomBytes,
+    getRandomValues(array) {
+      const bytes = host.randomBytes(array.byteLength);
+      new Uint8Array(array.buffer, array.byteOffset, array.byteLength).set(new Uint8Array(bytes));
+      return array;
+    },
+    randomInt(min, max) {
+      if (max === undefined) { max = min; min = 0; }
+      const range = max - min;
+      const n = new Uint32Array(host.randomBytes(4))[0];
+      return min + (n % range);
+    },
     randomUUID() {
-      const h = () => Math.floor(Math.random() * 16).toString(16);
-      return "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx".replace(/[xy]/g, (c) => c === "x" ? h() : (8 + Math.floor(Math.random() * 4)).toString(16));
+      const b = new Uint8Array(host.randomBytes(16));
+      b[6] = (b[6] & 0x0f) | 0x40;
+      b[8] = (b[8] & 0x3f) | 0x80;
+      const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+      return hex.slice(0, 8) + "-" + hex.slice(8, 12) + "-" + hex.slice(12, 16) + "-" + hex.slice(16, 20) + "-" + hex.slice(20);
     },
   };
 
@@ -575,14 +634,158 @@
     }, thrown);
   };
 
-  // In `--execute` mode the script gets only what its grants allow.
-  const grants = host.grants();
-  if (grants !== undefined && grants !== null) {
+  // fs: streams, and the callback API over the synchronous one.
+  fs.createReadStream = (file, options) => {
+    const { Readable } = host.modules.stream;
+    options = typeof options === "string" ? { encoding: options } : options || {};
+    const size = options.highWaterMark || 65536;
+    let bytes = null, at = options.start || 0;
+    const readable = new Readable({
+      encoding: options.encoding,
+      read() {
+        try {
+          if (bytes === null) {
+            bytes = fs.readFileSync(file);
+            const end = options.end === undefined ? bytes.length : options.end + 1;
+            bytes = bytes.subarray(0, end);
+          }
+        } catch (error) { this.destroy(error); return; }
+        if (at >= bytes.length) { this.push(null); return; }
+        const chunk = bytes.subarray(at, at + size);
+        at += chunk.length;
+        this.push(chunk);
+      },
+    });
+    readable.path = file;
+    readable.bytesRead = 0;
+    readable.on("data", (chunk) => { readable.bytesRead += chunk.length; });
+    return readable;
+  };
+  fs.createWriteStream = (file, options) => {
+    const { Writable } = host.modules.stream;
+    options = typeof options === "string" ? { encoding: options } : options || {};
+    let first = !(options.flags || "w").startsWith("a");
+    const writable = new Writable({
+      write(chunk, encoding, callback) {
+        try {
+          if (first) fs.writeFileSync(file, chunk); else fs.appendFileSync(file, chunk);
+          first = false;
+          writable.bytesWritten += chunk.length;
+          callback();
+        } catch (error) { callback(error); }
+      },
+      final(callback) {
+        try { if (first) fs.writeFileSync(file, ""); callback(); } catch (error) { callback(error); }
+      },
+    });
+    writable.path = file;
+    writable.bytesWritten = 0;
+    writable.close = (callback) => writable.end(callback);
+    return writable;
+  };
+  for (const name of Object.keys(fs)) {
+    if (!name.endsWith("Sync") || name === "existsSync") continue;
+    const sync = fs[name];
+    fs[name.slice(0, -4)] = function (...args) {
+      const callback = typeof args[args.length - 1] === "function" ? args.pop() : null;
+      if (!callback) throw new TypeError('The "cb" argument must be of type function. Received undefined');
+      let value, failure = null;
+      try { value = sync(...args); } catch (error) { failure = error; }
+      process.nextTick(() => (failure ? callback(failure) : callback(null, value)));
+    };
+  }
+  fs.exists = (file, callback) => { const found = fs.existsSync(file); process.nextTick(() => callback(found)); };
+
+  // process.stdout and stderr: written at once, and enough of a stream
+  // to be piped into.
+  for (const [name, fd] of [["stdout", 1], ["stderr", 2]]) {
+    const out = {
+      fd,
+      isTTY: false,
+      writable: true,
+      write(chunk, encoding, callback) {
+        host.write(fd, typeof chunk === "string" ? chunk : Buffer.from(chunk).toString());
+        const done = typeof encoding === "function" ? encoding : callback;
+        if (typeof done === "function") process.nextTick(done);
+        return true;
+      },
+      end(chunk, encoding, callback) {
+        if (typeof chunk === "function") callback = chunk;
+        else if (chunk !== undefined && chunk !== null) out.write(chunk, encoding);
+        if (typeof callback === "function") process.nextTick(callback);
+        return out;
+      },
+      on() { return out; },
+      once() { return out; },
+      off() { return out; },
+      removeListener() { return out; },
+      emit() { return false; },
+    };
+    process[name] = out;
+  }
+
+  // process.stdin: what was piped in, read when the script asks.
+  let stdin = null;
+  Object.defineProperty(process, "stdin", {
+    configurable: true,
+    enumerable: true,
+    get() {
+      if (stdin) return stdin;
+      stdin = new host.modules.stream.Readable({
+        read() {
+          const bytes = host.stdin();
+          if (bytes !== undefined && bytes.byteLength) this.push(Buffer.from(bytes));
+          this.push(null);
+          this._read = () => {};
+        },
+      });
+      stdin.fd = 0;
+      stdin.isTTY = undefined;
+      return stdin;
+    },
+  });
+
+
+  // Node's other modules come in chunks (run.rs), each made the first
+  // time a program uses one of its modules: a run that never does, does
+  // not pay for them.
+  host.process = process;
+  host.require = globalThis.require;
+  const chunks = Object.create(null);
+  const chunk = (name) => chunks[name] || (chunks[name] = host.chunk(name)(host));
+  const lazily = (object, name, make) => Object.defineProperty(object, name, {
+    configurable: true,
+    enumerable: object === host.modules,
+    get() {
+      const value = make();
+      Object.defineProperty(object, name, { value, configurable: true, enumerable: object === host.modules, writable: true });
+      return value;
+    },
+  });
+  for (const [name, modules] of [
+    ["stdlib", ["events", "util", "util/types", "os", "querystring", "url", "assert", "assert/strict"]],
+    ["io", ["stream", "stream/promises", "readline", "readline/promises"]],
+    ["child_process", ["child_process"]],
+  ]) {
+    for (const module of modules) lazily(host.modules, module, () => chunk(name)[module]);
+  }
+  for (const name of ["TextEncoder", "TextDecoder", "URL", "URLSearchParams"]) {
+    lazily(globalThis, name, () => chunk("stdlib").globals[name]);
+  }
+
+  // In `--execute` mode the script gets only what its grants allow: once
+  // every module is built (the end of the prelude, run.rs), since they
+  // are built on `process` and `require`.
+  host.restrict = function () {
+    const grants = host.grants();
+    if (grants === undefined || grants === null) return;
     const allowed = JSON.parse(grants);
+    const modules = host.modules;
     delete globalThis.require;
     delete globalThis.process;
     if (!allowed.fetch) delete globalThis.fetch;
     if (allowed.crypto) globalThis.crypto = crypto;
+    if (allowed.commands) globalThis.child_process = modules.child_process;
     if (allowed.read_files) {
       // The runner's fs reads text unless asked for another encoding.
       const readFileSync = (file, options) => readFile(file, options === undefined ? "utf8" : options);
@@ -595,7 +798,7 @@
         promises: { readFile: async (file) => readFileSync(file) },
       };
     }
-  }
+  };
 
   // The structured clone algorithm, for the values scripts pass around.
   globalThis.structuredClone = function structuredClone(value, copies = new Map()) {

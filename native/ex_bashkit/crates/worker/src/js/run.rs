@@ -13,9 +13,10 @@ use bashkit::{ExecResult, LimitExceeded};
 use ex_bashkit_protocol::code::{CodeError, CodeOutcome};
 use ex_bashkit_protocol::outcome::Reason;
 use rquickjs::context::EvalOptions;
-use rquickjs::module::WriteOptions;
+use rquickjs::module::{Evaluated, WriteOptions};
 use rquickjs::{
-    CatchResultExt, CaughtError, Context, Ctx, Function, Module, Object, Persistent, Runtime, Value,
+    CatchResultExt, CaughtError, Context, Ctx, Exception, Function, Module, Object, Persistent,
+    Runtime, Value,
 };
 
 use super::bridge::install;
@@ -25,13 +26,29 @@ use super::memory::Capped;
 use super::thrown::{caught_error, uncaught};
 use crate::code::Slot;
 
-/// Buffer and string_decoder first, then Node's globals, then the
-/// modules built on them.
+/// Buffer and string_decoder first, then Node's globals; last, what
+/// `--execute` mode takes away. Node's other modules come in [`CHUNKS`].
 const PRELUDE: &str = concat!(
     include_str!("buffer.js"),
     include_str!("prelude.js"),
-    include_str!("stdlib.js")
+    "__host.restrict();\n"
 );
+
+/// Node's modules made the first time a program uses one (prelude.js's
+/// `chunk`): each chunk a function of the host object answering its
+/// modules by name. A run that uses none does not load them (a third of
+/// the engine's start).
+const CHUNKS: [(&str, &str); 3] = [
+    (
+        "stdlib",
+        concat!("export default ", include_str!("stdlib.js")),
+    ),
+    ("io", concat!("export default ", include_str!("io.js"))),
+    (
+        "child_process",
+        concat!("export default ", include_str!("child_process.js")),
+    ),
+];
 
 /// The engine's own stack, under the interpreter thread's.
 const MAX_STACK_BYTES: usize = 8 << 20;
@@ -323,30 +340,67 @@ pub fn warm_up() {
         module: None,
     };
     let _ = run.go(host);
+    if let Ok(runtime) = Runtime::new() {
+        if let Ok(context) = Context::full(&runtime) {
+            context.with(|ctx| {
+                for (index, (name, source)) in CHUNKS.iter().enumerate() {
+                    let label = format!("node:internal/{name}");
+                    let _ = compiled(&ctx, &CHUNK_BYTECODE[index], &label, source);
+                }
+            });
+        }
+    }
     // What the run freed goes back to the system, not into every fork.
     // SAFETY: malloc_trim only releases free memory of this process's heap.
     unsafe { libc::malloc_trim(0) };
 }
 
-/// The prelude, compiled once per process: evaluating its bytecode costs
-/// a fraction of parsing it again for every run.
+/// The prelude and the chunks, compiled once per process: evaluating
+/// their bytecode costs a fraction of parsing them again for every run.
 static PRELUDE_BYTECODE: OnceLock<Vec<u8>> = OnceLock::new();
+static CHUNK_BYTECODE: [OnceLock<Vec<u8>>; CHUNKS.len()] =
+    [const { OnceLock::new() }; CHUNKS.len()];
+
+/// `source` as the module `name`, compiled on the first call.
+fn compiled<'a>(
+    ctx: &Ctx<'_>,
+    cell: &'a OnceLock<Vec<u8>>,
+    name: &str,
+    source: &str,
+) -> rquickjs::Result<&'a [u8]> {
+    if let Some(bytes) = cell.get() {
+        return Ok(bytes);
+    }
+    let module = Module::declare(ctx.clone(), name, source)?;
+    let bytes = module.write(WriteOptions::default())?;
+    Ok(cell.get_or_init(|| bytes))
+}
+
+/// Loads and evaluates compiled module bytes.
+fn evaluate<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Module<'js, Evaluated>> {
+    // SAFETY: the bytes are this engine's own compilation of a source of
+    // ours, made in this process, and live as long as it does
+    // (`JS_ReadObject` with ROM data keeps pointing into them).
+    let module = unsafe { Module::load(ctx.clone(), bytes)? };
+    let (module, done) = module.eval()?;
+    done.finish::<()>()?;
+    Ok(module)
+}
 
 fn prelude(ctx: &Ctx<'_>) -> rquickjs::Result<()> {
-    let bytes = match PRELUDE_BYTECODE.get() {
-        Some(bytes) => bytes,
-        None => {
-            let module = Module::declare(ctx.clone(), "prelude", PRELUDE)?;
-            let bytes = module.write(WriteOptions::default())?;
-            PRELUDE_BYTECODE.get_or_init(|| bytes)
-        }
-    };
-    // SAFETY: the bytes are this engine's own compilation of PRELUDE, made
-    // in this process, and live as long as it does (`JS_ReadObject` with
-    // ROM data keeps pointing into them).
-    let module = unsafe { Module::load(ctx.clone(), bytes)? };
-    let (_module, done) = module.eval()?;
-    done.finish::<()>()
+    let bytes = compiled(ctx, &PRELUDE_BYTECODE, "prelude", PRELUDE)?;
+    evaluate(ctx, bytes).map(drop)
+}
+
+/// The function of chunk `name` (`__host.chunk`).
+pub fn chunk<'js>(ctx: &Ctx<'js>, name: &str) -> rquickjs::Result<Value<'js>> {
+    let index = CHUNKS
+        .iter()
+        .position(|(known, _)| *known == name)
+        .ok_or_else(|| Exception::throw_message(ctx, &format!("no chunk {name}")))?;
+    let label = format!("node:internal/{name}");
+    let bytes = compiled(ctx, &CHUNK_BYTECODE[index], &label, CHUNKS[index].1)?;
+    evaluate(ctx, bytes)?.get("default")
 }
 
 impl Run<'_> {

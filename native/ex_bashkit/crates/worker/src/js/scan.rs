@@ -203,6 +203,9 @@ impl<'a> Visit<'a> for Scanner {
                 "crypto" if !self.grants.crypto => {
                     self.flag(member.span.start, "crypto needs allow: [:crypto]");
                 }
+                "child_process" if !self.grants.commands => {
+                    self.flag(member.span.start, "child_process needs allow: [:commands]");
+                }
                 _ => {}
             }
         }
@@ -251,6 +254,7 @@ mod tests {
             read_files: true,
             crypto: true,
             fetch: true,
+            commands: true,
         };
         assert_eq!(
             messages(

@@ -1,8 +1,9 @@
 // Node's everyday modules that need nothing from the host but text
 // codecs: events, util, os, querystring, url (with the URL and
 // URLSearchParams globals), assert, and the TextEncoder/TextDecoder
-// globals. Runs after prelude.js, whose inspect and format it reuses
-// (`host.inspect`, `host.format`); `require` finds these in `host.modules`.
+// globals. A chunk (run.rs): made the first time a program uses one of
+// them, it reuses prelude.js's inspect and format (`host.inspect`,
+// `host.format`) and answers the modules by name.
 (function (host) {
   "use strict";
 
@@ -20,8 +21,6 @@
       return host.decode(view, this.encoding === "utf-16le" ? "utf16le" : this.encoding === "latin1" ? "latin1" : "utf8");
     }
   }
-  globalThis.TextEncoder = TextEncoder;
-  globalThis.TextDecoder = TextDecoder;
 
   // events
   class EventEmitter {
@@ -109,6 +108,7 @@
     deprecate: (fn) => fn,
     promisify(fn) {
       if (typeof fn !== "function") throw new TypeError('The "original" argument must be of type function');
+      if (typeof fn[util.promisify.custom] === "function") return fn[util.promisify.custom];
       return (...args) => new Promise((resolve, reject) =>
         fn(...args, (error, value) => (error ? reject(error) : resolve(value))));
     },
@@ -345,7 +345,7 @@
       if (parsed.protocol !== "file:") { const e = new TypeError("The URL must be of scheme file"); e.code = "ERR_INVALID_URL_SCHEME"; throw e; }
       return decodeURIComponent(parsed.pathname);
     },
-    pathToFileURL(path) { return new URL("file://" + encodeURI(path.startsWith("/") ? path : process.cwd() + "/" + path)); },
+    pathToFileURL(path) { return new URL("file://" + encodeURI(path.startsWith("/") ? path : host.cwd() + "/" + path)); },
     parse(text) {
       const u = new URL(text);
       return { protocol: u.protocol, host: u.host, hostname: u.hostname, port: u.port || null, pathname: u.pathname,
@@ -354,8 +354,6 @@
     },
     format: (u) => (u instanceof URL ? u.href : String(u.href || "")),
   };
-  globalThis.URL = URL;
-  globalThis.URLSearchParams = URLSearchParams;
 
   // assert
   class AssertionError extends Error {
@@ -439,8 +437,11 @@
     deepEqual: assert.deepStrictEqual, notDeepEqual: assert.notDeepStrictEqual,
   });
 
-  Object.assign(host.modules, {
+  util.promisify.custom = Symbol.for("nodejs.util.promisify.custom");
+
+  return {
     events: EventEmitter, util, os, querystring, url, assert, "assert/strict": assert.strict,
     "util/types": types,
-  });
-})(__host);
+    globals: { TextEncoder, TextDecoder, URL, URLSearchParams },
+  };
+});

@@ -176,6 +176,7 @@ fn execute_mode_grants_what_allow_names_and_nothing_else() {
         read_files: true,
         crypto: true,
         fetch: true,
+        commands: true,
     };
     let granted = value(execute(probe, "null", all));
     assert_eq!(granted, r#"["object","object","function"]"#);
