@@ -282,7 +282,8 @@ defmodule ExBashkit.CodeTest do
       {"fs.unlinkSync('/x')", "fs writes are forbidden"},
       {"fetch('http://x')", "fetch() needs allow: [:fetch]"},
       {"fs.readFileSync('/x')", "fs needs allow: [:read_files]"},
-      {"crypto.randomUUID()", "crypto needs allow: [:crypto]"}
+      {"crypto.randomUUID()", "crypto needs allow: [:crypto]"},
+      {"child_process.execSync('ls')", "child_process needs allow: [:commands]"}
     ]
 
     test "each banned JavaScript API, with its line" do
@@ -356,6 +357,7 @@ defmodule ExBashkit.CodeTest do
             {[language: :python, memory_mb: 32], ~r/:memory_mb/},
             {[input: {:tuple}], ~r/:input/},
             {[allow_net: ["http://x"]], ~r/:allow_net/},
+            {[language: :python, allow: [:commands]], ~r/allow: \[:commands\]/},
             {[bogus: 1], ~r/bogus/}
           ] do
         assert_raise ArgumentError, pattern, fn -> Code.run("function execute() {}", opts) end
@@ -364,6 +366,18 @@ defmodule ExBashkit.CodeTest do
   end
 
   describe "the run_code tool" do
+    test "offers the languages it is given, TypeScript among them" do
+      tool = ExBashkit.Tool.run_code(languages: [:typescript, :bash])
+      assert tool.parameters["properties"]["language"]["enum"] == ["typescript", "bash"]
+
+      code = "function execute(n: number): number[] { return [n, n * n]; }"
+      assert {:ok, "output: [3,9]\n"} = ExBashkit.Tool.call(tool, %{"code" => code, "input" => 3})
+
+      assert_raise ArgumentError, ~r/:languages must be/, fn ->
+        ExBashkit.Tool.run_code(languages: [:ruby])
+      end
+    end
+
     test "a failure is text the model can act on" do
       tool = ExBashkit.Tool.run_code(code: [allow: [:crypto]])
 

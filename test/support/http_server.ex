@@ -7,6 +7,8 @@ defmodule ExBashkit.Test.HttpServer do
   #
   #   GET <path>?to=<location> -> 302 with that Location
   #   GET /bytes/<n>           -> 200 with n bytes of body, streamed
+  #   GET /flaky/<n>/<name>    -> 503 the first n times <name> is asked
+  #                               for, then 200 with "hit <path>"
   #   GET <path>               -> 200 with body "hit <path>"
 
   @spec start() :: {pid(), :inet.port_number()}
@@ -79,6 +81,24 @@ defmodule ExBashkit.Test.HttpServer do
     :gen_tcp.send(socket, header)
     chunk = :binary.copy("x", 65_536)
     stream(socket, chunk, n)
+  end
+
+  # Requests are served one at a time by the accepting process, which
+  # counts the failures it has given in its dictionary.
+  defp respond(socket, "/flaky/" <> rest = path) do
+    [n, name] = String.split(rest, "/", parts: 2)
+    failed = Process.get({:flaky, name}, 0)
+
+    if failed < String.to_integer(n) do
+      Process.put({:flaky, name}, failed + 1)
+
+      :gen_tcp.send(
+        socket,
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+      )
+    else
+      :gen_tcp.send(socket, response(path))
+    end
   end
 
   defp respond(socket, path), do: :gen_tcp.send(socket, response(path))
