@@ -6,7 +6,9 @@
 # Startup: p50/p99 of `node -e 'console.log(1)'` in a live session (a fresh
 # engine each call), against `node -e` as a process. CPU: sorting 10^6
 # numbers, and JSON.parse + JSON.stringify of ~10 MB, each timed inside
-# the script (Date.now()), median of 5 runs. Then ExBashkit.Code.run/2
+# the script (Date.now()), median of 5 runs; so is a command run through
+# child_process (the sandbox: a new shell of the session; Node: a new
+# /bin/sh process). Then ExBashkit.Code.run/2
 # (a fresh worker per run), and what 1,000 idle isolated sessions with
 # `javascript: true` cost (the proportional set size of their workers).
 
@@ -17,6 +19,7 @@ defmodule JavaScriptBench do
 
   @sort "const a = Array.from({length: 1e6}, (_, i) => (i * 7919) % 1000003); const t = Date.now(); a.sort((x, y) => x - y); console.log(Date.now() - t)"
   @base64 "const b = Buffer.alloc(1e7, 7); const t = Date.now(); const s = b.toString('base64'); const back = Buffer.from(s, 'base64'); console.log(Date.now() - t, back.length === b.length)"
+  @shell "const cp = require('child_process'); cp.execSync('echo warm'); const t = Date.now(); for (let i = 0; i < 100; i++) cp.execSync('echo hi'); console.log(Math.round((Date.now() - t) * 10))"
   @json "const o = Array.from({length: 1e5}, (_, i) => ({id: i, name: 'item ' + i, tags: ['a', 'b', 'c'], n: i / 3})); const s = JSON.stringify(o); const t = Date.now(); const back = JSON.parse(s); const again = JSON.stringify(back); console.log(Date.now() - t, Math.round(s.length / 1e6))"
 
   def run do
@@ -45,7 +48,8 @@ defmodule JavaScriptBench do
     for {name, code} <- [
           {"sort 10^6 numbers (ms)", @sort},
           {"JSON.parse + JSON.stringify of 10 MB (ms)", @json},
-          {"Buffer to base64 and back, 10 MB (ms)", @base64}
+          {"Buffer to base64 and back, 10 MB (ms)", @base64},
+          {"`child_process.execSync('echo hi')`, per call (µs)", @shell}
         ] do
       :ok = Session.write_file(session, "/bench.js", code)
       ours = for _ <- 1..5, do: ms(Session.exec(session, "node /bench.js"))
