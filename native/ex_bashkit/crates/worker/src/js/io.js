@@ -12,6 +12,14 @@
   const tick = (fn) => process.nextTick(fn);
 
   const stream = (() => {
+    // Stops a stream: its _destroy (if any) first, then "error" and "close".
+    function destroy(stream, error) {
+      if (stream.destroyed) return stream;
+      stream.destroyed = true;
+      const done = (failure) => tick(() => { if (failure) stream.emit("error", failure); stream.emit("close"); });
+      if (stream._destroy) stream._destroy(error || null, done); else done(error);
+      return stream;
+    }
     class Readable extends EventEmitter {
       constructor(options = {}) {
         super();
@@ -89,13 +97,7 @@
         return destination;
       }
       unpipe() { this.removeAllListeners("data"); return this; }
-      destroy(error) {
-        if (this.destroyed) return this;
-        this.destroyed = true;
-        const done = (failure) => tick(() => { if (failure) this.emit("error", failure); this.emit("close"); });
-        if (this._destroy) this._destroy(error || null, done); else done(error);
-        return this;
-      }
+      destroy(error) { return destroy(this, error); }
       [Symbol.asyncIterator]() {
         const queue = [];
         let ended = false, failure = null, wake = null;
@@ -217,13 +219,7 @@
         if (options.destroy) this._destroy = options.destroy;
         this.destroyed = false;
       }
-      destroy(error) {
-        if (this.destroyed) return this;
-        this.destroyed = true;
-        const done = (failure) => tick(() => { if (failure) this.emit("error", failure); this.emit("close"); });
-        if (this._destroy) this._destroy(error || null, done); else done(error);
-        return this;
-      }
+      destroy(error) { return destroy(this, error); }
     }
     Object.assign(Writable.prototype, writableMethods);
 
