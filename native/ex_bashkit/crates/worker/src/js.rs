@@ -17,13 +17,14 @@
 
 use std::sync::Arc;
 
-use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult};
+use bashkit::{async_trait, Builtin, BuiltinContext, ExecResult, FileSystem};
 
 use crate::code::Slot;
 use crate::deadline::Deadline;
 use ex_bashkit_core::tool_bridge::ToolBridge;
 use ex_bashkit_protocol::code::{CodeError, CodeOutcome};
 use ex_bashkit_protocol::outcome::Reason;
+pub use host::Command;
 use host::Host;
 use invocation::{Invocation, Source};
 use run::{Evaluate, Run};
@@ -43,9 +44,14 @@ pub struct Node {
     /// The session's tools, as `tools.NAME.SUB(args)` calls them (the
     /// core's one bridge, Python's too).
     pub tools: Arc<ToolBridge>,
-    /// The shells `child_process` runs commands in (`shells.rs`).
-    pub shells: Arc<crate::shells::Shells>,
+    /// Runs `child_process`'s commands in new shells of the session, on
+    /// the filesystem given (the worker's `shells.rs`).
+    pub shell: Arc<RunInShell>,
 }
+
+/// How `node` runs a command in a new shell of its session.
+pub type RunInShell =
+    dyn Fn(Arc<dyn FileSystem>, Command) -> Result<ExecResult, String> + Send + Sync;
 
 #[async_trait]
 impl Builtin for Node {
@@ -120,8 +126,8 @@ impl Builtin for Node {
             host.http = ctx.http_client.cloned();
         }
         host.tools = Some(self.tools.clone());
-        let (shells, fs) = (self.shells.clone(), ctx.fs.clone());
-        host.shell = Some(Box::new(move |command| shells.run(fs.clone(), command)));
+        let (shell, fs) = (self.shell.clone(), ctx.fs.clone());
+        host.shell = Some(Box::new(move |command| shell(fs.clone(), command)));
         // Piped in to a script that came from a file or the command line.
         if invocation.execute.is_none() && !invocation.from_stdin {
             host.stdin = ctx.stdin.map(|data| data.as_bytes().to_vec());

@@ -4,8 +4,6 @@
 //! limits, on the session's own files, bounded by what is left of the
 //! script's deadline.
 
-#[cfg(feature = "javascript")]
-use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 #[cfg(feature = "javascript")]
 use std::sync::atomic::Ordering;
@@ -27,6 +25,8 @@ use ex_bashkit_core::tool_bridge::ToolBridge;
 
 use crate::code::Slot;
 use crate::deadline::Deadline;
+#[cfg(feature = "javascript")]
+use crate::js::Command;
 
 /// What a session's worker-only commands are made of, kept to make them
 /// again for every shell a script starts.
@@ -41,15 +41,6 @@ pub struct Shells {
     pub code: Arc<Slot>,
     /// Shells running now, each started from the one before.
     pub depth: AtomicUsize,
-}
-
-/// A command to run in a new shell of the session.
-#[cfg(feature = "javascript")]
-pub struct Command {
-    pub script: String,
-    pub cwd: PathBuf,
-    pub env: Vec<(String, String)>,
-    pub stdin: Option<Vec<u8>>,
 }
 
 impl Shells {
@@ -76,7 +67,10 @@ impl Shells {
                     self.channel.clone(),
                     self.gate.clone(),
                 )),
-                shells: self.clone(),
+                shell: {
+                    let shells = self.clone();
+                    Arc::new(move |fs, command| shells.run(fs, command))
+                },
             };
             extra.builtins.push(("node".into(), Box::new(node)));
         }

@@ -15,9 +15,8 @@ use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, TypedArray, Value}
 
 use super::bytes;
 use super::crypto::digest;
-use super::host::{encode, failed, Host};
+use super::host::{encode, failed, Command, Host};
 use super::thrown::code_error;
-use crate::shells::Command;
 
 /// `__host`: what the prelude builds Node's globals on.
 pub fn install<'js>(

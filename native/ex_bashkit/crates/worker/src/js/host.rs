@@ -13,7 +13,6 @@ use ex_bashkit_protocol::code::CodeOutcome;
 use serde_json::{json, Value};
 
 use super::invocation::{Grants, MAX_READ_BYTES};
-use crate::shells::Command;
 use ex_bashkit_core::tool_bridge::ToolBridge;
 
 /// An operation's value, or Node's error code and message.
@@ -68,6 +67,14 @@ pub struct Host {
 
 /// Runs a command in a new shell of the session and waits for it.
 pub type Shell = Box<dyn Fn(Command) -> Result<ExecResult, String>>;
+
+/// A command to run in a new shell of the session (`child_process`).
+pub struct Command {
+    pub script: String,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub stdin: Option<Vec<u8>>,
+}
 
 impl Host {
     /// A host on `fs`, at `cwd`, with nothing printed yet.
