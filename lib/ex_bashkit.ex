@@ -46,11 +46,11 @@ defmodule ExBashkit do
   alias ExBashkit.{Caller, Error, Native, Result, Session}
   alias ExBashkit.Session.{ExecOptions, Options}
 
-  # A fresh interpreter is configured exactly like a default session.
-  @defaults Options.validate!([]).native
-
   @doc """
   Runs `script` in a fresh interpreter that is discarded afterwards.
+  Without options, that is one of the interpreters prepared ahead for
+  `ExBashkit.Session.new/0` when one is ready (never used before, dropped
+  after), so a one-off costs a session's `exec` instead of a build.
 
   Returns `{:ok, %ExBashkit.Result{}}` — also when the script exits non-zero —
   or `{:error, message}` when the script cannot be parsed, is not valid UTF-8,
@@ -115,11 +115,13 @@ defmodule ExBashkit do
     tag = make_ref()
 
     script = Caller.script!(script)
-    options = Options.defaults(@defaults)
+    # The session defaults, and the interpreters prepared with them: a
+    # one-off takes one when it is ready, as Session.new() does.
+    {%{native: options}, generation} = Session.Prepared.defaults()
     call = ExecOptions.validate!([], Options.Limits.timeout_ms(options), "ExBashkit.exec/2")
 
     Caller.observe(nil, script, call, fn ->
-      options |> Native.exec_once(script, self(), tag) |> Caller.await(tag, call)
+      options |> Native.exec_once(generation, script, self(), tag) |> Caller.await(tag, call)
     end)
   end
 

@@ -142,10 +142,15 @@ defmodule ExBashkit.Session do
   keeps `config :ex_bashkit, prepared_sessions: n` of them (default 4, 0 for
   none), built with the default options on a thread of its own while no
   script runs (or 100 ms after a hand-over, if scripts keep running), and
-  refilled when it runs low. Sessions with
+  refilled when it runs low. When a burst of `new()` calls empties it, the
+  callers still do not wait for a build: each gets its session at once, and
+  its interpreter is built next by that thread, or by the session's first
+  call if the thread has not started on it (then that call waits for one
+  build, what `new()` would have cost). Sessions with
   options, and isolated ones, are built when asked. `ExBashkit.stats/0`
   reports how many wait (`:prepared`); they are not counted as sessions
-  until handed over.
+  until handed over and built. `ExBashkit.exec/2` without options runs on a
+  prepared interpreter when one is ready, and drops it after.
 
       iex> session = ExBashkit.Session.new(env: [GREETING: "hi"], cwd: "/work", username: "ada")
       iex> {:ok, result} = ExBashkit.Session.exec(session, "echo $GREETING $(pwd) $(whoami)")

@@ -15,6 +15,7 @@ use crate::callback::Callbacks;
 use crate::convert::Protocol;
 use crate::exec_options::{call, ExecOptions};
 use crate::jobs::{spawn_job, JobHandle, VmJob, Whereabouts};
+use crate::prepared;
 use crate::session::SessionResource;
 use crate::terms::{bytes, protocol};
 use ex_bashkit_core::options::SessionOptions;
@@ -63,17 +64,47 @@ fn session_exec<'a>(
     let script = script_text(script.as_slice())?;
     session.usable()?;
     let call = call(options, session.output_caps);
+    let worker = interpreters()?.place(&session.worker);
+    run_on(
+        session,
+        worker,
+        script,
+        pid,
+        tag,
+        callback_server,
+        call,
+        false,
+    )
+}
+
+/// Queues `script` on `session` on thread `worker`; with `last`, the
+/// session is dropped after its caller is answered (a one-off's).
+#[allow(clippy::too_many_arguments)]
+fn run_on(
+    session: ResourceArc<SessionResource>,
+    worker: usize,
+    script: String,
+    pid: LocalPid,
+    tag: Term<'_>,
+    callback_server: Option<LocalPid>,
+    call: ex_bashkit_core::call::Call,
+    last: bool,
+) -> Result<ResourceArc<JobHandle>, String> {
     spawn_job(
-        interpreters()?.place(&session.worker),
+        worker,
         pid,
         tag,
         move |handle, stop| {
             let job: Arc<dyn Job> = Arc::new(VmJob(handle));
             async move {
                 let serve = || session.callbacks.serve(callback_server);
-                run_on_session(&session, &script, call, job, serve, stop)
-                    .await
-                    .map_err(Protocol)
+                let outcome = run_on_session(&session, &script, call, job, serve, stop).await;
+                if last {
+                    // Freeing an interpreter takes microseconds: after the
+                    // answer, in a task of its own on this thread.
+                    tokio::spawn(async move { drop(session) });
+                }
+                outcome.map_err(Protocol)
             }
         },
         encode_result,
@@ -110,10 +141,13 @@ fn session_callbacks_done(
     crate::atoms::ok()
 }
 
-/// Runs `script` on a fresh interpreter that is dropped afterwards.
+/// Runs `script` on an interpreter of its own, dropped afterwards: one
+/// prepared with the defaults of `generation` when the shelf has one ready
+/// (its hand-over instead of a build), else one built for it.
 #[rustler::nif]
 fn exec_once<'a>(
     options: Protocol<SessionOptions>,
+    generation: Option<u64>,
     script: Binary<'a>,
     pid: LocalPid,
     tag: Term<'a>,
@@ -121,6 +155,11 @@ fn exec_once<'a>(
     let Protocol(options) = options;
     let script = script_text(script.as_slice())?;
     let worker = interpreters()?.assign_warm();
+    if let Some(session) = generation.and_then(|generation| prepared::take(generation, false)) {
+        // Nothing serves its callbacks: the defaults have none.
+        let call = call(None, session.output_caps);
+        return run_on(session, worker, script, pid, tag, None, call, true);
+    }
     spawn_job(
         worker,
         pid,

@@ -34,6 +34,18 @@ use ex_bashkit_core::memory;
 #[global_allocator]
 static ALLOCATOR: memory::Counting<mimalloc::MiMalloc> = memory::Counting(mimalloc::MiMalloc);
 
+/// Runs when the library is loaded, before its first allocation maps
+/// mimalloc's arena, so that no memory of ours asks for huge pages
+/// (`memory::small_pages`).
+#[used]
+#[link_section = ".init_array"]
+static SMALL_PAGES: extern "C" fn() = {
+    extern "C" fn small_pages() {
+        memory::small_pages();
+    }
+    small_pages
+};
+
 rustler::init!("Elixir.ExBashkit.Native", load = load);
 
 /// Interpreter panics are reported through Logger, never printed with

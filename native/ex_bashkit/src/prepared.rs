@@ -4,10 +4,17 @@
 //! A thread of our own refills the shelf when it runs low; sessions
 //! with other options build as before. Shelved sessions are not counted as
 //! live (`ExBashkit.Native.live_sessions/0`) until handed over.
+//!
+//! When a burst empties the shelf, a caller is not made to build: it gets
+//! a session whose interpreter the refill thread builds next, before it
+//! refills the shelf, and whose first call builds it if the thread has not
+//! started on it yet (one build, what the caller would have paid here).
+//! So a burst's callers go on at once, and the builds run on the core the
+//! callers leave free. Only options that have built before are deferred.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use ex_bashkit_core::options::SessionOptions;
@@ -16,7 +23,7 @@ use ex_bashkit_core::sync::lock;
 use rustler::{Encoder, Env, ResourceArc, Term};
 
 use crate::convert::Protocol;
-use crate::session::SessionResource;
+use crate::session::{Interpreter, SessionResource};
 
 /// The most sessions a shelf holds, whatever the configuration asks.
 const MOST: usize = 64;
@@ -40,6 +47,12 @@ struct Shelf {
     capacity: usize,
     /// Made resources already, so a hand-over copies no interpreter.
     sessions: VecDeque<ResourceArc<SessionResource>>,
+    /// Sessions handed over before they were built, oldest first; one
+    /// whose handle is gone is not built at all.
+    deferred: VecDeque<Weak<Interpreter>>,
+    /// Whether a session of this generation was built: only then are
+    /// callers handed sessions to be built later.
+    proven: bool,
     /// Sessions of an older generation, freed by the refill thread rather
     /// than by the caller who replaced the options.
     stale: Vec<ResourceArc<SessionResource>>,
@@ -88,6 +101,7 @@ fn session_prepare(
     let old = std::mem::take(&mut shelf.sessions);
     shelf.stale.extend(old);
     shelf.generation = generation;
+    shelf.proven = false;
     shelf.options = Some(Arc::new(options));
     shelf.capacity = capacity.min(MOST);
     prepared.wake.notify_one();
@@ -95,17 +109,36 @@ fn session_prepare(
 }
 
 /// A prepared session built with the options of `generation`, as
-/// `{:ok, session}`, or `:empty` when none is ready. It never waits: a
-/// shelf the refill thread holds this instant counts as empty.
+/// `{:ok, session}`: one from the shelf, or, when a burst has emptied it,
+/// one to be built by the refill thread or its first call. `:empty` when
+/// neither can be had: a shelf the refill thread holds this instant, or
+/// options that have not built yet. It never waits.
 #[rustler::nif]
 fn session_take(env: Env<'_>, generation: u64) -> Term<'_> {
+    match take(generation, true) {
+        Some(resource) => (crate::atoms::ok(), resource).encode(env),
+        None => crate::atoms::empty().encode(env),
+    }
+}
+
+/// A session of `generation` from the shelf; with `defer`, a deferred one
+/// when the shelf is empty.
+pub fn take(generation: u64, defer: bool) -> Option<ResourceArc<SessionResource>> {
     let prepared = prepared();
     let (taken, wake) = match prepared.shelf.try_lock() {
         Ok(mut shelf) if shelf.generation == generation => {
-            let taken = shelf.sessions.pop_front();
-            if taken.is_some() {
-                shelf.taken_at = Some(Instant::now());
-            }
+            let taken = match shelf.sessions.pop_front() {
+                Some(resource) => {
+                    shelf.taken_at = Some(Instant::now());
+                    Some(resource)
+                }
+                None if defer && shelf.proven => shelf.options.clone().map(|options| {
+                    let (resource, interpreter) = SessionResource::deferred(options);
+                    shelf.deferred.push_back(interpreter);
+                    ResourceArc::new(resource)
+                }),
+                None => None,
+            };
             (taken, shelf.wants_wake())
         }
         _ => (None, false),
@@ -113,28 +146,25 @@ fn session_take(env: Env<'_>, generation: u64) -> Term<'_> {
     if wake {
         prepared.wake.notify_one();
     }
-    match taken {
-        Some(resource) => {
-            resource.session.unshelve();
-            // Placed as a session built now would be: the thread chosen
-            // when it was prepared may have work now.
-            if let Ok(pool) = interpreters() {
-                resource
-                    .session
-                    .worker
-                    .store(pool.assign(), std::sync::atomic::Ordering::Relaxed);
-            }
-            (crate::atoms::ok(), resource).encode(env)
+    let resource = taken?;
+    if resource.is_built() {
+        resource.unshelve();
+        // Placed as a session built now would be: the thread chosen
+        // when it was prepared may have work now.
+        if let Ok(pool) = interpreters() {
+            resource
+                .worker
+                .store(pool.assign(), std::sync::atomic::Ordering::Relaxed);
         }
-        None => crate::atoms::empty().encode(env),
     }
+    Some(resource)
 }
 
 impl Shelf {
     /// Whether a hand-over should wake the waiting refill thread: only
     /// when a quarter of the shelf or less is left.
     fn wants_wake(&self) -> bool {
-        self.waiting && self.sessions.len() <= self.capacity / 4
+        self.waiting && (self.sessions.len() <= self.capacity / 4 || !self.deferred.is_empty())
     }
 
     fn short(&self) -> bool {
@@ -159,21 +189,40 @@ pub fn shelved() -> usize {
         .map_or(0, |prepared| lock(&prepared.shelf).sessions.len())
 }
 
-/// The refill thread: frees stale sessions, and builds one whenever the
-/// shelf is short of its capacity and no script runs. It keeps the normal
+/// What the refill thread does next.
+enum Work {
+    /// Builds a session a caller holds already.
+    Deferred(Arc<Interpreter>),
+    /// Builds one for the shelf.
+    Shelve(u64, Arc<SessionOptions>),
+}
+
+/// The refill thread: frees stale sessions, builds the sessions handed
+/// over unbuilt, and builds one for the shelf whenever it is short of its
+/// capacity and no script runs. It keeps the normal
 /// priority: a build takes locks that scripts and schedulers take too (the
 /// allocator's, the kernel's over the address space), and a thread of low
 /// priority preempted while holding one would stall them.
 fn refill() {
     let prepared = prepared();
     loop {
-        let (generation, options) = wanted(prepared);
+        let (generation, options) = match wanted(prepared) {
+            Work::Deferred(interpreter) => {
+                // A panic here is the caller's to see, at its first call.
+                let _ = catch_unwind(AssertUnwindSafe(|| interpreter.build_now()));
+                continue;
+            }
+            Work::Shelve(generation, options) => (generation, options),
+        };
         let built = catch_unwind(AssertUnwindSafe(|| {
             SessionResource::build_shelved(&options).map(ResourceArc::new)
         }));
         let mut shelf = lock(&prepared.shelf);
         match built {
-            Ok(Ok(session)) if shelf.generation == generation => shelf.sessions.push_back(session),
+            Ok(Ok(session)) if shelf.generation == generation => {
+                shelf.proven = true;
+                shelf.sessions.push_back(session)
+            }
             Ok(Ok(session)) => shelf.stale.push(session),
             // Options that cannot build stop the shelf; each caller then
             // builds its own and is told why that fails.
@@ -184,7 +233,7 @@ fn refill() {
 }
 
 /// Waits until a session is wanted, freeing stale ones meanwhile.
-fn wanted(prepared: &Prepared) -> (u64, Arc<SessionOptions>) {
+fn wanted(prepared: &Prepared) -> Work {
     let mut shelf = lock(&prepared.shelf);
     loop {
         if !shelf.stale.is_empty() {
@@ -194,13 +243,20 @@ fn wanted(prepared: &Prepared) -> (u64, Arc<SessionOptions>) {
             shelf = lock(&prepared.shelf);
             continue;
         }
+        while let Some(deferred) = shelf.deferred.pop_front() {
+            if let Some(interpreter) = deferred.upgrade() {
+                return Work::Deferred(interpreter);
+            }
+        }
         if shelf.wants_build() {
             if let Some(options) = shelf.options.clone() {
-                return (shelf.generation, options);
+                return Work::Shelve(shelf.generation, options);
             }
         }
         shelf.waiting = true;
         shelf = if shelf.short() {
+            // Scripts run: woken when the last ends (or at the next glance).
+            ex_bashkit_core::runtime::call_when_idle(wake_refill);
             let (shelf, _) = prepared
                 .wake
                 .wait_timeout(shelf, GLANCE)
@@ -213,6 +269,15 @@ fn wanted(prepared: &Prepared) -> (u64, Arc<SessionOptions>) {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
         };
         shelf.waiting = false;
+    }
+}
+
+/// Wakes the refill thread, under the shelf's lock so that a thread about
+/// to wait misses no wake.
+fn wake_refill() {
+    if let Some(prepared) = PREPARED.get() {
+        let _shelf = lock(&prepared.shelf);
+        prepared.wake.notify_one();
     }
 }
 

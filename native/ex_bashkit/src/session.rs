@@ -2,7 +2,8 @@
 //! handle, with the Elixir process serving its running script's callbacks.
 
 use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::error::SessionError;
@@ -14,42 +15,122 @@ use crate::callback::Callbacks;
 use crate::convert::Protocol;
 
 pub struct SessionResource {
-    pub session: Session,
+    /// Process-unique, for `inspect/2`; given before the interpreter is
+    /// built, so that reading it never waits for one.
+    pub id: u64,
     pub callbacks: Arc<Callbacks>,
+    interpreter: Arc<Interpreter>,
 }
 
 #[rustler::resource_impl]
 impl Resource for SessionResource {}
 
+/// A session's interpreter: built, or to be built from `options` by
+/// whichever comes first, the refill thread of `prepared.rs` or the
+/// session's first call (which then waits for at most one build, what
+/// `Session.new()` cost without a shelf).
+pub struct Interpreter {
+    session: OnceLock<Session>,
+    /// Options known to build (sessions were built with them before).
+    options: Option<Arc<SessionOptions>>,
+    callbacks: Arc<Callbacks>,
+}
+
+impl Interpreter {
+    /// The session, built now if nobody has built it yet.
+    fn get(&self) -> &Session {
+        self.session.get_or_init(|| {
+            let options = self
+                .options
+                .as_ref()
+                .expect("an interpreter without a session has options");
+            // Options that built before build again: what could fail
+            // (mounts, a profile) is not on a shelf (`InVM.light?`).
+            build(options, self.callbacks.clone(), false)
+                .unwrap_or_else(|message| panic!("a deferred session failed to build: {message}"))
+        })
+    }
+
+    /// Builds the session if no caller did, for the refill thread.
+    pub fn build_now(&self) {
+        self.get();
+    }
+}
+
 impl Deref for SessionResource {
     type Target = Session;
 
     fn deref(&self) -> &Session {
-        &self.session
+        self.interpreter.get()
     }
 }
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl SessionResource {
     /// Builds the session; its builtins and virtual_fs backends call the
     /// process serving each script (`callback.rs`).
     pub fn build(options: &SessionOptions) -> Result<Self, String> {
-        Self::with_callbacks(|channel| {
-            Session::build(options, channel, None, |_: &_, _: &_| Extra::none())
-        })
+        Self::built(options, false)
     }
 
     /// Builds a session ahead of need, for the shelf of `prepared.rs`.
     pub fn build_shelved(options: &SessionOptions) -> Result<Self, String> {
-        Self::with_callbacks(|channel| Session::build_shelved(options, channel))
+        Self::built(options, true)
     }
 
-    fn with_callbacks(
-        build: impl FnOnce(Channel) -> Result<Session, SessionError>,
-    ) -> Result<Self, String> {
+    fn built(options: &SessionOptions, shelved: bool) -> Result<Self, String> {
         let callbacks = Arc::new(Callbacks::default());
-        let session = build(Channel::new(callbacks.clone()))?;
-        Ok(Self { session, callbacks })
+        let session = build(options, callbacks.clone(), shelved)?;
+        Ok(Self::with(callbacks, OnceLock::from(session), None))
     }
+
+    /// A session whose interpreter is built later, from `options` that
+    /// built before; the refill thread holds the returned handle weakly.
+    pub fn deferred(options: Arc<SessionOptions>) -> (Self, std::sync::Weak<Interpreter>) {
+        let resource = Self::with(
+            Arc::new(Callbacks::default()),
+            OnceLock::new(),
+            Some(options),
+        );
+        let interpreter = Arc::downgrade(&resource.interpreter);
+        (resource, interpreter)
+    }
+
+    fn with(
+        callbacks: Arc<Callbacks>,
+        session: OnceLock<Session>,
+        options: Option<Arc<SessionOptions>>,
+    ) -> Self {
+        Self {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            interpreter: Arc::new(Interpreter {
+                session,
+                options,
+                callbacks: callbacks.clone(),
+            }),
+            callbacks,
+        }
+    }
+
+    /// Whether the interpreter is built (a deferred one may not be yet).
+    pub fn is_built(&self) -> bool {
+        self.interpreter.session.get().is_some()
+    }
+}
+
+fn build(
+    options: &SessionOptions,
+    callbacks: Arc<Callbacks>,
+    shelved: bool,
+) -> Result<Session, String> {
+    let channel = Channel::new(callbacks);
+    let session: Result<Session, SessionError> = if shelved {
+        Session::build_shelved(options, channel)
+    } else {
+        Session::build(options, channel, None, |_: &_, _: &_| Extra::none())
+    };
+    Ok(session?)
 }
 
 /// Closes the session: its running script is cancelled and every later
@@ -92,6 +173,13 @@ fn new_session<'a>(env: Env<'a>, options: &SessionOptions) -> Term<'a> {
 #[rustler::nif]
 fn session_id(session: ResourceArc<SessionResource>) -> u64 {
     session.id
+}
+
+/// Whether the session's interpreter is built: one handed over in a burst
+/// may not be yet (`prepared.rs`). For benchmarks and tests.
+#[rustler::nif]
+fn session_built(session: ResourceArc<SessionResource>) -> bool {
+    session.is_built()
 }
 
 /// How many sessions are currently alive in this VM.

@@ -37,6 +37,24 @@ defmodule ExBashkit.GCTest do
     assert Memory.rss_kb() - rss_before < 200_000
   end
 
+  test "the library's memory asks for no huge pages, and leaves the VM's own setting alone" do
+    # With huge pages, each first touch of a session's few kilobytes had the
+    # kernel zero 2 MiB. The library stops asking for them for its own
+    # memory only (crates/core/tests/pages.rs checks its mappings): the
+    # switch for the whole process is the host's.
+    sessions = for _ <- 1..1_000, do: Session.new(files: %{"/f" => "x"})
+    for session <- Enum.take(sessions, 200), do: {:ok, _} = Session.exec(session, "cat /f")
+
+    status = File.read!("/proc/self/status")
+
+    case Regex.run(~r/^THP_enabled:\s+(\d)/m, status, capture: :all_but_first) do
+      nil -> :ok
+      [enabled] -> assert enabled == "1"
+    end
+
+    assert length(sessions) == 1_000
+  end
+
   test "a session dropped while its script runs is freed when the script ends" do
     baseline = Native.live_sessions()
     test = self()

@@ -75,6 +75,57 @@ defmodule ExBashkit.Session.PreparedTest do
     assert Enum.map(results, &elem(&1, 1)) == Enum.map(1..40, &"#{&1}\n")
   end
 
+  test "a burst past the shelf is handed sessions at once, each built once and its own" do
+    fill_shelf()
+    baseline = Native.live_sessions()
+
+    # Far more than the shelf holds: most are handed over unbuilt, and
+    # built by the refill thread or by their first call, whichever is first.
+    sessions = for _ <- 1..300, do: Session.new()
+    assert sessions |> Enum.map(& &1.id) |> Enum.uniq() |> length() == 300
+
+    # The first calls race the refill thread for the first sessions, and
+    # find the later ones built.
+    for {session, i} <- Enum.with_index(sessions) do
+      assert {:ok, %{stdout: stdout}} = Session.exec(session, "echo #{i} > /n; cat /n")
+      assert stdout == "#{i}\n"
+    end
+
+    assert Native.live_sessions() >= baseline + 300
+    # Each session has its own files.
+    assert {:ok, %{stdout: "0\n"}} = Session.exec(hd(sessions), "cat /n")
+  end
+
+  test "sessions of a burst dropped before they are built are never built" do
+    fill_shelf()
+    baseline = Native.live_sessions()
+
+    task = Task.async(fn -> length(for _ <- 1..2_000, do: Session.new()) end)
+    assert Task.await(task) == 2_000
+    :erlang.garbage_collect()
+
+    # The handles are gone with the task: whatever the refill thread had
+    # not built yet it skips, and what it built is freed.
+    assert wait_until(fn -> Native.live_sessions() <= baseline end, 1_000)
+    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end, 1_000)
+  end
+
+  test "a one-off takes a prepared interpreter and leaves nothing for the next" do
+    fill_shelf()
+    baseline = Native.live_sessions()
+
+    assert {:ok, %{exit_code: 0}} =
+             ExBashkit.exec("echo secret > /tmp/left; export LEFT=1; f() { echo f; }")
+
+    assert {:ok, %{stdout: "[][]\n", exit_code: 0}} =
+             ExBashkit.exec(
+               ~S|echo "[$(cat /tmp/left 2>/dev/null)][$LEFT]"; if type f >/dev/null 2>&1; then echo f; fi|
+             )
+
+    # Each one-off's interpreter is gone with its script.
+    assert wait_until(fn -> Native.live_sessions() <= baseline end)
+  end
+
   test "a change of configuration prepares with the new defaults" do
     fill_shelf()
 

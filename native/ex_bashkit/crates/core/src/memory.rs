@@ -495,3 +495,24 @@ pub fn stats() -> Stats {
         frozen_bytes: FROZEN_BYTES.load(Ordering::Relaxed) as i64,
     }
 }
+
+/// mimalloc's `mi_option_allow_thp` (mimalloc.h, v3).
+const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
+
+/// Stops mimalloc from asking for transparent huge pages on the memory it
+/// maps from now on. A session touches a few kilobytes here and there; with
+/// huge pages each first touch made the kernel zero 2 MiB (a burst of
+/// 10,000 sessions' first scripts spent 38 % of its time in it) and an
+/// idle session kept more of them resident. mimalloc is initialized first:
+/// the option set before would make its initialization disable huge pages
+/// for the whole host process (a `prctl`), not only for its own memory. To
+/// be called before the first allocation, which maps the arena most
+/// allocations come from (asking for huge pages then).
+pub fn small_pages() {
+    // SAFETY: mimalloc's initialization (once per process, allocating
+    // nothing from its heaps), then an option it reads on each mapping.
+    unsafe {
+        libmimalloc_sys::mi_process_init();
+        libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0);
+    }
+}

@@ -50,7 +50,7 @@ use crate::error::SessionError;
 use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -177,6 +177,33 @@ pub struct Interpreters {
 /// Threads the pool starts with, when set before its first use: a worker
 /// process holds one session and needs one (`worker.rs`).
 static FIRST_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// What [`call_when_idle`] asked to be called, and whether it still waits.
+static IDLE_HOOK: OnceLock<fn()> = OnceLock::new();
+static IDLE_WANTED: AtomicBool = AtomicBool::new(false);
+
+/// Calls `hook` once, when a job's end next leaves every interpreter thread
+/// idle (on the thread whose job ended, after its caller was answered). The
+/// NIF's refill thread builds sessions ahead of need only while no script
+/// runs; without this it could only look again every few milliseconds, and
+/// one-off scripts a few hundred microseconds apart emptied its shelf.
+/// There is one hook: the last one given.
+pub fn call_when_idle(hook: fn()) {
+    let _ = IDLE_HOOK.set(hook);
+    IDLE_WANTED.store(true, Ordering::Release);
+}
+
+/// A job ended on a thread it left without jobs.
+fn job_ended() {
+    if IDLE_WANTED.load(Ordering::Relaxed)
+        && interpreters().is_ok_and(|pool| pool.all_idle())
+        && IDLE_WANTED.swap(false, Ordering::AcqRel)
+    {
+        if let Some(hook) = IDLE_HOOK.get() {
+            hook();
+        }
+    }
+}
 
 /// Sets how many threads the pool starts with; no effect once it started.
 pub fn set_threads(count: usize) {

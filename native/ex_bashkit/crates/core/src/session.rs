@@ -3,7 +3,7 @@
 //! process holds its one.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bashkit::{normalize_path, Bash, FileSystem};
@@ -24,7 +24,6 @@ use crate::tidy::Untidy;
 /// `exec/2` calls queue in arrival order without holding any thread; file
 /// operations go straight to `fs`, so they answer while a script runs.
 pub struct Session {
-    pub id: u64,
     /// The interpreter thread this session's scripts run on; it moves when
     /// that thread is hogged (see `runtime.rs`).
     pub worker: AtomicUsize,
@@ -64,8 +63,6 @@ pub struct Session {
     /// (the NIF's `prepared.rs`): it is not counted as live until then.
     shelved: AtomicBool,
 }
-
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Sessions built and not yet freed: lets tests and benchmarks see that
 /// garbage collection really releases interpreters.
@@ -128,7 +125,6 @@ impl Session {
             LIVE.fetch_add(1, Ordering::Relaxed);
         }
         Ok(Self {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             worker: AtomicUsize::new(worker),
             bash: Mutex::new(bash),
             fs,

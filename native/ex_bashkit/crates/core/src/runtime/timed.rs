@@ -78,10 +78,11 @@ impl Drop for Timed {
         // second without work, often before the script it parsed ends.
         // (Thread-locals by `try_with`: a runtime dropped at the thread's
         // exit drops its jobs after them.)
-        if self.load.jobs.load(Ordering::Relaxed) == 0
-            && self.load.blocking_retired.swap(false, Ordering::Acquire)
-        {
-            let _ = COLLECT_OWED.try_with(|owed| owed.set(true));
+        if self.load.jobs.load(Ordering::Relaxed) == 0 {
+            if self.load.blocking_retired.swap(false, Ordering::Acquire) {
+                let _ = COLLECT_OWED.try_with(|owed| owed.set(true));
+            }
+            super::job_ended();
         }
         // The thread's loop may be asleep waiting for a job, and would
         // collect only when the next one came (136 MB stayed resident
