@@ -86,13 +86,8 @@ defmodule Gate do
   # with `gap_us`, the calls are that far apart (the scheduler kept busy
   # meanwhile, as a sleep would let the caches go cold).
   defp p50(n, fun, gap_us \\ 0) do
-    pause = fn -> busy_until(System.monotonic_time(:microsecond) + gap_us) end
-    samples = BenchSupport.sorted_samples_ns(n, fun, pause)
+    samples = BenchSupport.sorted_samples_ns(n, fun, BenchSupport.gap(gap_us))
     Enum.at(samples, div(n, 2)) / 1000
-  end
-
-  defp busy_until(deadline) do
-    if System.monotonic_time(:microsecond) < deadline, do: busy_until(deadline)
   end
 
   defp builtin_per_call(calls), do: calls |> BenchSupport.builtin_per_call() |> elem(0)

@@ -254,6 +254,7 @@ defmodule Bench do
         :erlang.garbage_collect()
         before = rss_kib()
         sessions = for _ <- 1..count, do: Session.new()
+        wait_until_built(sessions)
         send(parent, {:per_session, (rss_kib() - before) / count, length(sessions)})
         receive do: (:drop -> :ok)
       end)

@@ -62,6 +62,17 @@ defmodule BenchSupport do
     Enum.sort(samples)
   end
 
+  @doc """
+  A `before` for `sorted_samples_ns/3` that keeps the calls `gap_us` apart,
+  the scheduler busy meanwhile (as a caller would be; a sleep lets the
+  caches go cold).
+  """
+  def gap(gap_us), do: fn -> busy_until(System.monotonic_time(:microsecond) + gap_us) end
+
+  defp busy_until(deadline) do
+    if System.monotonic_time(:microsecond) < deadline, do: busy_until(deadline)
+  end
+
   @doc "A tool that answers its argument: the cheapest round trip from a program to Elixir."
   def echo_tool do
     ExBashkit.Tool.new(
@@ -133,6 +144,18 @@ defmodule BenchSupport do
     if ExBashkit.Native.live_sessions() > live do
       Process.sleep(1)
       wait_until_freed(live)
+    end
+  end
+
+  @doc """
+  Waits until the interpreters of `sessions` (in the VM) are built: a
+  burst's sessions are handed over before they are (the refill thread
+  builds them next), and what they take is counted once they are.
+  """
+  def wait_until_built(sessions) do
+    unless Enum.all?(sessions, &ExBashkit.Native.session_built(&1.resource.resource)) do
+      Process.sleep(1)
+      wait_until_built(sessions)
     end
   end
 
