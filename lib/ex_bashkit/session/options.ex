@@ -369,14 +369,6 @@ defmodule ExBashkit.Session.Options do
   defp default_isolation(opts), do: opts
 
   @doc false
-  # The options of a fresh interpreter (ExBashkit.exec/1): a default session,
-  # under the operator's timeout ceiling as it is configured now.
-  @spec defaults(t()) :: t()
-  def defaults(native) do
-    %{native | limits: Map.put(native.limits, :timeout_ms, Limits.timeout!(nil))}
-  end
-
-  @doc false
   def cwd!(path), do: path!(:cwd, path)
   @doc false
   def username!(name), do: name!(:username, name)
