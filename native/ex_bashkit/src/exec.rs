@@ -9,7 +9,7 @@ use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::exec::{run_on_session, run_once, script_text, Ran};
 use ex_bashkit_core::job::Job;
 use ex_bashkit_core::runtime::interpreters;
-use rustler::{Atom, Binary, Encoder, Env, LocalPid, ResourceArc, Term};
+use rustler::{Atom, Binary, Encoder, Env, LocalPid, NifResult, ResourceArc, Term};
 
 use crate::callback::Callbacks;
 use crate::convert::Protocol;
@@ -100,9 +100,10 @@ fn run_on(
                 let serve = || session.callbacks.serve(callback_server);
                 let outcome = run_on_session(&session, &script, call, job, serve, stop).await;
                 if last {
-                    // Freeing an interpreter takes microseconds: after the
-                    // answer, in a task of its own on this thread.
-                    tokio::spawn(async move { drop(session) });
+                    // Freed after the answer, and not on this thread: the
+                    // caller's next one-off comes here, and would wait
+                    // behind the free (`prepared::retire`).
+                    prepared::retire(session);
                 }
                 outcome.map_err(Protocol)
             }
@@ -143,24 +144,29 @@ fn session_callbacks_done(
 
 /// Runs `script` on an interpreter of its own, dropped afterwards: one
 /// prepared with the defaults of `generation` when the shelf has one ready
-/// (its hand-over instead of a build), else one built for it.
+/// (its hand-over instead of a build), else one built for it with
+/// `options`, which are only decoded then.
 #[rustler::nif]
 fn exec_once<'a>(
-    options: Protocol<SessionOptions>,
+    options: Term<'a>,
     generation: Option<u64>,
     script: Binary<'a>,
     pid: LocalPid,
     tag: Term<'a>,
-) -> Result<ResourceArc<JobHandle>, String> {
-    let Protocol(options) = options;
-    let script = script_text(script.as_slice())?;
-    let worker = interpreters()?.assign_warm();
+) -> NifResult<Result<ResourceArc<JobHandle>, String>> {
+    let placed = script_text(script.as_slice())
+        .and_then(|script| Ok((script, interpreters()?.assign_warm())));
+    let (script, worker) = match placed {
+        Ok(placed) => placed,
+        Err(error) => return Ok(Err(error)),
+    };
     if let Some(session) = generation.and_then(|generation| prepared::take(generation, false)) {
         // Nothing serves its callbacks: the defaults have none.
         let call = call(None, session.output_caps);
-        return run_on(session, worker, script, pid, tag, None, call, true);
+        return Ok(run_on(session, worker, script, pid, tag, None, call, true));
     }
-    spawn_job(
+    let Protocol(options): Protocol<SessionOptions> = options.decode()?;
+    Ok(spawn_job(
         worker,
         pid,
         tag,
@@ -172,5 +178,5 @@ fn exec_once<'a>(
             async move { stop.guard(run).await.map_err(Protocol) }
         },
         encode_result,
-    )
+    ))
 }

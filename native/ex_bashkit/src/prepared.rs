@@ -11,6 +11,13 @@
 //! started on it yet (one build, what the caller would have paid here).
 //! So a burst's callers go on at once, and the builds run on the core the
 //! callers leave free. Only options that have built before are deferred.
+//!
+//! One-offs (`ExBashkit.exec/1`) take from the same shelf, and hand their
+//! session back here to be freed. While a burst of hand-overs goes on
+//! ([`QUIET`]) and more than a quarter of the shelf is left, the refill
+//! thread neither builds nor frees: on two cores it would take one from
+//! the burst's callers. It catches up when the burst pauses, or at once
+//! when the shelf runs low.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -38,6 +45,11 @@ const GLANCE: Duration = Duration::from_millis(20);
 /// scripts to end before it builds beside them.
 const PATIENCE: Duration = Duration::from_millis(100);
 
+/// How long after a hand-over a burst counts as going on: while it does,
+/// and more than a quarter of the shelf is left, the refill thread builds
+/// nothing, so that the burst's calls do not share the cores with builds.
+const QUIET: Duration = Duration::from_millis(2);
+
 #[derive(Default)]
 struct Shelf {
     /// Names the options the shelved sessions were built with; a caller
@@ -53,8 +65,9 @@ struct Shelf {
     /// Whether a session of this generation was built: only then are
     /// callers handed sessions to be built later.
     proven: bool,
-    /// Sessions of an older generation, freed by the refill thread rather
-    /// than by the caller who replaced the options.
+    /// Sessions of an older generation, and one-offs' sessions once
+    /// answered, freed by the refill thread rather than by the caller who
+    /// replaced the options or the thread the one-off ran on.
     stale: Vec<ResourceArc<SessionResource>>,
     /// When a session was last handed over.
     taken_at: Option<Instant>,
@@ -62,6 +75,8 @@ struct Shelf {
     /// the shelf runs low ([`Shelf::wants_wake`]): a wake is a system call its caller
     /// pays, a few microseconds, more than the hand-over itself.
     waiting: bool,
+    /// Set while it waits with no time set to look again.
+    waiting_for_good: bool,
 }
 
 struct Prepared {
@@ -177,7 +192,33 @@ impl Shelf {
     /// after a hand-over, as a runaway may keep one busy for good.
     fn wants_build(&self) -> bool {
         let patient = self.taken_at.is_some_and(|at| at.elapsed() < PATIENCE);
-        self.short() && (!patient || scripts_idle())
+        self.short() && self.burst_over().is_none() && (!patient || scripts_idle())
+    }
+
+    /// While a burst takes from a shelf with more than a quarter left, how
+    /// long until it counts as over.
+    fn burst_over(&self) -> Option<Duration> {
+        let since = self.taken_at?.elapsed();
+        (since < QUIET && self.sessions.len() > self.capacity / 4).then(|| QUIET - since)
+    }
+}
+
+/// Frees a one-off's session on the refill thread: the thread it ran on
+/// takes the caller's next one-off at once, and would make it wait for the
+/// free.
+pub fn retire(session: ResourceArc<SessionResource>) {
+    let Some(prepared) = PREPARED.get() else {
+        return drop(session);
+    };
+    let mut shelf = lock(&prepared.shelf);
+    shelf.stale.push(session);
+    // Read under the lock: a thread about to wait saw the session first.
+    // One that waits with a time set frees it then, and a wake now would
+    // take a core from the calls of a burst.
+    let wake = shelf.waiting_for_good;
+    drop(shelf);
+    if wake {
+        prepared.wake.notify_one();
     }
 }
 
@@ -236,7 +277,8 @@ fn refill() {
 fn wanted(prepared: &Prepared) -> Work {
     let mut shelf = lock(&prepared.shelf);
     loop {
-        if !shelf.stale.is_empty() {
+        // Not in a burst, whose calls would share the cores with the frees.
+        if !shelf.stale.is_empty() && shelf.burst_over().is_none() {
             let stale = std::mem::take(&mut shelf.stale);
             drop(shelf);
             drop(stale);
@@ -254,7 +296,13 @@ fn wanted(prepared: &Prepared) -> Work {
             }
         }
         shelf.waiting = true;
-        shelf = if shelf.short() {
+        shelf = if let Some(over) = shelf.burst_over() {
+            let (shelf, _) = prepared
+                .wake
+                .wait_timeout(shelf, over)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            shelf
+        } else if shelf.short() {
             // Scripts run: woken when the last ends (or at the next glance).
             ex_bashkit_core::runtime::call_when_idle(wake_refill);
             let (shelf, _) = prepared
@@ -263,10 +311,13 @@ fn wanted(prepared: &Prepared) -> Work {
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             shelf
         } else {
-            prepared
+            shelf.waiting_for_good = true;
+            let mut shelf = prepared
                 .wake
                 .wait(shelf)
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            shelf.waiting_for_good = false;
+            shelf
         };
         shelf.waiting = false;
     }

@@ -126,6 +126,23 @@ defmodule ExBashkit.Session.PreparedTest do
     assert wait_until(fn -> Native.live_sessions() <= baseline end)
   end
 
+  test "one-offs in a burst each run alone, and once it pauses all are freed and the shelf refilled" do
+    fill_shelf(32)
+    baseline = Native.live_sessions()
+
+    # Back to back, as a fan-out of tool calls: the refill thread neither
+    # builds nor frees while more than a quarter of the shelf is left.
+    outputs =
+      for i <- 1..20 do
+        {:ok, result} = ExBashkit.exec("ls /tmp; echo #{i} > /tmp/mine; cat /tmp/mine")
+        result.stdout
+      end
+
+    assert outputs == Enum.map(1..20, &"#{&1}\n")
+    assert wait_until(fn -> Native.live_sessions() <= baseline end)
+    assert wait_until(fn -> ExBashkit.stats().prepared == 32 end)
+  end
+
   test "a change of configuration prepares with the new defaults" do
     fill_shelf()
 
@@ -144,6 +161,8 @@ defmodule ExBashkit.Session.PreparedTest do
     Application.put_env(:ex_bashkit, :prepared_sessions, 0)
     assert {:ok, %{stdout: "ok\n"}} = Session.exec(Session.new(), "echo ok")
     assert wait_until(fn -> ExBashkit.stats().prepared == 0 end)
+    # A one-off then builds its own, from the defaults it passes.
+    assert {:ok, %{stdout: "once\n"}} = ExBashkit.exec("echo once")
 
     Application.put_env(:ex_bashkit, :prepared_sessions, :many)
 
@@ -159,14 +178,14 @@ defmodule ExBashkit.Session.PreparedTest do
     assert wait_until(fn -> ExBashkit.stats().prepared == 0 end)
   end
 
-  # A shelf of @capacity, full: new options (another capacity) prepare a
+  # A shelf of `capacity`, full: new options (another capacity) prepare a
   # new one, without a hand-over from it.
-  defp fill_shelf do
-    Application.put_env(:ex_bashkit, :prepared_sessions, @capacity + 1)
+  defp fill_shelf(capacity \\ @capacity) do
+    Application.put_env(:ex_bashkit, :prepared_sessions, capacity + 1)
     ExBashkit.Session.Prepared.defaults()
-    Application.put_env(:ex_bashkit, :prepared_sessions, @capacity)
+    Application.put_env(:ex_bashkit, :prepared_sessions, capacity)
     ExBashkit.Session.Prepared.defaults()
-    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+    assert wait_until(fn -> ExBashkit.stats().prepared == capacity end)
   end
 
   defp restore(key, nil), do: Application.delete_env(:ex_bashkit, key)
