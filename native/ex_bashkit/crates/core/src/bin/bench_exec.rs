@@ -3,6 +3,11 @@
 //!
 //!   bench_exec exec [iterations]  median µs of a persistent `exec("true")`
 //!   bench_exec memory [sessions]  resident KiB per idle `Bash` instance
+//!   bench_exec allocated [sessions]  KiB allocated per idle `Bash` (the
+//!                                 sizes asked of the allocator)
+//!   bench_exec sleepers [count]   wall ms of `count` instances, built
+//!                                 first, running `sleep 1` at once on a
+//!                                 runtime with a thread per core
 //!   bench_exec builtin [calls]    µs per call of a Rust custom builtin in a
 //!                                 `for` loop (script → builtin → script)
 //!   bench_exec vfs_read [reads]   µs per `cat` of a file on a mounted
@@ -25,14 +30,24 @@ use std::time::Instant;
 use bashkit::{
     async_trait, Bash, Builtin, BuiltinContext, ExecResult, FileSystem, InMemoryFs, SessionLimits,
 };
+use ex_bashkit_core::memory;
+
+// The allocator the library runs bashkit on, counting as it does: the
+// baselines differ from the library by the library alone.
+#[global_allocator]
+static ALLOCATOR: memory::Counting<mimalloc::MiMalloc> = memory::Counting(mimalloc::MiMalloc);
 
 fn main() {
+    // As the library asks when it loads (a process of its own here).
+    memory::small_pages();
     let mut args = std::env::args().skip(1);
     let mode = args.next().unwrap_or_else(|| "exec".to_string());
     let count = args.next().and_then(|n| n.parse().ok());
     match mode.as_str() {
         "exec" => println!("{:.2}", exec_median_us(count.unwrap_or(20_000))),
         "memory" => println!("{:.1}", memory_per_session_kib(count.unwrap_or(10_000))),
+        "allocated" => println!("{:.1}", allocated_per_session_kib(count.unwrap_or(10_000))),
+        "sleepers" => println!("{:.1}", sleepers_ms(count.unwrap_or(10_000))),
         "builtin" => println!("{:.2}", builtin_call_us(count.unwrap_or(1_000))),
         "vfs_read" => println!("{:.2}", vfs_read_us(count.unwrap_or(1_000))),
         "snapshot" => {
@@ -49,8 +64,8 @@ fn main() {
         }
         other => {
             eprintln!(
-                "unknown mode {other:?}: expected exec, memory, builtin, vfs_read, snapshot, \
-                 python, cpython, new or pipeline"
+                "unknown mode {other:?}: expected exec, memory, allocated, sleepers, builtin, \
+                 vfs_read, snapshot, python, cpython, new or pipeline"
             );
             std::process::exit(2);
         }
@@ -140,6 +155,34 @@ fn memory_per_session_kib(sessions: usize) -> f64 {
     let after = resident_kib();
     drop(held);
     (after - before) as f64 / sessions as f64
+}
+
+fn allocated_per_session_kib(sessions: usize) -> f64 {
+    let before = memory::stats().live_bytes;
+    let held: Vec<Bash> = (0..sessions).map(|_| session()).collect();
+    let after = memory::stats().live_bytes;
+    drop(held);
+    (after - before) as f64 / 1024.0 / sessions as f64
+}
+
+fn sleepers_ms(count: usize) -> f64 {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let sessions: Vec<Bash> = (0..count).map(|_| session()).collect();
+    runtime.block_on(async {
+        let started = Instant::now();
+        let sleepers: Vec<_> = sessions
+            .into_iter()
+            .map(|mut bash| tokio::spawn(async move { bash.exec("sleep 1").await }))
+            .collect();
+        for sleeper in sleepers {
+            let result = sleeper.await.expect("task").expect("exec");
+            assert_eq!(result.exit_code, 0);
+        }
+        started.elapsed().as_secs_f64() * 1e3
+    })
 }
 
 fn resident_kib() -> i64 {
