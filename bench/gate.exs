@@ -14,6 +14,9 @@
 #                    interpreters can be refilled: mostly builds)
 #   new_warm         Session.new(), 2,000 calls 300 µs apart (the prepared
 #                    interpreters refilled between calls, where a commit has them)
+#   new_cold         Session.new(env: ...), 2,000 calls: options of its own, so
+#                    every call builds its interpreter (bashkit's build and ours)
+#   once             ExBashkit.exec("true"), 1,000 one-offs back to back
 #   exec             Session.exec(s, "true") in the VM, 5,000 calls
 #   exec_worker      the same in an isolated session (isolation: :process), 2,000 calls
 #   builtin          a builtin's round trip, per call: the gaps between 1,000 calls of
@@ -33,6 +36,8 @@ defmodule Gate do
     figures = [
       new: fn -> p50(2_000, fn -> Session.new() end) end,
       new_warm: fn -> p50(2_000, fn -> Session.new() end, 300) end,
+      new_cold: fn -> p50(2_000, fn -> Session.new(env: %{"AGENT" => "1"}) end) end,
+      once: fn -> p50(1_000, fn -> {:ok, _} = ExBashkit.exec("true") end) end,
       exec: fn ->
         session = Session.new()
         p50(5_000, fn -> {:ok, _} = Session.exec(session, "true") end)

@@ -274,7 +274,7 @@ defmodule Bench do
         "#{Float.round(per_session, 1)} KiB",
         "#{rust_kib} KiB (bare `Bash` in Rust)",
         ratio(per_session, rust_kib),
-        "≤ 64 KB"
+        "≤ 26 KiB"
       ),
       row(
         "#{count} dropped sessions freed by GC",
