@@ -13,11 +13,9 @@
 //! callers leave free. Only options that have built before are deferred.
 //!
 //! One-offs (`ExBashkit.exec/1`) take from the same shelf, and hand their
-//! session back here to be freed. While a burst of hand-overs goes on
-//! ([`QUIET`]) and more than a quarter of the shelf is left, the refill
-//! thread neither builds nor frees: on two cores it would take one from
-//! the burst's callers. It catches up when the burst pauses, or at once
-//! when the shelf runs low.
+//! session back here, to be freed by the refill thread rather than by the
+//! interpreter thread they ran on, where the caller's next one-off goes:
+//! with the builds when it builds, else once the burst of one-offs pauses.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -45,9 +43,11 @@ const GLANCE: Duration = Duration::from_millis(20);
 /// scripts to end before it builds beside them.
 const PATIENCE: Duration = Duration::from_millis(100);
 
-/// How long after a hand-over a burst counts as going on: while it does,
-/// and more than a quarter of the shelf is left, the refill thread builds
-/// nothing, so that the burst's calls do not share the cores with builds.
+/// How long after a hand-over its caller may come back for another (a
+/// burst of one-offs): a resting refill thread frees one-offs' sessions
+/// only after this long without one. On two cores its frees took a core
+/// from the burst (one-offs from a full shelf: 21 µs each without them,
+/// 60-100 µs with).
 const QUIET: Duration = Duration::from_millis(2);
 
 #[derive(Default)]
@@ -77,6 +77,9 @@ struct Shelf {
     waiting: bool,
     /// Set while it waits with no time set to look again.
     waiting_for_good: bool,
+    /// Set when the shelf was full: nothing is built until hand-overs
+    /// take it down to a quarter, whatever else wakes the thread.
+    resting: bool,
 }
 
 struct Prepared {
@@ -117,6 +120,7 @@ fn session_prepare(
     shelf.stale.extend(old);
     shelf.generation = generation;
     shelf.proven = false;
+    shelf.resting = false;
     shelf.options = Some(Arc::new(options));
     shelf.capacity = capacity.min(MOST);
     prepared.wake.notify_one();
@@ -192,14 +196,12 @@ impl Shelf {
     /// after a hand-over, as a runaway may keep one busy for good.
     fn wants_build(&self) -> bool {
         let patient = self.taken_at.is_some_and(|at| at.elapsed() < PATIENCE);
-        self.short() && self.burst_over().is_none() && (!patient || scripts_idle())
+        self.short() && !self.resting && (!patient || scripts_idle())
     }
 
-    /// While a burst takes from a shelf with more than a quarter left, how
-    /// long until it counts as over.
-    fn burst_over(&self) -> Option<Duration> {
-        let since = self.taken_at?.elapsed();
-        (since < QUIET && self.sessions.len() > self.capacity / 4).then(|| QUIET - since)
+    /// How much of [`QUIET`] is left since the last hand-over.
+    fn burst(&self) -> Option<Duration> {
+        QUIET.checked_sub(self.taken_at?.elapsed())
     }
 }
 
@@ -213,8 +215,8 @@ pub fn retire(session: ResourceArc<SessionResource>) {
     let mut shelf = lock(&prepared.shelf);
     shelf.stale.push(session);
     // Read under the lock: a thread about to wait saw the session first.
-    // One that waits with a time set frees it then, and a wake now would
-    // take a core from the calls of a burst.
+    // One that waits with a time set frees it then; woken, a resting one
+    // waits out the burst, and builds nothing.
     let wake = shelf.waiting_for_good;
     drop(shelf);
     if wake {
@@ -277,8 +279,10 @@ fn refill() {
 fn wanted(prepared: &Prepared) -> Work {
     let mut shelf = lock(&prepared.shelf);
     loop {
-        // Not in a burst, whose calls would share the cores with the frees.
-        if !shelf.stale.is_empty() && shelf.burst_over().is_none() {
+        let burst = shelf.burst();
+        // A resting thread's frees wait for the burst to pause; a
+        // building one frees between builds.
+        if !shelf.stale.is_empty() && (burst.is_none() || !shelf.resting) {
             let stale = std::mem::take(&mut shelf.stale);
             drop(shelf);
             drop(stale);
@@ -290,24 +294,28 @@ fn wanted(prepared: &Prepared) -> Work {
                 return Work::Deferred(interpreter);
             }
         }
+        if shelf.sessions.len() <= shelf.capacity / 4 {
+            shelf.resting = false;
+        }
         if shelf.wants_build() {
             if let Some(options) = shelf.options.clone() {
                 return Work::Shelve(shelf.generation, options);
             }
         }
         shelf.waiting = true;
-        shelf = if let Some(over) = shelf.burst_over() {
-            let (shelf, _) = prepared
-                .wake
-                .wait_timeout(shelf, over)
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            shelf
-        } else if shelf.short() {
+        shelf.resting |= !shelf.short();
+        shelf = if shelf.short() && !shelf.resting {
             // Scripts run: woken when the last ends (or at the next glance).
             ex_bashkit_core::runtime::call_when_idle(wake_refill);
             let (shelf, _) = prepared
                 .wake
                 .wait_timeout(shelf, GLANCE)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            shelf
+        } else if let Some(left) = burst.filter(|_| !shelf.stale.is_empty()) {
+            let (shelf, _) = prepared
+                .wake
+                .wait_timeout(shelf, left)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             shelf
         } else {

@@ -126,21 +126,27 @@ defmodule ExBashkit.Session.PreparedTest do
     assert wait_until(fn -> Native.live_sessions() <= baseline end)
   end
 
-  test "one-offs in a burst each run alone, and once it pauses all are freed and the shelf refilled" do
+  test "one-offs in a burst each run alone, are all freed, and the shelf refills once low" do
     fill_shelf(32)
     baseline = Native.live_sessions()
 
-    # Back to back, as a fan-out of tool calls: the refill thread neither
-    # builds nor frees while more than a quarter of the shelf is left.
-    outputs =
-      for i <- 1..20 do
+    stdouts = fn range ->
+      for i <- range do
         {:ok, result} = ExBashkit.exec("ls /tmp; echo #{i} > /tmp/mine; cat /tmp/mine")
         result.stdout
       end
+    end
 
-    assert outputs == Enum.map(1..20, &"#{&1}\n")
+    # Back to back, as a fan-out of tool calls: each its own interpreter,
+    # freed by the refill thread once the burst pauses; nothing is built
+    # while more than a quarter of the shelf is left.
+    assert stdouts.(1..20) == Enum.map(1..20, &"#{&1}\n")
     assert wait_until(fn -> Native.live_sessions() <= baseline end)
+
+    # Past a quarter of the shelf: it is refilled.
+    assert stdouts.(21..44) == Enum.map(21..44, &"#{&1}\n")
     assert wait_until(fn -> ExBashkit.stats().prepared == 32 end)
+    assert wait_until(fn -> Native.live_sessions() <= baseline end)
   end
 
   test "a change of configuration prepares with the new defaults" do
