@@ -160,7 +160,9 @@ fn exec_once<'a>(
         Ok(placed) => placed,
         Err(error) => return Ok(Err(error)),
     };
-    if let Some(session) = generation.and_then(|generation| prepared::take(generation, false)) {
+    if let Some(session) =
+        generation.and_then(|generation| prepared::take(generation, prepared::Taker::OneOff))
+    {
         // Nothing serves its callbacks: the defaults have none.
         let call = call(None, session.output_caps);
         return Ok(run_on(session, worker, script, pid, tag, None, call, true));
