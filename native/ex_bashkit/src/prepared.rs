@@ -45,9 +45,9 @@ const PATIENCE: Duration = Duration::from_millis(100);
 
 /// How long after a hand-over its caller may come back for another (a
 /// burst of one-offs): a resting refill thread frees one-offs' sessions
-/// only after this long without one. On two cores its frees took a core
-/// from the burst (one-offs from a full shelf: 21 µs each without them,
-/// 60-100 µs with).
+/// only after this long without one. Woken to free each beside the burst,
+/// it made one-offs from a full shelf 108-127 µs each on two cores; they
+/// take 21-29 µs without it (`bench/README.md`, issue 62).
 const QUIET: Duration = Duration::from_millis(2);
 
 #[derive(Default)]
@@ -147,10 +147,10 @@ pub enum Taker {
     /// one to be built later.
     Session,
     /// A one-off: a shelved session only while more than a quarter of the
-    /// shelf is left after it. One-offs back to back outrun the refill
-    /// thread, and built by it on the other core (which the waiting
-    /// caller's scheduler spins on) they came slower than built each by
-    /// its own one-off: 1,000 back to back, 126 µs against 92.
+    /// shelf is left after it, so that one-offs never set the refill thread
+    /// building beside them. Back to back they outrun it, and with its
+    /// builds on the second of two cores they came slower than each
+    /// building its own: 1,000 in a row, 126 µs each against 92.
     OneOff,
 }
 
