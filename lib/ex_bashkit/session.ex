@@ -142,7 +142,7 @@ defmodule ExBashkit.Session do
   keeps `config :ex_bashkit, prepared_sessions: n` of them (default 4, 0 for
   none), built with the default options on a thread of its own while no
   script runs (or 100 ms after a hand-over, if scripts keep running), and
-  refilled when it runs low. When a burst of `new()` calls empties it, the
+  refilled when it runs low or once hand-overs pause. When a burst of `new()` calls empties it, the
   callers still do not wait for a build: each gets its session at once, and
   its interpreter is built next by that thread, or by the session's first
   call if the thread has not started on it (then that call waits for one

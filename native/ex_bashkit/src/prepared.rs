@@ -1,8 +1,8 @@
 //! Sessions built ahead of need. `ExBashkit.Session.new()` with the default
 //! options takes one off a small shelf, a hand-over of a microsecond or
 //! two, instead of building bashkit's interpreter (tens of microseconds).
-//! A thread of our own refills the shelf when it runs low; sessions
-//! with other options build as before. Shelved sessions are not counted as
+//! A thread of our own refills the shelf when it runs low, or once
+//! hand-overs pause; sessions with other options build as before. Shelved sessions are not counted as
 //! live (`ExBashkit.Native.live_sessions/0`) until handed over.
 //!
 //! When a burst empties the shelf, a caller is not made to build: it gets
@@ -50,6 +50,12 @@ const PATIENCE: Duration = Duration::from_millis(100);
 /// take 21-29 µs without it (`bench/README.md`, issue 62).
 const QUIET: Duration = Duration::from_millis(2);
 
+/// How long after the last hand-over a resting shelf that hand-overs left
+/// short of full is refilled, though more than a quarter is left: bursts
+/// that stop above a quarter (one-offs always do) would otherwise leave
+/// it short for good, and later one-offs building their own.
+const PAUSE: Duration = Duration::from_millis(50);
+
 #[derive(Default)]
 struct Shelf {
     /// Names the options the shelved sessions were built with; a caller
@@ -78,7 +84,8 @@ struct Shelf {
     /// Set while it waits with no time set to look again.
     waiting_for_good: bool,
     /// Set when the shelf was full: nothing is built until hand-overs
-    /// take it down to a quarter, whatever else wakes the thread.
+    /// take it down to a quarter or pause for [`PAUSE`], whatever else
+    /// wakes the thread.
     resting: bool,
 }
 
@@ -219,9 +226,10 @@ impl Shelf {
         self.short() && !self.resting && (!patient || scripts_idle())
     }
 
-    /// How much of [`QUIET`] is left since the last hand-over.
-    fn burst(&self) -> Option<Duration> {
-        QUIET.checked_sub(self.taken_at?.elapsed())
+    /// How much of `span` is left since the last hand-over; `None` once
+    /// it has passed, or before any hand-over.
+    fn left_of(&self, span: Duration) -> Option<Duration> {
+        span.checked_sub(self.taken_at?.elapsed())
     }
 }
 
@@ -299,7 +307,7 @@ fn refill() {
 fn wanted(prepared: &Prepared) -> Work {
     let mut shelf = lock(&prepared.shelf);
     loop {
-        let burst = shelf.burst();
+        let burst = shelf.left_of(QUIET);
         // A resting thread's frees wait for the burst to pause; a
         // building one frees between builds.
         if !shelf.stale.is_empty() && (burst.is_none() || !shelf.resting) {
@@ -314,7 +322,8 @@ fn wanted(prepared: &Prepared) -> Work {
                 return Work::Deferred(interpreter);
             }
         }
-        if shelf.sessions.len() <= shelf.capacity / 4 {
+        let paused = shelf.short() && shelf.left_of(PAUSE).is_none();
+        if shelf.sessions.len() <= shelf.capacity / 4 || paused {
             shelf.resting = false;
         }
         if shelf.wants_build() {
@@ -332,7 +341,15 @@ fn wanted(prepared: &Prepared) -> Work {
                 .wait_timeout(shelf, GLANCE)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             shelf
-        } else if let Some(left) = burst.filter(|_| !shelf.stale.is_empty()) {
+        } else if let Some(left) = [
+            burst.filter(|_| !shelf.stale.is_empty()),
+            // Resting short: refilled once the hand-overs pause.
+            shelf.left_of(PAUSE).filter(|_| shelf.short()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        {
             let (shelf, _) = prepared
                 .wake
                 .wait_timeout(shelf, left)

@@ -145,10 +145,26 @@ defmodule ExBashkit.Session.PreparedTest do
     assert wait_until(fn -> Native.live_sessions() <= baseline end)
     assert ExBashkit.stats().prepared > 8
 
-    # Sessions take it down to a quarter: it is refilled.
+    # Sessions take it down to a quarter, or the refill thread fills it
+    # in the middle of their burst and they leave it above: either way it
+    # is refilled, at once or once they pause.
     sessions = for _ <- 1..24, do: Session.new()
     assert wait_until(fn -> ExBashkit.stats().prepared == 32 end)
     assert length(sessions) == 24
+  end
+
+  test "one-offs that leave the shelf short of full see it refilled once they pause" do
+    fill_shelf()
+    baseline = Native.live_sessions()
+
+    # One-offs take while more than a quarter stays, so they never take it
+    # down to the quarter that sets the refill thread building.
+    for _ <- 1..@capacity do
+      assert {:ok, %{stdout: "ok\n"}} = ExBashkit.exec("echo ok")
+    end
+
+    assert wait_until(fn -> ExBashkit.stats().prepared == @capacity end)
+    assert wait_until(fn -> Native.live_sessions() <= baseline end)
   end
 
   test "a change of configuration prepares with the new defaults" do
