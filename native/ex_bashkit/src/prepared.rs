@@ -2,8 +2,8 @@
 //! options takes one off a small shelf, a hand-over of a microsecond or
 //! two, instead of building bashkit's interpreter (tens of microseconds).
 //! A thread of our own refills the shelf when it runs low, or once
-//! hand-overs pause; sessions with other options build as before. Shelved sessions are not counted as
-//! live (`ExBashkit.Native.live_sessions/0`) until handed over.
+//! callers pause; sessions with other options build as before. Shelved
+//! sessions are not counted as live (`ExBashkit.Native.live_sessions/0`) until handed over.
 //!
 //! When a burst empties the shelf, a caller is not made to build: it gets
 //! a session whose interpreter the refill thread builds next, before it
@@ -50,10 +50,12 @@ const PATIENCE: Duration = Duration::from_millis(100);
 /// take 21-29 µs without it (`bench/README.md`, issue 62).
 const QUIET: Duration = Duration::from_millis(2);
 
-/// How long after the last hand-over a resting shelf that hand-overs left
-/// short of full is refilled, though more than a quarter is left: bursts
-/// that stop above a quarter (one-offs always do) would otherwise leave
-/// it short for good, and later one-offs building their own.
+/// How long after the last call for a session a resting shelf that
+/// hand-overs left short of full is refilled, though more than a quarter
+/// is left: bursts that stop above a quarter (one-offs always do) would
+/// otherwise leave it short for good, and later one-offs building their
+/// own. Counted from calls, not hand-overs: one-offs that find no spare
+/// and build their own are a burst still, not to be built beside.
 const PAUSE: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
@@ -75,8 +77,8 @@ struct Shelf {
     /// answered, freed by the refill thread rather than by the caller who
     /// replaced the options or the thread the one-off ran on.
     stale: Vec<ResourceArc<SessionResource>>,
-    /// When a session was last handed over.
-    taken_at: Option<Instant>,
+    /// When a session was last asked for, whether one was handed over.
+    asked_at: Option<Instant>,
     /// Set while the refill thread waits. A hand-over wakes it only when
     /// the shelf runs low ([`Shelf::wants_wake`]): a wake is a system call its caller
     /// pays, a few microseconds, more than the hand-over itself.
@@ -166,24 +168,12 @@ pub fn take(generation: u64, taker: Taker) -> Option<ResourceArc<SessionResource
     let prepared = prepared();
     let (taken, wake) = match prepared.shelf.try_lock() {
         Ok(mut shelf) if shelf.generation == generation => {
+            shelf.asked_at = Some(Instant::now());
             let spare = shelf.sessions.len() > shelf.capacity / 4 + 1;
             let taken = match taker {
                 Taker::OneOff if !spare => None,
-                _ => shelf.sessions.pop_front(),
-            };
-            let taken = match taken {
-                Some(resource) => {
-                    shelf.taken_at = Some(Instant::now());
-                    Some(resource)
-                }
-                None if taker == Taker::Session && shelf.proven => {
-                    shelf.options.clone().map(|options| {
-                        let (resource, interpreter) = SessionResource::deferred(options);
-                        shelf.deferred.push_back(interpreter);
-                        ResourceArc::new(resource)
-                    })
-                }
-                None => None,
+                Taker::OneOff => shelf.sessions.pop_front(),
+                Taker::Session => shelf.sessions.pop_front().or_else(|| shelf.defer()),
             };
             (taken, shelf.wants_wake())
         }
@@ -207,6 +197,15 @@ pub fn take(generation: u64, taker: Taker) -> Option<ResourceArc<SessionResource
 }
 
 impl Shelf {
+    /// A session to be built later, by the refill thread or its first
+    /// call; none while these options have not built.
+    fn defer(&mut self) -> Option<ResourceArc<SessionResource>> {
+        let options = self.options.clone().filter(|_| self.proven)?;
+        let (resource, interpreter) = SessionResource::deferred(options);
+        self.deferred.push_back(interpreter);
+        Some(ResourceArc::new(resource))
+    }
+
     /// Whether a hand-over should wake the waiting refill thread: only
     /// when a quarter of the shelf or less is left.
     fn wants_wake(&self) -> bool {
@@ -222,14 +221,14 @@ impl Shelf {
     /// waits for the interpreter threads to be idle, or for [`PATIENCE`]
     /// after a hand-over, as a runaway may keep one busy for good.
     fn wants_build(&self) -> bool {
-        let patient = self.taken_at.is_some_and(|at| at.elapsed() < PATIENCE);
+        let patient = self.asked_at.is_some_and(|at| at.elapsed() < PATIENCE);
         self.short() && !self.resting && (!patient || scripts_idle())
     }
 
-    /// How much of `span` is left since the last hand-over; `None` once
-    /// it has passed, or before any hand-over.
+    /// How much of `span` is left since a session was last asked for;
+    /// `None` once it has passed, or before any call.
     fn left_of(&self, span: Duration) -> Option<Duration> {
-        span.checked_sub(self.taken_at?.elapsed())
+        span.checked_sub(self.asked_at?.elapsed())
     }
 }
 
@@ -343,7 +342,7 @@ fn wanted(prepared: &Prepared) -> Work {
             shelf
         } else if let Some(left) = [
             burst.filter(|_| !shelf.stale.is_empty()),
-            // Resting short: refilled once the hand-overs pause.
+            // Resting short: refilled once the callers pause.
             shelf.left_of(PAUSE).filter(|_| shelf.short()),
         ]
         .into_iter()
