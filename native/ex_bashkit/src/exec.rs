@@ -77,8 +77,8 @@ fn session_exec<'a>(
     )
 }
 
-/// Queues `script` on `session` on thread `worker`; with `last`, the
-/// session is dropped after its caller is answered (a one-off's).
+/// Queues `script` on `session` on thread `worker`; with `last` (a
+/// one-off's), the session is handed to the refill thread to be freed.
 #[allow(clippy::too_many_arguments)]
 fn run_on(
     session: ResourceArc<SessionResource>,
@@ -100,9 +100,10 @@ fn run_on(
                 let serve = || session.callbacks.serve(callback_server);
                 let outcome = run_on_session(&session, &script, call, job, serve, stop).await;
                 if last {
-                    // Freed after the answer, and not on this thread: the
-                    // caller's next one-off comes here, and would wait
-                    // behind the free (`prepared::retire`).
+                    // Handed over before the answer, freed after it and
+                    // not on this thread: the caller's next one-off comes
+                    // here, and would wait behind the free
+                    // (`prepared::retire`).
                     prepared::retire(session);
                 }
                 outcome.map_err(Protocol)
