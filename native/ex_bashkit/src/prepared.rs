@@ -43,20 +43,16 @@ const GLANCE: Duration = Duration::from_millis(20);
 /// scripts to end before it builds beside them.
 const PATIENCE: Duration = Duration::from_millis(100);
 
-/// How long after a hand-over its caller may come back for another (a
-/// burst of one-offs): a resting refill thread frees one-offs' sessions
-/// only after this long without one. Woken to free each beside the burst,
-/// it made one-offs from a full shelf 108-127 µs each on two cores; they
-/// take 21-29 µs without it (`bench/README.md`, issue 62).
+/// How long without a call for a session ends a burst. A resting refill
+/// thread waits this long before it frees one-offs' sessions, and before
+/// it refills a shelf that hand-overs left short of full though above a
+/// quarter (one-offs always leave it there: without this, every later
+/// one-off built its own). Woken to free each one beside a burst of
+/// one-offs, it made them 108-127 µs each from a full shelf on two cores;
+/// they take 21-29 µs without it (`bench/README.md`, issue 62). Counted
+/// from calls, not hand-overs: one-offs that find no spare and build
+/// their own are a burst still, not to be built beside.
 const QUIET: Duration = Duration::from_millis(2);
-
-/// How long after the last call for a session a resting shelf that
-/// hand-overs left short of full is refilled, though more than a quarter
-/// is left: bursts that stop above a quarter (one-offs always do) would
-/// otherwise leave it short for good, and later one-offs building their
-/// own. Counted from calls, not hand-overs: one-offs that find no spare
-/// and build their own are a burst still, not to be built beside.
-const PAUSE: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
 struct Shelf {
@@ -86,8 +82,8 @@ struct Shelf {
     /// Set while it waits with no time set to look again.
     waiting_for_good: bool,
     /// Set when the shelf was full: nothing is built until hand-overs
-    /// take it down to a quarter or pause for [`PAUSE`], whatever else
-    /// wakes the thread.
+    /// take it down to a quarter, or the callers pause for [`QUIET`],
+    /// whatever else wakes the thread.
     resting: bool,
 }
 
@@ -321,8 +317,7 @@ fn wanted(prepared: &Prepared) -> Work {
                 return Work::Deferred(interpreter);
             }
         }
-        let paused = shelf.short() && shelf.left_of(PAUSE).is_none();
-        if shelf.sessions.len() <= shelf.capacity / 4 || paused {
+        if shelf.sessions.len() <= shelf.capacity / 4 || burst.is_none() {
             shelf.resting = false;
         }
         if shelf.wants_build() {
@@ -340,15 +335,9 @@ fn wanted(prepared: &Prepared) -> Work {
                 .wait_timeout(shelf, GLANCE)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
             shelf
-        } else if let Some(left) = [
-            burst.filter(|_| !shelf.stale.is_empty()),
-            // Resting short: refilled once the callers pause.
-            shelf.left_of(PAUSE).filter(|_| shelf.short()),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-        {
+        } else if let Some(left) = burst.filter(|_| !shelf.stale.is_empty() || shelf.short()) {
+            // Stale sessions to free, or a short shelf resting: both once
+            // the burst pauses.
             let (shelf, _) = prepared
                 .wake
                 .wait_timeout(shelf, left)
