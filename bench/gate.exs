@@ -17,6 +17,8 @@
 #   new_cold         Session.new(env: ...), 2,000 calls: options of its own, so
 #                    every call builds its interpreter (bashkit's build and ours)
 #   once             ExBashkit.exec("true"), 1,000 one-offs back to back
+#   once_apart       the same, 300 one-offs 3 ms apart (tool calls spaced out: the
+#                    prepared interpreters refilled between them, where a commit does)
 #   exec             Session.exec(s, "true") in the VM, 5,000 calls
 #   exec_worker      the same in an isolated session (isolation: :process), 2,000 calls
 #   builtin          a builtin's round trip, per call: the gaps between 1,000 calls of
@@ -38,6 +40,7 @@ defmodule Gate do
       new_warm: fn -> p50(2_000, fn -> Session.new() end, 300) end,
       new_cold: fn -> p50(2_000, fn -> Session.new(env: %{"AGENT" => "1"}) end) end,
       once: fn -> p50(1_000, fn -> {:ok, _} = ExBashkit.exec("true") end) end,
+      once_apart: fn -> p50(300, fn -> {:ok, _} = ExBashkit.exec("true") end, 3_000) end,
       exec: fn ->
         session = Session.new()
         p50(5_000, fn -> {:ok, _} = Session.exec(session, "true") end)
