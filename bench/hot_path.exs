@@ -40,7 +40,12 @@ defmodule HotPathBench do
       {"`cat` of a `:virtual_fs` file, per read", :vfs, :rust_vfs, "≤ 1.3× Rust"},
       {"`ExBashkit.exec(\"true\")`, 1,000 back to back", :once, :rust_once, "≤ 20 µs"},
       {"… 40 in a row from a full shelf of 64 prepared interpreters", :once_prepared, :rust_exec,
-       "≤ 20 µs"}
+       "≤ 20 µs"},
+      {"`Session.exec(s, \"true\")` 3 ms apart (Rust: handed to a thread of its own)",
+       :exec_apart, :rust_exec_handed, "—"},
+      {"… in Rust on the caller's own thread", :exec_apart, :rust_exec_apart, "—"},
+      {"`ExBashkit.exec(\"true\")` 3 ms apart (Rust: handed to a thread of its own)", :once_apart,
+       :rust_exec_handed, "—"}
     ]
 
     IO.puts("")
@@ -80,6 +85,9 @@ defmodule HotPathBench do
     {once, _} = timed(1_000, fn -> {:ok, _} = ExBashkit.exec("true") end)
     once_prepared = once_from_full_shelf(40)
     {builtin, builtin_p90} = BenchSupport.builtin_per_call(1_000)
+    # Spaced out, as an agent's tool calls come: each call wakes a thread.
+    {exec_apart, _} = timed(150, fn -> {:ok, _} = Session.exec(session, "true") end, 3_000)
+    {once_apart, _} = timed(150, fn -> {:ok, _} = ExBashkit.exec("true") end, 3_000)
 
     %{
       exec: exec,
@@ -89,6 +97,8 @@ defmodule HotPathBench do
       burst: burst_us / 2_000,
       once: once,
       once_prepared: once_prepared,
+      exec_apart: exec_apart,
+      once_apart: once_apart,
       builtin: builtin,
       builtin_p90: builtin_p90,
       vfs: vfs_per_read(1_000),
@@ -97,7 +107,9 @@ defmodule HotPathBench do
       rust_pipeline: rust(rust, ["pipeline", "100", @pipeline]),
       rust_builtin: rust(rust, ["builtin", "1000"]),
       rust_vfs: rust(rust, ["vfs_read", "1000"]),
-      rust_once: rust(rust, ["new", "1000"]) + rust(rust, ["exec", "1000"])
+      rust_once: rust(rust, ["new", "1000"]) + rust(rust, ["exec", "1000"]),
+      rust_exec_apart: rust(rust, ["exec_apart", "150"]),
+      rust_exec_handed: rust(rust, ["exec_handed", "150"])
     }
   end
 

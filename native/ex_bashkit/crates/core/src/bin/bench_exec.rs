@@ -2,6 +2,11 @@
 //! measured in the same run on the same machine.
 //!
 //!   bench_exec exec [iterations]  median µs of a persistent `exec("true")`
+//!   bench_exec exec_apart [iterations]  the same 3 ms apart (busy between)
+//!   bench_exec exec_handed [iterations]  the same 3 ms apart, each handed to
+//!                                 a thread of its own, the caller spinning
+//!                                 for the answer (as the library hands a
+//!                                 script to an interpreter thread)
 //!   bench_exec memory [sessions]  resident KiB per idle `Bash` instance
 //!   bench_exec allocated [sessions]  KiB allocated per idle `Bash` (the
 //!                                 sizes asked of the allocator)
@@ -45,6 +50,8 @@ fn main() {
     let count = args.next().and_then(|n| n.parse().ok());
     match mode.as_str() {
         "exec" => println!("{:.2}", exec_median_us(count.unwrap_or(20_000))),
+        "exec_apart" => println!("{:.2}", exec_apart_median_us(count.unwrap_or(300))),
+        "exec_handed" => println!("{:.2}", exec_handed_median_us(count.unwrap_or(300))),
         "memory" => println!("{:.1}", memory_per_session_kib(count.unwrap_or(10_000))),
         "allocated" => println!("{:.1}", allocated_per_session_kib(count.unwrap_or(10_000))),
         "sleepers" => println!("{:.1}", sleepers_ms(count.unwrap_or(10_000))),
@@ -64,8 +71,9 @@ fn main() {
         }
         other => {
             eprintln!(
-                "unknown mode {other:?}: expected exec, memory, allocated, sleepers, builtin, \
-                 vfs_read, snapshot, python, cpython, new or pipeline"
+                "unknown mode {other:?}: expected exec, exec_apart, exec_handed, memory, \
+                 allocated, sleepers, builtin, vfs_read, snapshot, python, cpython, new or \
+                 pipeline"
             );
             std::process::exit(2);
         }
@@ -138,6 +146,66 @@ fn exec_median_us_of(
             assert_eq!(result.exit_code, 0);
         }
     });
+    samples.sort_by(|a, b| a.total_cmp(b));
+    samples[samples.len() / 2]
+}
+
+/// How far apart `exec_apart` runs its calls.
+const APART: std::time::Duration = std::time::Duration::from_millis(3);
+
+fn busy(span: std::time::Duration) {
+    let started = Instant::now();
+    while started.elapsed() < span {
+        std::hint::spin_loop();
+    }
+}
+
+/// Median µs of `exec("true")` 3 ms apart, on this thread.
+fn exec_apart_median_us(runs: usize) -> f64 {
+    let mut bash = session();
+    let samples = runtime().block_on(async {
+        let mut samples = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            busy(APART);
+            let started = Instant::now();
+            bash.exec("true").await.expect("exec");
+            samples.push(started.elapsed().as_secs_f64() * 1e6);
+        }
+        samples
+    });
+    median(samples)
+}
+
+/// Median µs of `exec("true")` 3 ms apart, each handed to a thread of its
+/// own and its answer awaited by spinning.
+fn exec_handed_median_us(runs: usize) -> f64 {
+    let (to_thread, jobs) = std::sync::mpsc::channel::<()>();
+    let (answer, answers) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        let mut bash = session();
+        runtime().block_on(async {
+            while jobs.recv().is_ok() {
+                bash.exec("true").await.expect("exec");
+                answer.send(()).expect("caller");
+            }
+        })
+    });
+    let mut samples = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        busy(APART);
+        let started = Instant::now();
+        to_thread.send(()).expect("thread");
+        while answers.try_recv().is_err() {
+            std::hint::spin_loop();
+        }
+        samples.push(started.elapsed().as_secs_f64() * 1e6);
+    }
+    drop(to_thread);
+    thread.join().expect("thread");
+    median(samples)
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(|a, b| a.total_cmp(b));
     samples[samples.len() / 2]
 }
