@@ -3,7 +3,8 @@
 //! two, instead of building bashkit's interpreter (tens of microseconds).
 //! A thread of our own refills the shelf when it runs low, or once
 //! callers pause; sessions with other options build as before. Shelved
-//! sessions are not counted as live (`ExBashkit.Native.live_sessions/0`) until handed over.
+//! sessions are not counted as live (`ExBashkit.Native.live_sessions/0`)
+//! until handed over.
 //!
 //! When a burst empties the shelf, a caller is not made to build: it gets
 //! a session whose interpreter the refill thread builds next, before it
@@ -39,8 +40,8 @@ const MOST: usize = 64;
 /// each look.
 const GLANCE: Duration = Duration::from_millis(20);
 
-/// The longest the refill thread waits, after a hand-over, for running
-/// scripts to end before it builds beside them.
+/// The longest the refill thread waits, after a call for a session, for
+/// running scripts to end before it builds beside them.
 const PATIENCE: Duration = Duration::from_millis(100);
 
 /// How long without a call for a session ends a burst. A resting refill
@@ -215,16 +216,16 @@ impl Shelf {
     /// Whether the refill thread should build now. A build beside a
     /// running script slowed a 30 ms restore by a third, so a short shelf
     /// waits for the interpreter threads to be idle, or for [`PATIENCE`]
-    /// after a hand-over, as a runaway may keep one busy for good.
+    /// after a call, as a runaway may keep one busy for good.
     fn wants_build(&self) -> bool {
         let patient = self.asked_at.is_some_and(|at| at.elapsed() < PATIENCE);
         self.short() && !self.resting && (!patient || scripts_idle())
     }
 
-    /// How much of `span` is left since a session was last asked for;
-    /// `None` once it has passed, or before any call.
-    fn left_of(&self, span: Duration) -> Option<Duration> {
-        span.checked_sub(self.asked_at?.elapsed())
+    /// How much of [`QUIET`] is left since a session was last asked for;
+    /// `None` once the callers have paused, or before any call.
+    fn burst(&self) -> Option<Duration> {
+        QUIET.checked_sub(self.asked_at?.elapsed())
     }
 }
 
@@ -302,7 +303,7 @@ fn refill() {
 fn wanted(prepared: &Prepared) -> Work {
     let mut shelf = lock(&prepared.shelf);
     loop {
-        let burst = shelf.left_of(QUIET);
+        let burst = shelf.burst();
         // A resting thread's frees wait for the burst to pause; a
         // building one frees between builds.
         if !shelf.stale.is_empty() && (burst.is_none() || !shelf.resting) {
