@@ -30,7 +30,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bashkit::{
     async_trait, Bash, Builtin, BuiltinContext, ExecResult, FileSystem, InMemoryFs, SessionLimits,
@@ -87,15 +87,14 @@ fn session() -> Bash {
 }
 
 fn new_median_us(count: usize) -> f64 {
-    let mut samples: Vec<f64> = (0..count)
+    let samples: Vec<f64> = (0..count)
         .map(|_| {
             let started = Instant::now();
             drop(std::hint::black_box(session()));
             started.elapsed().as_secs_f64() * 1e6
         })
         .collect();
-    samples.sort_by(|a, b| a.total_cmp(b));
-    samples[samples.len() / 2]
+    median(samples)
 }
 
 /// The log `bench/run.exs` writes too: line i is
@@ -146,14 +145,13 @@ fn exec_median_us_of(
             assert_eq!(result.exit_code, 0);
         }
     });
-    samples.sort_by(|a, b| a.total_cmp(b));
-    samples[samples.len() / 2]
+    median(samples)
 }
 
 /// How far apart `exec_apart` runs its calls.
-const APART: std::time::Duration = std::time::Duration::from_millis(3);
+const APART: Duration = Duration::from_millis(3);
 
-fn busy(span: std::time::Duration) {
+fn busy(span: Duration) {
     let started = Instant::now();
     while started.elapsed() < span {
         std::hint::spin_loop();
@@ -205,6 +203,7 @@ fn exec_handed_median_us(runs: usize) -> f64 {
     median(samples)
 }
 
+/// The median of `samples`.
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(|a, b| a.total_cmp(b));
     samples[samples.len() / 2]
@@ -302,7 +301,7 @@ fn vfs_read_us(reads: usize) -> f64 {
 /// Median over 7 runs of `script`, divided by the `per` operations it does.
 fn loop_median_us(mut bash: Bash, script: &str, per: usize) -> f64 {
     let runtime = runtime();
-    let mut samples: Vec<f64> = runtime.block_on(async {
+    let samples: Vec<f64> = runtime.block_on(async {
         bash.exec(script).await.expect("warm-up");
         let mut samples = Vec::new();
         for _ in 0..7 {
@@ -313,8 +312,7 @@ fn loop_median_us(mut bash: Bash, script: &str, per: usize) -> f64 {
         }
         samples
     });
-    samples.sort_by(|a, b| a.total_cmp(b));
-    samples[samples.len() / 2]
+    median(samples)
 }
 
 /// Bytes that do not repeat across files, so nothing deduplicates.
@@ -345,7 +343,7 @@ fn snapshot_restore_ms(files: usize) -> (f64, usize) {
     });
     let mut target = session();
     let mut size = 0;
-    let mut samples: Vec<f64> = (0..11)
+    let samples: Vec<f64> = (0..11)
         .map(|_| {
             let started = Instant::now();
             let bytes = source.snapshot().expect("snapshot");
@@ -354,8 +352,7 @@ fn snapshot_restore_ms(files: usize) -> (f64, usize) {
             started.elapsed().as_secs_f64() * 1e3
         })
         .collect();
-    samples.sort_by(|a, b| a.total_cmp(b));
-    (samples[samples.len() / 2], size)
+    (median(samples), size)
 }
 
 fn monty() -> Bash {
@@ -375,7 +372,7 @@ fn cpython() -> Bash {
 
 fn python_us(runs: usize, mut bash: Bash) -> f64 {
     let runtime = runtime();
-    let mut samples: Vec<f64> = runtime.block_on(async {
+    let samples: Vec<f64> = runtime.block_on(async {
         bash.exec("python3 -c 'print(1)'").await.expect("warm-up");
         let mut samples = Vec::with_capacity(runs);
         for _ in 0..runs {
@@ -386,6 +383,5 @@ fn python_us(runs: usize, mut bash: Bash) -> f64 {
         }
         samples
     });
-    samples.sort_by(|a, b| a.total_cmp(b));
-    samples[samples.len() / 2]
+    median(samples)
 }
