@@ -104,8 +104,14 @@ defmodule ExBashkit.Session do
             |> Enum.reduce(&{:|, [], [&1, &2]})
           )
 
-  @typedoc "Access mode of a host directory mount."
-  @type mount_mode :: :read_only | :read_write
+  @typedoc """
+  Access mode of a host directory mount. `:read_write` keeps each
+  repository's git metadata (hooks, config) for the sandbox's own git;
+  `{:read_write, git_metadata: :writable}` lets every writer change it
+  (see "What the sandbox may write on your disk" in `guides/security.md`).
+  """
+  @type mount_mode ::
+          :read_only | :read_write | {:read_write, [{:git_metadata, :writable | :protected}]}
 
   @type option ::
           {:env, %{optional(String.t() | atom()) => String.t()} | keyword()}

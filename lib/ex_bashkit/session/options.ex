@@ -65,7 +65,9 @@ defmodule ExBashkit.Session.Options do
       default: [],
       doc:
         "a list of `{vfs_path, host_path, mode}` mapping real host directories into " <>
-          "the sandbox, `mode` being `:read_only` or `:read_write` (see `guides/host_access.md`)."
+          "the sandbox, `mode` being `:read_only`, `:read_write` (git metadata kept for the " <>
+          "sandbox's git) or `{:read_write, git_metadata: :writable}` (see " <>
+          "`guides/host_access.md` and `guides/security.md`)."
     ],
     allowed_mount_paths: [
       type: {:custom, &Filesystem.allowed_mount_paths!/1},

@@ -52,13 +52,7 @@ defmodule ExBashkit.Session.Options.Filesystem do
 
   defp mount!({vfs_path, host_path, mode} = mount) do
     vfs_path = mount_point!("mount #{inspect(mount)}: the sandbox path", vfs_path)
-
-    unless mode in [:read_only, :read_write] do
-      raise ArgumentError,
-            "mount #{inspect(mount)}: unknown mode #{inspect(mode)}, " <>
-              "expected :read_only or :read_write"
-    end
-
+    mode = mount_mode!(mount, mode)
     {vfs_path, host_path!("mount #{inspect(mount)}: the host path", host_path), mode}
   end
 
@@ -67,13 +61,39 @@ defmodule ExBashkit.Session.Options.Filesystem do
           ":mounts entries must be {vfs_path, host_path, mode}, got: #{inspect(other)}"
   end
 
+  # `:read_write` keeps the repositories' git metadata (hooks, config) for
+  # the sandbox's git; `{:read_write, git_metadata: :writable}` lets every
+  # writer change it (the NIF's `read_write_git_metadata`).
+  defp mount_mode!(_mount, mode) when mode in [:read_only, :read_write], do: mode
+
+  defp mount_mode!(mount, {:read_write, opts}) when is_list(opts) do
+    case opts do
+      [git_metadata: :writable] ->
+        :read_write_git_metadata
+
+      [git_metadata: :protected] ->
+        :read_write
+
+      _ ->
+        raise ArgumentError,
+              "mount #{inspect(mount)}: :read_write takes only git_metadata: :protected " <>
+                "(the default) or git_metadata: :writable, got: #{inspect(opts)}"
+    end
+  end
+
+  defp mount_mode!(mount, mode) do
+    raise ArgumentError,
+          "mount #{inspect(mount)}: unknown mode #{inspect(mode)}, " <>
+            "expected :read_only, :read_write or {:read_write, git_metadata: :writable}"
+  end
+
   # A worker of a root VM writes a session's :read_write mounts as their
   # owner (never as root), so those mounts must share one owner other than
   # root; the refusal comes here rather than as writes failing later.
   @doc false
   def workers_can_write!(mounts, :process) do
     host = ExBashkit.Worker.Hardening.host()
-    writable = for {_, host_path, :read_write} <- mounts, do: host_path
+    writable = for {_, host_path, mode} <- mounts, mode != :read_only, do: host_path
 
     # `:harden_workers` is checked where workers start; anything but
     # `false` hardens.

@@ -7,8 +7,10 @@
 mod commands;
 mod config;
 mod diff;
+mod executing_keys;
+#[cfg(feature = "network")]
+mod fsck;
 mod history;
-mod host;
 mod ignore;
 mod index_file;
 mod io;
@@ -124,7 +126,13 @@ impl Builtin for Git {
             env: ctx.env,
             git: self,
         };
-        let out = match commands::run(&here, &args).await {
+        // Our git may write the metadata the mounts' guard keeps from
+        // every other writer.
+        #[cfg(feature = "mounts")]
+        let ran = crate::metadata_guard::as_git(commands::run(&here, &args)).await;
+        #[cfg(not(feature = "mounts"))]
+        let ran = commands::run(&here, &args).await;
+        let out = match ran {
             Ok(out) | Err(out) => out,
         };
         let mut result = ExecResult::with_code(out.stdout, out.code);

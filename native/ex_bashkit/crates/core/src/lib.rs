@@ -16,9 +16,15 @@ pub mod file_kind;
 pub mod fs;
 #[cfg(feature = "git")]
 pub mod git;
+#[cfg(any(feature = "git", feature = "mounts"))]
+pub mod git_paths;
+#[cfg(any(feature = "git", feature = "mounts"))]
+pub mod host_tree;
 pub mod job;
 pub mod limits;
 pub mod memory;
+#[cfg(feature = "mounts")]
+pub mod metadata_guard;
 #[cfg(feature = "python")]
 mod monty_paths;
 pub mod mounts;

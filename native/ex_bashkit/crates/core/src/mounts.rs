@@ -5,7 +5,8 @@
 //! session missing a mount its owner asked for is a misconfiguration, so the
 //! same policy is checked here first and every refusal becomes an error
 //! naming the mount. Path containment (`..`, symlinks leaving the mount) is
-//! bashkit's `RealFs`, which canonicalizes every access.
+//! bashkit's `RealFs`, which canonicalizes every access; a read-write mount
+//! is wrapped in `metadata_guard.rs`, which keeps git's metadata for our git.
 
 #[cfg(feature = "mounts")]
 use std::path::PathBuf;
@@ -17,6 +18,9 @@ use crate::error::SessionError;
 use bashkit::Bash;
 #[cfg(feature = "mounts")]
 use bashkit::{FileSystem, PosixFs, RealFs, RealFsMode};
+
+#[cfg(feature = "mounts")]
+use crate::metadata_guard::GuardedMount;
 
 pub use ex_bashkit_protocol::options::{Mount, MountMode};
 
@@ -55,17 +59,27 @@ pub async fn attach(
         let root = host_root(host_path, allowed.as_deref())
             .await
             .map_err(describe)?;
-        let mode = match mode {
-            MountMode::ReadOnly => RealFsMode::ReadOnly,
-            MountMode::ReadWrite => RealFsMode::ReadWrite,
+        let real_mode = match mode.writable() {
+            true => RealFsMode::ReadWrite,
+            false => RealFsMode::ReadOnly,
         };
-        let real = RealFs::open(&root, mode)
+        let real = RealFs::open(&root, real_mode)
             .await
             .map_err(|e| describe(e.to_string()))?;
-        ready.push((
-            vfs_path,
-            Arc::new(PosixFs::new(real)) as Arc<dyn FileSystem>,
-        ));
+        // Writes go through the guard: checked, then made with no lookup a
+        // script could redirect, and git's metadata kept for our git unless
+        // the owner opted out for this mount.
+        let point = PathBuf::from(vfs_path);
+        let fs: Arc<dyn FileSystem> = match mode {
+            MountMode::ReadOnly => Arc::new(PosixFs::new(real)),
+            MountMode::ReadWrite => {
+                Arc::new(PosixFs::new(GuardedMount::new(real, root, point, true)))
+            }
+            MountMode::ReadWriteGitMetadata => {
+                Arc::new(PosixFs::new(GuardedMount::new(real, root, point, false)))
+            }
+        };
+        ready.push((vfs_path, fs));
     }
     for (vfs_path, fs) in ready {
         bash.mount(vfs_path, fs)

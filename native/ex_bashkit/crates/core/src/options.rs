@@ -272,7 +272,7 @@ fn git(options: &SessionOptions) -> crate::git::Git {
             .iter()
             .filter_map(|(point, host, mode)| {
                 let host = std::fs::canonicalize(host).ok()?;
-                let writable = *mode == crate::mounts::MountMode::ReadWrite;
+                let writable = mode.writable();
                 Some((std::path::PathBuf::from(point), host, writable))
             })
             .collect(),

@@ -11,7 +11,7 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
-use ex_bashkit_protocol::options::{Mount, MountMode};
+use ex_bashkit_protocol::options::Mount;
 
 /// The newest ABI this code knows; older kernels enforce what they have.
 const ABI_WANTED: ABI = ABI::V6;
@@ -43,9 +43,8 @@ fn restrict(mounts: &[Mount]) -> Result<RulesetStatus, landlock::RulesetError> {
         .scope(Scope::AbstractUnixSocket)?
         .create()?;
 
-    let (writable, readable): (Vec<&Mount>, Vec<&Mount>) = mounts
-        .iter()
-        .partition(|(_, _, mode)| matches!(mode, MountMode::ReadWrite));
+    let (writable, readable): (Vec<&Mount>, Vec<&Mount>) =
+        mounts.iter().partition(|(_, _, mode)| mode.writable());
     created = created
         .add_rules(path_beneath_rules(
             writable.iter().map(|(_, host, _)| host),

@@ -28,7 +28,7 @@ pub mod syscalls;
 use std::ffi::CString;
 use std::time::Duration;
 
-use ex_bashkit_protocol::options::{Mount, MountMode};
+use ex_bashkit_protocol::options::Mount;
 
 /// How a worker was started (its command line, from `ExBashkit.Worker`).
 #[derive(Debug, Clone)]
@@ -320,7 +320,7 @@ fn writer(mounts: &[Mount], worker_user: Option<(u32, u32)>) -> Option<(u32, u32
     use std::os::unix::fs::MetadataExt;
     let mut owners = mounts
         .iter()
-        .filter(|(_, _, mode)| *mode == MountMode::ReadWrite)
+        .filter(|(_, _, mode)| mode.writable())
         .map(|(_, host, _)| std::fs::metadata(host).map(|m| (m.uid(), m.gid())).ok());
     let first = owners.next()??;
     let shared = owners.all(|owner| owner == Some(first));

@@ -58,6 +58,16 @@ pub enum MountMode {
     #[default]
     ReadOnly,
     ReadWrite,
+    /// `{:read_write, git_metadata: :writable}`: read-write, and the
+    /// repositories' metadata too (hooks, config) for every writer.
+    ReadWriteGitMetadata,
+}
+
+impl MountMode {
+    /// Whether the sandbox may write the mount.
+    pub fn writable(self) -> bool {
+        self != MountMode::ReadOnly
+    }
 }
 
 /// `runtime:` of the `:python` option, checked in Elixir against what this

@@ -14,17 +14,7 @@
 use sha1::{Digest, Sha1};
 
 /// What `lstat` said of a file when it was last staged.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stat {
-    pub ctime: (u32, u32),
-    pub mtime: (u32, u32),
-    pub dev: u32,
-    pub ino: u32,
-    pub uid: u32,
-    pub gid: u32,
-    /// The size, truncated to 32 bits as git keeps it.
-    pub size: u32,
-}
+pub use crate::host_tree::Stat;
 
 pub const ASSUME_VALID: u16 = 0x8000;
 const EXTENDED: u16 = 0x4000;

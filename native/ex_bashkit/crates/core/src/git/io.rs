@@ -11,10 +11,26 @@ use std::sync::Arc;
 
 use bashkit::FileSystem;
 
-use super::host::{HostTree, Kind};
+use crate::host_tree::{HostTree, Kind};
 
 fn text<E: std::fmt::Display>(error: E) -> String {
     error.to_string()
+}
+
+/// Every path git writes is plain: a name with `..` (a branch called
+/// `../hooks/x`) never walks out of where it belongs.
+fn plain(path: &Path) -> Result<(), String> {
+    use std::path::Component;
+    match path
+        .components()
+        .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
+    {
+        true => Ok(()),
+        false => Err(format!(
+            "refusing to write {}: it walks out of its directory",
+            path.display()
+        )),
+    }
 }
 
 /// The work tree's root in the session, its host directory, and whether
@@ -100,6 +116,7 @@ impl Io {
     }
 
     pub async fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        plain(path)?;
         match self.on_writable_host(path) {
             Some((tree, below)) => tree.write(&below, bytes).map_err(text),
             None => self.fs.write_file(path, bytes).await.map_err(text),
@@ -107,6 +124,7 @@ impl Io {
     }
 
     pub async fn append_file(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+        plain(path)?;
         match self.on_writable_host(path) {
             Some((tree, below)) => tree.append(&below, bytes).map_err(text),
             None => self.fs.append_file(path, bytes).await.map_err(text),
@@ -114,6 +132,7 @@ impl Io {
     }
 
     pub async fn mkdir_all(&self, path: &Path) -> Result<(), String> {
+        plain(path)?;
         match self.on_writable_host(path) {
             Some((tree, below)) => tree.mkdir_all(&below).map_err(text),
             None => self.fs.mkdir(path, true).await.map_err(text),
@@ -122,6 +141,7 @@ impl Io {
 
     /// Removes a file, or an empty directory (`dir`).
     pub async fn remove(&self, path: &Path, dir: bool) -> Result<(), String> {
+        plain(path)?;
         match self.on_writable_host(path) {
             Some((tree, below)) => tree.remove(&below, dir).map_err(text),
             None => self.fs.remove(path, false).await.map_err(text),
@@ -129,6 +149,8 @@ impl Io {
     }
 
     pub async fn rename(&self, from: &Path, to: &Path) -> Result<(), String> {
+        plain(from)?;
+        plain(to)?;
         match (self.on_writable_host(from), self.on_writable_host(to)) {
             (Some((tree, from)), Some((_, to))) => tree.rename(&from, &to).map_err(text),
             _ => self.fs.rename(from, to).await.map_err(text),
@@ -136,6 +158,7 @@ impl Io {
     }
 
     pub async fn chmod(&self, path: &Path, mode: u32) -> Result<(), String> {
+        plain(path)?;
         match self.on_writable_host(path) {
             Some((tree, below)) => tree.chmod(&below, mode).map_err(text),
             None => self.fs.chmod(path, mode).await.map_err(text),

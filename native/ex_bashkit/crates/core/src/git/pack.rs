@@ -215,6 +215,18 @@ fn resolve(entries: &[Entry]) -> Result<Vec<[u8; 20]>, String> {
             return Err(corrupt("a delta's base is missing or does not fit"));
         }
     }
+    // Refused whole, as `transfer.fsckObjects` does, before anything of
+    // it is kept: a tree git would never check out.
+    for (resolved, name) in done.iter().zip(&names) {
+        if let (Some(("tree", body)), Some(name)) = (resolved, name) {
+            super::fsck::check_tree(body).map_err(|(id, text)| {
+                format!(
+                    "fsck error in packed object: object {}: {id}: {text}",
+                    to_hex(name)
+                )
+            })?;
+        }
+    }
     Ok(names.into_iter().map(|n| n.expect("resolved")).collect())
 }
 

@@ -11,13 +11,13 @@ use std::time::UNIX_EPOCH;
 
 use bashkit::FileSystem;
 
-use super::host::{self, HostTree};
 use super::ignore::Ignores;
 use super::index_file::{self, CacheNode, IndexFile, Stat};
 use super::io::{HostRoot, Io};
 use super::odb::{from_hex, to_hex, Odb};
 pub use super::odb::{hash, Oid};
 use super::{config, text, Here};
+use crate::host_tree::{self as host, HostTree};
 
 /// A file as a tree or the index holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -458,6 +458,11 @@ impl Repo {
         while let Some((prefix, oid)) = pending.pop() {
             for (name, mode, child) in self.tree_entries(&oid).await? {
                 let path = format!("{prefix}{name}");
+                // git's own rule before anything of a tree reaches the
+                // work tree or the index (checkout refuses the tree whole).
+                if !crate::git_paths::verify_path(&path, mode) {
+                    return Err(format!("invalid path '{path}'"));
+                }
                 if mode == 0o40000 {
                     pending.push((format!("{path}/"), child));
                 } else {
@@ -1289,7 +1294,10 @@ impl Repo {
             .map(|(_, v)| v)
     }
 
+    /// Writes the config, refusing any key that would make git run a
+    /// program (`executing_keys.rs`) that was not there already.
     pub async fn save_config_text(&self, text: &str) -> Res<()> {
+        super::executing_keys::check_edit(&self.config_text().await, text)?;
         self.write(&self.git.join("config"), text.as_bytes()).await
     }
 }

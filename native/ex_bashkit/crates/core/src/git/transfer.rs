@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::odb::Oid;
-use super::remote::Remote;
+use super::remote::{Advert, Remote};
 use super::repo::{short, Repo, NULL_OID};
 use super::{config, resolve, Here, Out, Run};
 use crate::network::AllowNet;
@@ -171,11 +171,42 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
     if !quiet {
         let _ = writeln!(err, "Cloning into '{name}'...");
     }
+    let existed = here.fs.exists(&root).await.unwrap_or(false);
     here.fs
         .mkdir(&root, true)
         .await
         .map_err(|e| fatal(e.to_string()))?;
-    let (repo, _) = Repo::init(here, &root).await.map_err(fatal)?;
+    let cloned = clone_into(here, args, &root, url, origin, &remote, &advert, err).await;
+    // A clone that fails leaves nothing behind, as git's does.
+    if cloned.is_err() {
+        let _ = match existed {
+            true => remove_contents(here, &root).await,
+            false => here.fs.remove(&root, true).await,
+        };
+    }
+    cloned
+}
+
+/// Empties a directory the clone was asked to fill.
+async fn remove_contents(here: &Here<'_>, dir: &std::path::Path) -> bashkit::Result<()> {
+    for entry in here.fs.read_dir(dir).await? {
+        here.fs.remove(&dir.join(&entry.name), true).await?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn clone_into(
+    here: &Here<'_>,
+    args: &[String],
+    root: &std::path::Path,
+    url: &str,
+    origin: &str,
+    remote: &Remote,
+    advert: &Advert,
+    mut err: String,
+) -> Run {
+    let (repo, _) = Repo::init(here, root).await.map_err(fatal)?;
     let mut text = repo.config_text().await;
     text = config::add(&text, &format!("remote.{origin}.url"), url);
     text = config::add(

@@ -273,6 +273,16 @@ impl Host {
 /// A file error as Node words it: `ENOENT: no such file or directory, open '/x'`.
 fn os_error(error: &bashkit::Error, syscall: &str, path: &Path) -> (&'static str, String) {
     let text = error.to_string();
+    // A rule of the session's (git metadata in a mount) says which.
+    if let Some((_, why)) = text.split_once("refused: ") {
+        return (
+            "EACCES",
+            format!(
+                "EACCES: permission denied, {syscall} '{}' (refused: {why})",
+                path.display()
+            ),
+        );
+    }
     let (code, what) = if text.contains("not found") || text.contains("No such file") {
         ("ENOENT", "no such file or directory")
     } else if text.contains("already exists") {

@@ -82,6 +82,22 @@ pub(super) async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -
 
 pub(super) async fn config(here: &Here<'_>, args: &[String]) -> Run {
     let args = Args::parse(args, &[&["--file", "-f"]])?;
+    // Only the repository's own config is ours to edit (and checked for
+    // keys that run programs): never another file git reads.
+    for other in [
+        "--file",
+        "-f",
+        "--global",
+        "--system",
+        "--worktree",
+        "--blob",
+    ] {
+        if args.has(&[other]) || args.value(other).is_some() {
+            return Err(Out::fatal(format!(
+                "not supported by the sandbox's git: {other} (it edits the repository's config only)"
+            )));
+        }
+    }
     let Some(repo) = Repo::discover(here, &here.cwd).await else {
         return Err(Out::fatal("not in a git directory"));
     };

@@ -1,20 +1,32 @@
-//! A work tree in a host mount, read straight from the kernel: listing a
-//! directory and its entries' `lstat` in one pass, and reading files,
-//! where bashkit's asynchronous `FileSystem` costs a thread hop a call
-//! (`git status` on 5,000 files spent most of its time there).
+//! A directory tree on the host, read and written straight through the
+//! kernel, never leaving its root: every path is opened component by
+//! component from the root with `O_NOFOLLOW` (`openat`), so no symlink,
+//! planted or swapped in meanwhile, leads anywhere else; a symlink in the
+//! tree is read as a link, never followed.
 //!
-//! Containment is the same as bashkit's `RealFs` gives: every path is
-//! opened component by component from the mount's root with `O_NOFOLLOW`
-//! (`openat`), so no symlink, planted or swapped in while git runs, leads
-//! out of the mount; a symlink in the tree is read as a link, never
-//! followed. Writes still go through the session's filesystem.
+//! Two users: our git on a work tree in a host mount (listing a directory
+//! with its entries' `lstat` in one pass, where bashkit's asynchronous
+//! `FileSystem` costs a thread hop a call), and every write into a
+//! read-write mount (`metadata_guard.rs`), which checks a path and then
+//! writes it with no lookup a script could redirect in between.
 
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use super::index_file::Stat;
+/// What `lstat` says of a file, as git's index keeps it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stat {
+    pub ctime: (u32, u32),
+    pub mtime: (u32, u32),
+    pub dev: u32,
+    pub ino: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// The size, truncated to 32 bits as git keeps it.
+    pub size: u32,
+}
 
 /// An open descriptor, closed when dropped.
 struct Fd(libc::c_int);
@@ -76,6 +88,74 @@ fn kind_of(mode: libc::mode_t) -> Kind {
     }
 }
 
+/// An open directory's entries (not `.` and `..`) with their `lstat`.
+fn entries_of(dir: &Fd) -> io::Result<Vec<(CString, libc::stat)>> {
+    // fdopendir takes the descriptor over: hand it a copy.
+    // SAFETY: `dir` is open; the copy is owned by the stream below.
+    let copy = check(unsafe { libc::fcntl(dir.0, libc::F_DUPFD_CLOEXEC, 0) })?;
+    // SAFETY: `copy` is an open directory descriptor.
+    let stream = unsafe { libc::fdopendir(copy) };
+    if stream.is_null() {
+        let error = io::Error::last_os_error();
+        // SAFETY: the copy was not taken over.
+        unsafe { libc::close(copy) };
+        return Err(error);
+    }
+    let mut entries = Vec::new();
+    loop {
+        // SAFETY: `stream` is open until closedir below.
+        let entry = unsafe { libc::readdir(stream) };
+        if entry.is_null() {
+            break;
+        }
+        // SAFETY: readdir's entry holds a NUL-terminated name.
+        let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+        if name.to_bytes() == b"." || name.to_bytes() == b".." {
+            continue;
+        }
+        if let Ok(st) = lstat_at(dir, name) {
+            entries.push((name.to_owned(), st));
+        }
+    }
+    // SAFETY: the stream is open and closed once.
+    unsafe { libc::closedir(stream) };
+    Ok(entries)
+}
+
+/// `name`'s `lstat` in the open directory `dir`.
+fn lstat_at(dir: &Fd, name: &std::ffi::CStr) -> io::Result<libc::stat> {
+    // SAFETY: a plain-old-data struct the kernel fills.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `dir` is open, the name NUL-terminated, `st` ours.
+    check(unsafe { libc::fstatat(dir.0, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
+    Ok(st)
+}
+
+/// Removes `name` from the open directory `parent`, a directory with all
+/// it holds (never following a link).
+fn remove_tree(parent: &Fd, name: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: `parent` is open; the name is one NUL-terminated component.
+    let dir = Fd(check(unsafe {
+        libc::openat(
+            parent.0,
+            name.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    })?);
+    for (child, st) in entries_of(&dir)? {
+        if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            remove_tree(&dir, &child)?;
+        } else {
+            // SAFETY: `dir` is open; the name is NUL-terminated.
+            check(unsafe { libc::unlinkat(dir.0, child.as_ptr(), 0) })?;
+        }
+    }
+    // SAFETY: `parent` is open; the name is NUL-terminated.
+    check(unsafe { libc::unlinkat(parent.0, name.as_ptr(), libc::AT_REMOVEDIR) }).map(|_| ())
+}
+
+static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// A host directory tree, read below its root only.
 pub struct HostTree {
     root: PathBuf,
@@ -117,47 +197,15 @@ impl HostTree {
     /// The directory `relative`'s entries with their `lstat`.
     pub fn list(&self, relative: &Path) -> io::Result<Vec<Entry>> {
         let dir = self.open_dir(relative)?;
-        // fdopendir takes the descriptor over: hand it a copy.
-        // SAFETY: `dir` is open; the copy is owned by the stream below.
-        let copy = check(unsafe { libc::fcntl(dir.0, libc::F_DUPFD_CLOEXEC, 0) })?;
-        // SAFETY: `copy` is an open directory descriptor.
-        let stream = unsafe { libc::fdopendir(copy) };
-        if stream.is_null() {
-            let error = io::Error::last_os_error();
-            // SAFETY: the copy was not taken over.
-            unsafe { libc::close(copy) };
-            return Err(error);
-        }
-        let mut entries = Vec::new();
-        loop {
-            // SAFETY: `stream` is open until closedir below.
-            let entry = unsafe { libc::readdir(stream) };
-            if entry.is_null() {
-                break;
-            }
-            // SAFETY: readdir's entry holds a NUL-terminated name.
-            let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
-            let bytes = name.to_bytes();
-            if bytes == b"." || bytes == b".." {
-                continue;
-            }
-            let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            // SAFETY: `dir` is open, the name NUL-terminated, `st` ours.
-            let found =
-                unsafe { libc::fstatat(dir.0, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
-            if found != 0 {
-                continue;
-            }
-            entries.push(Entry {
-                name: String::from_utf8_lossy(bytes).into_owned(),
+        Ok(entries_of(&dir)?
+            .into_iter()
+            .map(|(name, st)| Entry {
+                name: String::from_utf8_lossy(name.as_bytes()).into_owned(),
                 kind: kind_of(st.st_mode),
                 stat: stat_of(&st),
                 perm: st.st_mode & 0o7777,
-            });
-        }
-        // SAFETY: the stream is open and closed once.
-        unsafe { libc::closedir(stream) };
-        Ok(entries)
+            })
+            .collect())
     }
 
     fn split(relative: &Path) -> io::Result<(&Path, CString)> {
@@ -172,9 +220,7 @@ impl HostTree {
     pub fn lstat(&self, relative: &Path) -> io::Result<Entry> {
         let (parent, name) = Self::split(relative)?;
         let dir = self.open_dir(parent)?;
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        // SAFETY: `dir` is open, the name NUL-terminated, `st` ours.
-        check(unsafe { libc::fstatat(dir.0, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
+        let st = lstat_at(&dir, &name)?;
         Ok(Entry {
             name: name.to_string_lossy().into_owned(),
             kind: kind_of(st.st_mode),
@@ -301,10 +347,148 @@ impl HostTree {
             .map(|_| ())
     }
 
-    /// Sets a regular file's permission bits.
+    /// Replaces `relative` with what `source` holds, at once: written
+    /// beside it, synced, then renamed over it (its permission bits kept).
+    /// A symlink there is refused, never written through.
+    pub fn replace_from(&self, relative: &Path, source: &mut dyn io::Read) -> io::Result<()> {
+        use std::io::Write;
+        use std::os::fd::FromRawFd;
+        let (dir, name) = self.parent_of(relative)?;
+        let kept = match lstat_at(&dir, &name) {
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFLNK => {
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "refusing to create or write through a symlink (sandbox security)",
+                ))
+            }
+            Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => {
+                return Err(io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    "is a directory",
+                ))
+            }
+            Ok(st) => Some(st.st_mode & 0o7777),
+            Err(_) => None,
+        };
+        let staged = cstring(
+            format!(
+                ".bashkit-tmp-{}-{}",
+                std::process::id(),
+                STAGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            )
+            .as_bytes(),
+        )?;
+        // SAFETY: `dir` is open; the name is one NUL-terminated component.
+        let fd = check(unsafe {
+            libc::openat(
+                dir.0,
+                staged.as_ptr(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o666 as libc::c_uint,
+            )
+        })?;
+        // SAFETY: `fd` is open and owned by the File from here on.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        let written = (|| {
+            io::copy(source, &mut file)?;
+            file.flush()?;
+            if let Some(mode) = kept {
+                use std::os::unix::fs::PermissionsExt;
+                file.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            }
+            file.sync_all()?;
+            // SAFETY: both names are NUL-terminated, in the open `dir`.
+            check(unsafe { libc::renameat(dir.0, staged.as_ptr(), dir.0, name.as_ptr()) })
+        })();
+        if written.is_err() {
+            // SAFETY: as above; the staged file is ours.
+            unsafe { libc::unlinkat(dir.0, staged.as_ptr(), 0) };
+        }
+        written.map(|_| ())
+    }
+
+    /// Appends to `relative` (made if missing), synced.
+    pub fn append_synced(&self, relative: &Path, bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND;
+        let mut file = self.open_file(relative, flags)?;
+        file.write_all(bytes)?;
+        file.sync_all()
+    }
+
+    /// A regular file opened for reading (a symlink is an error).
+    pub fn open_read(&self, relative: &Path) -> io::Result<std::fs::File> {
+        self.open_file(relative, libc::O_RDONLY)
+    }
+
+    /// Makes the directory `relative` (its parent must exist).
+    pub fn mkdir(&self, relative: &Path) -> io::Result<()> {
+        let (dir, name) = self.parent_of(relative)?;
+        // SAFETY: `dir` is open; the name is one NUL-terminated component.
+        check(unsafe { libc::mkdirat(dir.0, name.as_ptr(), 0o777) }).map(|_| ())
+    }
+
+    /// Removes an entry of any kind: a link itself, never its target; a
+    /// directory with what it holds where `recursive`.
+    pub fn remove_entry(&self, relative: &Path, recursive: bool) -> io::Result<()> {
+        let (dir, name) = self.parent_of(relative)?;
+        let st = lstat_at(&dir, &name)?;
+        match (st.st_mode & libc::S_IFMT == libc::S_IFDIR, recursive) {
+            (true, true) => remove_tree(&dir, &name),
+            // SAFETY: `dir` is open; the name is NUL-terminated.
+            (true, false) => {
+                check(unsafe { libc::unlinkat(dir.0, name.as_ptr(), libc::AT_REMOVEDIR) })
+                    .map(|_| ())
+            }
+            // SAFETY: as above.
+            (false, _) => check(unsafe { libc::unlinkat(dir.0, name.as_ptr(), 0) }).map(|_| ()),
+        }
+    }
+
+    /// Makes `relative` a symlink to `target` (stored as given).
+    pub fn symlink(&self, target: &Path, relative: &Path) -> io::Result<()> {
+        let (dir, name) = self.parent_of(relative)?;
+        let target = cstring(target.as_os_str().as_bytes())?;
+        // SAFETY: `dir` is open; both strings are NUL-terminated.
+        check(unsafe { libc::symlinkat(target.as_ptr(), dir.0, name.as_ptr()) }).map(|_| ())
+    }
+
+    /// Sets `relative`'s modification time (a link's own, never its
+    /// target's).
+    pub fn set_mtime(&self, relative: &Path, time: std::time::SystemTime) -> io::Result<()> {
+        let (dir, name) = self.parent_of(relative)?;
+        let since = time
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+        let times = [
+            libc::timespec {
+                tv_sec: 0,
+                tv_nsec: libc::UTIME_OMIT,
+            },
+            libc::timespec {
+                tv_sec: since.as_secs() as libc::time_t,
+                tv_nsec: since.subsec_nanos() as libc::c_long,
+            },
+        ];
+        // SAFETY: `dir` is open, the name NUL-terminated, `times` ours.
+        check(unsafe {
+            libc::utimensat(
+                dir.0,
+                name.as_ptr(),
+                times.as_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        })
+        .map(|_| ())
+    }
+
+    /// Sets a file's or a directory's permission bits (never a link's
+    /// target's).
     pub fn chmod(&self, relative: &Path, mode: u32) -> io::Result<()> {
         use std::os::unix::fs::PermissionsExt;
-        let file = self.open_file(relative, libc::O_RDONLY)?;
+        let file = self
+            .open_file(relative, libc::O_RDONLY)
+            .or_else(|_| self.open_file(relative, libc::O_WRONLY))?;
         file.set_permissions(std::fs::Permissions::from_mode(mode))
     }
 }
