@@ -300,6 +300,12 @@ defmodule ExBashkit.GitMetadataTest do
     )
   end
 
+  @evil_gitmodules """
+  [submodule "../../modules/evil"]
+  \tpath = evil
+  \turl = https://example.com/evil.git
+  """
+
   defp hostile_trees(bare, canary) do
     readme = object!(bare, "blob", "hello\n")
     dot_git = git_dir_tree!(bare, canary)
@@ -316,7 +322,9 @@ defmodule ExBashkit.GitMetadataTest do
       {"a name with /", [file, {"100644", ".git/config", readme}]},
       {"duplicate names", [file, {"40000", "README", dot_git}]},
       {".gitmodules as a symlink", [file, {"120000", ".gitmodules", readme}]},
-      {"a nested .git", [file, {"40000", "vendor", tree!(bare, [{"40000", ".git", dot_git}])}]}
+      {"a nested .git", [file, {"40000", "vendor", tree!(bare, [{"40000", ".git", dot_git}])}]},
+      {"a submodule named to walk out of .git/modules",
+       [file, {"100644", ".gitmodules", object!(bare, "blob", @evil_gitmodules)}]}
     ]
   end
 
@@ -356,6 +364,21 @@ defmodule ExBashkit.GitMetadataTest do
 
       judge!(%{ctx | repo: clone})
     end
+  end
+
+  test "the sandbox's git stages no path git would refuse, and makes no repository inside a git directory" do
+    session = Session.new(git: true, cwd: "/repo", env: identity())
+
+    assert %Result{exit_code: 128, stderr: stderr} =
+             run(session, "git init -q && mkdir .GIT && echo x > .GIT/config && git add -A")
+
+    assert stderr =~ "invalid path '.GIT/config'"
+    assert %Result{stdout: ""} = run(session, "git ls-files")
+
+    assert %Result{exit_code: 128, stderr: stderr} =
+             run(session, "mkdir -p .git/x && git init -q .git/x")
+
+    assert stderr =~ "inside a git directory"
   end
 
   test "a symlink replaced by a directory across commits never leads a write into .git" do

@@ -9,10 +9,14 @@ use std::collections::HashSet;
 
 use crate::git_paths::{bad_component, is_dot_gitmodules};
 
-/// The first problem of a tree's body, as fsck names it: its message id
-/// and text.
-pub fn check_tree(body: &[u8]) -> Result<(), (&'static str, String)> {
+/// A problem as fsck names it: its message id and text.
+pub type Problem = (&'static str, String);
+
+/// The first problem of a tree's body; else the objects it names as
+/// `.gitmodules`, to be checked in turn.
+pub fn check_tree(body: &[u8]) -> Result<Vec<[u8; 20]>, Problem> {
     let mut seen = HashSet::new();
+    let mut gitmodules = Vec::new();
     let mut rest = body;
     while !rest.is_empty() {
         let space = rest.iter().position(|&b| b == b' ');
@@ -37,10 +41,49 @@ pub fn check_tree(body: &[u8]) -> Result<(), (&'static str, String)> {
         if mode & 0o170000 == 0o120000 && is_dot_gitmodules(&name) {
             return Err(("gitmodulesSymlink", ".gitmodules is a symbolic link".into()));
         }
+        if is_dot_gitmodules(&name) {
+            gitmodules.push(rest[nul + 1..nul + 21].try_into().expect("20 bytes"));
+        }
         if !seen.insert(name.into_owned()) {
             return Err(("duplicateEntries", "contains duplicate file entries".into()));
         }
         rest = &rest[nul + 21..];
+    }
+    Ok(gitmodules)
+}
+
+/// A `.gitmodules` blob's submodules: names that could lead out of
+/// `.git/modules/` (`..`, absolute), and paths or URLs git would take
+/// for options (a leading `-`).
+pub fn check_gitmodules(body: &[u8]) -> Result<(), Problem> {
+    let text = String::from_utf8_lossy(body);
+    for (key, value) in super::config::parse(&text) {
+        let key = super::config::canonical(&key);
+        let Some(rest) = key.strip_prefix("submodule.") else {
+            continue;
+        };
+        let Some((name, field)) = rest.rsplit_once('.') else {
+            continue;
+        };
+        let bad_name = name.starts_with('/') || name.split(['/', '\\']).any(|part| part == "..");
+        if bad_name {
+            return Err((
+                "gitmodulesName",
+                format!("disallowed submodule name: {name}"),
+            ));
+        }
+        if field == "path" && value.starts_with('-') {
+            return Err((
+                "gitmodulesPath",
+                format!("disallowed submodule path: {value}"),
+            ));
+        }
+        if field == "url" && value.starts_with('-') {
+            return Err((
+                "gitmodulesUrl",
+                format!("disallowed submodule url: {value}"),
+            ));
+        }
     }
     Ok(())
 }
@@ -83,5 +126,32 @@ mod tests {
         assert_eq!(id(&[("120000", ".gitmodules")]), Some("gitmodulesSymlink"));
         assert_eq!(id(&[("777", "x")]), Some("badFilemode"));
         assert_eq!(check_tree(b"100644 x").err().map(|e| e.0), Some("badTree"));
+        assert_eq!(
+            check_tree(&tree(&[("100644", ".gitmodules")])).unwrap(),
+            vec![[7u8; 20]]
+        );
+    }
+
+    #[test]
+    fn submodules_that_could_lead_out_are_refused() {
+        let id = |text: &str| check_gitmodules(text.as_bytes()).err().map(|e| e.0);
+        let good = "[submodule \"lib\"]\n\tpath = lib\n\turl = https://example.com/lib.git\n";
+        assert_eq!(id(good), None);
+        assert_eq!(
+            id("[submodule \"../../modules/evil\"]\n\tpath = x\n"),
+            Some("gitmodulesName")
+        );
+        assert_eq!(
+            id("[submodule \"a\\\\..\"]\n\tpath = x\n"),
+            Some("gitmodulesName")
+        );
+        assert_eq!(
+            id("[submodule \"a\"]\n\tpath = -x\n"),
+            Some("gitmodulesPath")
+        );
+        assert_eq!(
+            id("[submodule \"a\"]\n\turl = --upload-pack=x\n"),
+            Some("gitmodulesUrl")
+        );
     }
 }

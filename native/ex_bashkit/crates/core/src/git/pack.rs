@@ -216,15 +216,26 @@ fn resolve(entries: &[Entry]) -> Result<Vec<[u8; 20]>, String> {
         }
     }
     // Refused whole, as `transfer.fsckObjects` does, before anything of
-    // it is kept: a tree git would never check out.
+    // it is kept: a tree git would never check out, or a `.gitmodules`
+    // one of them names with a submodule git refuses.
+    let refused = |name: &[u8; 20], (id, text): super::fsck::Problem| {
+        format!(
+            "fsck error in packed object: object {}: {id}: {text}",
+            to_hex(name)
+        )
+    };
+    let mut gitmodules = std::collections::HashSet::new();
     for (resolved, name) in done.iter().zip(&names) {
         if let (Some(("tree", body)), Some(name)) = (resolved, name) {
-            super::fsck::check_tree(body).map_err(|(id, text)| {
-                format!(
-                    "fsck error in packed object: object {}: {id}: {text}",
-                    to_hex(name)
-                )
-            })?;
+            let named = super::fsck::check_tree(body).map_err(|p| refused(name, p))?;
+            gitmodules.extend(named);
+        }
+    }
+    for (resolved, name) in done.iter().zip(&names) {
+        if let (Some(("blob", body)), Some(name)) = (resolved, name) {
+            if gitmodules.contains(name) {
+                super::fsck::check_gitmodules(body).map_err(|p| refused(name, p))?;
+            }
         }
     }
     Ok(names.into_iter().map(|n| n.expect("resolved")).collect())

@@ -299,6 +299,17 @@ impl Repo {
     }
 
     pub async fn init(here: &Here<'_>, root: &Path) -> Res<(Repo, bool)> {
+        // A work tree inside a git directory would put files of its own
+        // where git reads metadata.
+        if root
+            .iter()
+            .any(|part| crate::git_paths::is_dot_git(&part.to_string_lossy()))
+        {
+            return Err(format!(
+                "refusing to make a repository in {}: it is inside a git directory",
+                root.display()
+            ));
+        }
         let fs = &here.fs;
         let git = root.join(".git");
         let existed = fs.exists(&git.join("HEAD")).await.unwrap_or(false);
@@ -879,6 +890,13 @@ impl Repo {
     /// with a cache tree that vouches for each directory whose tree object
     /// the repository has (the rest marked invalid, as git marks them).
     pub async fn save_index(&self, index: &Index) -> Res<()> {
+        // git's own rule: no path it would refuse to check out is staged.
+        if let Some((path, _)) = index
+            .iter()
+            .find(|(path, entry)| !crate::git_paths::verify_path(path, entry.blob.mode))
+        {
+            return Err(format!("invalid path '{path}'"));
+        }
         let (mut cache, _) = trees(&committed_files(index));
         let mut unsure: Vec<String> = index
             .iter()
