@@ -176,7 +176,13 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
         .mkdir(&root, true)
         .await
         .map_err(|e| fatal(e.to_string()))?;
-    let cloned = clone_into(here, args, &root, url, origin, &remote, &advert, err).await;
+    let source = Source {
+        url,
+        origin,
+        remote: &remote,
+        advert: &advert,
+    };
+    let cloned = clone_into(here, args, &root, source, err).await;
     // A clone that fails leaves nothing behind, as git's does.
     if cloned.is_err() {
         let _ = match existed {
@@ -195,17 +201,28 @@ async fn remove_contents(here: &Here<'_>, dir: &std::path::Path) -> bashkit::Res
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What a clone fetches from: the URL, the remote's name for it, and
+/// what the server advertised.
+struct Source<'a> {
+    url: &'a str,
+    origin: &'a str,
+    remote: &'a Remote,
+    advert: &'a Advert,
+}
+
 async fn clone_into(
     here: &Here<'_>,
     args: &[String],
     root: &std::path::Path,
-    url: &str,
-    origin: &str,
-    remote: &Remote,
-    advert: &Advert,
+    source: Source<'_>,
     mut err: String,
 ) -> Run {
+    let Source {
+        url,
+        origin,
+        remote,
+        advert,
+    } = source;
     let (repo, _) = Repo::init(here, root).await.map_err(fatal)?;
     let mut text = repo.config_text().await;
     text = config::add(&text, &format!("remote.{origin}.url"), url);
@@ -228,7 +245,7 @@ async fn clone_into(
     wants.sort();
     wants.dedup();
     let pack = remote
-        .fetch_pack(&advert, &wants, &[])
+        .fetch_pack(advert, &wants, &[])
         .await
         .map_err(fatal)?;
     repo.add_pack(&pack).await.map_err(fatal)?;
