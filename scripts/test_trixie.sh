@@ -22,7 +22,7 @@ if [ ! -x "$root/usr/bin/elixir" ] || [ "$(cat "$root/.ex_bashkit_packages" 2>/d
   # A chroot made by an older version of this script only lacks packages.
   if [ ! -x "$root/usr/bin/elixir" ]; then
     rm -rf "$root"
-    debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian >/dev/null
+    debootstrap --variant=minbase trixie "$root" >/dev/null
   fi
   chroot "$root" apt-get update -qq
   # shellcheck disable=SC2086

@@ -66,12 +66,13 @@ defmodule ExBashkit.GitMetadataTest do
     refute File.exists?(ctx.canary), "real git on the host ran what the sandbox planted"
   end
 
-  # A refused write ends the command (exit status and message) or, where
-  # bashkit's builtin passes the error up, the script (`{:error, message}`).
+  # Whether the script failed, and what it said: a refused write fails the
+  # command (exit status and message) or, where bashkit's builtin passes
+  # the error up, the script (`{:error, message}`).
   defp attempt(session, script) do
     case Session.exec(session, script) do
-      {:ok, %Result{exit_code: code, stderr: stderr}} -> {code, stderr}
-      {:error, message} -> {:error, message}
+      {:ok, %Result{exit_code: code, stderr: stderr}} -> {code != 0, stderr}
+      {:error, message} -> {true, message}
     end
   end
 
@@ -129,8 +130,8 @@ defmodule ExBashkit.GitMetadataTest do
       before = metadata(ctx.repo)
 
       for {name, script} <- routes(ctx.canary) do
-        {code, stderr} = attempt(session, "cd /work && " <> script)
-        assert code != 0, "#{name}: #{stderr}"
+        {failed?, stderr} = attempt(session, "cd /work && " <> script)
+        assert failed?, "#{name}: #{stderr}"
 
         assert stderr =~ ~r/refus|not supported by the sandbox's git|not a valid/,
                "#{name}: #{stderr}"
@@ -431,8 +432,8 @@ defmodule ExBashkit.GitMetadataTest do
 
     for round <- 1..100 do
       {name, script} = Enum.at(routes, rem(round, length(routes)))
-      {code, stderr} = attempt(session, "cd /work && " <> script)
-      assert code != 0, "round #{round}, #{name}: #{stderr}"
+      {failed?, stderr} = attempt(session, "cd /work && " <> script)
+      assert failed?, "round #{round}, #{name}: #{stderr}"
       assert metadata(ctx.repo) == before, "round #{round}, #{name}"
       refute File.exists?(ctx.canary)
     end
