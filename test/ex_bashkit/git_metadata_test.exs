@@ -439,6 +439,8 @@ defmodule ExBashkit.GitMetadataTest do
     end
 
     assert %Result{stdout: "still here\n"} = run(session, "echo still here")
+    # Nothing half-written is left behind either.
+    assert Path.wildcard(Path.join(ctx.repo, "**/.bashkit-tmp*"), match_dot: true) == []
     judge!(ctx)
   end
 end
