@@ -347,10 +347,24 @@ impl HostTree {
             .map(|_| ())
     }
 
-    /// Replaces `relative` with what `source` holds, at once: written
-    /// beside it, synced, then renamed over it (its permission bits kept).
-    /// A symlink there is refused, never written through.
-    pub fn replace_from(&self, relative: &Path, source: &mut dyn io::Read) -> io::Result<()> {
+    /// Replaces `relative` with `bytes`, at once: written beside it,
+    /// synced, then renamed over it (its permission bits kept). A symlink
+    /// there is refused, never written through.
+    pub fn replace(&self, relative: &Path, bytes: &[u8]) -> io::Result<()> {
+        use std::io::Write;
+        self.replace_with(relative, |file| file.write_all(bytes))
+    }
+
+    /// Replaces `relative` with a copy of `source`, as [`Self::replace`].
+    pub fn replace_from(&self, relative: &Path, source: &mut std::fs::File) -> io::Result<()> {
+        self.replace_with(relative, |file| io::copy(source, file).map(|_| ()))
+    }
+
+    fn replace_with(
+        &self,
+        relative: &Path,
+        fill: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+    ) -> io::Result<()> {
         use std::io::Write;
         use std::os::fd::FromRawFd;
         let (dir, name) = self.parent_of(relative)?;
@@ -390,7 +404,7 @@ impl HostTree {
         // SAFETY: `fd` is open and owned by the File from here on.
         let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
         let written = (|| {
-            io::copy(source, &mut file)?;
+            fill(&mut file)?;
             file.flush()?;
             if let Some(mode) = kept {
                 use std::os::unix::fs::PermissionsExt;

@@ -401,7 +401,7 @@ impl FsBackend for GuardedMount {
         let content = content.to_vec();
         self.guarded(
             vec![(path.into(), Change::Create, false)],
-            move |guard, at| guard.tree.replace_from(&at[0], &mut content.as_slice()),
+            move |guard, at| guard.tree.replace(&at[0], &content),
         )
         .await
     }
