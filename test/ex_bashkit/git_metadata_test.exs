@@ -119,7 +119,13 @@ defmodule ExBashkit.GitMetadataTest do
       {"git config alias with !", "git config alias.st '!touch #{canary}'"},
       {"git config --file", "git config --file .git/config core.pager 'touch #{canary}'"},
       {"git remote add then a helper", "git config credential.helper '!touch #{canary}'"},
-      {"a branch named to walk into hooks/", "git branch ../../hooks/post-checkout"}
+      {"a branch named to walk into hooks/", "git branch ../../hooks/post-checkout"},
+      {"git mv over config",
+       ~s|printf '[core]\\n\\tfsmonitor = #{evil}\\n' > c && git add c && git mv c .git/config|},
+      {"git mv into hooks/",
+       "#{hook(canary)} > p && chmod +x p && git add p && git mv p .git/hooks/post-checkout"},
+      {"git clone into .git", "git clone -q https://example.com/r.git .git/modules/r"},
+      {"git init inside .git", "git init -q .git/hooks/r"}
     ]
   end
 
@@ -133,7 +139,7 @@ defmodule ExBashkit.GitMetadataTest do
         {failed?, stderr} = attempt(session, "cd /work && " <> script)
         assert failed?, "#{name}: #{stderr}"
 
-        assert stderr =~ ~r/refus|not supported by the sandbox's git|not a valid/,
+        assert stderr =~ ~r/refus|not supported by the sandbox's git|not a valid|invalid path/,
                "#{name}: #{stderr}"
 
         assert metadata(ctx.repo) == before, name
@@ -155,8 +161,8 @@ defmodule ExBashkit.GitMetadataTest do
       # The agent's own work still goes through, and real git sees it.
       assert %Result{exit_code: 0} =
                run(session, """
-               cd /work && rm -rf d g h hk nested sub b && echo more >> a.txt &&
-               git add a.txt && git commit -qm 'agent work' && git status --porcelain
+               cd /work && rm -rf d g h hk nested sub b c p &&
+               echo more >> a.txt && git add a.txt && git commit -qm 'agent work' && git status --porcelain
                """)
 
       assert git!(ctx.repo, "git log -1 --format=%s") == "agent work\n"

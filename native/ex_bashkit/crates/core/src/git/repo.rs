@@ -298,18 +298,24 @@ impl Repo {
         None
     }
 
-    pub async fn init(here: &Here<'_>, root: &Path) -> Res<(Repo, bool)> {
-        // A work tree inside a git directory would put files of its own
-        // where git reads metadata.
-        if root
+    /// Refuses a work tree inside a git directory, which would put files
+    /// of its own where git reads metadata; `init` and `clone` ask before
+    /// they make anything.
+    pub fn outside_git_dirs(root: &Path) -> Res<()> {
+        match root
             .iter()
             .any(|part| crate::git_paths::is_dot_git(&part.to_string_lossy()))
         {
-            return Err(format!(
+            true => Err(format!(
                 "refusing to make a repository in {}: it is inside a git directory",
                 root.display()
-            ));
+            )),
+            false => Ok(()),
         }
+    }
+
+    pub async fn init(here: &Here<'_>, root: &Path) -> Res<(Repo, bool)> {
+        Self::outside_git_dirs(root)?;
         let fs = &here.fs;
         let git = root.join(".git");
         let existed = fs.exists(&git.join("HEAD")).await.unwrap_or(false);

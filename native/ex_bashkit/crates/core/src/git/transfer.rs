@@ -147,7 +147,6 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
         ));
     };
     let origin = value(args, &["-o", "--origin"]).unwrap_or("origin");
-    let remote = connect(here, url)?;
     let name = match given.get(1) {
         Some(dir) => dir.clone(),
         None => url
@@ -159,6 +158,8 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
             .to_string(),
     };
     let root = resolve(&here.cwd, &name);
+    Repo::outside_git_dirs(&root).map_err(fatal)?;
+    let remote = connect(here, url)?;
     if let Ok(entries) = here.fs.read_dir(&root).await {
         if !entries.is_empty() {
             return Err(fatal(format!(

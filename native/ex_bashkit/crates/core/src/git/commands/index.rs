@@ -155,6 +155,12 @@ impl Ctx<'_> {
             let name = from.rsplit('/').next().unwrap_or(&from);
             to = format!("{to}/{name}");
         }
+        // git's rule before the work tree changes: never into a git
+        // directory, never outside the work tree (a path outside stays
+        // absolute, and fails for its empty first component).
+        if !crate::git_paths::verify_path(&to, entry.blob.mode) {
+            return Err(Out::fatal(format!("invalid path '{to}'")));
+        }
         fs.rename(&self.repo.root.join(&from), &self.repo.root.join(&to))
             .await
             .map_err(|e| failed(format!("renaming '{from}' failed: {e}")))?;

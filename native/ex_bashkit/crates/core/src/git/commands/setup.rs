@@ -8,6 +8,7 @@ pub(super) async fn init(here: &Here<'_>, args: &[String]) -> Run {
         Some(dir) => resolve(&here.cwd, dir),
         None => here.cwd.clone(),
     };
+    Repo::outside_git_dirs(&root).map_err(failed)?;
     here.fs
         .mkdir(&root, true)
         .await
