@@ -19,6 +19,9 @@ defmodule ExBashkit.GitMetadataTest do
   defp checkout!(prefix) do
     base = host_dir!(prefix)
     repo = history!(Path.join(base, "repo"))
+    # A remote, so that the judge's `git fetch` runs what a remote's
+    # config could name.
+    git!(repo, "git remote add origin \"$PWD\"")
     hand_over!(base)
     %{base: base, repo: repo, canary: Path.join(base, "CANARY")}
   end
@@ -59,7 +62,8 @@ defmodule ExBashkit.GitMetadataTest do
       ctx.repo,
       "git status >/dev/null; git checkout -q -b judge_$$; " <>
         "git commit -q --allow-empty -m judge; git st >/dev/null 2>&1 || true; " <>
-        "git log -1 --format=%s >/dev/null; git checkout -q - ",
+        "git fetch -q origin 2>/dev/null || true; git log -1 --format=%s >/dev/null; " <>
+        "git checkout -q - ",
       identity()
     )
 
@@ -118,7 +122,9 @@ defmodule ExBashkit.GitMetadataTest do
          "git config core.hooksPath hk"},
       {"git config alias with !", "git config alias.st '!touch #{canary}'"},
       {"git config --file", "git config --file .git/config core.pager 'touch #{canary}'"},
-      {"git remote add then a helper", "git config credential.helper '!touch #{canary}'"},
+      {"git config credential.helper", "git config credential.helper '!touch #{canary}'"},
+      {"git config remote.origin.uploadpack",
+       "git config remote.origin.uploadpack 'touch #{canary}; git-upload-pack'"},
       {"a branch named to walk into hooks/", "git branch ../../hooks/post-checkout"},
       {"git mv over config",
        ~s|printf '[core]\\n\\tfsmonitor = #{evil}\\n' > c && git add c && git mv c .git/config|},
@@ -215,13 +221,15 @@ defmodule ExBashkit.GitMetadataTest do
     ctx = checkout!("git_metadata_writable")
     session = session!(ctx, :none, mode: {:read_write, git_metadata: :writable})
 
-    assert %Result{exit_code: 0} =
-             run(
-               session,
-               "printf '#!/bin/sh\\n' > .git/hooks/post-commit && git config user.name B"
-             )
+    planted =
+      "#{hook(ctx.canary)} > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout"
 
-    assert File.exists?(Path.join(ctx.repo, ".git/hooks/post-commit"))
+    assert %Result{exit_code: 0} = run(session, planted)
+
+    # What the owner allowed does run on the host: the judge of the tests
+    # above would see it.
+    git!(ctx.repo, "git checkout -q -b opted_out")
+    assert File.exists?(ctx.canary)
 
     for mode <- [{:read_write, git_metadata: :yes}, {:read_write, []}, {:read_only, []}] do
       assert_raise ArgumentError, ~r/mount .*(git_metadata|unknown mode)/, fn ->
