@@ -148,7 +148,12 @@ defmodule ExBashkit.ClusterTest do
     answers = Task.await(caller, 60_000)
     counts = for {:ok, %{stdout: out}} <- answers, do: out |> String.trim() |> String.to_integer()
     assert length(counts) == length(answers), inspect(answers -- Enum.map(counts, & &1))
-    assert counts == Enum.to_list(1..length(counts))
+    expected = Enum.to_list(1..length(counts))
+    at = Enum.zip(counts, expected) |> Enum.find_index(fn {got, want} -> got != want end)
+
+    assert counts == expected,
+           "call #{inspect(at && at + 1)} of #{length(counts)} answered out of order: " <>
+             "#{inspect(Enum.slice(counts, max((at || 0) - 3, 0), 8))}"
 
     moved = Enum.filter(ids, &(node(Server.whereis(&1)) != placed[&1]))
     assert Enum.sort(moved) == Enum.sort(Enum.filter(ids, &(Ring.owner(&1, after_join) == c)))
