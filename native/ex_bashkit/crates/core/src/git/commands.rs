@@ -236,6 +236,23 @@ impl<'a> Args<'a> {
             .copied()
     }
 
+    /// Refuses, before anything runs, an option git has and the sandbox's
+    /// git does not (given alone or as `name=value`): never parsed and
+    /// ignored.
+    pub(super) fn refuse(&self, unsupported: &[&str]) -> Result<(), Out> {
+        // A short option also comes with its value attached (`-U5`).
+        let given = |name: &&str| match name.len() == 2 {
+            true => self.flags.iter().find(|f| f.starts_with(*name)).copied(),
+            false => self.flags_like(name),
+        };
+        match unsupported.iter().find_map(given) {
+            Some(flag) => Err(Out::fatal(format!(
+                "not supported by the sandbox's git: {flag}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     pub(super) fn value(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
     }

@@ -143,6 +143,8 @@ impl Ctx<'_> {
         let dirty = dirty.unwrap_or_default();
         let described = match best {
             Some((0, name)) if !args.has(&["--long"]) => name,
+            // `--abbrev=0`: the closest tag alone.
+            Some((_, name)) if abbrev == 0 => name,
             Some((depth, name)) => format!("{name}-{depth}-g{}", &oid[..abbrev.clamp(4, 40)]),
             None if args.has(&["--always"]) => oid[..abbrev.clamp(4, 40)].to_string(),
             None if unannotated => {

@@ -596,6 +596,19 @@ impl Repo {
                 suffix = rest;
                 continue;
             }
+            if let Some(rest) = suffix.strip_prefix("^{tree}") {
+                oid = match self.read_object(&oid).await.ok()?.0.as_str() {
+                    "tree" => oid,
+                    _ => self.commit(&self.peel(&oid).await.ok()?).await.ok()?.tree,
+                };
+                suffix = rest;
+                continue;
+            }
+            // Any other `^{…}` (`^{blob}`, `^{/text}`) names nothing here:
+            // unresolved, never read as `^` and more.
+            if suffix.starts_with("^{") {
+                return None;
+            }
             let (tilde, rest) = match suffix.strip_prefix('~') {
                 Some(rest) => (true, rest),
                 None => (false, &suffix[1..]),
@@ -614,6 +627,9 @@ impl Repo {
                 oid = self.commit(&oid).await.ok()?.parents.get(n - 1)?.clone();
             }
             suffix = &rest[digits..];
+            if !(suffix.is_empty() || suffix.starts_with(['~', '^'])) {
+                return None;
+            }
         }
         Some(oid)
     }

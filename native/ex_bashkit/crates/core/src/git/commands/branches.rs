@@ -5,6 +5,22 @@ use super::*;
 impl Ctx<'_> {
     pub(super) async fn branch(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &[])?;
+        args.refuse(&[
+            "--sort",
+            "--contains",
+            "--no-contains",
+            "--merged",
+            "--no-merged",
+            "--points-at",
+            "--format",
+            "--column",
+            "-vv",
+        ])?;
+        // `-v -v` (or `-vv`, read as two): with upstreams, which this git
+        // does not show.
+        if args.flags.iter().filter(|f| **f == "-v").count() > 1 {
+            return Err(Out::fatal("not supported by the sandbox's git: -vv"));
+        }
         let repo = &self.repo;
         let current = self.branch_name().await;
         if args.has(&["--show-current"]) {
@@ -172,6 +188,23 @@ impl Ctx<'_> {
 
     pub(super) async fn tag(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &[&["-m", "--message"]])?;
+        args.refuse(&[
+            "--sort",
+            "--contains",
+            "--no-contains",
+            "--points-at",
+            "--merged",
+            "--no-merged",
+            "--format",
+            "-n",
+            "-s",
+            "--sign",
+            "-u",
+            "--local-user",
+            "--column",
+            "-i",
+            "--ignore-case",
+        ])?;
         let repo = &self.repo;
         if args.has(&["-d", "--delete"]) {
             let mut out = String::new();

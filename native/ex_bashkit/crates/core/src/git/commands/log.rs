@@ -2,9 +2,94 @@
 
 use super::*;
 
+/// `log` options git has that the sandbox's git does not: refused, never
+/// ignored.
+const LOG_UNSUPPORTED: &[&str] = &[
+    "--since",
+    "--after",
+    "--until",
+    "--before",
+    "--date",
+    "--grep",
+    "--invert-grep",
+    "--first-parent",
+    "--all",
+    "--branches",
+    "--tags",
+    "--remotes",
+    "--decorate",
+    "--follow",
+    "--name-only",
+    "--name-status",
+    "--shortstat",
+    "--numstat",
+    "--committer",
+    "--skip",
+    "--cherry-pick",
+    "--left-right",
+    "--ancestry-path",
+    "--no-walk",
+    "--abbrev",
+    "-S",
+    "-G",
+    "-L",
+    "--word-diff",
+    "--relative-date",
+    "--simplify-by-decoration",
+    "--min-parents",
+    "--max-parents",
+    "--boundary",
+    "--full-history",
+    "--dirstat",
+    "--summary",
+    "-i",
+    "--regexp-ignore-case",
+    "--date-order",
+    "--author-date-order",
+    "--source",
+    "-m",
+    "--cc",
+    "--abbrev-commit",
+];
+
+/// `diff` options git has that the sandbox's git does not.
+const DIFF_UNSUPPORTED: &[&str] = &[
+    "--numstat",
+    "--word-diff",
+    "--color-words",
+    "-w",
+    "--ignore-all-space",
+    "-b",
+    "--ignore-space-change",
+    "--ignore-blank-lines",
+    "-U",
+    "--unified",
+    "--diff-filter",
+    "-R",
+    "--dirstat",
+    "--summary",
+    "-M",
+    "--find-renames",
+    "-C",
+    "--find-copies",
+    "--patience",
+    "--histogram",
+    "--minimal",
+    "--relative",
+    "--no-index",
+    "--src-prefix",
+    "--dst-prefix",
+    "--no-prefix",
+    "--function-context",
+    "-W",
+    "--inter-hunk-context",
+    "--check",
+];
+
 impl Ctx<'_> {
     pub(super) async fn diff(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &[])?;
+        args.refuse(DIFF_UNSUPPORTED)?;
         // Operands that are not revisions are paths.
         let mut revisions = Vec::new();
         let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
@@ -97,6 +182,15 @@ impl Ctx<'_> {
     pub(super) fn render(changes: &[Change], args: &Args<'_>) -> String {
         if args.has(&["--stat"]) {
             return diff::stat(changes);
+        }
+        if args.has(&["--shortstat"]) {
+            // The summary line `--stat` ends with.
+            let stat = diff::stat(changes);
+            return stat
+                .lines()
+                .last()
+                .map(|l| format!("{l}\n"))
+                .unwrap_or_default();
         }
         if args.has(&["--name-only"]) {
             return changes.iter().map(|c| format!("{}\n", c.path)).collect();
@@ -332,6 +426,7 @@ impl Ctx<'_> {
                 &["--author"],
             ],
         )?;
+        args.refuse(LOG_UNSUPPORTED)?;
         let mut limit: Option<usize> = args.value("-n").and_then(|n| n.parse().ok());
         for flag in &args.flags {
             if let Some(n) = flag.strip_prefix('-').and_then(|n| n.parse().ok()) {
@@ -359,7 +454,9 @@ impl Ctx<'_> {
             self.topo_history(start, stop).await?
         } else {
             // Without filters, -n stops the walk itself.
-            let filtered = !specs.is_empty() || args.value("--author").is_some();
+            let filtered = !specs.is_empty()
+                || args.value("--author").is_some()
+                || args.has(&["--merges", "--no-merges"]);
             let walk_limit = limit.filter(|_| !filtered && !args.has(&["--reverse"]));
             self.history_upto(start, stop, walk_limit).await?
         };
@@ -380,6 +477,10 @@ impl Ctx<'_> {
                 break;
             }
             let commit = self.repo.commit(&oid).await.map_err(failed)?;
+            let merge = commit.parents.len() > 1;
+            if (args.has(&["--merges"]) && !merge) || (args.has(&["--no-merges"]) && merge) {
+                continue;
+            }
             if let Some(author) = args.value("--author") {
                 if !commit.author.name.contains(author) && !commit.author.email.contains(author) {
                     continue;
@@ -387,7 +488,6 @@ impl Ctx<'_> {
             }
             // A merge shows no diff unless asked (`-m`, `--cc`), and with
             // paths it is left out when its first parent had them the same.
-            let merge = commit.parents.len() > 1;
             let needs_changes =
                 (patch || stat || !specs.is_empty()) && !(merge && specs.is_empty());
             let changes = if needs_changes {

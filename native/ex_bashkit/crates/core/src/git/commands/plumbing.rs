@@ -220,10 +220,15 @@ impl Ctx<'_> {
             return Ok(Out::ok(format!("{}\n", body.len())));
         }
         if kind == "tree" {
+            // The tree's own entries, as stored (git does not recurse).
             let mut out = String::new();
-            let files = self.repo.tree_files(&oid).await.map_err(failed)?;
-            for (path, blob) in files {
-                let _ = writeln!(out, "{:06o} blob {}\t{path}", blob.mode, blob.oid);
+            for (name, mode, child) in self.repo.tree_entries(&oid).await.map_err(failed)? {
+                let kind = match mode {
+                    0o40000 => "tree",
+                    0o160000 => "commit",
+                    _ => "blob",
+                };
+                let _ = writeln!(out, "{mode:06o} {kind} {child}\t{name}");
             }
             return Ok(Out::ok(out));
         }
