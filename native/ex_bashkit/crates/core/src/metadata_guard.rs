@@ -72,12 +72,20 @@ enum Change {
     /// Makes it (or replaces its content): a write, mkdir, link, copy or
     /// rename's destination.
     Create,
+    /// Makes it and every missing directory on the way: `mkdir -p`.
+    CreateAll,
     /// Changes it in place: mode, times.
     Modify,
     /// Takes it away: `rm`.
     Remove,
     /// Moves it elsewhere: rename's source.
     MoveAway,
+}
+
+impl Change {
+    fn creates(self) -> bool {
+        matches!(self, Change::Create | Change::CreateAll)
+    }
 }
 
 /// A read-write host mount's backend.
@@ -125,7 +133,7 @@ impl GuardedMount {
         let done = tokio::task::spawn_blocking(move || {
             let completing = changes
                 .iter()
-                .any(|(path, change, _)| *change == Change::Create && guard.may_complete(path));
+                .any(|(path, change, _)| guard.may_complete(path, *change));
             let _held = completing.then(|| COMPLETING.lock().unwrap_or_else(|e| e.into_inner()));
             let mut resolved = Vec::with_capacity(changes.len());
             for (path, change, follow) in &changes {
@@ -159,14 +167,22 @@ impl Guard {
         self.point.join(lexical(path)).display().to_string()
     }
 
-    /// Whether creating `path` could make a git directory.
-    fn may_complete(&self, path: &Path) -> bool {
+    /// Whether `change` to `path` could make a git directory: it creates
+    /// an entry named as one of a git directory's parts (the last one, or
+    /// any on the way for `mkdir -p`).
+    fn may_complete(&self, path: &Path, change: Change) -> bool {
+        let part = |name: &OsStr| {
+            GIT_DIR_PARTS
+                .iter()
+                .any(|part| name.as_bytes() == part.as_bytes())
+        };
+        let path = lexical(path);
         self.protect
-            && lexical(path).iter().any(|name| {
-                GIT_DIR_PARTS
-                    .iter()
-                    .any(|part| name.as_bytes() == part.as_bytes())
-            })
+            && match change {
+                Change::CreateAll => path.iter().any(part),
+                Change::Create => path.file_name().is_some_and(part),
+                _ => false,
+            }
     }
 
     /// The entry `path` (mount-relative) names on the host, relative to
@@ -238,7 +254,7 @@ impl Guard {
             }
             dir.push(name);
         }
-        if change == Change::Create && !git {
+        if change.creates() && !git {
             return self.would_make_git_dir(path, &names);
         }
         None
@@ -416,15 +432,19 @@ impl FsBackend for GuardedMount {
     }
 
     async fn mkdir(&self, path: &Path, recursive: bool) -> bashkit::Result<()> {
-        self.guarded(
-            vec![(path.into(), Change::Create, false)],
-            move |guard, at| match (at[0].as_os_str().is_empty(), recursive) {
-                (true, true) => Ok(()),
-                (true, false) => Err(IoError::from(ErrorKind::AlreadyExists)),
-                (false, true) => guard.tree.mkdir_all(&at[0]),
-                (false, false) => guard.tree.mkdir(&at[0]),
-            },
-        )
+        let change = match recursive {
+            true => Change::CreateAll,
+            false => Change::Create,
+        };
+        self.guarded(vec![(path.into(), change, false)], move |guard, at| match (
+            at[0].as_os_str().is_empty(),
+            recursive,
+        ) {
+            (true, true) => Ok(()),
+            (true, false) => Err(IoError::from(ErrorKind::AlreadyExists)),
+            (false, true) => guard.tree.mkdir_all(&at[0]),
+            (false, false) => guard.tree.mkdir(&at[0]),
+        })
         .await
     }
 
