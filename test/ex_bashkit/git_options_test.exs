@@ -57,16 +57,189 @@ defmodule ExBashkit.GitOptionsTest do
           {"git log --date=iso -n 1", "--date=iso"},
           {"git log --first-parent --oneline", "--first-parent"},
           {"git log -L1,2:a.txt", "-L1,2:a.txt"},
-          {"git log -Shello --oneline", "-S"},
+          {"git log -Shello --oneline", "-Shello"},
           {"git diff -U1 HEAD~1", "-U1"},
           {"git diff --numstat HEAD~1", "--numstat"},
           {"git tag --sort=-creatordate", "--sort=-creatordate"},
-          {"git branch -vv", "-vv"},
-          {"git branch -v -v", "-vv"},
-          {"git branch --merged", "--merged"}
+          {"git branch --merged", "--merged"},
+          {"git status --ignored", "--ignored"},
+          {"git add -n .", "-n"},
+          {"git stash push --keep-index", "--keep-index"},
+          {"git log --format=%ar -n 1", "the --format placeholder %ar"},
+          {"git log --format=fuller -n 1", "--format=fuller"},
+          {"git commit --fixup HEAD", "--fixup"},
+          {"git clean -fdx", "-fdx"}
         ] do
       assert %Result{exit_code: 128, stdout: "", stderr: stderr} = run(session, command)
       assert stderr == "fatal: not supported by the sandbox's git: #{option}\n", command
+    end
+  end
+
+  test "options git does not have get git's usage error", ctx do
+    session = session(ctx)
+
+    for {command, code, message} <- [
+          {"git status --bogus", 129, "error: unknown option `bogus'"},
+          {"git add -Z x", 129, "error: unknown switch `Z'"},
+          {"git diff --bogus", 129, "error: invalid option: --bogus"},
+          {"git log --bogus", 128, "fatal: unrecognized argument: --bogus"}
+        ] do
+      assert %Result{exit_code: ^code, stdout: "", stderr: stderr} = run(session, command)
+      assert stderr =~ message, command
+      real = System.cmd("bash", ["-c", command <> " 2>&1"], cd: ctx.repo, env: host_env())
+      assert {real_out, ^code} = real
+      assert real_out =~ message, command
+    end
+  end
+
+  # ---- every option git has, walked ------------------------------------------
+
+  # The commands that only read, with operands that give each something to
+  # show; every option real git's help lists for them is tried alone.
+  @walked %{
+    "status" => "",
+    "log" => "-n 3",
+    "show" => "HEAD~1",
+    "diff" => "HEAD~3 HEAD",
+    "branch" => "",
+    "tag" => "",
+    "describe" => "--tags",
+    "shortlog" => "HEAD",
+    "ls-files" => "",
+    "merge-base" => "HEAD feature",
+    "grep" => "-I hello",
+    "cat-file" => "-p HEAD",
+    "blame" => "a.txt"
+  }
+
+  defp git_options do
+    "native/ex_bashkit/crates/core/src/git/commands/git_options.txt"
+    |> File.read!()
+    |> String.split("\n", trim: true)
+    |> Enum.reject(&String.starts_with?(&1, "#"))
+    |> Map.new(fn line ->
+      [command, options] = String.split(line, ": ", parts: 2)
+      {command, String.split(options, " ")}
+    end)
+  end
+
+  defp real_git(dir, command) do
+    System.cmd("bash", ["-c", command <> " 2>/dev/null"],
+      cd: dir,
+      env: host_env() ++ [{"GIT_OPTIONAL_LOCKS", "0"}, {"HOME", dir}]
+    )
+  end
+
+  @tag timeout: 600_000
+  test "every option git has: refused, or what real git prints", ctx do
+    session = session(ctx)
+    table = git_options()
+
+    results =
+      for {command, operands} <- @walked,
+          option <- Map.fetch!(table, command),
+          option not in ["", "-h"] do
+        line = "git #{command} #{option} #{operands}"
+        ours = run(session, line)
+
+        case ours do
+          %Result{exit_code: code} when code in [128, 129] and ours.stdout == "" ->
+            :refused
+
+          %Result{exit_code: code, stdout: stdout} ->
+            case real_git(ctx.repo, line) do
+              {^stdout, ^code} -> :agreed
+              {real, real_code} -> {:wrong, line, {code, stdout}, {real_code, real}}
+            end
+        end
+      end
+
+    wrong = for {:wrong, line, ours, real} <- results, do: {line, ours, real}
+
+    assert Enum.map(wrong, &elem(&1, 0)) == [],
+           inspect(wrong, limit: :infinity, printable_limit: 400)
+
+    # The walk tries hundreds of options; a good share of them work.
+    assert Enum.count(results, &(&1 == :agreed)) >= 40
+  end
+
+  # ---- abbreviated names, as git sizes them ------------------------------------
+
+  @tag timeout: 300_000
+  test "abbreviated object names grow with the repository, as git's do", ctx do
+    # More than 2^14 packed objects: git abbreviates to 8 digits.
+    dir = Path.join(Path.dirname(ctx.repo), "many")
+    File.mkdir_p!(dir)
+
+    stream =
+      Enum.map_join(1..17_000, fn i ->
+        data = "object #{i}\n"
+        "blob\nmark :#{i}\ndata #{byte_size(data)}\n#{data}\n"
+      end) <>
+        "commit refs/heads/main\nmark :17001\ncommitter A <a@b> 1700000000 +0000\ndata 4\nmany\n" <>
+        Enum.map_join(1..17_000, fn i -> "M 100644 :#{i} f/#{i}\n" end) <> "\n"
+
+    File.write!(Path.join(dir, "stream"), stream)
+
+    git!(
+      dir,
+      """
+      git init -q -b main . && git fast-import --quiet < stream && rm stream
+      git reset -q --hard && git repack -a -d -q
+      echo more > f/1 && git commit -qam 'one more'
+      """,
+      identity()
+    )
+
+    session =
+      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+
+    for command <- [
+          "git log --oneline",
+          "git log --format='%h %t %p'",
+          "git rev-parse --short HEAD",
+          "git rev-parse --short=4 HEAD",
+          "git show HEAD",
+          "git describe --always"
+        ] do
+      {expected, 0} = real_git(dir, command)
+      assert %Result{exit_code: 0, stdout: ^expected} = run(session, command), command
+    end
+
+    [short | _] = String.split(git!(dir, "git rev-parse --short HEAD"))
+    assert String.length(short) == 8
+  end
+
+  test "branch -vv shows each branch's upstream, as git does", ctx do
+    dir = Path.join(Path.dirname(ctx.repo), "cloned")
+
+    git!(Path.dirname(dir), "git clone -q --no-local #{ctx.repo} #{dir}", identity())
+
+    git!(
+      dir,
+      """
+      git checkout -q -b ahead origin/main && echo x >> a.txt && git commit -qam ahead
+      git checkout -q -b behind origin/feature && git reset -q --hard HEAD~1
+      git checkout -q -b plain
+      """,
+      identity()
+    )
+
+    session =
+      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+
+    for command <- [
+          "git branch -vv",
+          "git branch -v",
+          "git branch -a",
+          "git branch --list 'a*'",
+          "git tag -l 'v*'",
+          "git rev-parse --abbrev-ref HEAD origin/main HEAD~1",
+          "git merge-base --is-ancestor HEAD~1 HEAD; echo $?",
+          "git merge-base --is-ancestor HEAD HEAD~1; echo $?"
+        ] do
+      {expected, 0} = real_git(dir, command)
+      assert %Result{stdout: ^expected} = run(session, command), command
     end
   end
 end

@@ -4,6 +4,7 @@
 
 mod branches;
 mod checkout;
+mod git_options;
 mod index;
 mod log;
 mod merging;
@@ -20,7 +21,7 @@ use std::fmt::Write as _;
 
 use super::diff::{self, Change};
 use super::repo::{
-    committed_files, index_files, short, Blob, Files, Head, Index, Oid, Repo, WorkFile,
+    committed_files, index_files, Abbrev, Blob, Files, Head, Index, Oid, Repo, WorkFile,
 };
 use super::{config, text};
 use super::{resolve, Here, Out, Run};
@@ -130,6 +131,65 @@ pub(super) fn failed(message: String) -> Out {
     Out::fatal(message)
 }
 
+/// What a command takes: every option the sandbox's git does as git does
+/// it. Anything else given is refused before the command runs: with
+/// `not supported by the sandbox's git` (exit 128) when git has it, with
+/// git's own usage error when git does not. Never parsed and ignored.
+pub(super) struct Spec {
+    /// The command as git names it (`stash push`).
+    pub(super) command: &'static str,
+    /// Flags, by every spelling; `--name=` stands for `--name=<value>`,
+    /// `-<n>` for `-1`, `-2`, … (a count, as `log -3`).
+    pub(super) flags: &'static [&'static str],
+    /// Options followed by a value (`-m MSG`, or `-mMSG`, `--message=MSG`),
+    /// by every name they go by, the first the key.
+    pub(super) valued: &'static [&'static [&'static str]],
+}
+
+impl Spec {
+    fn allows(&self, flag: &str) -> bool {
+        let flags = self.flags;
+        flags.contains(&flag)
+            || flag
+                .split_once('=')
+                .is_some_and(|(name, _)| flags.iter().any(|f| f.strip_suffix('=') == Some(name)))
+            || (flags.contains(&"-<n>")
+                && flag.len() > 1
+                && flag[1..].bytes().all(|b| b.is_ascii_digit()))
+    }
+
+    /// The refusal of an option this command does not take.
+    fn refusal(&self, flag: &str) -> Out {
+        // `--name=value`, `-xVALUE`: the option is `--name`, `-x`.
+        let single = !flag.starts_with("--");
+        let name = match single {
+            true => flag.get(..2).unwrap_or(flag),
+            false => flag.split_once('=').map_or(flag, |(name, _)| name),
+        };
+        if git_options::git_has(self.command, name) {
+            return Out::fatal(format!("not supported by the sandbox's git: {flag}"));
+        }
+        let usage = format!("usage: git {} [<options>]\n", self.command);
+        match self.command {
+            "log" | "show" | "rev-list" | "shortlog" | "whatchanged" => {
+                Out::fatal(format!("unrecognized argument: {flag}"))
+            }
+            "diff" => Out::error(format!("error: invalid option: {flag}\n{usage}"), 129),
+            _ if single => Out::error(
+                format!("error: unknown switch `{}'\n{usage}", &name[1..]),
+                129,
+            ),
+            _ => Out::error(
+                format!(
+                    "error: unknown option `{}'\n{usage}",
+                    name.trim_start_matches('-')
+                ),
+                129,
+            ),
+        }
+    }
+}
+
 /// Options a command takes, split from its operands; `--` ends options.
 pub(super) struct Args<'a> {
     flags: Vec<&'a str>,
@@ -139,9 +199,22 @@ pub(super) struct Args<'a> {
 }
 
 impl<'a> Args<'a> {
-    /// `valued`: options followed by a value (`-m MSG`, or `-mMSG`,
-    /// `--message=MSG`), by every name they go by, the first the key.
-    pub(super) fn parse(args: &'a [String], valued: &[&[&'static str]]) -> Result<Self, Out> {
+    /// `args` read as `spec` says; an option it does not take is refused.
+    pub(super) fn parse(args: &'a [String], spec: &Spec) -> Result<Self, Out> {
+        let parsed = Self::split(args, spec.valued, Some(spec.flags))?;
+        match parsed.flags.iter().find(|flag| !spec.allows(flag)) {
+            Some(flag) => Err(spec.refusal(flag)),
+            None => Ok(parsed),
+        }
+    }
+
+    /// `args` split by `valued`, every other option let through: for a
+    /// command that refuses whatever it is given.
+    pub(super) fn split(
+        args: &'a [String],
+        valued: &[&[&'static str]],
+        flags: Option<&[&str]>,
+    ) -> Result<Self, Out> {
         let mut parsed = Args {
             flags: Vec::new(),
             values: BTreeMap::new(),
@@ -178,6 +251,15 @@ impl<'a> Args<'a> {
                     }
                 }
             }
+            // `-3`: a count, as `-n 3` (the last one given counts).
+            if arg.len() > 1
+                && arg[1..].bytes().all(|b| b.is_ascii_digit())
+                && valued.iter().any(|names| names[0] == "-n")
+                && flags.is_some_and(|flags| flags.contains(&"-<n>"))
+            {
+                parsed.push_value("-n", &arg[1..]);
+                continue;
+            }
             if arg.starts_with('-') && arg.len() > 1 {
                 // Bundled short flags (`-am msg`): the last may take a value.
                 if !arg.starts_with("--") && arg.len() > 2 {
@@ -188,7 +270,13 @@ impl<'a> Args<'a> {
                             .find(|names| names.iter().any(|n| *n == format!("-{c}")))
                             .map(|names| names[0])
                     };
-                    if letters.iter().all(|c| c.is_ascii_alphabetic()) {
+                    // Letters the command takes, each; else one option
+                    // with its value attached (`-Shello`), refused whole.
+                    let known = |c: &char| {
+                        takes(*c).is_some()
+                            || flags.is_none_or(|flags| flags.contains(&short_flag(*c)))
+                    };
+                    if letters.iter().all(|c| c.is_ascii_alphabetic() && known(c)) {
                         for (i, c) in letters.iter().enumerate() {
                             match takes(*c) {
                                 Some(key) if i == letters.len() - 1 => {
@@ -218,6 +306,11 @@ impl<'a> Args<'a> {
                 existing.push_str("\n\n");
                 existing.push_str(value);
             }
+            // Repeated `-e` (grep): one pattern per line.
+            Some(existing) if key == "-e" => {
+                existing.push('\n');
+                existing.push_str(value);
+            }
             _ => {
                 self.values.insert(key, value.to_string());
             }
@@ -234,23 +327,6 @@ impl<'a> Args<'a> {
             .iter()
             .find(|f| **f == name || f.strip_prefix(name).is_some_and(|r| r.starts_with('=')))
             .copied()
-    }
-
-    /// Refuses, before anything runs, an option git has and the sandbox's
-    /// git does not (given alone or as `name=value`): never parsed and
-    /// ignored.
-    pub(super) fn refuse(&self, unsupported: &[&str]) -> Result<(), Out> {
-        // A short option also comes with its value attached (`-U5`).
-        let given = |name: &&str| match name.len() == 2 {
-            true => self.flags.iter().find(|f| f.starts_with(*name)).copied(),
-            false => self.flags_like(name),
-        };
-        match unsupported.iter().find_map(given) {
-            Some(flag) => Err(Out::fatal(format!(
-                "not supported by the sandbox's git: {flag}"
-            ))),
-            None => Ok(()),
-        }
     }
 
     pub(super) fn value(&self, key: &str) -> Option<&str> {
@@ -619,13 +695,19 @@ enum Style {
 }
 
 impl Style {
-    fn of(args: &Args<'_>) -> Self {
+    fn of(args: &Args<'_>) -> Result<Self, Out> {
         if args.has(&["--oneline"]) {
-            return Style::Oneline;
+            return Ok(Style::Oneline);
         }
-        match args.value("--format") {
+        Ok(match args.value("--format") {
             Some("oneline") => Style::Oneline,
-            Some("medium" | "full" | "fuller" | "short") | None => Style::Medium,
+            Some("medium") | None => Style::Medium,
+            // A name without a `%` is one of git's formats, or an alias.
+            Some(name) if !name.contains(['%', ':']) => {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: --format={name}"
+                )))
+            }
             Some(format) => match format.strip_prefix("format:") {
                 Some(format) => Style::Format(format.to_string(), true),
                 None => Style::Format(
@@ -636,7 +718,7 @@ impl Style {
                     false,
                 ),
             },
-        }
+        })
     }
 }
 

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use similar::{DiffOp, TextDiff};
 
-use super::repo::{short, Blob, NULL_OID};
+use super::repo::{Abbrev, Blob, NULL_OID};
 
 /// One file's change: either side may be absent.
 pub struct Change {
@@ -106,7 +106,7 @@ impl Change {
     }
 
     /// `diff --git ...` and its hunks.
-    pub fn patch(&self) -> String {
+    pub fn patch(&self, abbrev: &Abbrev) -> String {
         let path = &self.path;
         if let Some(from) = &self.from {
             return format!(
@@ -119,11 +119,21 @@ impl Change {
         match (&self.old, &self.new) {
             (None, Some((new, _))) => {
                 let _ = writeln!(out, "new file mode {:o}", new.mode);
-                let _ = writeln!(out, "index {}..{}", short(old_oid), short(new_oid));
+                let _ = writeln!(
+                    out,
+                    "index {}..{}",
+                    abbrev.of(old_oid, None),
+                    abbrev.of(new_oid, None)
+                );
             }
             (Some((old, _)), None) => {
                 let _ = writeln!(out, "deleted file mode {:o}", old.mode);
-                let _ = writeln!(out, "index {}..{}", short(old_oid), short(new_oid));
+                let _ = writeln!(
+                    out,
+                    "index {}..{}",
+                    abbrev.of(old_oid, None),
+                    abbrev.of(new_oid, None)
+                );
             }
             (Some((old, _)), Some((new, _))) => {
                 if old.mode != new.mode {
@@ -136,12 +146,17 @@ impl Change {
                     let _ = writeln!(
                         out,
                         "index {}..{} {:o}",
-                        short(old_oid),
-                        short(new_oid),
+                        abbrev.of(old_oid, None),
+                        abbrev.of(new_oid, None),
                         new.mode
                     );
                 } else {
-                    let _ = writeln!(out, "index {}..{}", short(old_oid), short(new_oid));
+                    let _ = writeln!(
+                        out,
+                        "index {}..{}",
+                        abbrev.of(old_oid, None),
+                        abbrev.of(new_oid, None)
+                    );
                 }
             }
             (None, None) => return String::new(),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use similar::{DiffOp, TextDiff};
 
-use super::commands::{failed, Args, Ctx};
+use super::commands::{failed, Args, Ctx, Spec};
 use super::odb::Oid;
 use super::repo::Signature;
 use super::{text, Out, Run};
@@ -88,15 +88,28 @@ impl Ctx<'_> {
     /// `git describe`: the nearest tag, `TAG-N-gHASH` when `HEAD` is N
     /// commits past it.
     pub(super) async fn describe(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["--abbrev"], &["--match"]])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "describe",
+                flags: &["--tags", "--long", "--always", "--dirty", "--dirty="],
+                valued: &[&["--abbrev"], &["--match"]],
+            },
+        )?;
         let repo = &self.repo;
         let target = args.operands.first().copied().unwrap_or("HEAD");
         let oid = self.revision(target).await?;
         let all_tags = args.has(&["--tags"]);
-        let abbrev: usize = args
-            .value("--abbrev")
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(7);
+        let abbrev: Option<usize> = match args.value("--abbrev") {
+            Some(given) => Some(given.parse().map_err(|_| {
+                Out::error(
+                    "error: option `abbrev' expects a numerical value\n".to_string(),
+                    129,
+                )
+            })?),
+            None => None,
+        };
+        let names = repo.abbrev().await;
         let mut candidates = Vec::new();
         let mut unannotated = false;
         for name in repo.refs("tags").await {
@@ -144,9 +157,9 @@ impl Ctx<'_> {
         let described = match best {
             Some((0, name)) if !args.has(&["--long"]) => name,
             // `--abbrev=0`: the closest tag alone.
-            Some((_, name)) if abbrev == 0 => name,
-            Some((depth, name)) => format!("{name}-{depth}-g{}", &oid[..abbrev.clamp(4, 40)]),
-            None if args.has(&["--always"]) => oid[..abbrev.clamp(4, 40)].to_string(),
+            Some((_, name)) if abbrev == Some(0) => name,
+            Some((depth, name)) => format!("{name}-{depth}-g{}", names.of(&oid, abbrev)),
+            None if args.has(&["--always"]) => names.of(&oid, abbrev),
             None if unannotated => {
                 return Err(Out::fatal(format!(
                     "No annotated tags can describe '{oid}'.\nHowever, there were unannotated tags: try --tags."
@@ -159,7 +172,14 @@ impl Ctx<'_> {
 
     /// `git shortlog`: commits grouped by author, or counted (`-s`).
     pub(super) async fn shortlog(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "shortlog",
+                flags: &["-e", "--email", "-n", "--numbered", "-s", "--summary"],
+                valued: &[],
+            },
+        )?;
         let start = args.operands.first().copied().unwrap_or("HEAD");
         let (start, stop) = match start.split_once("..") {
             Some((a, b)) => (if b.is_empty() { "HEAD" } else { b }, Some(a)),
@@ -202,7 +222,14 @@ impl Ctx<'_> {
     /// `git blame FILE`: each line with the commit that last changed it,
     /// followed back through exact renames as git follows them.
     pub(super) async fn blame(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "blame",
+                flags: &[],
+                valued: &[],
+            },
+        )?;
         let (revision, path) = match (args.operands.as_slice(), args.paths.first()) {
             ([rev], Some(path)) => (*rev, *path),
             ([], Some(path)) | ([path], None) => ("HEAD", *path),

@@ -2,7 +2,7 @@
 //! cases: the merge base, each path taken from the side that changed it,
 //! and a line merge (diff3) where both did, with git's conflict markers.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap};
 
 use similar::{DiffOp, TextDiff};
 
@@ -12,32 +12,98 @@ use super::repo::Repo;
 /// The best common ancestor of `a` and `b`: a common ancestor no other
 /// common ancestor descends from (the newest, where there are several).
 pub async fn base(repo: &Repo, a: &str, b: &str) -> Option<Oid> {
-    let of_a = repo.ancestors(a).await;
-    let of_b = repo.ancestors(b).await;
-    let common: HashSet<&Oid> = of_a.intersection(&of_b).collect();
-    // A common ancestor reached through another one is not "best".
-    let mut shadowed = HashSet::new();
-    for oid in &common {
-        let mut pending: VecDeque<Oid> = repo.commit(oid).await.ok()?.parents.into();
-        while let Some(next) = pending.pop_front() {
-            if shadowed.insert(next.clone()) {
-                if let Ok(commit) = repo.commit(&next).await {
-                    pending.extend(commit.parents);
-                }
+    bases(repo, a, b).await.into_iter().next()
+}
+
+/// Whether `a` is `b` or one of its ancestors.
+pub async fn is_ancestor(repo: &Repo, a: &str, b: &str) -> bool {
+    a == b
+        || paint_down_to_common(repo, b, a)
+            .await
+            .iter()
+            .any(|o| o == a)
+}
+
+/// Every best common ancestor of `a` and `b`, newest first: those no other
+/// common ancestor descends from.
+pub async fn bases(repo: &Repo, a: &str, b: &str) -> Vec<Oid> {
+    if a == b {
+        return vec![a.to_string()];
+    }
+    let found = paint_down_to_common(repo, a, b).await;
+    let mut best = Vec::new();
+    for (i, candidate) in found.iter().enumerate() {
+        let mut redundant = false;
+        for (j, other) in found.iter().enumerate() {
+            if i != j
+                && paint_down_to_common(repo, other, candidate)
+                    .await
+                    .contains(candidate)
+            {
+                redundant = true;
+                break;
             }
         }
+        if !redundant {
+            best.push(candidate.clone());
+        }
     }
-    let mut best: Option<(i64, Oid)> = None;
-    for oid in common {
-        if shadowed.contains(oid) {
+    best
+}
+
+const FROM_ONE: u8 = 1;
+const FROM_TWO: u8 = 2;
+const STALE: u8 = 4;
+
+/// git's walk for merge bases: from both commits at once, newest commit
+/// date first, marking each commit with the side(s) it was reached from;
+/// a commit reached from both is a common ancestor and what lies below it
+/// is stale. The walk ends when only stale commits are left.
+async fn paint_down_to_common(repo: &Repo, one: &str, two: &str) -> Vec<Oid> {
+    let mut marks: HashMap<Oid, u8> = HashMap::new();
+    let mut queue: BinaryHeap<(i64, u64, Oid)> = BinaryHeap::new();
+    let mut order = u64::MAX;
+    let mut push = |queue: &mut BinaryHeap<(i64, u64, Oid)>, time: i64, oid: Oid| {
+        order -= 1;
+        queue.push((time, order, oid));
+    };
+    let time_of = |oid: &str| {
+        let oid = oid.to_string();
+        async move { repo.commit(&oid).await.map_or(0, |c| c.committer.time) }
+    };
+    marks.insert(one.to_string(), FROM_ONE);
+    push(&mut queue, time_of(one).await, one.to_string());
+    *marks.entry(two.to_string()).or_default() |= FROM_TWO;
+    push(&mut queue, time_of(two).await, two.to_string());
+    let mut found = Vec::new();
+    while queue
+        .iter()
+        .any(|(_, _, oid)| marks.get(oid).is_some_and(|m| m & STALE == 0))
+    {
+        let Some((_, _, oid)) = queue.pop() else {
+            break;
+        };
+        let mut flags = marks.get(&oid).copied().unwrap_or(0) & (FROM_ONE | FROM_TWO | STALE);
+        if flags == FROM_ONE | FROM_TWO {
+            if !found.contains(&oid) {
+                found.push(oid.clone());
+            }
+            flags |= STALE;
+        }
+        let Ok(commit) = repo.commit(&oid).await else {
             continue;
-        }
-        let time = repo.commit(oid).await.ok()?.committer.time;
-        if best.as_ref().is_none_or(|(t, _)| time > *t) {
-            best = Some((time, oid.clone()));
+        };
+        for parent in commit.parents {
+            let mark = marks.entry(parent.clone()).or_default();
+            if *mark & flags == flags {
+                continue;
+            }
+            *mark |= flags;
+            let time = time_of(&parent).await;
+            push(&mut queue, time, parent);
         }
     }
-    best.map(|(_, oid)| oid)
+    found
 }
 
 /// A change one side made: base lines `start..end` became `lines`.

@@ -86,6 +86,50 @@ struct Pack {
     bases: Mutex<HashMap<u64, Object>>,
 }
 
+/// How many hex digits two names share from the start.
+fn common_hex_digits(a: &[u8], b: &[u8]) -> usize {
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(byte) if a[byte] >> 4 == b[byte] >> 4 => byte * 2 + 1,
+        Some(byte) => byte * 2,
+        None => a.len().min(b.len()) * 2,
+    }
+}
+
+/// Object names as git abbreviates them: to `core.abbrev` digits, or by
+/// default to a length that grows with the repository (half the bits of
+/// its packed object count, rounded up, at least 7), then as many more as
+/// it takes to name no other object.
+pub struct Abbrev {
+    len: usize,
+    packs: Arc<Vec<Pack>>,
+    /// The loose objects' names, sorted.
+    loose: Vec<[u8; 20]>,
+}
+
+impl Abbrev {
+    /// `oid` abbreviated: to `len` digits when given, else the default.
+    pub fn of(&self, oid: &str, len: Option<usize>) -> String {
+        let len = len.unwrap_or(self.len).clamp(4, 40);
+        let Some(name) = from_hex(oid) else {
+            return oid.chars().take(len).collect();
+        };
+        let at = self.loose.partition_point(|n| n < &name);
+        let loose = [at.wrapping_sub(1), at, at + 1]
+            .into_iter()
+            .filter_map(|i| self.loose.get(i))
+            .filter(|n| **n != name)
+            .map(|n| common_hex_digits(n, &name));
+        let shared = self
+            .packs
+            .iter()
+            .map(|p| p.shared_digits(&name))
+            .chain(loose)
+            .max()
+            .unwrap_or(0);
+        oid[..len.max(shared + 1).min(40)].to_string()
+    }
+}
+
 /// The largest object the sandbox's git inflates (the size hosting
 /// services refuse files past): a repository in a mount is the user's, but
 /// its objects may have been made to inflate into far more memory than
@@ -182,6 +226,32 @@ impl Pack {
         Some(u64::from_be_bytes(
             self.idx.get(large..large + 8)?.try_into().ok()?,
         ))
+    }
+
+    /// The longest run of hex digits `name` shares with another object
+    /// of this pack (its neighbours in the sorted index).
+    fn shared_digits(&self, name: &[u8; 20]) -> usize {
+        let (start, end) = self.fanout(name[0]);
+        let (mut lo, mut hi) = (start, end);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.name(mid) < &name[..] {
+                true => lo = mid + 1,
+                false => hi = mid,
+            }
+        }
+        let mut shared = 0;
+        let mut consider = |i: usize| {
+            if (start..end).contains(&i) && self.name(i) != &name[..] {
+                shared = shared.max(common_hex_digits(self.name(i), name));
+            }
+        };
+        consider(lo);
+        consider(lo + 1);
+        if lo > 0 {
+            consider(lo - 1);
+        }
+        shared
     }
 
     /// Every name that starts with `prefix` (hex, lowercase).
@@ -520,6 +590,33 @@ impl Odb {
         // Git's objects are read-only once written.
         let _ = self.io.chmod(&path, 0o444).await;
         Ok(oid)
+    }
+
+    /// What abbreviates names in this database; `configured` is
+    /// `core.abbrev` (`None` for git's default, `auto`).
+    pub async fn abbrev(&self, configured: Option<usize>) -> Abbrev {
+        let packs = self.packs().await;
+        let len = configured.unwrap_or_else(|| {
+            let count: usize = packs.iter().map(|p| p.count).sum();
+            // git: the bits of the count, halved and rounded up, in hex digits.
+            let bits = usize::BITS - count.leading_zeros();
+            (bits as usize).div_ceil(2).max(7)
+        });
+        let mut loose = Vec::new();
+        for dir in self.all_dirs().await {
+            for (fan, _) in self.io.read_dir(dir).await.unwrap_or_default() {
+                if fan.len() != 2 || !fan.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    continue;
+                }
+                for (rest, _) in self.io.read_dir(&dir.join(&fan)).await.unwrap_or_default() {
+                    if let Some(name) = from_hex(&format!("{fan}{rest}")) {
+                        loose.push(name);
+                    }
+                }
+            }
+        }
+        loose.sort_unstable();
+        Abbrev { len, packs, loose }
     }
 
     /// Every object whose name starts with `prefix` (at least four hex

@@ -14,6 +14,7 @@ use bashkit::FileSystem;
 use super::ignore::Ignores;
 use super::index_file::{self, CacheNode, IndexFile, Stat};
 use super::io::{HostRoot, Io};
+pub use super::odb::Abbrev;
 use super::odb::{from_hex, to_hex, Odb};
 pub use super::odb::{hash, Oid};
 use super::{config, text, Here};
@@ -182,13 +183,10 @@ pub struct Repo {
     env: HashMap<String, String>,
     default_name: String,
     default_email: String,
+    abbrev: tokio::sync::OnceCell<Arc<Abbrev>>,
 }
 
 pub const NULL_OID: &str = "0000000000000000000000000000000000000000";
-
-pub fn short(oid: &str) -> &str {
-    &oid[..7.min(oid.len())]
-}
 
 fn split_time(time: std::time::SystemTime) -> (u32, u32) {
     time.duration_since(UNIX_EPOCH)
@@ -270,6 +268,7 @@ impl Repo {
             env: here.env.clone(),
             default_name: here.git.name.clone(),
             default_email: here.git.email.clone(),
+            abbrev: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -383,6 +382,25 @@ impl Repo {
     pub async fn add_pack(&self, pack: &[u8]) -> Res<()> {
         let indexed = super::pack::index(pack)?;
         self.odb.add_pack(pack, &indexed.idx, &indexed.name).await
+    }
+
+    /// How this repository abbreviates object names (`core.abbrev`, or
+    /// git's default for its size), read once.
+    pub async fn abbrev(&self) -> Arc<Abbrev> {
+        let init = || async {
+            let configured = match self.config_value("core.abbrev").await.as_deref() {
+                None | Some("auto") => None,
+                Some("no" | "false" | "off") => Some(40),
+                Some(n) => n.parse::<usize>().ok().map(|n| n.clamp(4, 40)),
+            };
+            Arc::new(self.odb.abbrev(configured).await)
+        };
+        self.abbrev.get_or_init(init).await.clone()
+    }
+
+    /// `oid` abbreviated as git abbreviates it by default.
+    pub async fn short(&self, oid: &str) -> String {
+        self.abbrev().await.of(oid, None)
     }
 
     pub async fn has_object(&self, oid: &str) -> bool {
@@ -643,6 +661,19 @@ impl Repo {
     /// A name as git's `rev-parse` tries it: itself as a ref, then under
     /// `refs/`, tags, heads, remotes, a remote's `HEAD`; then a hash.
     async fn named(&self, name: &str) -> Option<Oid> {
+        if name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let oid = name.to_ascii_lowercase();
+            return self.has_object(&oid).await.then_some(oid);
+        }
+        match self.ref_named(name).await {
+            Some((_, oid)) => Some(oid),
+            None => self.expand(name).await,
+        }
+    }
+
+    /// The ref `name` names, in the order git tries (itself, under
+    /// `refs/`, tags, heads, remotes, a remote's `HEAD`), and where it is.
+    pub async fn ref_named(&self, name: &str) -> Option<(String, Oid)> {
         let candidates = [
             name.to_string(),
             format!("refs/{name}"),
@@ -651,18 +682,14 @@ impl Repo {
             format!("refs/remotes/{name}"),
             format!("refs/remotes/{name}/HEAD"),
         ];
-        if name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
-            let oid = name.to_ascii_lowercase();
-            return self.has_object(&oid).await.then_some(oid);
-        }
-        for candidate in &candidates {
+        for candidate in candidates {
             if candidate.starts_with("refs/") || candidate == "HEAD" {
-                if let Some(oid) = self.read_ref(candidate).await {
-                    return Some(oid);
+                if let Some(oid) = self.read_ref(&candidate).await {
+                    return Some((candidate, oid));
                 }
             }
         }
-        self.expand(name).await
+        None
     }
 
     /// A full hash from a prefix of at least four digits.

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::commands::{failed, overwritten_by_merge, Args, Ctx};
-use super::repo::{index_files, short, Blob, Files, Head, NULL_OID};
+use super::commands::{failed, overwritten_by_merge, Args, Ctx, Spec};
+use super::repo::{index_files, Blob, Files, Head, NULL_OID};
 use super::{diff, Out, Run};
 
 /// `stash@{n}` → n.
@@ -22,6 +22,15 @@ fn position(name: Option<&str>) -> Result<usize, Out> {
         .ok_or_else(|| Out::error(format!("error: {name} is not a valid reference\n"), 1))
 }
 
+const QUIET: &[&str] = &["-q", "--quiet"];
+
+/// `stash list` and `clear`: no options.
+const NOTHING: Spec = Spec {
+    command: "stash list",
+    flags: &[],
+    valued: &[],
+};
+
 impl Ctx<'_> {
     pub(super) async fn stash(&self, args: &[String]) -> Run {
         let (verb, rest) = match args.split_first() {
@@ -29,20 +38,41 @@ impl Ctx<'_> {
             _ => ("push", args),
         };
         match verb {
-            "push" | "save" => self.stash_push(rest).await,
-            "list" => self.stash_list().await,
+            "push" => self.stash_push(rest).await,
+            "list" => {
+                Args::parse(rest, &NOTHING)?;
+                match rest.first() {
+                    Some(revision) => Err(Out::fatal(format!(
+                        "not supported by the sandbox's git: stash list {revision}"
+                    ))),
+                    None => self.stash_list().await,
+                }
+            }
             "show" => self.stash_show(rest).await,
             "apply" => self.stash_apply(rest, false).await,
             "pop" => self.stash_apply(rest, true).await,
             "drop" => {
-                let args = Args::parse(rest, &[])?;
+                let args = Args::parse(
+                    rest,
+                    &Spec {
+                        command: "stash drop",
+                        flags: QUIET,
+                        valued: &[],
+                    },
+                )?;
                 let n = position(args.operands.first().copied())?;
                 self.stash_drop(n, args.has(&["-q", "--quiet"])).await
             }
+            "clear" if !rest.is_empty() => Err(Out::fatal(
+                "git stash clear with arguments is unimplemented",
+            )),
             "clear" => {
                 self.repo.delete_full_ref("refs/stash").await.map_err(failed)?;
                 Ok(Out::ok(""))
             }
+            "save" | "branch" | "create" | "store" => Err(Out::fatal(format!(
+                "not supported by the sandbox's git: stash {verb}"
+            ))),
             other => Err(Out::error(
                 format!("error: unknown subcommand: `{other}'\nusage: git stash list | show | drop | pop | apply | push | clear\n"),
                 129,
@@ -70,11 +100,18 @@ impl Ctx<'_> {
     }
 
     async fn stash_push(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["-m", "--message"]])?;
-        if args.has(&["-u", "--include-untracked", "-a", "--all", "-p", "--patch"]) {
-            return Err(Out::fatal(
-                "the sandbox's git stashes tracked changes only (no -u, -a or -p)",
-            ));
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "stash push",
+                flags: QUIET,
+                valued: &[&["-m", "--message"]],
+            },
+        )?;
+        if let Some(spec) = args.operands.iter().chain(&args.paths).next() {
+            return Err(Out::fatal(format!(
+                "not supported by the sandbox's git: stash push with a pathspec ({spec})"
+            )));
         }
         let repo = &self.repo;
         let state = self.state().await?;
@@ -100,7 +137,7 @@ impl Ctx<'_> {
             .map_err(failed)?
             .subject()
             .to_string();
-        let base = format!("{branch}: {} {subject}", short(&head));
+        let base = format!("{branch}: {} {subject}", self.repo.short(&head).await);
         let index_files = index_files(&state.index);
         let index_tree = repo.write_tree(&index_files).await.map_err(failed)?;
         let index_commit = self
@@ -205,22 +242,37 @@ impl Ctx<'_> {
     }
 
     async fn stash_show(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "stash show",
+                flags: &["-p", "--patch", "--stat"],
+                valued: &[],
+            },
+        )?;
         let stash = self
             .stash_entry(position(args.operands.first().copied())?)
             .await?;
         let commit = self.repo.commit(&stash).await.map_err(failed)?;
         let changes = self.commit_changes(&commit, &[]).await?;
         if args.has(&["-p", "--patch"]) {
+            let abbrev = self.repo.abbrev().await;
             return Ok(Out::ok(
-                changes.iter().map(diff::Change::patch).collect::<String>(),
+                changes.iter().map(|c| c.patch(&abbrev)).collect::<String>(),
             ));
         }
         Ok(Out::ok(diff::stat(&changes)))
     }
 
     async fn stash_apply(&self, args: &[String], pop: bool) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: if pop { "stash pop" } else { "stash apply" },
+                flags: QUIET,
+                valued: &[],
+            },
+        )?;
         let n = position(args.operands.first().copied())?;
         let stash = self.stash_entry(n).await?;
         let repo = &self.repo;

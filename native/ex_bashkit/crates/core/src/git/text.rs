@@ -37,6 +37,19 @@ pub fn iso_date(seconds: i64, zone: &str) -> String {
     )
 }
 
+/// A date as `--date=iso-strict` (`%aI`) shows it: `T` between date and
+/// time, the zone as `+hh:mm`, or `Z` for UTC.
+pub fn strict_iso_date(seconds: i64, zone: &str) -> String {
+    let iso = iso_date(seconds, zone);
+    let (date, rest) = iso.split_at(10);
+    let time = &rest[1..9];
+    let zone = match zone_offset(zone) {
+        Some(0) | None => "Z".to_string(),
+        Some(_) => format!("{}:{}", &zone[..3], &zone[3..]),
+    };
+    format!("{date}T{time}{zone}")
+}
+
 /// A commit message as git's `whitespace` clean-up leaves it (the mode
 /// for `-m` and `-F`): trailing spaces cut, blank lines at either end
 /// dropped and runs of them folded into one, a final newline.

@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use super::commands::{Args, Spec};
 use super::odb::Oid;
 use super::remote::{Advert, Remote};
-use super::repo::{short, Repo, NULL_OID};
+use super::repo::{Repo, NULL_OID};
 use super::{config, resolve, Here, Out, Run};
 use crate::network::AllowNet;
 
@@ -105,50 +106,31 @@ fn report_with(lines: &[(char, String, String, String)], width: usize) -> String
     out
 }
 
-fn is_flag(args: &[String], names: &[&str]) -> bool {
-    args.iter().any(|a| names.contains(&a.as_str()))
-}
-
-fn operands(args: &[String], valued: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip = false;
-    for arg in args {
-        if skip {
-            skip = false;
-            continue;
-        }
-        if valued.contains(&arg.as_str()) {
-            skip = true;
-        } else if !arg.starts_with('-') || arg == "-" {
-            out.push(arg.clone());
-        }
-    }
-    out
-}
-
-fn value<'a>(args: &'a [String], names: &[&str]) -> Option<&'a str> {
-    args.windows(2)
-        .find(|w| names.contains(&w[0].as_str()))
-        .map(|w| w[1].as_str())
-}
-
 pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
-    if let Some(depth) = value(args, &["--depth"]) {
+    let args = Args::parse(
+        args,
+        &Spec {
+            command: "clone",
+            flags: &["-q", "--quiet"],
+            valued: &[&["-b", "--branch"], &["-o", "--origin"], &["--depth"]],
+        },
+    )?;
+    if let Some(depth) = args.value("--depth") {
         return Err(fatal(format!(
             "the sandbox's git makes full clones only (--depth {depth} was given)"
         )));
     }
-    let quiet = is_flag(args, &["-q", "--quiet"]);
-    let given = operands(args, &["-b", "--branch", "-o", "--origin", "--depth"]);
-    let Some(url) = given.first() else {
+    let quiet = args.has(&["-q", "--quiet"]);
+    let given: Vec<&str> = args.operands.iter().chain(&args.paths).copied().collect();
+    let Some(url) = given.first().copied() else {
         return Err(Out::error(
             "fatal: You must specify a repository to clone.\n",
             129,
         ));
     };
-    let origin = value(args, &["-o", "--origin"]).unwrap_or("origin");
+    let origin = args.value("-o").unwrap_or("origin");
     let name = match given.get(1) {
-        Some(dir) => dir.clone(),
+        Some(dir) => dir.to_string(),
         None => url
             .trim_end_matches('/')
             .rsplit('/')
@@ -183,7 +165,7 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
         remote: &remote,
         advert: &advert,
     };
-    let cloned = clone_into(here, args, &root, source, err).await;
+    let cloned = clone_into(here, args.value("-b"), &root, source, err).await;
     // A clone that fails leaves nothing behind, as git's does.
     if cloned.is_err() {
         let _ = match existed {
@@ -213,7 +195,7 @@ struct Source<'a> {
 
 async fn clone_into(
     here: &Here<'_>,
-    args: &[String],
+    branch: Option<&str>,
     root: &std::path::Path,
     source: Source<'_>,
     mut err: String,
@@ -251,7 +233,7 @@ async fn clone_into(
         .map_err(fatal)?;
     repo.add_pack(&pack).await.map_err(fatal)?;
     // The branch to check out: -b, else the one the server's HEAD names.
-    let branch = match value(args, &["-b", "--branch"]) {
+    let branch = match branch {
         Some(b) => b.to_string(),
         None => advert
             .head_branch()
@@ -363,10 +345,14 @@ pub async fn fetch_into(
             let line = match &old {
                 None => ('*', "[new branch]".to_string()),
                 Some(old) if old == oid => continue,
-                Some(old) if repo.ancestors(oid).await.contains(old) => {
-                    (' ', format!("{}..{}", short(old), short(oid)))
-                }
-                Some(old) => ('+', format!("{}...{}", short(old), short(oid))),
+                Some(old) if repo.ancestors(oid).await.contains(old) => (
+                    ' ',
+                    format!("{}..{}", repo.short(old).await, repo.short(oid).await),
+                ),
+                Some(old) => (
+                    '+',
+                    format!("{}...{}", repo.short(old).await, repo.short(oid).await),
+                ),
             };
             let (kind, rest) = local
                 .strip_prefix("refs/")
@@ -418,10 +404,6 @@ pub async fn fetch_into(
     Ok(Fetched { lines, url })
 }
 
-fn default_remote(args: &[String], valued: &[&str]) -> Option<String> {
-    operands(args, valued).into_iter().next()
-}
-
 async fn upstream_remote(repo: &Repo) -> String {
     if let super::repo::Head::Branch(branch) = repo.head().await {
         if let Some(remote) = repo.config_value(&format!("branch.{branch}.remote")).await {
@@ -432,13 +414,21 @@ async fn upstream_remote(repo: &Repo) -> String {
 }
 
 pub async fn fetch(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
-    let given = match default_remote(args, &[]) {
-        Some(given) => given,
+    let args = Args::parse(
+        args,
+        &Spec {
+            command: "fetch",
+            flags: &["-q", "--quiet", "-p", "--prune"],
+            valued: &[],
+        },
+    )?;
+    let given = match args.operands.first() {
+        Some(given) => given.to_string(),
         None => upstream_remote(repo).await,
     };
-    let fetched = fetch_into(here, repo, &given, is_flag(args, &["-p", "--prune"])).await?;
+    let fetched = fetch_into(here, repo, &given, args.has(&["-p", "--prune"])).await?;
     let mut err = String::new();
-    if !fetched.lines.is_empty() && !is_flag(args, &["-q", "--quiet"]) {
+    if !fetched.lines.is_empty() && !args.has(&["-q", "--quiet"]) {
         let _ = writeln!(err, "From {}", fetched.url);
         err.push_str(&report(&fetched.lines));
     }
@@ -446,7 +436,23 @@ pub async fn fetch(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
 }
 
 pub async fn ls_remote(here: &Here<'_>, repo: Option<&Repo>, args: &[String]) -> Run {
-    let given = default_remote(args, &[]).unwrap_or_else(|| "origin".to_string());
+    let args = Args::parse(
+        args,
+        &Spec {
+            command: "ls-remote",
+            flags: &["--heads", "-h", "--branches", "-b", "--tags", "-t"],
+            valued: &[],
+        },
+    )?;
+    if let Some(pattern) = args.operands.get(1) {
+        return Err(fatal(format!(
+            "not supported by the sandbox's git: ls-remote with patterns ({pattern})"
+        )));
+    }
+    let given = args
+        .operands
+        .first()
+        .map_or_else(|| "origin".to_string(), |r| r.to_string());
     let url = match repo {
         Some(repo) => named_remote(repo, &given).await?.1,
         None if given.contains("://") => given,
@@ -458,8 +464,8 @@ pub async fn ls_remote(here: &Here<'_>, repo: Option<&Repo>, args: &[String]) ->
     };
     let remote = connect(here, &url)?;
     let advert = remote.discover("git-upload-pack").await.map_err(fatal)?;
-    let heads_only = is_flag(args, &["--heads", "-h", "--branches", "-b"]);
-    let tags_only = is_flag(args, &["--tags", "-t"]);
+    let heads_only = args.has(&["--heads", "-h", "--branches", "-b"]);
+    let tags_only = args.has(&["--tags", "-t"]);
     let mut out = String::new();
     for (name, oid) in &advert.refs {
         let keep = match (heads_only, tags_only) {
@@ -575,10 +581,26 @@ async fn collect_tree(
 }
 
 pub async fn push(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
-    let force = is_flag(args, &["-f", "--force"]);
-    let set_upstream = is_flag(args, &["-u", "--set-upstream"]);
-    let quiet = is_flag(args, &["-q", "--quiet"]);
-    let given = operands(args, &[]);
+    let args = Args::parse(
+        args,
+        &Spec {
+            command: "push",
+            flags: &[
+                "-f",
+                "--force",
+                "-u",
+                "--set-upstream",
+                "-q",
+                "--quiet",
+                "--tags",
+            ],
+            valued: &[],
+        },
+    )?;
+    let force = args.has(&["-f", "--force"]);
+    let set_upstream = args.has(&["-u", "--set-upstream"]);
+    let quiet = args.has(&["-q", "--quiet"]);
+    let given: Vec<String> = args.operands.iter().map(|s| s.to_string()).collect();
     let current = match repo.head().await {
         super::repo::Head::Branch(b) => Some(b),
         super::repo::Head::Detached(_) => None,
@@ -612,7 +634,7 @@ pub async fn push(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
         };
         specs.push((src_ref, dst_ref));
     }
-    if is_flag(args, &["--tags"]) {
+    if args.has(&["--tags"]) {
         for tag in repo.refs("tags").await {
             specs.push((format!("refs/tags/{tag}"), format!("refs/tags/{tag}")));
         }
@@ -709,10 +731,17 @@ pub async fn push(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
         let summary = match (old == NULL_OID, fast_forward) {
             (true, _) if dst.starts_with("refs/tags/") => ('*', "[new tag]".to_string()),
             (true, _) => ('*', "[new branch]".to_string()),
-            (false, true) => (' ', format!("{}..{}", short(&old), short(&new))),
+            (false, true) => (
+                ' ',
+                format!("{}..{}", repo.short(&old).await, repo.short(&new).await),
+            ),
             (false, false) => (
                 '+',
-                format!("{}...{} (forced update)", short(&old), short(&new)),
+                format!(
+                    "{}...{} (forced update)",
+                    repo.short(&old).await,
+                    repo.short(&new).await
+                ),
             ),
         };
         lines.push((summary.0, summary.1, shown(src), shown(dst)));

@@ -4,23 +4,38 @@ use super::*;
 
 impl Ctx<'_> {
     pub(super) async fn branch(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
-        args.refuse(&[
-            "--sort",
-            "--contains",
-            "--no-contains",
-            "--merged",
-            "--no-merged",
-            "--points-at",
-            "--format",
-            "--column",
-            "-vv",
-        ])?;
-        // `-v -v` (or `-vv`, read as two): with upstreams, which this git
-        // does not show.
-        if args.flags.iter().filter(|f| **f == "-v").count() > 1 {
-            return Err(Out::fatal("not supported by the sandbox's git: -vv"));
-        }
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "branch",
+                flags: &[
+                    "--show-current",
+                    "-d",
+                    "-D",
+                    "--delete",
+                    "-m",
+                    "-M",
+                    "--move",
+                    "-v",
+                    "--verbose",
+                    "-a",
+                    "--all",
+                    "-r",
+                    "--remotes",
+                    "-f",
+                    "--force",
+                    "-l",
+                    "--list",
+                ],
+                valued: &[],
+            },
+        )?;
+        // `-v -v` (or `-vv`, read as two): each branch's upstream too.
+        let verbosity = args
+            .flags
+            .iter()
+            .filter(|f| ["-v", "--verbose"].contains(*f))
+            .count();
         let repo = &self.repo;
         let current = self.branch_name().await;
         if args.has(&["--show-current"]) {
@@ -29,6 +44,9 @@ impl Ctx<'_> {
             ));
         }
         if args.has(&["-d", "-D", "--delete"]) {
+            if args.operands.is_empty() {
+                return Err(Out::fatal("branch name required"));
+            }
             let mut out = String::new();
             for name in &args.operands {
                 let Some(oid) = repo.branch(name).await else {
@@ -60,7 +78,11 @@ impl Ctx<'_> {
                     }
                 }
                 repo.delete_ref("heads", name).await.map_err(failed)?;
-                let _ = writeln!(out, "Deleted branch {name} (was {}).", short(&oid));
+                let _ = writeln!(
+                    out,
+                    "Deleted branch {name} (was {}).",
+                    self.repo.short(&oid).await
+                );
             }
             return Ok(Out::ok(out));
         }
@@ -116,24 +138,29 @@ impl Ctx<'_> {
             }
             return Ok(Out::ok(""));
         }
+        let listing = args.has(&["-l", "--list"]) || verbosity > 0;
         match args.operands.as_slice() {
-            [] => {
-                let verbose = args.has(&["-v", "-vv", "--verbose"]);
-                let names = repo.refs("heads").await;
-                let width = names.iter().map(String::len).max().unwrap_or(0);
+            patterns if listing || patterns.is_empty() => {
+                let wanted = |name: &str| {
+                    patterns.is_empty() || patterns.iter().any(|p| text::glob(p, name))
+                };
                 let mut out = String::new();
                 if let (None, Some(head)) = (&current, repo.head_commit().await) {
-                    let _ = writeln!(out, "* (HEAD detached at {})", short(&head));
+                    let _ = writeln!(out, "* (HEAD detached at {})", self.repo.short(&head).await);
                 }
                 let remotes = args.has(&["-a", "--all", "-r", "--remotes"]);
                 let locals = !args.has(&["-r", "--remotes"]);
                 let mut listed: Vec<(String, Option<String>)> = Vec::new();
                 if locals {
-                    listed.extend(names.into_iter().map(|n| (n, None)));
+                    let names = repo.refs("heads").await;
+                    listed.extend(names.into_iter().filter(|n| wanted(n)).map(|n| (n, None)));
                 }
                 if remotes {
                     let prefix = if locals { "remotes/" } else { "" };
                     for name in repo.refs("remotes").await {
+                        if !wanted(&name) {
+                            continue;
+                        }
                         let target = repo
                             .symref_target(&format!("refs/remotes/{name}"))
                             .await
@@ -141,6 +168,13 @@ impl Ctx<'_> {
                         listed.push((format!("{prefix}{name}"), target));
                     }
                 }
+                // git aligns the names of the branches it lists, links aside.
+                let width = listed
+                    .iter()
+                    .filter(|(_, target)| target.is_none())
+                    .map(|(name, _)| name.len())
+                    .max()
+                    .unwrap_or(0);
                 for (name, target) in listed {
                     if let Some(target) = target {
                         let _ = writeln!(out, "  {name} -> {target}");
@@ -151,7 +185,7 @@ impl Ctx<'_> {
                     } else {
                         ' '
                     };
-                    if verbose {
+                    if verbosity > 0 {
                         let oid = match name.strip_prefix("remotes/") {
                             Some(remote) => repo.read_ref(&format!("refs/remotes/{remote}")).await,
                             None => repo.branch(&name).await,
@@ -162,14 +196,23 @@ impl Ctx<'_> {
                             .await
                             .map(|c| c.subject().to_string())
                             .unwrap_or_default();
-                        let _ = writeln!(out, "{mark} {name:<width$} {} {subject}", short(&oid));
+                        let tracking = match name.starts_with("remotes/") || !locals {
+                            true => String::new(),
+                            false => self.upstream_mark(&name, &oid, verbosity > 1).await,
+                        };
+                        let _ = writeln!(
+                            out,
+                            "{mark} {name:<width$} {} {tracking}{subject}",
+                            self.repo.short(&oid).await
+                        );
                     } else {
                         let _ = writeln!(out, "{mark} {name}");
                     }
                 }
                 Ok(Out::ok(out))
             }
-            [name, rest @ ..] => {
+            names => {
+                let (name, rest) = names.split_first().expect("a name");
                 check_branch_name(name)?;
                 if repo.branch(name).await.is_some() && !args.has(&["-f", "--force"]) {
                     return Err(Out::fatal(format!(
@@ -186,25 +229,47 @@ impl Ctx<'_> {
         }
     }
 
+    /// `branch -v`'s `[ahead 1, behind 2] ` for a branch with an
+    /// upstream; `-vv`'s names the upstream too (`[origin/main: ahead 1] `).
+    async fn upstream_mark(&self, branch: &str, oid: &str, named: bool) -> String {
+        let Some((upstream, there)) = self.repo.upstream(branch).await else {
+            return String::new();
+        };
+        let counts = match there {
+            None => "gone".to_string(),
+            Some(there) => match self.ahead_behind(oid, &there).await {
+                (0, 0) => String::new(),
+                (a, 0) => format!("ahead {a}"),
+                (0, b) => format!("behind {b}"),
+                (a, b) => format!("ahead {a}, behind {b}"),
+            },
+        };
+        match (named, counts.is_empty()) {
+            (true, true) => format!("[{upstream}] "),
+            (true, false) => format!("[{upstream}: {counts}] "),
+            (false, true) => String::new(),
+            (false, false) => format!("[{counts}] "),
+        }
+    }
+
     pub(super) async fn tag(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["-m", "--message"]])?;
-        args.refuse(&[
-            "--sort",
-            "--contains",
-            "--no-contains",
-            "--points-at",
-            "--merged",
-            "--no-merged",
-            "--format",
-            "-n",
-            "-s",
-            "--sign",
-            "-u",
-            "--local-user",
-            "--column",
-            "-i",
-            "--ignore-case",
-        ])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "tag",
+                flags: &[
+                    "-d",
+                    "--delete",
+                    "-f",
+                    "--force",
+                    "-a",
+                    "--annotate",
+                    "-l",
+                    "--list",
+                ],
+                valued: &[&["-m", "--message"]],
+            },
+        )?;
         let repo = &self.repo;
         if args.has(&["-d", "--delete"]) {
             let mut out = String::new();
@@ -213,20 +278,34 @@ impl Ctx<'_> {
                     return Err(Out::error(format!("error: tag '{name}' not found.\n"), 1));
                 };
                 repo.delete_ref("tags", name).await.map_err(failed)?;
-                let _ = writeln!(out, "Deleted tag '{name}' (was {})", short(&oid));
+                let _ = writeln!(
+                    out,
+                    "Deleted tag '{name}' (was {})",
+                    self.repo.short(&oid).await
+                );
             }
             return Ok(Out::ok(out));
         }
+        let listing = args.has(&["-l", "--list"]);
+        let making = args.has(&["-a", "--annotate", "-f", "--force"]) || args.value("-m").is_some();
+        if making && !listing && args.operands.is_empty() {
+            return Err(Out::error(
+                "usage: git tag [-a] [-f] [-m <msg>] <tagname> [<head>]\n",
+                129,
+            ));
+        }
         match args.operands.as_slice() {
-            [] => Ok(Out::ok(
+            patterns if listing || patterns.is_empty() => Ok(Out::ok(
                 repo.refs("tags")
                     .await
                     .iter()
+                    .filter(|t| patterns.is_empty() || patterns.iter().any(|p| text::glob(p, t)))
                     .map(|t| format!("{t}\n"))
                     .collect::<String>(),
             )),
-            [name, rest @ ..] => {
-                if repo.tag(name).await.is_some() && !args.has(&["-f"]) {
+            names => {
+                let (name, rest) = names.split_first().expect("a name");
+                if repo.tag(name).await.is_some() && !args.has(&["-f", "--force"]) {
                     return Err(Out::fatal(format!("tag '{name}' already exists")));
                 }
                 check_branch_name(name)?;

@@ -4,7 +4,14 @@ use super::*;
 
 impl Ctx<'_> {
     pub(super) async fn checkout(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["-b"], &["-B"]])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "checkout",
+                flags: &["-q", "--quiet"],
+                valued: &[&["-b"], &["-B"]],
+            },
+        )?;
         let quiet = args.has(&["-q", "--quiet"]);
         if let Some(name) = args.value("-b").or(args.value("-B")) {
             let start = args.operands.first().copied();
@@ -34,7 +41,14 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn switch(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["-c", "--create"], &["-C", "--force-create"]])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "switch",
+                flags: &["-q", "--quiet", "-d", "--detach"],
+                valued: &[&["-c", "--create"], &["-C", "--force-create"]],
+            },
+        )?;
         let quiet = args.has(&["-q", "--quiet"]);
         if let Some(name) = args.value("-c").or(args.value("-C")) {
             let start = args.operands.first().copied();
@@ -186,7 +200,7 @@ impl Ctx<'_> {
             .map_err(failed)?
             .subject()
             .to_string();
-        let message = format!("HEAD is now at {} {subject}\n", short(&oid));
+        let message = format!("HEAD is now at {} {subject}\n", self.repo.short(&oid).await);
         Ok(Out::ok("").with_stderr(if quiet { String::new() } else { message }))
     }
 
@@ -203,7 +217,14 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn reset(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "reset",
+                flags: &["-q", "--quiet", "--hard", "--soft", "--mixed"],
+                valued: &[],
+            },
+        )?;
         let quiet = args.has(&["-q", "--quiet"]);
         let repo = &self.repo;
         let (revision, mut specs): (&str, Vec<String>) = match args.operands.split_first() {
@@ -304,7 +325,7 @@ impl Ctx<'_> {
                 .to_string();
             return Ok(Out::ok(format!(
                 "HEAD is now at {} {subject}\n",
-                short(&oid)
+                self.repo.short(&oid).await
             )));
         }
         if soft {
@@ -323,7 +344,14 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn restore(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["-s", "--source"]])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "restore",
+                flags: &["-S", "--staged", "-W", "--worktree"],
+                valued: &[&["-s", "--source"]],
+            },
+        )?;
         let staged = args.has(&["-S", "--staged"]);
         let worktree = args.has(&["-W", "--worktree"]) || !staged;
         let specs: Vec<String> = self.specs(&args.operands, &args.paths);
@@ -417,7 +445,19 @@ impl Ctx<'_> {
     // ---- merge, tag --------------------------------------------------------
 
     pub(super) async fn clean(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "clean",
+                flags: &["-n", "--dry-run", "-f", "--force", "-d", "-q", "--quiet"],
+                valued: &[],
+            },
+        )?;
+        if let Some(spec) = args.operands.iter().chain(&args.paths).next() {
+            return Err(Out::fatal(format!(
+                "not supported by the sandbox's git: clean with a pathspec ({spec})"
+            )));
+        }
         let dry = args.has(&["-n", "--dry-run"]);
         if !dry && !args.has(&["-f", "--force"]) {
             return Err(Out::fatal(

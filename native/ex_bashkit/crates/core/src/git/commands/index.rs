@@ -4,13 +4,21 @@ use super::*;
 
 impl Ctx<'_> {
     pub(super) async fn add(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
-        if args.has(&["-p", "--patch", "-i", "--interactive", "-e", "--edit"]) {
+        let interactive = ["-p", "--patch", "-i", "--interactive", "-e", "--edit"];
+        if args.iter().any(|a| interactive.contains(&a.as_str())) {
             return Err(Out::fatal(
                 "the sandbox's git has no interactive staging (add -p/-i/-e): nobody is at a \
                  terminal to answer it; stage whole files, or write the part you want and add that",
             ));
         }
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "add",
+                flags: &["-A", "--all", "-u", "--update", "-f", "--force"],
+                valued: &[],
+            },
+        )?;
         let all = args.has(&["-A", "--all"]);
         let update = args.has(&["-u", "--update"]);
         let mut specs: Vec<String> = self.specs(&args.operands, &args.paths);
@@ -87,7 +95,14 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn rm(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "rm",
+                flags: &["--cached", "-q", "--quiet", "-r"],
+                valued: &[],
+            },
+        )?;
         let cached = args.has(&["--cached"]);
         let quiet = args.has(&["-q", "--quiet"]);
         let recursive = args.has(&["-r"]);
@@ -135,7 +150,14 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn mv(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "mv",
+                flags: &[],
+                valued: &[],
+            },
+        )?;
         let [from, to] = args.operands.as_slice() else {
             return Err(Out::error("usage: git mv <source> <destination>\n", 129));
         };
@@ -174,13 +196,34 @@ impl Ctx<'_> {
     pub(super) async fn commit(&self, args: &[String]) -> Run {
         let args = Args::parse(
             args,
-            &[
-                &["-m", "--message"],
-                &["-F", "--file"],
-                &["--author"],
-                &["--date"],
-            ],
+            &Spec {
+                command: "commit",
+                // The sandbox runs no hooks, so `--no-verify` is what it
+                // does anyway; with no editor, `--no-edit` too.
+                flags: &[
+                    "-a",
+                    "--all",
+                    "--amend",
+                    "--allow-empty",
+                    "-q",
+                    "--quiet",
+                    "-n",
+                    "--no-verify",
+                    "--no-edit",
+                ],
+                valued: &[
+                    &["-m", "--message"],
+                    &["-F", "--file"],
+                    &["--author"],
+                    &["--date"],
+                ],
+            },
         )?;
+        if let Some(spec) = args.operands.iter().chain(&args.paths).next() {
+            return Err(Out::fatal(format!(
+                "not supported by the sandbox's git: commit with a pathspec ({spec})"
+            )));
+        }
         let repo = &self.repo;
         repo.check_writable().await.map_err(failed)?;
         let unmerged = repo.unmerged();
@@ -334,7 +377,10 @@ impl Ctx<'_> {
             None => "detached HEAD".to_string(),
         };
         let subject = message.lines().next().unwrap_or("");
-        let mut out = format!("[{place}{root} {}] {subject}\n", short(&oid));
+        let mut out = format!(
+            "[{place}{root} {}] {subject}\n",
+            self.repo.short(&oid).await
+        );
         // git names the author where it is not the committer, and the
         // author's date where it was carried over or given.
         let written = repo.commit(&oid).await.map_err(failed)?;

@@ -2,101 +2,98 @@
 
 use super::*;
 
-/// `log` options git has that the sandbox's git does not: refused, never
-/// ignored.
-const LOG_UNSUPPORTED: &[&str] = &[
-    "--since",
-    "--after",
-    "--until",
-    "--before",
-    "--date",
-    "--grep",
-    "--invert-grep",
-    "--first-parent",
-    "--all",
-    "--branches",
-    "--tags",
-    "--remotes",
-    "--decorate",
-    "--follow",
-    "--name-only",
-    "--name-status",
-    "--shortstat",
-    "--numstat",
-    "--committer",
-    "--skip",
-    "--cherry-pick",
-    "--left-right",
-    "--ancestry-path",
-    "--no-walk",
-    "--abbrev",
-    "-S",
-    "-G",
-    "-L",
-    "--word-diff",
-    "--relative-date",
-    "--simplify-by-decoration",
-    "--min-parents",
-    "--max-parents",
-    "--boundary",
-    "--full-history",
-    "--dirstat",
-    "--summary",
-    "-i",
-    "--regexp-ignore-case",
-    "--date-order",
-    "--author-date-order",
-    "--source",
-    "-m",
-    "--cc",
-    "--abbrev-commit",
-];
+/// The options `diff` takes: what it compares, how it prints the changes
+/// (the same as `show`'s), its exit status.
+const DIFF: Spec = Spec {
+    command: "diff",
+    flags: &[
+        "-p",
+        "-u",
+        "--patch",
+        "--stat",
+        "--shortstat",
+        "--name-only",
+        "--name-status",
+        "--no-color",
+        "--cached",
+        "--staged",
+        "--quiet",
+        "--exit-code",
+    ],
+    valued: &[],
+};
 
-/// `diff` options git has that the sandbox's git does not.
-const DIFF_UNSUPPORTED: &[&str] = &[
-    "--numstat",
-    "--word-diff",
-    "--color-words",
-    "-w",
-    "--ignore-all-space",
-    "-b",
-    "--ignore-space-change",
-    "--ignore-blank-lines",
-    "-U",
-    "--unified",
-    "--diff-filter",
-    "-R",
-    "--dirstat",
-    "--summary",
-    "-M",
-    "--find-renames",
-    "-C",
-    "--find-copies",
-    "--patience",
-    "--histogram",
-    "--minimal",
-    "--relative",
-    "--no-index",
-    "--src-prefix",
-    "--dst-prefix",
-    "--no-prefix",
-    "--function-context",
-    "-W",
-    "--inter-hunk-context",
-    "--check",
-];
+const SHOW: Spec = Spec {
+    command: "show",
+    flags: &[
+        "-p",
+        "-u",
+        "--patch",
+        "--stat",
+        "--shortstat",
+        "--name-only",
+        "--name-status",
+        "--no-color",
+        "-s",
+        "--no-patch",
+        "--quiet",
+        "--oneline",
+    ],
+    valued: &[&["--format", "--pretty"]],
+};
+
+const LOG: Spec = Spec {
+    command: "log",
+    flags: &[
+        "-p",
+        "-u",
+        "--patch",
+        "--stat",
+        "--no-color",
+        "--oneline",
+        "--graph",
+        "--topo-order",
+        "--reverse",
+        "--merges",
+        "--no-merges",
+        "-<n>",
+    ],
+    valued: &[
+        &["-n", "--max-count"],
+        &["--format", "--pretty"],
+        &["--author"],
+    ],
+};
+
+fn unsupported_placeholder(token: &str) -> Out {
+    Out::fatal(format!(
+        "not supported by the sandbox's git: the --format placeholder %{token}"
+    ))
+}
 
 impl Ctx<'_> {
     pub(super) async fn diff(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
-        args.refuse(DIFF_UNSUPPORTED)?;
+        let args = Args::parse(args, &DIFF)?;
         // Operands that are not revisions are paths.
         let mut revisions = Vec::new();
         let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        let or_head = |name: &str| match name {
+            "" => "HEAD".to_string(),
+            name => name.to_string(),
+        };
         for operand in &args.operands {
-            if let Some((a, b)) = operand.split_once("..") {
-                revisions.push(a.to_string());
-                revisions.push(b.to_string());
+            if let Some((a, b)) = operand.split_once("...") {
+                // From where the two histories met.
+                let (a, b) = (or_head(a), or_head(b));
+                let (ours, theirs) = (self.revision(&a).await?, self.revision(&b).await?);
+                let Some(base) = crate::git::merge::base(&self.repo, &ours, &theirs).await else {
+                    return Err(Out::fatal(format!("{a}...{b}: no merge base")));
+                };
+                revisions.push(base);
+                revisions.push(b);
+            } else if let Some((a, b)) = operand.split_once("..") {
+                revisions.push(or_head(a));
+                revisions.push(or_head(b));
             } else if self.repo.resolve(operand).await.is_some() {
                 revisions.push(operand.to_string());
             } else {
@@ -104,6 +101,12 @@ impl Ctx<'_> {
             }
         }
         let cached = args.has(&["--cached", "--staged"]);
+        if cached && revisions.len() > 1 {
+            return Err(Out::error(
+                "usage: git diff [<options>] [<commit> [<commit>]] [--] [<path>...]\n",
+                129,
+            ));
+        }
         // Only what the comparison needs: the work tree's tracked files
         // for the plain diff, no work tree at all for --cached.
         let state = match (revisions.len(), cached) {
@@ -173,13 +176,13 @@ impl Ctx<'_> {
         }
         let code = i32::from(args.has(&["--exit-code"]) && !changes.is_empty());
         Ok(Out {
-            stdout: Self::render(&changes, &args),
+            stdout: Self::render(&changes, &args, &*self.repo.abbrev().await),
             stderr: String::new(),
             code,
         })
     }
 
-    pub(super) fn render(changes: &[Change], args: &Args<'_>) -> String {
+    pub(super) fn render(changes: &[Change], args: &Args<'_>, abbrev: &Abbrev) -> String {
         if args.has(&["--stat"]) {
             return diff::stat(changes);
         }
@@ -206,7 +209,7 @@ impl Ctx<'_> {
                 })
                 .collect();
         }
-        changes.iter().map(Change::patch).collect()
+        changes.iter().map(|c| c.patch(abbrev)).collect()
     }
 
     /// The commits `log` walks from `start`, as git orders them by
@@ -317,7 +320,15 @@ impl Ctx<'_> {
         Ok(commits)
     }
 
-    pub(super) fn formatted(format: &str, oid: &str, commit: &crate::git::repo::Commit) -> String {
+    /// A commit through a `--format` string: the placeholders this git
+    /// has; one git has and this git does not is refused, never printed
+    /// as it came.
+    pub(super) fn formatted(
+        format: &str,
+        oid: &str,
+        commit: &crate::git::repo::Commit,
+        abbrev: &Abbrev,
+    ) -> Result<String, Out> {
         let mut out = String::new();
         let mut chars = format.chars().peekable();
         let body = commit
@@ -325,6 +336,7 @@ impl Ctx<'_> {
             .split_once("\n\n")
             .map_or("", |(_, body)| body)
             .to_string();
+        let short = |oid: &str| abbrev.of(oid, None);
         while let Some(c) = chars.next() {
             if c != '%' {
                 out.push(c);
@@ -334,18 +346,41 @@ impl Ctx<'_> {
             if let Some(&next) = chars.peek() {
                 token.push(next);
                 chars.next();
-                if matches!(next, 'a' | 'c') {
-                    if let Some(&kind) = chars.peek() {
-                        token.push(kind);
-                        chars.next();
+                if matches!(next, 'a' | 'c' | 'x') {
+                    let more = if next == 'x' { 2 } else { 1 };
+                    for _ in 0..more {
+                        if let Some(&kind) = chars.peek() {
+                            token.push(kind);
+                            chars.next();
+                        }
                     }
                 }
             }
+            let (who, field) = match token.split_at(token.len().min(1)) {
+                ("a", field) => (Some(&commit.author), field),
+                ("c", field) => (Some(&commit.committer), field),
+                _ => (None, ""),
+            };
+            if let Some(who) = who {
+                let iso = || text::iso_date(who.time, &who.zone);
+                match field {
+                    "n" => out.push_str(&who.name),
+                    "e" => out.push_str(&who.email),
+                    "l" => out.push_str(who.email.split('@').next().unwrap_or("")),
+                    "d" => out.push_str(&who.date()),
+                    "t" => out.push_str(&who.time.to_string()),
+                    "i" => out.push_str(&iso()),
+                    "I" => out.push_str(&text::strict_iso_date(who.time, &who.zone)),
+                    "s" => out.push_str(&iso()[..10]),
+                    _ => return Err(unsupported_placeholder(&token)),
+                }
+                continue;
+            }
             match token.as_str() {
                 "H" => out.push_str(oid),
-                "h" => out.push_str(short(oid)),
+                "h" => out.push_str(&short(oid)),
                 "T" => out.push_str(&commit.tree),
-                "t" => out.push_str(short(&commit.tree)),
+                "t" => out.push_str(&short(&commit.tree)),
                 "P" => out.push_str(&commit.parents.join(" ")),
                 "p" => out.push_str(
                     &commit
@@ -355,47 +390,46 @@ impl Ctx<'_> {
                         .collect::<Vec<_>>()
                         .join(" "),
                 ),
-                "an" => out.push_str(&commit.author.name),
-                "cn" => out.push_str(&commit.committer.name),
-                "ae" => out.push_str(&commit.author.email),
-                "ce" => out.push_str(&commit.committer.email),
-                "ad" => out.push_str(&commit.author.date()),
-                "cd" => out.push_str(&commit.committer.date()),
-                "at" => out.push_str(&commit.author.time.to_string()),
-                "ct" => out.push_str(&commit.committer.time.to_string()),
-                "ai" => out.push_str(&text::iso_date(commit.author.time, &commit.author.zone)),
-                "ci" => out.push_str(&text::iso_date(
-                    commit.committer.time,
-                    &commit.committer.zone,
-                )),
-                "as" => {
-                    out.push_str(&text::iso_date(commit.author.time, &commit.author.zone)[..10])
-                }
-                "cs" => out
-                    .push_str(&text::iso_date(commit.committer.time, &commit.committer.zone)[..10]),
                 "s" => out.push_str(commit.subject()),
                 "b" => out.push_str(&body),
                 "B" => out.push_str(&commit.message),
+                "e" => {}
                 "n" => out.push('\n'),
                 "%" => out.push('%'),
-                other => {
+                hex if hex.len() == 3 && hex.starts_with('x') => {
+                    match u8::from_str_radix(&hex[1..], 16) {
+                        Ok(byte) => out.push(char::from(byte)),
+                        Err(_) => out.push_str(&format!("%{hex}")),
+                    }
+                }
+                // What git does not read as a placeholder, it prints.
+                other
+                    if !other.starts_with(|c: char| c.is_alphabetic() || "<>()+- ".contains(c)) =>
+                {
                     out.push('%');
                     out.push_str(other);
                 }
+                other => return Err(unsupported_placeholder(other)),
             }
         }
-        out
+        Ok(out)
     }
 
     /// One commit as `log` prints it in `style`.
-    pub(super) fn entry(style: &Style, oid: &str, commit: &crate::git::repo::Commit) -> String {
-        match style {
-            Style::Oneline => format!("{} {}\n", short(oid), commit.subject()),
-            Style::Format(format, _) => Self::formatted(format, oid, commit),
+    pub(super) fn entry(
+        style: &Style,
+        oid: &str,
+        commit: &crate::git::repo::Commit,
+        abbrev: &Abbrev,
+    ) -> Result<String, Out> {
+        Ok(match style {
+            Style::Oneline => format!("{} {}\n", abbrev.of(oid, None), commit.subject()),
+            Style::Format(format, _) => Self::formatted(format, oid, commit, abbrev)?,
             Style::Medium => {
                 let mut out = format!("commit {oid}\n");
                 if commit.parents.len() > 1 {
-                    let parents: Vec<&str> = commit.parents.iter().map(|p| short(p)).collect();
+                    let parents: Vec<String> =
+                        commit.parents.iter().map(|p| abbrev.of(p, None)).collect();
                     let _ = writeln!(out, "Merge: {}", parents.join(" "));
                 }
                 let _ = write!(
@@ -414,26 +448,20 @@ impl Ctx<'_> {
                 }
                 out
             }
-        }
+        })
     }
 
     pub(super) async fn log(&self, args: &[String]) -> Run {
-        let args = Args::parse(
-            args,
-            &[
-                &["-n", "--max-count"],
-                &["--format", "--pretty"],
-                &["--author"],
-            ],
-        )?;
-        args.refuse(LOG_UNSUPPORTED)?;
-        let mut limit: Option<usize> = args.value("-n").and_then(|n| n.parse().ok());
-        for flag in &args.flags {
-            if let Some(n) = flag.strip_prefix('-').and_then(|n| n.parse().ok()) {
-                limit = Some(n);
-            }
-        }
-        let style = Style::of(&args);
+        let args = Args::parse(args, &LOG)?;
+        let limit: Option<usize> = match args.value("-n") {
+            Some(n) => Some(
+                n.parse()
+                    .map_err(|_| Out::fatal(format!("'{n}': not an integer")))?,
+            ),
+            None => None,
+        };
+        let style = Style::of(&args)?;
+        let abbrev = self.repo.abbrev().await;
         let (start, stop) = match args.operands.first() {
             Some(range) if range.contains("..") => {
                 let (a, b) = range.split_once("..").unwrap_or(("", ""));
@@ -450,26 +478,23 @@ impl Ctx<'_> {
         }
         let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
         let graph = args.has(&["--graph"]);
-        let mut commits = if graph || args.has(&["--topo-order"]) {
+        let commits = if graph || args.has(&["--topo-order"]) {
             self.topo_history(start, stop).await?
         } else {
             // Without filters, -n stops the walk itself.
             let filtered = !specs.is_empty()
                 || args.value("--author").is_some()
                 || args.has(&["--merges", "--no-merges"]);
-            let walk_limit = limit.filter(|_| !filtered && !args.has(&["--reverse"]));
+            let walk_limit = limit.filter(|_| !filtered);
             self.history_upto(start, stop, walk_limit).await?
         };
-        if args.has(&["--reverse"]) {
-            if graph {
-                return Err(Out::fatal(
-                    "options '--reverse' and '--graph' cannot be used together",
-                ));
-            }
-            commits.reverse();
+        if graph && args.has(&["--reverse"]) {
+            return Err(Out::fatal(
+                "options '--reverse' and '--graph' cannot be used together",
+            ));
         }
         let mut parents_of = Vec::new();
-        let patch = args.has(&["-p", "--patch"]);
+        let patch = args.has(&["-p", "-u", "--patch"]);
         let stat = args.has(&["--stat"]);
         let mut entries = Vec::new();
         for oid in commits {
@@ -498,7 +523,7 @@ impl Ctx<'_> {
             if !specs.is_empty() && changes.is_empty() {
                 continue;
             }
-            let mut entry = Self::entry(&style, &oid, &commit);
+            let mut entry = Self::entry(&style, &oid, &commit, &abbrev)?;
             if merge {
                 // No patch or stat for a merge.
             } else if stat {
@@ -506,7 +531,7 @@ impl Ctx<'_> {
                 entry.push_str(&diff::stat(&changes));
             } else if patch {
                 entry.push('\n');
-                entry.push_str(&changes.iter().map(Change::patch).collect::<String>());
+                entry.push_str(&changes.iter().map(|c| c.patch(&abbrev)).collect::<String>());
             }
             entries.push(entry);
             parents_of.push((oid, commit.parents));
@@ -519,6 +544,10 @@ impl Ctx<'_> {
                 separated,
             )));
         }
+        // The commits the walk and its limits chose, oldest first.
+        if args.has(&["--reverse"]) {
+            entries.reverse();
+        }
         let joined = match &style {
             Style::Medium => entries.join("\n"),
             Style::Format(_, true) => entries.join("\n"),
@@ -529,7 +558,12 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn show(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["--format", "--pretty"]])?;
+        let args = Args::parse(args, &SHOW)?;
+        if let Some(more) = args.operands.get(1) {
+            return Err(Out::fatal(format!(
+                "not supported by the sandbox's git: show of more than one object ({more})"
+            )));
+        }
         let target = args.operands.first().copied().unwrap_or("HEAD");
         if let Some((revision, path)) = target.split_once(':') {
             let files = self
@@ -583,8 +617,9 @@ impl Ctx<'_> {
             }
         }
         let commit = self.repo.commit(&oid).await.map_err(failed)?;
-        let style = Style::of(&args);
-        out.push_str(&Self::entry(&style, &oid, &commit));
+        let style = Style::of(&args)?;
+        let abbrev = self.repo.abbrev().await;
+        out.push_str(&Self::entry(&style, &oid, &commit, &abbrev)?);
         if let Style::Format(_, _) = style {
             out.push('\n');
         }
@@ -600,7 +635,7 @@ impl Ctx<'_> {
             if matches!(style, Style::Medium) {
                 out.push('\n');
             }
-            out.push_str(&Self::render(&changes, &args));
+            out.push_str(&Self::render(&changes, &args, &abbrev));
         }
         Ok(Out::ok(out))
     }

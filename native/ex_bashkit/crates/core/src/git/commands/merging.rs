@@ -4,7 +4,37 @@ use super::*;
 
 impl Ctx<'_> {
     pub(super) async fn merge(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["-m", "--message"]])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "merge",
+                // No editor is ever opened here: `--no-edit` is the default.
+                flags: &[
+                    "--abort",
+                    "--ff",
+                    "--no-ff",
+                    "--ff-only",
+                    "--no-edit",
+                    "-q",
+                    "--quiet",
+                ],
+                valued: &[&["-m", "--message"]],
+            },
+        )?;
+        let merged = self.merge_with(&args).await;
+        // `-q`: the report goes, what went wrong stays.
+        match (merged, args.has(&["-q", "--quiet"])) {
+            (Ok(out), true) => Ok(Out::ok("").with_stderr(out.stderr)),
+            (merged, _) => merged,
+        }
+    }
+
+    async fn merge_with(&self, args: &Args<'_>) -> Run {
+        if let Some(more) = args.operands.get(1) {
+            return Err(Out::fatal(format!(
+                "not supported by the sandbox's git: merging more than one branch ({more})"
+            )));
+        }
         let repo = &self.repo;
         if args.has(&["--abort"]) {
             return self.merge_abort().await;
@@ -61,8 +91,8 @@ impl Ctx<'_> {
             let changes = self.changes(&before, &after, None, &[]).await?;
             return Ok(Out::ok(format!(
                 "Updating {}..{}\nFast-forward\n{}{}",
-                short(&ours),
-                short(&theirs),
+                self.repo.short(&ours).await,
+                self.repo.short(&theirs).await,
                 diff::stat(&changes),
                 Self::mode_summary(&changes)
             )));

@@ -4,7 +4,26 @@ use super::*;
 
 impl Ctx<'_> {
     pub(super) async fn ls_files(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "ls-files",
+                flags: &[
+                    "-c",
+                    "--cached",
+                    "-o",
+                    "--others",
+                    "--exclude-standard",
+                    "-m",
+                    "--modified",
+                    "-d",
+                    "--deleted",
+                    "-s",
+                    "--stage",
+                ],
+                valued: &[],
+            },
+        )?;
         let prefix = self.pathspec(".");
         let specs: Vec<String> = self.specs(&args.operands, &args.paths);
         let shown = |path: &str| -> Option<String> {
@@ -18,6 +37,13 @@ impl Ctx<'_> {
             }
         };
         let mut out = String::new();
+        if args.has(&["-o", "--others"]) && !args.has(&["--exclude-standard"]) {
+            // git lists ignored files here too, inside ignored directories
+            // this git does not walk.
+            return Err(Out::fatal(
+                "not supported by the sandbox's git: ls-files --others without --exclude-standard",
+            ));
+        }
         if args.has(&["-o", "--others"]) {
             let state = self.state().await?;
             let standard = args.has(&["--exclude-standard"]);
@@ -63,46 +89,78 @@ impl Ctx<'_> {
         Ok(Out::ok(out))
     }
 
+    /// `rev-parse`: its arguments in order, each printed as it comes.
     pub(super) async fn rev_parse(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
         let repo = &self.repo;
+        let (mut verify, mut quiet, mut abbrev_ref, mut short_len) = (false, false, false, None);
+        let mut names = Vec::new();
         let mut out = String::new();
-        for flag in &args.flags {
-            match *flag {
+        let prefix = self.pathspec(".");
+        let at_top = prefix.is_empty();
+        for arg in args {
+            match arg.as_str() {
                 "--show-toplevel" => {
                     let _ = writeln!(out, "{}", repo.root.display());
                 }
-                "--git-dir" => out.push_str(".git\n"),
-                "--is-inside-work-tree" => out.push_str("true\n"),
-                "--is-inside-git-dir" => out.push_str("false\n"),
-                "--show-prefix" => {
-                    let prefix = self.pathspec(".");
-                    let _ = writeln!(
-                        out,
-                        "{}",
-                        if prefix.is_empty() {
-                            prefix
-                        } else {
-                            format!("{prefix}/")
-                        }
-                    );
+                "--git-dir" if at_top => out.push_str(".git\n"),
+                "--git-dir" | "--absolute-git-dir" | "--git-common-dir" => {
+                    let _ = writeln!(out, "{}", repo.git.display());
                 }
-                _ => {}
+                "--is-inside-work-tree" => out.push_str("true\n"),
+                "--is-inside-git-dir" | "--is-bare-repository" => out.push_str("false\n"),
+                "--show-prefix" if at_top => out.push('\n'),
+                "--show-prefix" => {
+                    let _ = writeln!(out, "{prefix}/");
+                }
+                "--show-cdup" => {
+                    let depth = if at_top { 0 } else { prefix.split('/').count() };
+                    let _ = writeln!(out, "{}", "../".repeat(depth));
+                }
+                "--verify" => verify = true,
+                "-q" | "--quiet" => quiet = true,
+                "--abbrev-ref" => abbrev_ref = true,
+                "--short" => short_len = Some(None),
+                "--" => break,
+                flag if flag.starts_with("--short=") => {
+                    let n = flag["--short=".len()..].parse::<usize>().map_err(|_| {
+                        Out::fatal(format!("bad --short value: {}", &flag["--short=".len()..]))
+                    })?;
+                    short_len = Some(Some(n));
+                }
+                flag if flag.starts_with('-') && flag.len() > 1 => {
+                    return Err(Out::fatal(format!(
+                        "not supported by the sandbox's git: rev-parse {flag}"
+                    )))
+                }
+                name => names.push(name),
             }
         }
-        let abbreviated = args.has(&["--abbrev-ref"]);
-        let shortened = args.has(&["--short"]);
-        for name in &args.operands {
-            if abbreviated && *name == "HEAD" && repo.head_commit().await.is_some() {
-                match repo.head().await {
-                    Head::Branch(branch) => {
-                        let _ = writeln!(out, "{branch}");
-                    }
-                    Head::Detached(_) => out.push_str("HEAD\n"),
+        if verify && names.len() != 1 {
+            return Err(match quiet {
+                true => Out::error("", 1),
+                false => Out::fatal("Needed a single revision"),
+            });
+        }
+        for name in names {
+            if abbrev_ref && repo.resolve(name).await.is_some() {
+                let shown = match (name, repo.head().await) {
+                    ("HEAD", Head::Branch(branch)) => branch,
+                    ("HEAD", Head::Detached(_)) => "HEAD".to_string(),
+                    _ => self.short_ref_name(name).await,
+                };
+                // A name that is no ref prints nothing.
+                if !shown.is_empty() {
+                    let _ = writeln!(out, "{shown}");
                 }
                 continue;
             }
             let Some(oid) = repo.resolve(name).await else {
+                if verify {
+                    return Err(match quiet {
+                        true => Out::error("", 1),
+                        false => Out::fatal("Needed a single revision"),
+                    });
+                }
                 return Err(Out {
                     stdout: format!("{out}{name}\n"),
                     stderr: format!(
@@ -113,17 +171,51 @@ impl Ctx<'_> {
                     code: 128,
                 });
             };
-            let _ = writeln!(out, "{}", if shortened { short(&oid) } else { &oid });
+            match short_len {
+                Some(len) => {
+                    let _ = writeln!(out, "{}", repo.abbrev().await.of(&oid, len));
+                }
+                None => {
+                    let _ = writeln!(out, "{oid}");
+                }
+            }
         }
         Ok(Out::ok(out))
     }
 
+    /// The ref `name` names, without `refs/heads/` and the like (empty
+    /// for a name that is no ref, as `HEAD~1`): `rev-parse --abbrev-ref`.
+    async fn short_ref_name(&self, name: &str) -> String {
+        let Some((full, _)) = self.repo.ref_named(name).await else {
+            return String::new();
+        };
+        let short = ["refs/heads/", "refs/tags/", "refs/remotes/", "refs/"]
+            .iter()
+            .find_map(|prefix| full.strip_prefix(prefix))
+            .unwrap_or(&full);
+        short.strip_suffix("/HEAD").unwrap_or(short).to_string()
+    }
+
     pub(super) async fn merge_base(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "merge-base",
+                flags: &["--is-ancestor"],
+                valued: &[],
+            },
+        )?;
         let [a, b] = args.operands.as_slice() else {
             return Err(Out::error("usage: git merge-base <commit> <commit>\n", 129));
         };
         let (a, b) = (self.revision(a).await?, self.revision(b).await?);
+        if args.has(&["--is-ancestor"]) {
+            let is = a == b || crate::git::merge::is_ancestor(&self.repo, &a, &b).await;
+            return Err(Out::error("", i32::from(!is))).or_else(|out| match out.code {
+                0 => Ok(Out::ok("")),
+                _ => Err(out),
+            });
+        }
         match crate::git::merge::base(&self.repo, &a, &b).await {
             Some(oid) => Ok(Out::ok(format!("{oid}\n"))),
             None => Err(Out::error("", 1)),
@@ -131,19 +223,85 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn grep(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[&["-e"]])?;
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "grep",
+                // `-I`: binary files are never searched here.
+                flags: &[
+                    "-F",
+                    "--fixed-strings",
+                    "-E",
+                    "--extended-regexp",
+                    "-P",
+                    "--perl-regexp",
+                    "-G",
+                    "--basic-regexp",
+                    "-w",
+                    "--word-regexp",
+                    "-i",
+                    "--ignore-case",
+                    "-n",
+                    "--line-number",
+                    "-l",
+                    "--files-with-matches",
+                    "--name-only",
+                    "-c",
+                    "--count",
+                    "-v",
+                    "--invert-match",
+                    "-I",
+                ],
+                valued: &[&["-e"]],
+            },
+        )?;
         let mut operands = args.operands.iter();
-        let Some(pattern) = args.value("-e").or_else(|| operands.next().copied()) else {
+        let patterns: Vec<&str> = match args.value("-e") {
+            // Each `-e` is one pattern; a line matching any is a hit.
+            Some(given) => given.split('\n').collect(),
+            None => operands.next().copied().into_iter().collect(),
+        };
+        if patterns.is_empty() {
             return Err(Out::fatal("no pattern given"));
-        };
+        }
+        let pattern = patterns.join("\n");
+        let pattern = pattern.as_str();
+        // git searches a revision named before the paths; this git the
+        // work tree only.
+        for operand in operands.as_slice() {
+            let is_path = self
+                .repo
+                .fs
+                .exists(&resolve(&self.here.cwd, operand))
+                .await
+                .unwrap_or(false);
+            if is_path {
+                continue;
+            }
+            return Err(match self.repo.resolve(operand).await {
+                Some(_) => Out::fatal(format!(
+                    "not supported by the sandbox's git: grep in a revision ({operand})"
+                )),
+                None => Out::fatal(format!(
+                    "ambiguous argument '{operand}': unknown revision or path not in the working tree."
+                )),
+            });
+        }
         let specs: Vec<String> = self.specs(operands.as_slice(), &args.paths);
-        let source = if args.has(&["-F", "--fixed-strings"]) {
-            regex::escape(pattern)
-        } else if args.has(&["-E", "--extended-regexp", "-P", "--perl-regexp"]) {
-            pattern.to_string()
-        } else {
-            text::basic_regex(pattern)
+        let one = |pattern: &str| {
+            if args.has(&["-F", "--fixed-strings"]) {
+                regex::escape(pattern)
+            } else if args.has(&["-E", "--extended-regexp", "-P", "--perl-regexp"]) {
+                pattern.to_string()
+            } else {
+                text::basic_regex(pattern)
+            }
         };
+        let source = patterns
+            .iter()
+            .map(|p| format!("(?:{})", one(p)))
+            .collect::<Vec<_>>()
+            .join("|");
         let source = if args.has(&["-w", "--word-regexp"]) {
             format!(r"\b(?:{source})\b")
         } else {
@@ -166,12 +324,21 @@ impl Ctx<'_> {
             let Ok(bytes) = self.repo.content(&path, entry.blob.mode).await else {
                 continue;
             };
+            // `-I` is what this git does: binary files are not searched.
             if bytes.iter().take(8000).any(|&b| b == 0) {
+                if !args.has(&["-I"]) {
+                    return Err(Out::fatal(format!(
+                        "not supported by the sandbox's git: grep in a binary file ({path}); give -I"
+                    )));
+                }
                 continue;
             }
             let content = String::from_utf8_lossy(&bytes);
             let mut hits = 0;
-            for (number, line) in content.lines().enumerate() {
+            let lines = content
+                .split_inclusive('\n')
+                .map(|l| l.strip_suffix('\n').unwrap_or(l));
+            for (number, line) in lines.enumerate() {
                 if regex.is_match(line) == invert {
                     continue;
                 }
@@ -184,6 +351,12 @@ impl Ctx<'_> {
                 } else {
                     let _ = writeln!(out, "{path}:{line}");
                 }
+            }
+            // git prints the file's bytes as they are; these would not be.
+            if hits > 0 && !(names_only || count) && std::str::from_utf8(&bytes).is_err() {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: grep printing lines of {path}, which is not UTF-8 text"
+                )));
             }
             if hits > 0 && names_only {
                 let _ = writeln!(out, "{path}");
@@ -200,19 +373,50 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn cat_file(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &[])?;
-        let Some(name) = args.operands.last() else {
-            return Err(Out::error(
-                "usage: git cat-file (-t | -s | -p) <object>\n",
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "cat-file",
+                flags: &["-t", "-s", "-p", "-e"],
+                valued: &[],
+            },
+        )?;
+        let usage = || {
+            Out::error(
+                "usage: git cat-file (-t | -s | -e | -p | <type>) <object>\n",
                 129,
-            ));
+            )
         };
+        let modes = ["-t", "-s", "-p", "-e"]
+            .iter()
+            .filter(|m| args.has(&[m]))
+            .count();
+        if modes > 1 {
+            return Err(usage());
+        }
+        let mode_given = modes == 1;
+        let (wanted_kind, name) = match args.operands.as_slice() {
+            [name] if mode_given => (None, *name),
+            [kind, name] if !mode_given => (Some(*kind), *name),
+            _ => return Err(usage()),
+        };
+        if args.has(&["-e"]) {
+            return match self.repo.resolve(name).await {
+                Some(oid) if self.repo.read_object(&oid).await.is_ok() => Ok(Out::ok("")),
+                _ => Err(Out::error("", 1)),
+            };
+        }
         let oid = match self.repo.resolve(name).await {
             Some(oid) => oid,
             None if name.len() == 40 => name.to_string(),
             None => return Err(Out::fatal(format!("Not a valid object name {name}"))),
         };
         let (kind, body) = self.repo.read_object(&oid).await.map_err(failed)?;
+        if let Some(wanted) = wanted_kind.filter(|w| *w != kind) {
+            return Err(Out::fatal(format!(
+                "git cat-file {name}: bad file (a {kind}, not a {wanted})"
+            )));
+        }
         if args.has(&["-t"]) {
             return Ok(Out::ok(format!("{kind}\n")));
         }

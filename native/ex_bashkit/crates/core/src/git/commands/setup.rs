@@ -3,7 +3,14 @@
 use super::*;
 
 pub(super) async fn init(here: &Here<'_>, args: &[String]) -> Run {
-    let args = Args::parse(args, &[&["-b", "--initial-branch"]])?;
+    let args = Args::parse(
+        args,
+        &Spec {
+            command: "init",
+            flags: &["-q", "--quiet"],
+            valued: &[&["-b", "--initial-branch"]],
+        },
+    )?;
     let root = match args.operands.first() {
         Some(dir) => resolve(&here.cwd, dir),
         None => here.cwd.clone(),
@@ -35,9 +42,11 @@ pub(super) async fn init(here: &Here<'_>, args: &[String]) -> Run {
 /// checked against `:allow_net`, and no transport to reach it.
 #[cfg(not(feature = "network"))]
 pub(super) async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -> Run {
-    let args = Args::parse(
+    // Whatever it is given, this build refuses the command.
+    let args = Args::split(
         args,
         &[&["-b", "--branch"], &["--depth"], &["-o", "--origin"]],
+        None,
     )?;
     let named = args.operands.first().copied().unwrap_or("origin");
     let url = if command == "clone" || named.contains("://") || named.contains('@') {
@@ -82,7 +91,27 @@ pub(super) async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -
 }
 
 pub(super) async fn config(here: &Here<'_>, args: &[String]) -> Run {
-    let args = Args::parse(args, &[&["--file", "-f"]])?;
+    let args = Args::parse(
+        args,
+        &Spec {
+            command: "config",
+            // The other files git reads are named to be refused below.
+            flags: &[
+                "--local",
+                "--get",
+                "--get-all",
+                "--list",
+                "-l",
+                "--add",
+                "--unset",
+                "--unset-all",
+                "--global",
+                "--system",
+                "--worktree",
+            ],
+            valued: &[&["--file", "-f"], &["--blob"]],
+        },
+    )?;
     // Only the repository's own config is ours to edit (and checked for
     // keys that run programs): never another file git reads.
     for other in [
@@ -137,6 +166,9 @@ pub(super) async fn config(here: &Here<'_>, args: &[String]) -> Run {
         };
     }
     match args.operands.as_slice() {
+        [_, _, ..] if args.has(&["--get"]) => Err(Out::fatal(
+            "not supported by the sandbox's git: --get with a value pattern",
+        )),
         [_] => {
             let name = name.unwrap_or_default();
             match entries.iter().rev().find(|(k, _)| *k == name) {

@@ -22,11 +22,31 @@ impl Ctx<'_> {
             })
             .cloned()
             .collect();
-        let args = Args::parse(&args, &[])?;
-        if args.has(&["-z", "-v", "--verbose", "--ignored"]) {
-            return Err(Out::fatal(
-                "the sandbox's git has no status -z, -v or --ignored",
-            ));
+        let args = Args::parse(
+            &args,
+            &Spec {
+                command: "status",
+                flags: &[
+                    "-s",
+                    "--short",
+                    "--long",
+                    "--porcelain",
+                    "--porcelain=v1",
+                    "--porcelain=1",
+                    "--porcelain=v2",
+                    "--porcelain=2",
+                    "-b",
+                    "--branch",
+                    "-u",
+                    "--untracked-files",
+                ],
+                valued: &[],
+            },
+        )?;
+        if let Some(spec) = args.operands.iter().chain(&args.paths).next() {
+            return Err(Out::fatal(format!(
+                "not supported by the sandbox's git: status of a pathspec ({spec})"
+            )));
         }
         let state = self.state().await?;
         let untracked_mode = match mode_given.as_deref() {
@@ -325,7 +345,7 @@ impl Ctx<'_> {
                         format!("HEAD detached at {name}\n")
                     }
                     Some(name) => format!("HEAD detached from {name}\n"),
-                    None => format!("HEAD detached at {}\n", short(&oid)),
+                    None => format!("HEAD detached at {}\n", self.repo.short(&oid).await),
                 }
             }
         };
