@@ -32,7 +32,40 @@ defmodule ExBashkit.GitOptionsTest do
         "git cat-file -p 'HEAD^{tree}'",
         "git rev-parse 'HEAD^{tree}' 'HEAD~1^{tree}'",
         "git describe --tags --abbrev=0",
-        "git describe --tags --abbrev=0 HEAD~1"
+        "git describe --tags --abbrev=0 HEAD~1",
+        # The revision walk: ranges, filters, dates, paths.
+        "git log --oneline --all",
+        "git log --oneline main..feature",
+        "git log --oneline feature..main",
+        "git log --oneline main...feature",
+        "git log --oneline ^feature main",
+        "git log --oneline --first-parent",
+        "git log --format=%s --since=2020-09-13",
+        "git log --format=%s --since=1600010000 --until=1600050000",
+        "git log --format=%s --since='3 days ago'",
+        "git log --format=%s --author=Ann --grep=numbers -n 2",
+        "git log --format=%s -i --grep=MERGE",
+        "git log --format=%s --grep=numbers --invert-grep",
+        "git log --format=%s --grep=numbers --grep=docs",
+        "git log --format=%s --skip=2 -n 3",
+        "git log --format=%s --min-parents=2",
+        "git log --oneline -- a.txt",
+        "git log --oneline -- src",
+        "git log --oneline a.txt",
+        "git log --oneline --first-parent -- src",
+        "git log --format='%h %ad' --date=iso -n 2",
+        "git log --format='%ad|%cd' --date=short -n 2",
+        "git log --format='%ad' --date=rfc -n 1",
+        "git log --format='%ad %at' --date=raw -n 1",
+        "git log --format='%ar %cr %aD' -n 1",
+        "git log --date=iso-strict -n 1",
+        "git log --abbrev-commit -n 1",
+        "git log --oneline --name-status -n 3",
+        "git log --oneline --name-only -n 3",
+        "git log --format=%s --shortstat -n 2",
+        "git log --oneline --stat -n 2",
+        "git shortlog -s -n --all",
+        "git shortlog -s main..feature"
       ] do
     test "#{command} prints what real git prints", ctx do
       expected = git!(ctx.repo, unquote(command))
@@ -53,9 +86,11 @@ defmodule ExBashkit.GitOptionsTest do
     session = session(ctx)
 
     for {command, option} <- [
-          {"git log --since=2020-01-01", "--since=2020-01-01"},
-          {"git log --date=iso -n 1", "--date=iso"},
-          {"git log --first-parent --oneline", "--first-parent"},
+          {"git log --since='next tuesday'",
+           "--since=next tuesday (a date this git does not read)"},
+          {"git log --date=human -n 1", "--date=human"},
+          {"git log --follow --oneline -- a.txt", "--follow"},
+          {"git log --decorate --oneline", "--decorate"},
           {"git log -L1,2:a.txt", "-L1,2:a.txt"},
           {"git log -Shello --oneline", "-Shello"},
           {"git diff -U1 HEAD~1", "-U1"},
@@ -65,7 +100,7 @@ defmodule ExBashkit.GitOptionsTest do
           {"git status --ignored", "--ignored"},
           {"git add -n .", "-n"},
           {"git stash push --keep-index", "--keep-index"},
-          {"git log --format=%ar -n 1", "the --format placeholder %ar"},
+          {"git log --format=%d -n 1", "the --format placeholder %d"},
           {"git log --format=fuller -n 1", "--format=fuller"},
           {"git commit --fixup HEAD", "--fixup"},
           {"git clean -fdx", "-fdx"}

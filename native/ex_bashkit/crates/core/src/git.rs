@@ -6,6 +6,7 @@
 
 mod commands;
 mod config;
+mod dates;
 mod diff;
 mod executing_keys;
 #[cfg(feature = "network")]
@@ -26,6 +27,7 @@ mod stash;
 mod text;
 #[cfg(feature = "network")]
 mod transfer;
+mod walk;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

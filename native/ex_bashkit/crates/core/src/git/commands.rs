@@ -19,6 +19,7 @@ use setup::{config, init, remote};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use super::dates::{self, DateMode};
 use super::diff::{self, Change};
 use super::repo::{
     committed_files, index_files, Abbrev, Blob, Files, Head, Index, Oid, Repo, WorkFile,
@@ -306,8 +307,8 @@ impl<'a> Args<'a> {
                 existing.push_str("\n\n");
                 existing.push_str(value);
             }
-            // Repeated `-e` (grep): one pattern per line.
-            Some(existing) if key == "-e" => {
+            // Repeated `-e` (grep), `--grep`, `--author`: one per line.
+            Some(existing) if ["-e", "--grep", "--author", "--committer"].contains(&key) => {
                 existing.push('\n');
                 existing.push_str(value);
             }
@@ -683,6 +684,42 @@ impl Ctx<'_> {
             ))
         })
     }
+}
+
+/// How `log` and `show` print each commit's names and dates.
+pub(super) struct Shown {
+    pub(super) abbrev: std::sync::Arc<Abbrev>,
+    pub(super) date: DateMode,
+    /// What `relative` dates count back from.
+    pub(super) now: i64,
+    /// `--abbrev-commit`: the `commit` line's name abbreviated.
+    pub(super) abbrev_commit: bool,
+}
+
+impl Shown {
+    /// `--date=`, `--relative-date` and `--abbrev-commit` as `args` give them.
+    async fn of(repo: &Repo, args: &Args<'_>) -> Result<Shown, Out> {
+        let date = match args.value("--date") {
+            None if args.has(&["--relative-date"]) => DateMode::Relative,
+            None => DateMode::Default,
+            Some(name) => DateMode::named(name).ok_or_else(|| {
+                Out::fatal(format!("not supported by the sandbox's git: --date={name}"))
+            })?,
+        };
+        Ok(Shown {
+            abbrev: repo.abbrev().await,
+            date,
+            now: now(),
+            abbrev_commit: args.has(&["--abbrev-commit"]),
+        })
+    }
+}
+
+/// Seconds since 1970, now.
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// How `log` and `show` print a commit.

@@ -9,7 +9,7 @@ use similar::{DiffOp, TextDiff};
 use super::commands::{failed, Args, Ctx, Spec};
 use super::odb::Oid;
 use super::repo::Signature;
-use super::{text, Out, Run};
+use super::{dates, text, Out, Run};
 
 /// `log --graph`: each entry's lines behind the lanes git draws (`*` the
 /// commit, `|` a line of history, `|\` a merge opening a lane, `|/` two
@@ -176,20 +176,28 @@ impl Ctx<'_> {
             args,
             &Spec {
                 command: "shortlog",
-                flags: &["-e", "--email", "-n", "--numbered", "-s", "--summary"],
-                valued: &[],
+                flags: &[
+                    "-e",
+                    "--email",
+                    "-n",
+                    "--numbered",
+                    "-s",
+                    "--summary",
+                    "--all",
+                    "--branches",
+                    "--tags",
+                    "--remotes",
+                    "--first-parent",
+                ],
+                valued: &[&["--since", "--after"]],
             },
         )?;
-        let start = args.operands.first().copied().unwrap_or("HEAD");
-        let (start, stop) = match start.split_once("..") {
-            Some((a, b)) => (if b.is_empty() { "HEAD" } else { b }, Some(a)),
-            None => (start, None),
-        };
-        let commits = self.history(start, stop).await?;
+        let walk = self.walk_of(&args).await?;
+        let steps = walk.run(&self.repo, |_| true).await.map_err(failed)?;
         let email = args.has(&["-e", "--email"]);
         let mut by_author: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for oid in commits.iter().rev() {
-            let commit = self.repo.commit(oid).await.map_err(failed)?;
+        for step in steps.iter().rev() {
+            let commit = &step.commit;
             let who = if email {
                 format!("{} <{}>", commit.author.name, commit.author.email)
             } else {
@@ -356,7 +364,7 @@ impl Ctx<'_> {
                 out,
                 "{hash}{name} ({:<author_width$} {} {:>number_width$}) {line}",
                 author.name,
-                text::iso_date(author.time, &author.zone),
+                dates::iso_date(author.time, &author.zone),
                 i + 1
             );
             if !line.ends_with('\n') {

@@ -17,7 +17,7 @@ use super::io::{HostRoot, Io};
 pub use super::odb::Abbrev;
 use super::odb::{from_hex, to_hex, Odb};
 pub use super::odb::{hash, Oid};
-use super::{config, text, Here};
+use super::{config, dates, Here};
 use crate::host_tree::{self as host, HostTree};
 
 /// A file as a tree or the index holds it.
@@ -121,7 +121,7 @@ impl Signature {
 
     /// `Thu Nov 26 17:40:15 2026 +0100`, in the signature's own zone.
     pub fn date(&self) -> String {
-        text::date(self.time, &self.zone)
+        dates::date(self.time, &self.zone)
     }
 }
 
@@ -741,7 +741,7 @@ impl Repo {
             .or_else(|| env("EMAIL"))
             .unwrap_or_else(|| self.default_email.clone());
         let when = env(&format!("GIT_{kind}_DATE"))
-            .and_then(|date| text::parse_date(&date))
+            .and_then(|date| dates::parse_date(&date))
             .unwrap_or_else(|| (now(), "+0000".to_string()));
         (
             format!("{name} <{email}>"),

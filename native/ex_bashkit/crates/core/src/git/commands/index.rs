@@ -343,7 +343,7 @@ impl Ctx<'_> {
             author = Some((given.to_string(), when));
         }
         if let Some(date) = args.value("--date") {
-            let (seconds, zone) = text::parse_date(date)
+            let (seconds, zone) = dates::parse_date(date)
                 .ok_or_else(|| Out::fatal(format!("invalid date format: {date}")))?;
             let who = match author.take() {
                 Some((who, _)) => who,

@@ -1,6 +1,7 @@
 //! `log`, `show` and `diff`, and the history walks they share.
 
 use super::*;
+use crate::git::walk::Walk;
 
 /// The options `diff` takes: what it compares, how it prints the changes
 /// (the same as `show`'s), its exit status.
@@ -38,8 +39,12 @@ const SHOW: Spec = Spec {
         "--no-patch",
         "--quiet",
         "--oneline",
+        "--relative-date",
+        "--abbrev-commit",
+        "--no-abbrev-commit",
+        "--no-decorate",
     ],
-    valued: &[&["--format", "--pretty"]],
+    valued: &[&["--format", "--pretty"], &["--date"]],
 };
 
 const LOG: Spec = Spec {
@@ -49,6 +54,9 @@ const LOG: Spec = Spec {
         "-u",
         "--patch",
         "--stat",
+        "--shortstat",
+        "--name-only",
+        "--name-status",
         "--no-color",
         "--oneline",
         "--graph",
@@ -56,14 +64,156 @@ const LOG: Spec = Spec {
         "--reverse",
         "--merges",
         "--no-merges",
+        "--first-parent",
+        "--all",
+        "--branches",
+        "--tags",
+        "--remotes",
+        "--all-match",
+        "--invert-grep",
+        "-i",
+        "--regexp-ignore-case",
+        "-E",
+        "--extended-regexp",
+        "-F",
+        "--fixed-strings",
+        "--relative-date",
+        "--abbrev-commit",
+        "--no-abbrev-commit",
+        "--no-decorate",
         "-<n>",
     ],
     valued: &[
         &["-n", "--max-count"],
         &["--format", "--pretty"],
         &["--author"],
+        &["--committer"],
+        &["--grep"],
+        &["--since", "--after"],
+        &["--until", "--before"],
+        &["--skip"],
+        &["--date"],
+        &["--min-parents"],
+        &["--max-parents"],
     ],
 };
+
+/// A date `--since`/`--until` take, or their refusal.
+fn approximate(date: &str, option: &str) -> Result<i64, Out> {
+    dates::approxidate(date, now()).ok_or_else(|| {
+        Out::fatal(format!(
+            "not supported by the sandbox's git: {option}={date} (a date this git does not read)"
+        ))
+    })
+}
+
+/// Which walked commits `log` shows: by author, committer, message,
+/// date, number of parents.
+pub(super) struct Filter {
+    /// Repeated `--author` (or `--committer`): any of them.
+    author: Vec<regex::Regex>,
+    committer: Vec<regex::Regex>,
+    grep: Vec<regex::Regex>,
+    all_match: bool,
+    invert_grep: bool,
+    until: Option<i64>,
+    min_parents: usize,
+    max_parents: Option<usize>,
+}
+
+impl Filter {
+    /// The filters `args` give; `None` when there are none.
+    pub(super) fn of(args: &Args<'_>) -> Result<Option<Filter>, Out> {
+        let ignore_case = args.has(&["-i", "--regexp-ignore-case"]);
+        let compile = |pattern: &str| {
+            let source = if args.has(&["-F", "--fixed-strings"]) {
+                regex::escape(pattern)
+            } else if args.has(&["-E", "--extended-regexp"]) {
+                pattern.to_string()
+            } else {
+                text::basic_regex(pattern)
+            };
+            regex::RegexBuilder::new(&source)
+                .case_insensitive(ignore_case)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|e| Out::fatal(format!("command line, '{pattern}': {e}")))
+        };
+        // A repeated option's values, one per line.
+        let all = |given: Option<&str>| -> Result<Vec<regex::Regex>, Out> {
+            given
+                .map_or(Vec::new(), |v| v.split('\n').collect())
+                .into_iter()
+                .map(compile)
+                .collect()
+        };
+        let parents = |key: &str| -> Result<Option<usize>, Out> {
+            args.value(key)
+                .map(|n| {
+                    n.parse()
+                        .map_err(|_| Out::fatal(format!("'{n}': not an integer")))
+                })
+                .transpose()
+        };
+        let mut min_parents = parents("--min-parents")?.unwrap_or(0);
+        let mut max_parents = parents("--max-parents")?;
+        if args.has(&["--merges"]) {
+            min_parents = 2;
+        }
+        if args.has(&["--no-merges"]) {
+            max_parents = Some(1);
+        }
+        let filter = Filter {
+            author: all(args.value("--author"))?,
+            committer: all(args.value("--committer"))?,
+            grep: all(args.value("--grep"))?,
+            all_match: args.has(&["--all-match"]),
+            invert_grep: args.has(&["--invert-grep"]),
+            until: args
+                .value("--until")
+                .map(|d| approximate(d, "--until"))
+                .transpose()?,
+            min_parents,
+            max_parents,
+        };
+        let none = filter.author.is_empty()
+            && filter.committer.is_empty()
+            && filter.grep.is_empty()
+            && filter.until.is_none()
+            && filter.min_parents == 0
+            && filter.max_parents.is_none();
+        Ok((!none).then_some(filter))
+    }
+
+    pub(super) fn passes(&self, commit: &crate::git::repo::Commit) -> bool {
+        let who = |s: &crate::git::repo::Signature| format!("{} <{}>", s.name, s.email);
+        let parents = commit.parents.len();
+        if parents < self.min_parents || self.max_parents.is_some_and(|m| parents > m) {
+            return false;
+        }
+        if self
+            .until
+            .is_some_and(|until| commit.committer.time > until)
+        {
+            return false;
+        }
+        let any = |patterns: &[regex::Regex], s: &crate::git::repo::Signature| {
+            patterns.is_empty() || patterns.iter().any(|r| r.is_match(&who(s)))
+        };
+        if !any(&self.author, &commit.author) || !any(&self.committer, &commit.committer) {
+            return false;
+        }
+        if self.grep.is_empty() {
+            return true;
+        }
+        let matches = |r: &regex::Regex| commit.message.lines().any(|l| r.is_match(l));
+        let found = match self.all_match {
+            true => self.grep.iter().all(matches),
+            false => self.grep.iter().any(matches),
+        };
+        found != self.invert_grep
+    }
+}
 
 fn unsupported_placeholder(token: &str) -> Out {
     Out::fatal(format!(
@@ -327,8 +477,9 @@ impl Ctx<'_> {
         format: &str,
         oid: &str,
         commit: &crate::git::repo::Commit,
-        abbrev: &Abbrev,
+        shown: &Shown,
     ) -> Result<String, Out> {
+        let abbrev = &shown.abbrev;
         let mut out = String::new();
         let mut chars = format.chars().peekable();
         let body = commit
@@ -362,15 +513,17 @@ impl Ctx<'_> {
                 _ => (None, ""),
             };
             if let Some(who) = who {
-                let iso = || text::iso_date(who.time, &who.zone);
+                let iso = || dates::iso_date(who.time, &who.zone);
                 match field {
                     "n" => out.push_str(&who.name),
                     "e" => out.push_str(&who.email),
                     "l" => out.push_str(who.email.split('@').next().unwrap_or("")),
-                    "d" => out.push_str(&who.date()),
+                    "d" => out.push_str(&shown.date.show(who.time, &who.zone, shown.now)),
+                    "r" => out.push_str(&dates::relative(who.time, shown.now)),
+                    "D" => out.push_str(&DateMode::Rfc.show(who.time, &who.zone, shown.now)),
                     "t" => out.push_str(&who.time.to_string()),
                     "i" => out.push_str(&iso()),
-                    "I" => out.push_str(&text::strict_iso_date(who.time, &who.zone)),
+                    "I" => out.push_str(&dates::strict_iso_date(who.time, &who.zone)),
                     "s" => out.push_str(&iso()[..10]),
                     _ => return Err(unsupported_placeholder(&token)),
                 }
@@ -420,13 +573,17 @@ impl Ctx<'_> {
         style: &Style,
         oid: &str,
         commit: &crate::git::repo::Commit,
-        abbrev: &Abbrev,
+        shown: &Shown,
     ) -> Result<String, Out> {
+        let abbrev = &shown.abbrev;
         Ok(match style {
             Style::Oneline => format!("{} {}\n", abbrev.of(oid, None), commit.subject()),
-            Style::Format(format, _) => Self::formatted(format, oid, commit, abbrev)?,
+            Style::Format(format, _) => Self::formatted(format, oid, commit, shown)?,
             Style::Medium => {
-                let mut out = format!("commit {oid}\n");
+                let mut out = match shown.abbrev_commit {
+                    true => format!("commit {}\n", abbrev.of(oid, None)),
+                    false => format!("commit {oid}\n"),
+                };
                 if commit.parents.len() > 1 {
                     let parents: Vec<String> =
                         commit.parents.iter().map(|p| abbrev.of(p, None)).collect();
@@ -437,7 +594,9 @@ impl Ctx<'_> {
                     "Author: {} <{}>\nDate:   {}\n\n",
                     commit.author.name,
                     commit.author.email,
-                    commit.author.date()
+                    shown
+                        .date
+                        .show(commit.author.time, &commit.author.zone, shown.now)
                 );
                 for line in commit.message.lines() {
                     if line.is_empty() {
@@ -451,87 +610,194 @@ impl Ctx<'_> {
         })
     }
 
-    pub(super) async fn log(&self, args: &[String]) -> Run {
-        let args = Args::parse(args, &LOG)?;
-        let limit: Option<usize> = match args.value("-n") {
-            Some(n) => Some(
-                n.parse()
-                    .map_err(|_| Out::fatal(format!("'{n}': not an integer")))?,
-            ),
-            None => None,
-        };
-        let style = Style::of(&args)?;
-        let abbrev = self.repo.abbrev().await;
-        let (start, stop) = match args.operands.first() {
-            Some(range) if range.contains("..") => {
-                let (a, b) = range.split_once("..").unwrap_or(("", ""));
-                (if b.is_empty() { "HEAD" } else { b }, Some(a))
+    /// The revisions and paths `log`, `rev-list` and `shortlog` are given:
+    /// `A`, `^A`, `A..B`, `A...B`, `--all`/`--branches`/`--tags`/`--remotes`,
+    /// then operands that name files (before `--` as git takes them) and
+    /// everything after `--`. `HEAD` when no revision is named.
+    pub(in crate::git) async fn walk_of(&self, args: &Args<'_>) -> Result<Walk, Out> {
+        let repo = &self.repo;
+        let mut walk = Walk::default();
+        let mut named = false;
+        for (flag, kind) in [
+            ("--branches", "heads"),
+            ("--tags", "tags"),
+            ("--remotes", "remotes"),
+        ] {
+            if args.has(&[flag, "--all"]) {
+                named = true;
+                for name in repo.refs(kind).await {
+                    if let Some(oid) = repo.read_ref(&format!("refs/{kind}/{name}")).await {
+                        // Tags of trees and blobs are no history.
+                        if repo.commit(&oid).await.is_ok() {
+                            walk.include.push(oid);
+                        }
+                    }
+                }
             }
-            Some(rev) => (*rev, None),
-            None => ("HEAD", None),
+        }
+        if args.has(&["--all"]) {
+            walk.include.extend(repo.head_commit().await);
+        }
+        let or_head = |name: &str| match name {
+            "" => "HEAD".to_string(),
+            name => name.to_string(),
         };
-        if self.repo.resolve(start).await.is_none() && start == "HEAD" {
-            let branch = self.branch_name().await.unwrap_or_default();
+        let mut paths: Vec<String> = Vec::new();
+        for operand in &args.operands {
+            if let Some((a, b)) = operand.split_once("...") {
+                let (a, b) = (
+                    self.revision(&or_head(a)).await?,
+                    self.revision(&or_head(b)).await?,
+                );
+                walk.exclude
+                    .extend(crate::git::merge::bases(repo, &a, &b).await);
+                walk.include.extend([a, b]);
+            } else if let Some((a, b)) = operand.split_once("..") {
+                walk.exclude.push(self.revision(&or_head(a)).await?);
+                walk.include.push(self.revision(&or_head(b)).await?);
+            } else if let Some(negated) = operand.strip_prefix('^') {
+                walk.exclude.push(self.revision(negated).await?);
+            } else if repo.resolve(operand).await.is_some() && paths.is_empty() {
+                walk.include.push(self.revision(operand).await?);
+            } else if repo
+                .fs
+                .exists(&resolve(&self.here.cwd, operand))
+                .await
+                .unwrap_or(false)
+            {
+                paths.push(self.pathspec(operand));
+                continue;
+            } else {
+                return Err(Out::fatal(format!(
+                    "ambiguous argument '{operand}': unknown revision or path not in the working tree.\n\
+                     Use '--' to separate paths from revisions, like this:\n\
+                     'git <command> [<revision>...] -- [<file>...]'"
+                )));
+            }
+            named = true;
+        }
+        if !named {
+            match repo.head_commit().await {
+                Some(head) => walk.include.push(head),
+                None => {
+                    let branch = self.branch_name().await.unwrap_or_default();
+                    return Err(Out::fatal(format!(
+                        "your current branch '{branch}' does not have any commits yet"
+                    )));
+                }
+            }
+        }
+        paths.extend(args.paths.iter().map(|p| self.pathspec(p)));
+        if let Some(glob) = paths.iter().find(|p| p.contains(['*', '?', '['])) {
             return Err(Out::fatal(format!(
-                "your current branch '{branch}' does not have any commits yet"
+                "not supported by the sandbox's git: history of a glob pathspec ({glob})"
             )));
         }
-        let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
-        let graph = args.has(&["--graph"]);
-        let commits = if graph || args.has(&["--topo-order"]) {
-            self.topo_history(start, stop).await?
-        } else {
-            // Without filters, -n stops the walk itself.
-            let filtered = !specs.is_empty()
-                || args.value("--author").is_some()
-                || args.has(&["--merges", "--no-merges"]);
-            let walk_limit = limit.filter(|_| !filtered);
-            self.history_upto(start, stop, walk_limit).await?
+        walk.paths = paths;
+        walk.first_parent = args.has(&["--first-parent"]);
+        walk.since = match args.value("--since") {
+            Some(date) => Some(approximate(date, "--since")?),
+            None => None,
         };
+        Ok(walk)
+    }
+
+    pub(super) async fn log(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &LOG)?;
+        let count = |key: &str| -> Result<Option<usize>, Out> {
+            match args.value(key) {
+                Some(n) => n
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| Out::fatal(format!("'{n}': not an integer"))),
+                None => Ok(None),
+            }
+        };
+        let (limit, skip) = (count("-n")?, count("--skip")?.unwrap_or(0));
+        let style = Style::of(&args)?;
+        let shown = Shown::of(&self.repo, &args).await?;
+        let walk = self.walk_of(&args).await?;
+        let filter = Filter::of(&args)?;
+        let graph = args.has(&["--graph"]);
+        let topo = graph || args.has(&["--topo-order"]);
+        if topo
+            && (filter.is_some()
+                || !walk.paths.is_empty()
+                || walk.first_parent
+                || walk.since.is_some()
+                || walk.include.len() != 1
+                || skip > 0)
+        {
+            return Err(Out::fatal(
+                "not supported by the sandbox's git: --graph or --topo-order with filters, paths or more than one revision",
+            ));
+        }
         if graph && args.has(&["--reverse"]) {
             return Err(Out::fatal(
                 "options '--reverse' and '--graph' cannot be used together",
             ));
         }
+        let steps: Vec<(Oid, crate::git::repo::Commit)> = if topo {
+            let start = walk.include[0].clone();
+            let stop = walk.exclude.first().cloned();
+            let mut steps = Vec::new();
+            for oid in self.topo_history(&start, stop.as_deref()).await? {
+                let commit = self.repo.commit(&oid).await.map_err(failed)?;
+                steps.push((oid, commit));
+            }
+            steps
+        } else {
+            // The walk stops once enough commits passed the filters.
+            let mut passed = 0usize;
+            let wanted = limit.map(|n| n + skip);
+            walk.run(&self.repo, |step| {
+                if filter.as_ref().is_none_or(|f| f.passes(&step.commit)) {
+                    passed += 1;
+                }
+                wanted.is_none_or(|n| passed < n)
+            })
+            .await
+            .map_err(failed)?
+            .into_iter()
+            .map(|s| (s.oid, s.commit))
+            .collect()
+        };
         let mut parents_of = Vec::new();
         let patch = args.has(&["-p", "-u", "--patch"]);
-        let stat = args.has(&["--stat"]);
+        let summary = args.has(&["--stat", "--shortstat", "--name-only", "--name-status"]);
         let mut entries = Vec::new();
-        for oid in commits {
+        let mut skipped = 0;
+        for (oid, commit) in steps {
             if limit.is_some_and(|n| entries.len() >= n) {
                 break;
             }
-            let commit = self.repo.commit(&oid).await.map_err(failed)?;
+            if filter.as_ref().is_some_and(|f| !f.passes(&commit)) {
+                continue;
+            }
+            if skipped < skip {
+                skipped += 1;
+                continue;
+            }
             let merge = commit.parents.len() > 1;
-            if (args.has(&["--merges"]) && !merge) || (args.has(&["--no-merges"]) && merge) {
-                continue;
-            }
-            if let Some(author) = args.value("--author") {
-                if !commit.author.name.contains(author) && !commit.author.email.contains(author) {
-                    continue;
+            let mut entry = Self::entry(&style, &oid, &commit, &shown)?;
+            // A merge shows no diff unless asked (`-m`, `--cc`).
+            if !merge && (patch || summary) {
+                let changes = self.commit_changes(&commit, &walk.paths).await?;
+                if !changes.is_empty() {
+                    let rendered = Self::render(&changes, &args, &shown.abbrev);
+                    // Where git puts the changes after each format's entry.
+                    match style {
+                        Style::Oneline => entry.push_str(&rendered),
+                        Style::Medium | Style::Format(_, true) => {
+                            entry.push('\n');
+                            entry.push_str(&rendered);
+                        }
+                        Style::Format(_, false) => {
+                            entry.push_str("\n\n");
+                            entry.push_str(rendered.strip_suffix('\n').unwrap_or(&rendered));
+                        }
+                    }
                 }
-            }
-            // A merge shows no diff unless asked (`-m`, `--cc`), and with
-            // paths it is left out when its first parent had them the same.
-            let needs_changes =
-                (patch || stat || !specs.is_empty()) && !(merge && specs.is_empty());
-            let changes = if needs_changes {
-                self.commit_changes(&commit, &specs).await?
-            } else {
-                Vec::new()
-            };
-            if !specs.is_empty() && changes.is_empty() {
-                continue;
-            }
-            let mut entry = Self::entry(&style, &oid, &commit, &abbrev)?;
-            if merge {
-                // No patch or stat for a merge.
-            } else if stat {
-                entry.push('\n');
-                entry.push_str(&diff::stat(&changes));
-            } else if patch {
-                entry.push('\n');
-                entry.push_str(&changes.iter().map(|c| c.patch(&abbrev)).collect::<String>());
             }
             entries.push(entry);
             parents_of.push((oid, commit.parents));
@@ -618,8 +884,9 @@ impl Ctx<'_> {
         }
         let commit = self.repo.commit(&oid).await.map_err(failed)?;
         let style = Style::of(&args)?;
-        let abbrev = self.repo.abbrev().await;
-        out.push_str(&Self::entry(&style, &oid, &commit, &abbrev)?);
+        let shown = Shown::of(&self.repo, &args).await?;
+        let abbrev = shown.abbrev.clone();
+        out.push_str(&Self::entry(&style, &oid, &commit, &shown)?);
         if let Style::Format(_, _) = style {
             out.push('\n');
         }
