@@ -16,7 +16,7 @@ parse_options =
   add rm mv commit status branch checkout switch reset restore merge tag
   describe shortlog blame ls-files merge-base grep cat-file clean init clone
   fetch pull push ls-remote remote ls-tree show-ref count-objects check-ignore
-  name-rev
+  name-rev for-each-ref
 ) ++
     [
       "remote add",

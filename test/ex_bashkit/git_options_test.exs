@@ -65,7 +65,44 @@ defmodule ExBashkit.GitOptionsTest do
         "git log --format=%s --shortstat -n 2",
         "git log --oneline --stat -n 2",
         "git shortlog -s -n --all",
-        "git shortlog -s main..feature"
+        "git shortlog -s main..feature",
+        # Listings of trees, commits and refs.
+        "git ls-tree HEAD",
+        "git ls-tree -r HEAD",
+        "git ls-tree -r -t HEAD",
+        "git ls-tree -r --name-only HEAD",
+        "git ls-tree -d HEAD",
+        "git ls-tree -r -d HEAD",
+        "git ls-tree -l HEAD",
+        "git ls-tree HEAD src",
+        "git ls-tree HEAD src/",
+        "git ls-tree -r HEAD src",
+        "git ls-tree -t HEAD src/lib/mod.rs",
+        "git ls-tree HEAD~3 docs/",
+        "git ls-tree 'HEAD^{tree}' --object-only",
+        "git rev-list HEAD",
+        "git rev-list --count HEAD",
+        "git rev-list --all --count",
+        "git rev-list main..feature",
+        "git rev-list --reverse -n 3 HEAD",
+        "git rev-list --first-parent --count HEAD",
+        "git rev-list HEAD -- docs",
+        "git show-ref",
+        "git show-ref --tags -d",
+        "git show-ref --heads -s",
+        "git show-ref main",
+        "git show-ref --verify refs/heads/main",
+        "git for-each-ref",
+        "git for-each-ref refs/tags",
+        "git for-each-ref --format='%(refname:short) %(objectname:short) %(objecttype)'",
+        "git for-each-ref --sort=-creatordate --format='%(refname) %(creatordate:iso)'",
+        "git for-each-ref --sort=-committerdate --count=2 refs/heads --format='%(HEAD) %(refname:short) %(subject) %(authorname) %(committerdate:relative)'",
+        "git for-each-ref --format='%(refname:strip=2) %(*objectname) %(taggername) %(taggeremail)' refs/tags",
+        "git tag --sort=-creatordate",
+        "git tag --sort=version:refname",
+        "git tag -l --sort=-taggerdate --format='%(refname:short) %(subject)'",
+        "git branch --sort=-committerdate",
+        "git branch -a --sort=refname"
       ] do
     test "#{command} prints what real git prints", ctx do
       expected = git!(ctx.repo, unquote(command))
@@ -95,7 +132,7 @@ defmodule ExBashkit.GitOptionsTest do
           {"git log -Shello --oneline", "-Shello"},
           {"git diff -U1 HEAD~1", "-U1"},
           {"git diff --numstat HEAD~1", "--numstat"},
-          {"git tag --sort=-creatordate", "--sort=-creatordate"},
+          {"git tag --contains HEAD", "--contains"},
           {"git branch --merged", "--merged"},
           {"git status --ignored", "--ignored"},
           {"git add -n .", "-n"},
@@ -144,7 +181,11 @@ defmodule ExBashkit.GitOptionsTest do
     "merge-base" => "HEAD feature",
     "grep" => "-I hello",
     "cat-file" => "-p HEAD",
-    "blame" => "a.txt"
+    "blame" => "a.txt",
+    "ls-tree" => "HEAD",
+    "rev-list" => "HEAD",
+    "show-ref" => "",
+    "for-each-ref" => ""
   }
 
   defp git_options do

@@ -6,6 +6,7 @@ mod branches;
 mod checkout;
 mod git_options;
 mod index;
+mod listing;
 mod log;
 mod merging;
 mod plumbing;
@@ -31,7 +32,8 @@ use crate::network::AllowNet;
 
 const SUPPORTED: &str = "init, clone, fetch, pull, push, ls-remote, remote, config, add, rm, \
 mv, commit, status, log, show, diff, branch, checkout, switch, reset, restore, merge, stash, tag, \
-describe, shortlog, blame, ls-files, rev-parse, merge-base, grep, cat-file, clean";
+describe, shortlog, blame, ls-files, ls-tree, rev-parse, rev-list, merge-base, show-ref, \
+for-each-ref, grep, cat-file, clean";
 
 pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
     let Some((command, rest)) = args.split_first() else {
@@ -110,6 +112,10 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                 "describe" => it.describe(rest).await,
                 "shortlog" => it.shortlog(rest).await,
                 "blame" => it.blame(rest).await,
+                "ls-tree" => it.ls_tree(rest).await,
+                "rev-list" => it.rev_list(rest).await,
+                "show-ref" => it.show_ref(rest).await,
+                "for-each-ref" => it.for_each_ref(rest).await,
                 "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply" | "reflog"
                 | "submodule" | "worktree" | "gc" | "filter-branch" | "replace" => Err(
                     Out::error(
@@ -307,8 +313,10 @@ impl<'a> Args<'a> {
                 existing.push_str("\n\n");
                 existing.push_str(value);
             }
-            // Repeated `-e` (grep), `--grep`, `--author`: one per line.
-            Some(existing) if ["-e", "--grep", "--author", "--committer"].contains(&key) => {
+            // Repeated `-e` (grep), `--grep`, `--author`, `--sort`: one per line.
+            Some(existing)
+                if ["-e", "--grep", "--author", "--committer", "--sort"].contains(&key) =>
+            {
                 existing.push('\n');
                 existing.push_str(value);
             }

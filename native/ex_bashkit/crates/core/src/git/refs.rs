@@ -237,6 +237,25 @@ impl Repo {
         names.into_iter().collect()
     }
 
+    /// Every ref under `refs/` by its full name (`refs/heads/main`), loose
+    /// and packed, sorted as git sorts them (byte order).
+    pub async fn all_refs(&self) -> Vec<String> {
+        let mut names = std::collections::BTreeSet::new();
+        let mut pending = vec![self.git.join("refs")];
+        while let Some(dir) = pending.pop() {
+            for (name, is_dir) in self.io.read_dir(&dir).await.unwrap_or_default() {
+                let path = dir.join(&name);
+                if is_dir {
+                    pending.push(path);
+                } else if let Ok(name) = path.strip_prefix(&self.git) {
+                    names.insert(name.to_string_lossy().into_owned());
+                }
+            }
+        }
+        names.extend(self.packed_refs().await.into_keys());
+        names.into_iter().collect()
+    }
+
     /// The commit `HEAD` names; `None` before the first commit.
     pub async fn head_commit(&self) -> Option<Oid> {
         match self.head().await {

@@ -1,5 +1,6 @@
 //! `branch` and `tag`.
 
+use super::listing;
 use super::*;
 
 impl Ctx<'_> {
@@ -27,7 +28,7 @@ impl Ctx<'_> {
                     "-l",
                     "--list",
                 ],
-                valued: &[],
+                valued: &[&["--sort"]],
             },
         )?;
         // `-v -v` (or `-vv`, read as two): each branch's upstream too.
@@ -168,6 +169,19 @@ impl Ctx<'_> {
                         listed.push((format!("{prefix}{name}"), target));
                     }
                 }
+                if let Some(keys) = args.value("--sort") {
+                    let full = |name: &str| match name.strip_prefix("remotes/") {
+                        Some(_) => format!("refs/{name}"),
+                        None if locals => format!("refs/heads/{name}"),
+                        None => format!("refs/remotes/{name}"),
+                    };
+                    let mut items = self
+                        .listed(listed.iter().map(|(n, _)| full(n)).collect())
+                        .await?;
+                    listing::sort_listed(&mut items, &keys.split('\n').collect::<Vec<_>>())?;
+                    let order: Vec<String> = items.into_iter().map(|i| i.name).collect();
+                    listed.sort_by_key(|(name, _)| order.iter().position(|o| *o == full(name)));
+                }
                 // git aligns the names of the branches it lists, links aside.
                 let width = listed
                     .iter()
@@ -267,7 +281,7 @@ impl Ctx<'_> {
                     "-l",
                     "--list",
                 ],
-                valued: &[&["-m", "--message"]],
+                valued: &[&["-m", "--message"], &["--sort"], &["--format"]],
             },
         )?;
         let repo = &self.repo;
@@ -295,14 +309,28 @@ impl Ctx<'_> {
             ));
         }
         match args.operands.as_slice() {
-            patterns if listing || patterns.is_empty() => Ok(Out::ok(
-                repo.refs("tags")
+            patterns if listing || patterns.is_empty() => {
+                let names = repo
+                    .refs("tags")
                     .await
-                    .iter()
+                    .into_iter()
                     .filter(|t| patterns.is_empty() || patterns.iter().any(|p| text::glob(p, t)))
-                    .map(|t| format!("{t}\n"))
-                    .collect::<String>(),
-            )),
+                    .map(|t| format!("refs/tags/{t}"))
+                    .collect();
+                let mut items = self.listed(names).await?;
+                let keys: Vec<&str> = args
+                    .value("--sort")
+                    .map_or(Vec::new(), |k| k.split('\n').collect());
+                listing::sort_listed(&mut items, &keys)?;
+                let format = args.value("--format").unwrap_or("%(refname:strip=2)");
+                let shown = Shown::of(repo, &args).await?;
+                let mut out = String::new();
+                for item in &items {
+                    let line = listing::format_listed(item, format, &shown, None, None)?;
+                    let _ = writeln!(out, "{line}");
+                }
+                Ok(Out::ok(out))
+            }
             names => {
                 let (name, rest) = names.split_first().expect("a name");
                 if repo.tag(name).await.is_some() && !args.has(&["-f", "--force"]) {

@@ -1,0 +1,659 @@
+//! Listings of trees, commits and refs: `ls-tree`, `rev-list`, `show-ref`,
+//! `for-each-ref`, and the `--sort`/`--format` of refs that `tag` shares.
+
+use std::cmp::Ordering;
+
+use super::*;
+use crate::git::repo::{Commit, Signature};
+
+/// One ref a listing shows, with the object it names read.
+pub(super) struct Listed {
+    /// The full name, `refs/tags/v1`.
+    pub(super) name: String,
+    pub(super) oid: Oid,
+    kind: String,
+    /// A commit's fields, or a tag's (its tagger as committer and author).
+    commit: Option<Commit>,
+    tagger: Option<Signature>,
+    /// What an annotated tag names, peeled to the end.
+    peeled: Option<Oid>,
+}
+
+impl Ctx<'_> {
+    /// `refs` (full names) read for a listing.
+    pub(super) async fn listed(&self, refs: Vec<String>) -> Result<Vec<Listed>, Out> {
+        let repo = &self.repo;
+        let mut items = Vec::with_capacity(refs.len());
+        for name in refs {
+            let Some(oid) = repo.read_ref(&name).await else {
+                continue;
+            };
+            let (kind, body) = repo.read_object(&oid).await.map_err(failed)?;
+            let mut item = Listed {
+                name,
+                oid: oid.clone(),
+                kind: kind.clone(),
+                commit: None,
+                tagger: None,
+                peeled: None,
+            };
+            match kind.as_str() {
+                "commit" => item.commit = Some(repo.commit(&oid).await.map_err(failed)?),
+                "tag" => {
+                    let text = String::from_utf8_lossy(&body);
+                    let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
+                    item.tagger = headers
+                        .lines()
+                        .find_map(|l| l.strip_prefix("tagger "))
+                        .map(Signature::parse);
+                    item.peeled = Some(repo.peel(&oid).await.map_err(failed)?);
+                    // The tag's message stands for its subject and body.
+                    let mut as_commit = Commit {
+                        tree: String::new(),
+                        parents: Vec::new(),
+                        author: item.tagger.clone().unwrap_or_else(|| Signature::parse("")),
+                        committer: item.tagger.clone().unwrap_or_else(|| Signature::parse("")),
+                        message: message.to_string(),
+                    };
+                    if item.tagger.is_none() {
+                        as_commit.author.time = 0;
+                    }
+                    item.commit = Some(as_commit);
+                }
+                _ => {}
+            }
+            items.push(item);
+        }
+        Ok(items)
+    }
+}
+
+/// Sorts by git's `--sort` keys, the last given first; ties by name.
+pub(super) fn sort_listed(items: &mut [Listed], keys: &[&str]) -> Result<(), Out> {
+    for key in keys {
+        check_sort_key(key)?;
+    }
+    items.sort_by(|a, b| {
+        for key in keys.iter().rev() {
+            let (reverse, key) = match key.strip_prefix('-') {
+                Some(key) => (true, key),
+                None => (false, *key),
+            };
+            let order = compare(a, b, key);
+            let order = if reverse { order.reverse() } else { order };
+            if order != Ordering::Equal {
+                return order;
+            }
+        }
+        a.name.cmp(&b.name)
+    });
+    Ok(())
+}
+
+fn check_sort_key(key: &str) -> Result<(), Out> {
+    match key.trim_start_matches('-') {
+        "refname" | "version:refname" | "v:refname" | "objectname" | "objecttype"
+        | "creatordate" | "committerdate" | "authordate" | "taggerdate" => Ok(()),
+        _ => Err(Out::fatal(format!(
+            "not supported by the sandbox's git: --sort={key}"
+        ))),
+    }
+}
+
+fn compare(a: &Listed, b: &Listed, key: &str) -> Ordering {
+    match key {
+        "refname" => a.name.cmp(&b.name),
+        "version:refname" | "v:refname" => version_order(&a.name, &b.name),
+        "objectname" => a.oid.cmp(&b.oid),
+        "objecttype" => a.kind.cmp(&b.kind),
+        date => date_of(a, date).cmp(&date_of(b, date)),
+    }
+}
+
+/// A date field of a ref's object; refs without one sort first.
+fn date_of(item: &Listed, field: &str) -> i64 {
+    let commit = item.commit.as_ref().filter(|_| item.kind == "commit");
+    match field {
+        "committerdate" => commit.map_or(0, |c| c.committer.time),
+        "authordate" => commit.map_or(0, |c| c.author.time),
+        "taggerdate" => item.tagger.as_ref().map_or(0, |t| t.time),
+        // creatordate: a tag's tagger, else a commit's committer.
+        _ => item
+            .tagger
+            .as_ref()
+            .map(|t| t.time)
+            .or(commit.map(|c| c.committer.time))
+            .unwrap_or(0),
+    }
+}
+
+/// git's version order: runs of digits compared as numbers.
+fn version_order(a: &str, b: &str) -> Ordering {
+    let (mut a, mut b) = (a.as_bytes(), b.as_bytes());
+    loop {
+        match (a.first(), b.first()) {
+            (None, None) => return Ordering::Equal,
+            (None, _) => return Ordering::Less,
+            (_, None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let run = |s: &[u8]| s.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (ra, rb) = (run(a), run(b));
+                let (na, nb) = (&a[..ra], &b[..rb]);
+                let trim = |n: &[u8]| {
+                    let zeros = n.iter().take_while(|c| **c == b'0').count();
+                    n[zeros.min(n.len().saturating_sub(1))..].to_vec()
+                };
+                let (ta, tb) = (trim(na), trim(nb));
+                let order = ta.len().cmp(&tb.len()).then(ta.cmp(&tb));
+                if order != Ordering::Equal {
+                    return order;
+                }
+                a = &a[ra..];
+                b = &b[rb..];
+            }
+            (Some(x), Some(y)) if x != y => return x.cmp(y),
+            _ => {
+                a = &a[1..];
+                b = &b[1..];
+            }
+        }
+    }
+}
+
+/// What a `--format` string prints for one ref: the atoms this git has;
+/// another is refused.
+pub(super) fn format_listed(
+    item: &Listed,
+    format: &str,
+    shown: &Shown,
+    head: Option<&str>,
+    upstream: Option<&str>,
+) -> Result<String, Out> {
+    let mut out = String::new();
+    let mut rest = format;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if let Some(after) = rest.strip_prefix("%%") {
+            out.push('%');
+            rest = after;
+            continue;
+        }
+        if let Some(inner) = rest.strip_prefix("%(") {
+            let Some(end) = inner.find(')') else {
+                return Err(Out::fatal(format!("malformed format string {format}")));
+            };
+            out.push_str(&atom(item, &inner[..end], shown, head, upstream)?);
+            rest = &inner[end + 1..];
+            continue;
+        }
+        if let Some(byte) = rest.get(1..3).and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            out.push(char::from(byte));
+            rest = &rest[3..];
+            continue;
+        }
+        out.push('%');
+        rest = &rest[1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn atom(
+    item: &Listed,
+    atom: &str,
+    shown: &Shown,
+    head: Option<&str>,
+    upstream: Option<&str>,
+) -> Result<String, Out> {
+    let unsupported = || {
+        Out::fatal(format!(
+            "not supported by the sandbox's git: the format atom %({atom})"
+        ))
+    };
+    let (name, modifier) = match atom.split_once(':') {
+        Some((name, modifier)) => (name, Some(modifier)),
+        None => (atom, None),
+    };
+    let short_name = |full: &str| {
+        ["refs/heads/", "refs/tags/", "refs/remotes/", "refs/"]
+            .iter()
+            .find_map(|p| full.strip_prefix(p))
+            .unwrap_or(full)
+            .to_string()
+    };
+    let strip = |full: &str, n: usize| full.splitn(n + 1, '/').nth(n).unwrap_or("").to_string();
+    let signature = |who: Option<&Signature>, field: &str| -> Result<String, Out> {
+        let Some(who) = who else {
+            return Ok(String::new());
+        };
+        Ok(match (field, modifier) {
+            ("name", None) => who.name.clone(),
+            ("email", None) => format!("<{}>", who.email),
+            ("date", None) => shown.date.show(who.time, &who.zone, shown.now),
+            ("date", Some(mode)) => DateMode::named(mode)
+                .ok_or_else(unsupported)?
+                .show(who.time, &who.zone, shown.now),
+            _ => return Err(unsupported()),
+        })
+    };
+    let commit = item.commit.as_ref().filter(|_| item.kind == "commit");
+    let message = item
+        .commit
+        .as_ref()
+        .map(|c| c.message.as_str())
+        .unwrap_or("");
+    Ok(match (name, modifier) {
+        ("refname", None) => item.name.clone(),
+        ("refname", Some("short")) => short_name(&item.name),
+        ("refname", Some(m)) if m.starts_with("strip=") || m.starts_with("lstrip=") => {
+            let n = m
+                .split('=')
+                .nth(1)
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(unsupported)?;
+            strip(&item.name, n)
+        }
+        ("objectname", None) => item.oid.clone(),
+        ("objectname", Some("short")) => shown.abbrev.of(&item.oid, None),
+        ("objecttype", None) => item.kind.clone(),
+        ("*objectname", None) => item.peeled.clone().unwrap_or_default(),
+        ("*objecttype", None) => match &item.peeled {
+            Some(_) => "commit".to_string(),
+            None => String::new(),
+        },
+        ("subject" | "contents:subject", None) | ("contents", Some("subject")) => {
+            message.lines().next().unwrap_or("").to_string()
+        }
+        ("HEAD", None) => match head == Some(item.name.as_str()) {
+            true => "*".to_string(),
+            false => " ".to_string(),
+        },
+        ("upstream", None) => upstream
+            .map(|u| format!("refs/remotes/{u}"))
+            .unwrap_or_default(),
+        ("upstream", Some("short")) => upstream.unwrap_or("").to_string(),
+        ("authorname", _) => signature(commit.map(|c| &c.author), "name")?,
+        ("authoremail", _) => signature(commit.map(|c| &c.author), "email")?,
+        ("authordate", _) => signature(commit.map(|c| &c.author), "date")?,
+        ("committername", _) => signature(commit.map(|c| &c.committer), "name")?,
+        ("committeremail", _) => signature(commit.map(|c| &c.committer), "email")?,
+        ("committerdate", _) => signature(commit.map(|c| &c.committer), "date")?,
+        ("taggername", _) => signature(item.tagger.as_ref(), "name")?,
+        ("taggeremail", _) => signature(item.tagger.as_ref(), "email")?,
+        ("taggerdate", _) => signature(item.tagger.as_ref(), "date")?,
+        ("creatordate", _) => signature(
+            item.tagger.as_ref().or(commit.map(|c| &c.committer)),
+            "date",
+        )?,
+        _ => return Err(unsupported()),
+    })
+}
+
+impl Ctx<'_> {
+    /// `for-each-ref [--format=F] [--sort=K]… [--count=N] [PATTERN…]`.
+    pub(super) async fn for_each_ref(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "for-each-ref",
+                flags: &[],
+                valued: &[&["--format"], &["--sort"], &["--count"]],
+            },
+        )?;
+        let patterns = &args.operands;
+        let refs: Vec<String> = self
+            .repo
+            .all_refs()
+            .await
+            .into_iter()
+            .filter(|name| {
+                patterns.is_empty()
+                    || patterns.iter().any(|p| {
+                        let p = p.trim_end_matches('/');
+                        name == p
+                            || name.starts_with(&format!("{p}/"))
+                            || (p.contains(['*', '?', '[']) && text::glob(p, name))
+                    })
+            })
+            .collect();
+        let mut items = self.listed(refs).await?;
+        let keys: Vec<&str> = args
+            .value("--sort")
+            .map_or(Vec::new(), |k| k.split('\n').collect());
+        sort_listed(&mut items, &keys)?;
+        if let Some(count) = args.value("--count") {
+            let count: usize = count
+                .parse()
+                .map_err(|_| Out::fatal(format!("invalid --count argument: `{count}'")))?;
+            items.truncate(count);
+        }
+        let format = args
+            .value("--format")
+            .unwrap_or("%(objectname) %(objecttype)\t%(refname)");
+        let shown = Shown::of(&self.repo, &args).await?;
+        let head = match self.repo.head().await {
+            Head::Branch(branch) => Some(format!("refs/heads/{branch}")),
+            Head::Detached(_) => None,
+        };
+        let mut out = String::new();
+        for item in &items {
+            let upstream = match item.name.strip_prefix("refs/heads/") {
+                Some(branch) => self.repo.upstream(branch).await.map(|(u, _)| u),
+                None => None,
+            };
+            let line = format_listed(item, format, &shown, head.as_deref(), upstream.as_deref())?;
+            let _ = writeln!(out, "{line}");
+        }
+        Ok(Out::ok(out))
+    }
+
+    /// `show-ref [--head] [--heads|--branches] [--tags] [-d] [-s] [--verify] [-q] [PATTERN…]`.
+    pub(super) async fn show_ref(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "show-ref",
+                flags: &[
+                    "--head",
+                    "--heads",
+                    "--branches",
+                    "--tags",
+                    "-d",
+                    "--dereference",
+                    "-s",
+                    "--hash",
+                    "--verify",
+                    "-q",
+                    "--quiet",
+                ],
+                valued: &[],
+            },
+        )?;
+        let repo = &self.repo;
+        let hash_only = args.has(&["-s", "--hash"]);
+        let quiet = args.has(&["-q", "--quiet"]);
+        let line = |oid: &str, name: &str| match hash_only {
+            true => format!("{oid}\n"),
+            false => format!("{oid} {name}\n"),
+        };
+        let mut out = String::new();
+        if args.has(&["--verify"]) {
+            if args.operands.is_empty() {
+                return Err(Out::fatal("--verify requires a reference"));
+            }
+            for name in &args.operands {
+                let oid = match (name.starts_with("refs/") || *name == "HEAD").then_some(()) {
+                    Some(()) => repo.read_ref(name).await,
+                    None => None,
+                };
+                let Some(oid) = oid else {
+                    return Err(match quiet {
+                        true => Out::error("", 1),
+                        false => Out::fatal(format!("'{name}' - not a valid ref")),
+                    });
+                };
+                if !quiet {
+                    out.push_str(&line(&oid, name));
+                }
+            }
+            return Ok(Out::ok(out));
+        }
+        let heads = args.has(&["--heads", "--branches"]);
+        let tags = args.has(&["--tags"]);
+        let mut names = Vec::new();
+        if args.has(&["--head"]) {
+            names.push("HEAD".to_string());
+        }
+        names.extend(repo.all_refs().await.into_iter().filter(|name| {
+            (!heads && !tags)
+                || (heads && name.starts_with("refs/heads/"))
+                || (tags && name.starts_with("refs/tags/"))
+        }));
+        // A pattern matches whole trailing components of the name.
+        let matches = |name: &str| {
+            args.operands.is_empty()
+                || args
+                    .operands
+                    .iter()
+                    .any(|p| name == *p || name.ends_with(&format!("/{p}")))
+        };
+        let mut found = false;
+        for name in names.iter().filter(|n| matches(n)) {
+            let Some(oid) = repo.read_ref(name).await else {
+                continue;
+            };
+            found = true;
+            if quiet {
+                continue;
+            }
+            out.push_str(&line(&oid, name));
+            if args.has(&["-d", "--dereference"]) {
+                let (kind, _) = repo.read_object(&oid).await.map_err(failed)?;
+                if kind == "tag" {
+                    let peeled = repo.peel(&oid).await.map_err(failed)?;
+                    out.push_str(&line(&peeled, &format!("{name}^{{}}")));
+                }
+            }
+        }
+        match found {
+            true => Ok(Out::ok(out)),
+            false => Err(Out::error("", 1)),
+        }
+    }
+
+    /// `rev-list`: the walk `log` makes, one commit name per line, or
+    /// `--count` of them.
+    pub(super) async fn rev_list(&self, args: &[String]) -> Run {
+        let args = Args::parse(args, &REV_LIST)?;
+        let count = |key: &str| -> Result<Option<usize>, Out> {
+            args.value(key)
+                .map(|n| {
+                    n.parse()
+                        .map_err(|_| Out::fatal(format!("'{n}': not an integer")))
+                })
+                .transpose()
+        };
+        let (limit, skip) = (count("-n")?, count("--skip")?.unwrap_or(0));
+        if args.operands.is_empty() && !args.has(&["--all", "--branches", "--tags", "--remotes"]) {
+            return Err(Out::error(
+                "usage: git rev-list [<options>] <commit>... [--] [<path>...]\n",
+                129,
+            ));
+        }
+        let walk = self.walk_of(&args).await?;
+        let filter = super::log::Filter::of(&args)?;
+        let steps = walk.run(&self.repo, |_| true).await.map_err(failed)?;
+        let mut oids: Vec<Oid> = steps
+            .into_iter()
+            .filter(|s| filter.as_ref().is_none_or(|f| f.passes(&s.commit)))
+            .skip(skip)
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|s| s.oid)
+            .collect();
+        if args.has(&["--count"]) {
+            return Ok(Out::ok(format!("{}\n", oids.len())));
+        }
+        if args.has(&["--reverse"]) {
+            oids.reverse();
+        }
+        Ok(Out::ok(
+            oids.iter().map(|o| format!("{o}\n")).collect::<String>(),
+        ))
+    }
+
+    /// `ls-tree [-r] [-t] [-d] [-l] [--name-only] [--object-only] TREE [PATH…]`,
+    /// from the repository's root.
+    pub(super) async fn ls_tree(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "ls-tree",
+                flags: &[
+                    "-r",
+                    "-t",
+                    "-d",
+                    "-l",
+                    "--long",
+                    "--name-only",
+                    "--name-status",
+                    "--object-only",
+                    "--full-tree",
+                    "--full-name",
+                ],
+                valued: &[],
+            },
+        )?;
+        if !self.pathspec(".").is_empty() && !args.has(&["--full-tree"]) {
+            return Err(Out::fatal(
+                "not supported by the sandbox's git: ls-tree below the repository's root (give --full-tree)",
+            ));
+        }
+        let Some((treeish, specs)) = args.operands.split_first() else {
+            return Err(Out::error(
+                "usage: git ls-tree [<options>] <tree-ish> [<path>...]\n",
+                129,
+            ));
+        };
+        let repo = &self.repo;
+        let object = self.object(treeish).await?;
+        let tree = match repo.read_object(&object).await.map_err(failed)?.0.as_str() {
+            "tree" => object,
+            _ => {
+                repo.commit(&object)
+                    .await
+                    .map_err(|_| Out::fatal("not a tree object"))?
+                    .tree
+            }
+        };
+        let specs: Vec<String> = specs
+            .iter()
+            .chain(&args.paths)
+            .map(|s| s.to_string())
+            .collect();
+        let recursive = args.has(&["-r"]);
+        let trees_only = args.has(&["-d"]);
+        let show_trees = args.has(&["-t"]) || trees_only || !recursive;
+        let long = args.has(&["-l", "--long"]);
+        let mut out = String::new();
+        let mut listed = Vec::new();
+        // Depth first, in each tree's order: a subtree's entries come
+        // right after the subtree's own line, as git lists them.
+        let mut stack = vec![(
+            repo.tree_entries(&tree).await.map_err(failed)?,
+            0,
+            String::new(),
+        )];
+        while let Some((entries, at, prefix)) = stack.last_mut() {
+            let Some((name, mode, oid)) = entries.get(*at).cloned() else {
+                stack.pop();
+                continue;
+            };
+            *at += 1;
+            let path = format!("{prefix}{name}");
+            let is_tree = mode == 0o40000;
+            // Whether a path asked for is this entry or inside it, leads
+            // into it, or asks for what it holds (`dir/`).
+            let named = specs.is_empty()
+                || specs.iter().any(|s| {
+                    let s = s.trim_end_matches('/');
+                    s == path || path.starts_with(&format!("{s}/"))
+                });
+            let leads = is_tree && specs.iter().any(|s| s.starts_with(&format!("{path}/")));
+            let opened = specs
+                .iter()
+                .any(|s| s.ends_with('/') && s.trim_end_matches('/') == path);
+            let descend = is_tree && (leads || (recursive && named));
+            let shown = match is_tree {
+                true => {
+                    (named && !opened && (show_trees || !descend))
+                        || (leads && args.has(&["-t"]) && !opened)
+                }
+                false => named && !trees_only,
+            };
+            if shown {
+                listed.push((path.clone(), mode, oid.clone()));
+            }
+            if descend {
+                let children = repo.tree_entries(&oid).await.map_err(failed)?;
+                stack.push((children, 0, format!("{path}/")));
+            }
+        }
+        for (path, mode, oid) in listed {
+            let kind = match mode {
+                0o40000 => "tree",
+                0o160000 => "commit",
+                _ => "blob",
+            };
+            if args.has(&["--name-only", "--name-status"]) {
+                let _ = writeln!(out, "{path}");
+            } else if args.has(&["--object-only"]) {
+                let _ = writeln!(out, "{oid}");
+            } else if long {
+                let size = match kind {
+                    "blob" => repo
+                        .read_object(&oid)
+                        .await
+                        .map_err(failed)?
+                        .1
+                        .len()
+                        .to_string(),
+                    _ => "-".to_string(),
+                };
+                let _ = writeln!(out, "{mode:06o} {kind} {oid} {size:>7}\t{path}");
+            } else {
+                let _ = writeln!(out, "{mode:06o} {kind} {oid}\t{path}");
+            }
+        }
+        Ok(Out::ok(out))
+    }
+}
+
+const REV_LIST: Spec = Spec {
+    command: "rev-list",
+    flags: &[
+        "--count",
+        "--reverse",
+        "--merges",
+        "--no-merges",
+        "--first-parent",
+        "--all",
+        "--branches",
+        "--tags",
+        "--remotes",
+        "--all-match",
+        "--invert-grep",
+        "-i",
+        "--regexp-ignore-case",
+        "-E",
+        "--extended-regexp",
+        "-F",
+        "--fixed-strings",
+        "-<n>",
+    ],
+    valued: &[
+        &["-n", "--max-count"],
+        &["--author"],
+        &["--committer"],
+        &["--grep"],
+        &["--since", "--after"],
+        &["--until", "--before"],
+        &["--skip"],
+        &["--min-parents"],
+        &["--max-parents"],
+    ],
+};
+
+#[cfg(test)]
+mod tests {
+    use super::version_order;
+    use std::cmp::Ordering;
+
+    #[test]
+    fn versions_order_by_their_numbers() {
+        assert_eq!(version_order("v1.10.0", "v1.9.0"), Ordering::Greater);
+        assert_eq!(version_order("v1.2", "v1.2.1"), Ordering::Less);
+        assert_eq!(version_order("v2.0", "v2.0"), Ordering::Equal);
+        assert_eq!(version_order("a", "b"), Ordering::Less);
+    }
+}
