@@ -318,4 +318,45 @@ defmodule ExBashkit.GitOptionsTest do
       assert %Result{stdout: ^expected} = run(session, command), command
     end
   end
+
+  @tag timeout: 300_000
+  test "describe names every commit as git does, past ten candidate tags", ctx do
+    dir = Path.join(Path.dirname(ctx.repo), "tagged")
+    File.mkdir_p!(dir)
+
+    # Branches merged back, more than ten tags (lightweight and annotated,
+    # two on one commit), commits sharing a second.
+    git!(
+      dir,
+      """
+      git init -q -b main .
+      n=0
+      c() { n=$((n+1)); GIT_COMMITTER_DATE="$((1600000000 + n / 2 * 60)) +0000" git commit -q --allow-empty -m "c$n"; }
+      for i in $(seq 1 6); do c; done
+      git tag -a v0.1 -m one; git tag light0
+      for r in 1 2 3 4 5 6; do
+        git checkout -q -b side$r
+        c; c; git tag side-tag$r
+        git checkout -q main
+        c; git tag -a v0.$((r+1)) -m "r$r"
+        GIT_COMMITTER_DATE="$((1600100000 + r * 60)) +0000" git merge -q --no-ff -m "merge $r" side$r
+        c
+      done
+      git tag -a v1.0 -m a; GIT_COMMITTER_DATE=1600200000 git tag -a v1.0-final -m b
+      c; c
+      """,
+      identity()
+    )
+
+    session =
+      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+
+    script =
+      "for c in $(git rev-list --all); do " <>
+        "git describe $c; git describe --tags $c; git describe --tags --abbrev=0 $c; " <>
+        "git describe --tags --match 'side*' $c; git describe --long --always $c; done 2>&1"
+
+    {expected, 0} = System.cmd("bash", ["-c", script], cd: dir, env: host_env())
+    assert %Result{stdout: ^expected} = run(session, script)
+  end
 end

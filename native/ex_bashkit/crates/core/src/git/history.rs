@@ -1,7 +1,7 @@
 //! Commands that read history as a whole: `describe`, `shortlog` and
 //! `blame`, with git's output.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
 
 use similar::{DiffOp, TextDiff};
@@ -110,37 +110,9 @@ impl Ctx<'_> {
             None => None,
         };
         let names = repo.abbrev().await;
-        let mut candidates = Vec::new();
-        let mut unannotated = false;
-        for name in repo.refs("tags").await {
-            if let Some(pattern) = args.value("--match") {
-                if !text::glob(pattern, &name) {
-                    continue;
-                }
-            }
-            let Some(tag) = repo.tag(&name).await else {
-                continue;
-            };
-            let annotated = repo.read_object(&tag).await.is_ok_and(|(k, _)| k == "tag");
-            if !annotated && !all_tags {
-                unannotated = true;
-                continue;
-            }
-            if let Ok(commit) = repo.peel(&tag).await {
-                candidates.push((name, commit));
-            }
-        }
-        let reach = repo.ancestors(&oid).await;
-        let mut best: Option<(usize, String)> = None;
-        for (name, commit) in candidates {
-            if !reach.contains(&commit) {
-                continue;
-            }
-            let depth = reach.difference(&repo.ancestors(&commit).await).count();
-            if best.as_ref().is_none_or(|(d, _)| depth < *d) {
-                best = Some((depth, name));
-            }
-        }
+        let (best, unannotated, any_names) = self
+            .nearest_tag(&oid, all_tags, args.value("--match"))
+            .await?;
         let dirty = match args.flags_like("--dirty") {
             Some(flag) => {
                 let state = self.state().await?;
@@ -160,14 +132,174 @@ impl Ctx<'_> {
             Some((_, name)) if abbrev == Some(0) => name,
             Some((depth, name)) => format!("{name}-{depth}-g{}", names.of(&oid, abbrev)),
             None if args.has(&["--always"]) => names.of(&oid, abbrev),
+            None if !any_names => {
+                return Err(Out::fatal("No names found, cannot describe anything."))
+            }
             None if unannotated => {
                 return Err(Out::fatal(format!(
                     "No annotated tags can describe '{oid}'.\nHowever, there were unannotated tags: try --tags."
                 )))
             }
-            None => return Err(Out::fatal("No names found, cannot describe anything.")),
+            None => {
+                return Err(Out::fatal(format!(
+                    "No tags can describe '{oid}'.\nTry --always, or create some tags."
+                )))
+            }
         };
         Ok(Out::ok(format!("{described}{dirty}\n")))
+    }
+
+    /// The tag `describe` names `target` after, and how many commits
+    /// `target` has that it has not, found as git's describe finds it: a
+    /// walk from `target`, newest commit first, taking up to ten tagged
+    /// commits as candidates, each counting the commits it does not reach;
+    /// the fewest wins (the first found on a tie). Also whether tags were
+    /// left out for being lightweight, and whether there were any.
+    async fn nearest_tag(
+        &self,
+        target: &str,
+        all_tags: bool,
+        pattern: Option<&str>,
+    ) -> Result<(Option<(usize, String)>, bool, bool), Out> {
+        const CANDIDATES: usize = 10;
+        const SEEN: u32 = 1;
+        let repo = &self.repo;
+        // Each tagged commit's best name: annotated over lightweight, the
+        // newer of two annotated tags, else the first by name.
+        let mut named: HashMap<Oid, (u8, i64, String)> = HashMap::new();
+        for name in repo.refs("tags").await {
+            if pattern.is_some_and(|p| !text::glob(p, &name)) {
+                continue;
+            }
+            let Some(tag) = repo.tag(&name).await else {
+                continue;
+            };
+            let Ok((kind, body)) = repo.read_object(&tag).await else {
+                continue;
+            };
+            let (prio, date) = match kind.as_str() {
+                "tag" => {
+                    let text = String::from_utf8_lossy(&body);
+                    let tagger = text
+                        .lines()
+                        .take_while(|l| !l.is_empty())
+                        .find_map(|l| l.strip_prefix("tagger "))
+                        .map_or(0, |t| Signature::parse(t).time);
+                    (2, tagger)
+                }
+                _ => (1, 0),
+            };
+            let Ok(commit) = repo.peel(&tag).await else {
+                continue;
+            };
+            if repo.commit(&commit).await.is_err() {
+                continue;
+            }
+            let replace = match named.get(&commit) {
+                None => true,
+                Some((p, d, _)) => *p < prio || (*p == 2 && prio == 2 && *d < date),
+            };
+            if replace {
+                named.insert(commit, (prio, date, name));
+            }
+        }
+        let usable = |prio: u8| all_tags || prio == 2;
+        if let Some((prio, _, name)) = named.get(target) {
+            if usable(*prio) {
+                return Ok((Some((0, name.clone())), false, true));
+            }
+        }
+        if named.is_empty() {
+            return Ok((None, false, false));
+        }
+        let mut flags: HashMap<Oid, u32> = HashMap::new();
+        // Newest first; equal dates in the order they came.
+        let mut list: VecDeque<(i64, Oid)> = VecDeque::new();
+        let insert = |list: &mut VecDeque<(i64, Oid)>, date: i64, oid: Oid| {
+            let at = list.iter().position(|(d, _)| *d < date).unwrap_or(list.len());
+            list.insert(at, (date, oid));
+        };
+        let date_of = |oid: Oid| async move {
+            repo.commit(&oid).await.map(|c| c.committer.time).unwrap_or(0)
+        };
+        flags.insert(target.to_string(), SEEN);
+        insert(&mut list, date_of(target.to_string()).await, target.to_string());
+        // (name, depth, flag, found order)
+        let mut matches: Vec<(String, usize, u32, usize)> = Vec::new();
+        let (mut annotated, mut unannotated) = (0, false);
+        let mut seen_commits = 0usize;
+        let mut gave_up_on = None;
+        while let Some((date, oid)) = list.pop_front() {
+            seen_commits += 1;
+            if let Some((prio, _, name)) = named.get(&oid) {
+                if !usable(*prio) {
+                    unannotated = true;
+                } else if matches.len() < CANDIDATES {
+                    let flag = 1 << (matches.len() + 1);
+                    matches.push((name.clone(), seen_commits - 1, flag, matches.len()));
+                    *flags.entry(oid.clone()).or_default() |= flag;
+                    if *prio == 2 {
+                        annotated += 1;
+                    }
+                } else {
+                    gave_up_on = Some((date, oid));
+                    break;
+                }
+            }
+            let here = flags.get(&oid).copied().unwrap_or(0);
+            for (_, depth, flag, _) in &mut matches {
+                if here & *flag == 0 {
+                    *depth += 1;
+                }
+            }
+            if annotated > 0 && list.is_empty() {
+                break;
+            }
+            let commit = repo.commit(&oid).await.map_err(failed)?;
+            for parent in commit.parents {
+                let mark = flags.entry(parent.clone()).or_default();
+                let fresh = *mark & SEEN == 0;
+                *mark |= here | SEEN;
+                if fresh {
+                    let date = date_of(parent.clone()).await;
+                    insert(&mut list, date, parent);
+                }
+            }
+        }
+        if matches.is_empty() {
+            return Ok((None, unannotated, true));
+        }
+        matches.sort_by_key(|(_, depth, _, order)| (*depth, *order));
+        let (name, mut depth, flag, _) = matches.swap_remove(0);
+        if let Some((date, oid)) = gave_up_on {
+            insert(&mut list, date, oid);
+        }
+        // The rest of the count: commits still queued that the best
+        // candidate does not reach.
+        while let Some((_, oid)) = list.pop_front() {
+            let here = flags.get(&oid).copied().unwrap_or(0);
+            if here & flag != 0 {
+                if list
+                    .iter()
+                    .all(|(_, o)| flags.get(o).copied().unwrap_or(0) & flag != 0)
+                {
+                    break;
+                }
+            } else {
+                depth += 1;
+            }
+            let commit = repo.commit(&oid).await.map_err(failed)?;
+            for parent in commit.parents {
+                let mark = flags.entry(parent.clone()).or_default();
+                let fresh = *mark & SEEN == 0;
+                *mark |= here | SEEN;
+                if fresh {
+                    let date = date_of(parent.clone()).await;
+                    insert(&mut list, date, parent);
+                }
+            }
+        }
+        Ok((Some((depth, name)), unannotated, true))
     }
 
     /// `git shortlog`: commits grouped by author, or counted (`-s`).
