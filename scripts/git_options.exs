@@ -120,7 +120,7 @@ lines =
   Enum.map(parse_options, fn command ->
     {command, options.(help.(command))}
   end) ++
-    Enum.map(~w(log show diff rev-list), fn command ->
+    Enum.map(~w(log show diff rev-list reflog), fn command ->
       {command, revision_and_diff}
     end)
 

@@ -102,7 +102,13 @@ defmodule ExBashkit.GitOptionsTest do
         "git tag --sort=version:refname",
         "git tag -l --sort=-taggerdate --format='%(refname:short) %(subject)'",
         "git branch --sort=-committerdate",
-        "git branch -a --sort=refname"
+        "git branch -a --sort=refname",
+        "git reflog",
+        "git reflog -n 3",
+        "git reflog show main",
+        "git check-ignore debug.log a.txt build/out.o keep.log build nothing.log || echo exit $?",
+        "git check-ignore a.txt || echo exit $?",
+        "git check-ignore -q debug.log && echo ignored"
       ] do
     test "#{command} prints what real git prints", ctx do
       expected = git!(ctx.repo, unquote(command))
@@ -185,7 +191,9 @@ defmodule ExBashkit.GitOptionsTest do
     "ls-tree" => "HEAD",
     "rev-list" => "HEAD",
     "show-ref" => "",
-    "for-each-ref" => ""
+    "for-each-ref" => "",
+    "reflog" => "",
+    "check-ignore" => "debug.log a.txt build/out.o keep.log build"
   }
 
   defp git_options do

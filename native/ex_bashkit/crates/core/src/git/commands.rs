@@ -33,7 +33,7 @@ use crate::network::AllowNet;
 const SUPPORTED: &str = "init, clone, fetch, pull, push, ls-remote, remote, config, add, rm, \
 mv, commit, status, log, show, diff, branch, checkout, switch, reset, restore, merge, stash, tag, \
 describe, shortlog, blame, ls-files, ls-tree, rev-parse, rev-list, merge-base, show-ref, \
-for-each-ref, grep, cat-file, clean";
+for-each-ref, reflog, check-ignore, grep, cat-file, clean";
 
 pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
     let Some((command, rest)) = args.split_first() else {
@@ -116,7 +116,9 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                 "rev-list" => it.rev_list(rest).await,
                 "show-ref" => it.show_ref(rest).await,
                 "for-each-ref" => it.for_each_ref(rest).await,
-                "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply" | "reflog"
+                "reflog" => it.reflog(rest).await,
+                "check-ignore" => it.check_ignore(rest).await,
+                "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply"
                 | "submodule" | "worktree" | "gc" | "filter-branch" | "replace" => Err(
                     Out::error(
                         format!(
@@ -178,7 +180,7 @@ impl Spec {
         }
         let usage = format!("usage: git {} [<options>]\n", self.command);
         match self.command {
-            "log" | "show" | "rev-list" | "shortlog" | "whatchanged" => {
+            "log" | "show" | "rev-list" | "reflog" | "shortlog" => {
                 Out::fatal(format!("unrecognized argument: {flag}"))
             }
             "diff" => Out::error(format!("error: invalid option: {flag}\n{usage}"), 129),

@@ -216,14 +216,24 @@ impl Ctx<'_> {
         // Newest first; equal dates in the order they came.
         let mut list: VecDeque<(i64, Oid)> = VecDeque::new();
         let insert = |list: &mut VecDeque<(i64, Oid)>, date: i64, oid: Oid| {
-            let at = list.iter().position(|(d, _)| *d < date).unwrap_or(list.len());
+            let at = list
+                .iter()
+                .position(|(d, _)| *d < date)
+                .unwrap_or(list.len());
             list.insert(at, (date, oid));
         };
         let date_of = |oid: Oid| async move {
-            repo.commit(&oid).await.map(|c| c.committer.time).unwrap_or(0)
+            repo.commit(&oid)
+                .await
+                .map(|c| c.committer.time)
+                .unwrap_or(0)
         };
         flags.insert(target.to_string(), SEEN);
-        insert(&mut list, date_of(target.to_string()).await, target.to_string());
+        insert(
+            &mut list,
+            date_of(target.to_string()).await,
+            target.to_string(),
+        );
         // (name, depth, flag, found order)
         let mut matches: Vec<(String, usize, u32, usize)> = Vec::new();
         let (mut annotated, mut unannotated) = (0, false);

@@ -74,6 +74,13 @@ impl Io {
         }
     }
 
+    /// A file on the host opened for reading where `path` is in the
+    /// host tree, to be read a part at a time (a pack of any size).
+    pub fn open_on_host(&self, path: &Path) -> Option<std::fs::File> {
+        let (tree, below) = self.on_host(path)?;
+        tree.open_read(&below).ok()
+    }
+
     pub async fn exists(&self, path: &Path) -> bool {
         match self.on_host(path) {
             Some((tree, below)) => below.as_os_str().is_empty() || tree.lstat(&below).is_ok(),

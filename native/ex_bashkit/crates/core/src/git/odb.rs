@@ -73,14 +73,58 @@ fn kind_name(kind: u8) -> Option<&'static str> {
     }
 }
 
-/// One pack and its index, both read whole.
+/// A pack's bytes: read whole from the session's filesystem, or read a
+/// part at a time from its file on the host, as each object is wanted
+/// (a pack of hundreds of megabytes costs no more than what is read).
+enum PackData {
+    Whole(Vec<u8>),
+    OnHost(std::fs::File),
+}
+
+impl PackData {
+    /// The bytes `at..at + n` (fewer at the end of the pack).
+    fn bytes(&self, at: u64, n: usize) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            PackData::Whole(bytes) => {
+                let start = usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len());
+                let end = start.saturating_add(n).min(bytes.len());
+                std::borrow::Cow::Borrowed(&bytes[start..end])
+            }
+            PackData::OnHost(file) => {
+                use std::os::unix::fs::FileExt;
+                let mut out = vec![0; n];
+                let mut filled = 0;
+                while filled < n {
+                    match file.read_at(&mut out[filled..], at + filled as u64) {
+                        Ok(0) | Err(_) => break,
+                        Ok(read) => filled += read,
+                    }
+                }
+                out.truncate(filled);
+                std::borrow::Cow::Owned(out)
+            }
+        }
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            PackData::Whole(bytes) => bytes.len() as u64,
+            PackData::OnHost(file) => file.metadata().map_or(0, |m| m.len()),
+        }
+    }
+}
+
+/// One pack: its index read whole, its objects as they are wanted.
 struct Pack {
     idx: Vec<u8>,
-    data: Vec<u8>,
+    data: PackData,
     /// Where the names table starts, and how many objects there are.
     names: usize,
     count: usize,
     version: u32,
+    /// Every object's offset, sorted: where each one's bytes end (read
+    /// once, for a pack read a part at a time).
+    ends: std::sync::OnceLock<Vec<u64>>,
     /// Delta bases already expanded, by offset: a chain's shared base
     /// is inflated once.
     bases: Mutex<HashMap<u64, Object>>,
@@ -150,8 +194,8 @@ fn be32(bytes: &[u8], at: usize) -> Option<u32> {
 }
 
 impl Pack {
-    fn new(idx: Vec<u8>, data: Vec<u8>) -> Result<Pack, String> {
-        if data.get(..4) != Some(b"PACK") {
+    fn new(idx: Vec<u8>, data: PackData) -> Result<Pack, String> {
+        if *data.bytes(0, 4) != *b"PACK" {
             return Err(corrupt("pack"));
         }
         let (version, fanout) = if idx.get(..4) == Some(b"\xfftOc") {
@@ -178,6 +222,7 @@ impl Pack {
             names,
             count,
             version,
+            ends: std::sync::OnceLock::new(),
             bases: Mutex::new(HashMap::new()),
         })
     }
@@ -284,8 +329,8 @@ impl Pack {
             if let Some(hit) = self.bases.lock().unwrap().get(&offset) {
                 return Ok(hit.clone());
             }
-            let data = &self.data;
-            let mut at = usize::try_from(offset).map_err(|_| corrupt("pack"))?;
+            let data = self.entry(offset);
+            let mut at = 0usize;
             let mut byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
             at += 1;
             let kind = (byte >> 4) & 7;
@@ -323,7 +368,7 @@ impl Pack {
                 7 => {
                     let base_name = data.get(at..at + 20).ok_or_else(|| corrupt("pack"))?;
                     let base_oid = to_hex(base_name);
-                    let delta = inflate(&data[at + 20..], size)?;
+                    let delta = inflate(data.get(at + 20..).ok_or_else(|| corrupt("pack"))?, size)?;
                     let (kind, base) = odb.read_depth(&base_oid, depth + 1).await?;
                     (kind, Arc::new(apply_delta(&base, &delta)?))
                 }
@@ -331,6 +376,30 @@ impl Pack {
             };
             Ok(object)
         })
+    }
+
+    /// The object stored at `offset`: its bytes up to the next object's
+    /// (or the pack's trailing checksum).
+    fn entry(&self, offset: u64) -> std::borrow::Cow<'_, [u8]> {
+        if let PackData::Whole(bytes) = &self.data {
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
+            return std::borrow::Cow::Borrowed(&bytes[start..]);
+        }
+        let ends = self.ends.get_or_init(|| {
+            let mut offsets: Vec<u64> = (0..self.count).filter_map(|i| self.offset(i)).collect();
+            offsets.sort_unstable();
+            offsets
+        });
+        let end = match ends.binary_search(&offset) {
+            Ok(i) => ends.get(i + 1).copied(),
+            Err(i) => ends.get(i).copied(),
+        }
+        .unwrap_or_else(|| self.data.len().saturating_sub(20));
+        let len = usize::try_from(end.saturating_sub(offset)).unwrap_or(usize::MAX);
+        self.data
+            .bytes(offset, len.min(MAX_OBJECT_BYTES as usize + 64))
     }
 
     fn keep(&self, offset: u64, object: Object) {
@@ -489,10 +558,11 @@ impl Odb {
             for name in names {
                 let stem = name.trim_end_matches(".idx");
                 let idx = self.io.read_file(&pack_dir.join(&name)).await;
-                let data = self
-                    .io
-                    .read_file(&pack_dir.join(format!("{stem}.pack")))
-                    .await;
+                let pack = pack_dir.join(format!("{stem}.pack"));
+                let data = match self.io.open_on_host(&pack) {
+                    Some(file) => Ok(PackData::OnHost(file)),
+                    None => self.io.read_file(&pack).await.map(PackData::Whole),
+                };
                 if let (Ok(idx), Ok(data)) = (idx, data) {
                     if let Ok(pack) = Pack::new(idx, data) {
                         packs.push(pack);

@@ -1081,6 +1081,29 @@ impl Repo {
         ignores
     }
 
+    /// Whether `path` (relative to the root) is ignored, as `check-ignore`
+    /// answers: by a pattern of its own, or a directory above it being so.
+    pub async fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
+        let mut ignores = self.global_ignores().await;
+        let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+        for depth in 0..parts.len() {
+            let dir = parts[..depth].join("/");
+            let file = match dir.is_empty() {
+                true => ".gitignore".to_string(),
+                false => format!("{dir}/.gitignore"),
+            };
+            if let Ok(bytes) = self.read_work(&file).await {
+                ignores.add_gitignore(&bytes, &dir);
+            }
+            let here = parts[..=depth].join("/");
+            let last = depth + 1 == parts.len();
+            if ignores.ignored(&here, !last || is_dir) {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Every file under the root but `.git`, by relative path, each
     /// marked ignored or not. An ignored directory is entered only where
     /// the index tracks something in it.

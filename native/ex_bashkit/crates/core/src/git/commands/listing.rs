@@ -609,6 +609,68 @@ impl Ctx<'_> {
     }
 }
 
+impl Ctx<'_> {
+    /// `reflog [show] [REF] [-n N]`: where a ref has been, newest first,
+    /// as `HEAD@{0}: commit: subject`.
+    pub(super) async fn reflog(&self, args: &[String]) -> Run {
+        let args = match args.first().map(String::as_str) {
+            Some("show") => &args[1..],
+            Some(verb @ ("expire" | "delete" | "exists")) => {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: reflog {verb}"
+                )))
+            }
+            _ => args,
+        };
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "reflog",
+                flags: &["-<n>"],
+                valued: &[&["-n", "--max-count"]],
+            },
+        )?;
+        let limit: usize = match args.value("-n") {
+            Some(n) => n
+                .parse()
+                .map_err(|_| Out::fatal(format!("'{n}': not an integer")))?,
+            None => usize::MAX,
+        };
+        let shown = args.operands.first().copied().unwrap_or("HEAD");
+        if args.operands.len() > 1 {
+            return Err(Out::fatal(
+                "not supported by the sandbox's git: reflog of more than one ref",
+            ));
+        }
+        let file = match shown {
+            "HEAD" => "HEAD".to_string(),
+            name => match self.repo.ref_named(name).await {
+                Some((full, _)) => full,
+                None => {
+                    return Err(Out::fatal(format!(
+                        "ambiguous argument '{name}': unknown revision or path not in the working tree."
+                    )))
+                }
+            },
+        };
+        let log = self
+            .repo
+            .state_file(&format!("logs/{file}"))
+            .await
+            .unwrap_or_default();
+        let abbrev = self.repo.abbrev().await;
+        let mut out = String::new();
+        for (n, line) in log.lines().rev().take(limit).enumerate() {
+            let Some((head, message)) = line.split_once('\t') else {
+                continue;
+            };
+            let new = head.split(' ').nth(1).unwrap_or_default();
+            let _ = writeln!(out, "{} {shown}@{{{n}}}: {message}", abbrev.of(new, None));
+        }
+        Ok(Out::ok(out))
+    }
+}
+
 const REV_LIST: Spec = Spec {
     command: "rev-list",
     flags: &[

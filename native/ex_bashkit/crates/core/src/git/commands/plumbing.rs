@@ -183,6 +183,52 @@ impl Ctx<'_> {
         Ok(Out::ok(out))
     }
 
+    /// `check-ignore [-q] PATH…`: the paths `.gitignore` and friends
+    /// leave out (never a tracked one); exit status 1 when none is.
+    pub(super) async fn check_ignore(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "check-ignore",
+                flags: &["-q", "--quiet"],
+                valued: &[],
+            },
+        )?;
+        let given: Vec<&str> = args.operands.iter().chain(&args.paths).copied().collect();
+        if given.is_empty() {
+            return Err(Out::fatal("no path specified"));
+        }
+        if given.len() > 1 && args.has(&["-q", "--quiet"]) {
+            return Err(Out::fatal("--quiet is only valid with a single pathname"));
+        }
+        let index = self.repo.index().await.map_err(failed)?;
+        let mut out = String::new();
+        for path in given {
+            let relative = self.pathspec(path);
+            if index.contains_key(&relative) {
+                continue;
+            }
+            let is_dir = self
+                .repo
+                .fs
+                .stat(&resolve(&self.here.cwd, path))
+                .await
+                .is_ok_and(|m| m.file_type.is_dir());
+            if self.repo.is_ignored(&relative, is_dir).await {
+                let _ = writeln!(out, "{path}");
+            }
+        }
+        let code = i32::from(out.is_empty());
+        if args.has(&["-q", "--quiet"]) {
+            out.clear();
+        }
+        Ok(Out {
+            stdout: out,
+            stderr: String::new(),
+            code,
+        })
+    }
+
     /// The ref `name` names, without `refs/heads/` and the like (empty
     /// for a name that is no ref, as `HEAD~1`): `rev-parse --abbrev-ref`.
     async fn short_ref_name(&self, name: &str) -> String {
