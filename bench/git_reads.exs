@@ -76,11 +76,13 @@ defmodule GitReadsBench do
       session = Session.new(git: true, cwd: "/repo", mounts: [{"/repo", repo, :read_only}])
 
       # Once each, untimed: caches and the index's stat data warmed.
-      Enum.each(@reads, fn read -> {_, _} = real(repo, read) end)
+      Enum.each(@reads, &real(repo, &1))
 
       rows =
         for read <- @reads do
+          IO.write(:stderr, "#{read} ")
           ours = for _ <- 1..rounds, do: timed(fn -> ours(session, read) end)
+          IO.write(:stderr, "#{fmt(elem(stats(ours), 0))} ms\n")
           theirs = for _ <- 1..rounds, do: timed(fn -> real(repo, read) end)
           {[{_, our_out} | _], [{_, real_out} | _]} = {ours, theirs}
           {read, stats(ours), stats(theirs), our_out == real_out}
@@ -93,8 +95,10 @@ defmodule GitReadsBench do
   end
 
   defp ours(session, read) do
-    {:ok, result} = Session.exec(session, read)
-    result.stdout
+    case Session.exec(session, read, timeout_ms: 600_000) do
+      {:ok, result} -> result.stdout
+      {:error, message} -> "error: #{message}"
+    end
   end
 
   defp real(repo, read) do
@@ -148,7 +152,8 @@ defmodule GitReadsBench do
         File.mkdir_p!(root)
         {make(root), fn -> File.rm_rf!(root) end}
 
-      repo ->
+      repo when is_binary(repo) ->
+        if not File.dir?(repo), do: File.rename!(make(Path.dirname(repo)), repo)
         {Path.expand(repo), fn -> :ok end}
     end
   end
@@ -183,7 +188,7 @@ defmodule GitReadsBench do
           if rem(n, 100) == 50 do
             "commit refs/heads/side\nauthor #{who} #{time - 1} +0000\ncommitter #{who} #{time - 1} +0000\n" <>
               data("side work #{n}\n") <>
-              if(n > 50, do: "", else: "from refs/heads/main^0\n") <>
+              if(n > 50, do: "", else: "from refs/heads/main\n") <>
               "M 100644 inline side/s#{n}.txt\n" <> data("side #{n}\n") <> "\n"
           else
             ""

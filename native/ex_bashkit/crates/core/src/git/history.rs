@@ -1,7 +1,7 @@
 //! Commands that read history as a whole: `describe`, `shortlog` and
 //! `blame`, with git's output.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::fmt::Write as _;
 
 use similar::{DiffOp, TextDiff};
@@ -9,6 +9,7 @@ use similar::{DiffOp, TextDiff};
 use super::commands::{failed, Args, Ctx, Spec};
 use super::odb::Oid;
 use super::repo::Signature;
+use super::walk::Trees;
 use super::{dates, text, Out, Run};
 
 /// `log --graph`: each entry's lines behind the lanes git draws (`*` the
@@ -79,10 +80,6 @@ pub fn graph(entries: &[String], parents: &[(Oid, Vec<Oid>)], separated: bool) -
 
 /// A file's lines still to place in `blame`: (our line, its line there).
 type Lines = Vec<(usize, usize)>;
-
-/// A commit whose version of the file holds lines still to place: the
-/// commit, the file's path and text there, and the lines.
-type Pending = (Oid, String, String, Lines);
 
 impl Ctx<'_> {
     /// `git describe`: the nearest tag, `TAG-N-gHASH` when `HEAD` is N
@@ -389,52 +386,83 @@ impl Ctx<'_> {
         let repo = &self.repo;
         let path = self.pathspec(path);
         let start = self.revision(revision).await?;
-        let files = repo.commit_files(Some(&start)).await.map_err(failed)?;
-        let Some(blob) = files.get(&path) else {
+        let mut trees = Trees::default();
+        let start_commit = repo.commit(&start).await.map_err(failed)?;
+        let Some((_, blob)) = trees
+            .entry_at(repo, &start_commit.tree, &path)
+            .await
+            .map_err(failed)?
+        else {
             return Err(Out::fatal(format!("no such path {path} in {revision}")));
         };
         let content =
-            String::from_utf8_lossy(&repo.blob(&blob.oid).await.map_err(failed)?).into_owned();
+            String::from_utf8_lossy(&repo.blob(&blob).await.map_err(failed)?).into_owned();
         let lines: Vec<&str> = content.split_inclusive('\n').collect();
         // Each line: (commit, path there, line number there), settled once
         // no parent has it unchanged.
         let mut owner: Vec<Option<(Oid, String, usize)>> = vec![None; lines.len()];
-        // Lines still to place: commit → (path, its text, [(our line, their line)]).
-        let mut pending: Vec<Pending> = vec![(
-            start.clone(),
-            path.clone(),
-            content.clone(),
-            (0..lines.len()).map(|i| (i, i)).collect(),
-        )];
+        // Lines still to place, by (commit, path): the blob there, its
+        // text, and [(our line, their line)]; taken newest commit first,
+        // so a commit reached along two paths is looked at once.
+        let mut pending: HashMap<(Oid, String), (Oid, String, Lines)> = HashMap::new();
+        let mut queue: BinaryHeap<(i64, Oid, String)> = BinaryHeap::new();
+        pending.insert(
+            (start.clone(), path.clone()),
+            (
+                blob,
+                content.clone(),
+                (0..lines.len()).map(|i| (i, i)).collect(),
+            ),
+        );
+        queue.push((start_commit.committer.time, start.clone(), path.clone()));
         let mut commits: HashMap<Oid, super::repo::Commit> = HashMap::new();
-        while let Some((oid, at_path, text_here, mapping)) = pending.pop() {
-            let commit = repo.commit(&oid).await.map_err(failed)?;
+        while let Some((_, oid, at_path)) = queue.pop() {
+            let Some((blob_here, text_here, mapping)) =
+                pending.remove(&(oid.clone(), at_path.clone()))
+            else {
+                continue;
+            };
+            let commit = match commits.remove(&oid) {
+                Some(commit) => commit,
+                None => repo.commit(&oid).await.map_err(failed)?,
+            };
             let mut left = mapping;
             for parent in &commit.parents {
                 if left.is_empty() {
                     break;
                 }
-                let parent_files = repo.commit_files(Some(parent)).await.map_err(failed)?;
-                let parent_path = match parent_files.get(&at_path) {
-                    Some(_) => Some(at_path.clone()),
+                let parent_commit = repo.commit(parent).await.map_err(failed)?;
+                let found = trees
+                    .entry_at(repo, &parent_commit.tree, &at_path)
+                    .await
+                    .map_err(failed)?;
+                let (parent_path, parent_blob) = match found {
+                    Some((_, blob)) => (at_path.clone(), blob),
                     None => {
                         // An exact rename: the same content under another name.
                         let here = repo.commit_files(Some(&oid)).await.map_err(failed)?;
-                        let oid_here = here.get(&at_path).map(|b| b.oid.clone());
-                        parent_files
+                        let there = repo.commit_files(Some(parent)).await.map_err(failed)?;
+                        match there
                             .iter()
-                            .find(|(p, b)| {
-                                Some(&b.oid) == oid_here.as_ref() && !here.contains_key(*p)
-                            })
-                            .map(|(p, _)| p.clone())
+                            .find(|(p, b)| b.oid == blob_here && !here.contains_key(*p))
+                        {
+                            Some((p, b)) => (p.clone(), b.oid.clone()),
+                            None => continue,
+                        }
                     }
                 };
-                let Some(parent_path) = parent_path else {
-                    continue;
-                };
-                let parent_blob = &parent_files[&parent_path];
+                let key = (parent.clone(), parent_path.clone());
+                if parent_blob == blob_here {
+                    // Unchanged: every line still to place goes back as it is.
+                    let entry = pending
+                        .entry(key)
+                        .or_insert_with(|| (parent_blob.clone(), text_here.clone(), Vec::new()));
+                    entry.2.extend(left.drain(..));
+                    queue.push((parent_commit.committer.time, parent.clone(), parent_path));
+                    break;
+                }
                 let parent_text =
-                    String::from_utf8_lossy(&repo.blob(&parent_blob.oid).await.map_err(failed)?)
+                    String::from_utf8_lossy(&repo.blob(&parent_blob).await.map_err(failed)?)
                         .into_owned();
                 let old: Vec<&str> = parent_text.split_inclusive('\n').collect();
                 let new: Vec<&str> = text_here.split_inclusive('\n').collect();
@@ -456,11 +484,13 @@ impl Ctx<'_> {
                     .into_iter()
                     .partition(|(_, here)| same.contains_key(here));
                 if !passed.is_empty() {
-                    let mapped = passed
-                        .into_iter()
-                        .map(|(line, here)| (line, same[&here]))
-                        .collect();
-                    pending.push((parent.clone(), parent_path, parent_text.clone(), mapped));
+                    let entry = pending
+                        .entry(key)
+                        .or_insert_with(|| (parent_blob.clone(), parent_text.clone(), Vec::new()));
+                    entry
+                        .2
+                        .extend(passed.into_iter().map(|(line, here)| (line, same[&here])));
+                    queue.push((parent_commit.committer.time, parent.clone(), parent_path));
                 }
                 left = kept;
             }
@@ -488,14 +518,17 @@ impl Ctx<'_> {
             .max()
             .unwrap_or(0);
         let number_width = lines.len().to_string().len();
+        let hash_len = (repo.abbrev().await.default_len() + 1).min(40);
         let mut out = String::new();
         for (i, line) in lines.iter().enumerate() {
             let (oid, origin, _) = owner[i].as_ref().expect("every line has an owner");
             let author: &Signature = &commits[oid].author;
+            // git's default length and one more, `^` in its place for a
+            // commit the history starts at.
             let hash = if roots.contains(&oid) {
-                format!("^{}", &oid[..7])
+                format!("^{}", &oid[..hash_len - 1])
             } else {
-                oid[..8].to_string()
+                oid[..hash_len].to_string()
             };
             let name = if show_names {
                 format!(" {origin:<path_width$}")

@@ -172,6 +172,11 @@ impl Abbrev {
             .unwrap_or(0);
         oid[..len.max(shared + 1).min(40)].to_string()
     }
+
+    /// The length names are abbreviated to before they are made unique.
+    pub fn default_len(&self) -> usize {
+        self.len
+    }
 }
 
 /// The largest object the sandbox's git inflates (the size hosting

@@ -165,7 +165,7 @@ impl Walk {
 
 /// Trees read during a walk, each once.
 #[derive(Default)]
-struct Trees {
+pub struct Trees {
     read: HashMap<Oid, Vec<(String, u32, Oid)>>,
 }
 
@@ -184,7 +184,13 @@ impl Trees {
         Ok(found)
     }
 
-    async fn entry_at(&mut self, repo: &Repo, tree: &str, path: &str) -> Res<Option<(u32, Oid)>> {
+    /// What `path` is in `tree`: its mode and object, or nothing.
+    pub async fn entry_at(
+        &mut self,
+        repo: &Repo,
+        tree: &str,
+        path: &str,
+    ) -> Res<Option<(u32, Oid)>> {
         if path.is_empty() {
             return Ok(Some((0o40000, tree.to_string())));
         }

@@ -215,7 +215,14 @@ fn atom(
         Some((name, modifier)) => (name, Some(modifier)),
         None => (atom, None),
     };
+    // As git shortens a name: `origin` for `refs/remotes/origin/HEAD`.
     let short_name = |full: &str| {
+        if let Some(remote) = full
+            .strip_prefix("refs/remotes/")
+            .and_then(|r| r.strip_suffix("/HEAD"))
+        {
+            return remote.to_string();
+        }
         ["refs/heads/", "refs/tags/", "refs/remotes/", "refs/"]
             .iter()
             .find_map(|p| full.strip_prefix(p))
