@@ -457,7 +457,7 @@ impl Ctx<'_> {
                     let entry = pending
                         .entry(key)
                         .or_insert_with(|| (parent_blob.clone(), text_here.clone(), Vec::new()));
-                    entry.2.extend(left.drain(..));
+                    entry.2.append(&mut left);
                     queue.push((parent_commit.committer.time, parent.clone(), parent_path));
                     break;
                 }
