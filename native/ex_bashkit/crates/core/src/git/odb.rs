@@ -417,19 +417,48 @@ impl Pack {
 }
 
 fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, String> {
+    use flate2::{Decompress, FlushDecompress, Status};
     if size > MAX_OBJECT_BYTES {
         return Err(too_large(size));
     }
     let size = usize::try_from(size).map_err(|_| corrupt("pack"))?;
-    let mut out = Vec::with_capacity(size.min(1 << 26));
-    ZlibDecoder::new(compressed)
-        .take(size as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|_| corrupt("pack (bad zlib stream)"))?;
-    if out.len() != size {
-        return Err(corrupt("pack (object size)"));
+    // One inflater per thread, reset for each object: setting one up
+    // (its 32 KiB window) costs more than inflating a commit.
+    thread_local! {
+        static INFLATER: std::cell::RefCell<Decompress> = std::cell::RefCell::new(Decompress::new(true));
     }
-    Ok(out)
+    INFLATER.with(|cell| {
+        let mut inflater = cell.borrow_mut();
+        inflater.reset(true);
+        // Room for one byte past the size (a stream that says more is
+        // caught, never followed), grown as it fills: a header may lie.
+        let mut out = Vec::with_capacity((size + 1).min(1 << 26));
+        loop {
+            if out.len() == out.capacity() {
+                out.reserve_exact((size + 1 - out.len()).min(out.len().max(1 << 16)));
+            }
+            let read = usize::try_from(inflater.total_in()).unwrap_or(usize::MAX);
+            let input = compressed.get(read..).unwrap_or(&[]);
+            let before = (inflater.total_in(), inflater.total_out());
+            let status = inflater
+                .decompress_vec(input, &mut out, FlushDecompress::Finish)
+                .map_err(|_| corrupt("pack (bad zlib stream)"))?;
+            if out.len() > size {
+                return Err(corrupt("pack (object size)"));
+            }
+            match status {
+                Status::StreamEnd => break,
+                _ if (inflater.total_in(), inflater.total_out()) == before => {
+                    return Err(corrupt("pack (bad zlib stream)"))
+                }
+                _ => {}
+            }
+        }
+        if out.len() != size {
+            return Err(corrupt("pack (object size)"));
+        }
+        Ok(out)
+    })
 }
 
 /// Git's delta: the sizes of base and result, then copies from the base

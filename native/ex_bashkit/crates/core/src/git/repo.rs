@@ -463,6 +463,34 @@ impl Repo {
     }
 
     /// A tree's entries: name → (mode, object).
+    /// The entry `name` of `tree`, found in the tree's bytes without
+    /// reading the rest out (a path-limited walk asks this of every
+    /// commit).
+    pub async fn tree_entry(&self, tree: &str, name: &str) -> Res<Option<(u32, Oid)>> {
+        let (kind, body) = self.odb.read(tree).await?;
+        if kind != "tree" {
+            return Err(format!("{tree} is a {kind}, not a tree"));
+        }
+        let mut rest = &body[..];
+        while !rest.is_empty() {
+            let space = rest.iter().position(|&b| b == b' ').ok_or("corrupt tree")?;
+            let nul = rest.iter().position(|&b| b == 0).ok_or("corrupt tree")?;
+            if nul < space {
+                return Err("corrupt tree".into());
+            }
+            let raw = rest.get(nul + 1..nul + 21).ok_or("corrupt tree")?;
+            if &rest[space + 1..nul] == name.as_bytes() {
+                let mode = std::str::from_utf8(&rest[..space])
+                    .ok()
+                    .and_then(|m| u32::from_str_radix(m, 8).ok())
+                    .ok_or("corrupt tree")?;
+                return Ok(Some((mode, to_hex(raw))));
+            }
+            rest = &rest[nul + 21..];
+        }
+        Ok(None)
+    }
+
     pub async fn tree_entries(&self, tree: &str) -> Res<Vec<(String, u32, Oid)>> {
         let (kind, body) = self.odb.read(tree).await?;
         if kind != "tree" {

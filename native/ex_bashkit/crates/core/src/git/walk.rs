@@ -163,10 +163,10 @@ impl Walk {
     }
 }
 
-/// Trees read during a walk, each once.
+/// Paths looked up in trees during a walk, each (tree, name) once.
 #[derive(Default)]
 pub struct Trees {
-    read: HashMap<Oid, Vec<(String, u32, Oid)>>,
+    found: HashMap<(Oid, String), Option<(u32, Oid)>>,
 }
 
 impl Trees {
@@ -191,21 +191,22 @@ impl Trees {
         tree: &str,
         path: &str,
     ) -> Res<Option<(u32, Oid)>> {
-        if path.is_empty() {
-            return Ok(Some((0o40000, tree.to_string())));
-        }
         let mut current = (0o40000, tree.to_string());
         for name in path.split('/').filter(|n| !n.is_empty()) {
             if current.0 != 0o40000 {
                 return Ok(None);
             }
-            if !self.read.contains_key(&current.1) {
-                let entries = repo.tree_entries(&current.1).await?;
-                self.read.insert(current.1.clone(), entries);
-            }
-            let entries = &self.read[&current.1];
-            match entries.iter().find(|(n, _, _)| n == name) {
-                Some((_, mode, oid)) => current = (*mode, oid.clone()),
+            let key = (current.1, name.to_string());
+            let entry = match self.found.get(&key) {
+                Some(entry) => entry.clone(),
+                None => {
+                    let entry = repo.tree_entry(&key.0, name).await?;
+                    self.found.insert(key, entry.clone());
+                    entry
+                }
+            };
+            match entry {
+                Some(next) => current = next,
                 None => return Ok(None),
             }
         }
