@@ -367,4 +367,55 @@ defmodule ExBashkit.GitOptionsTest do
     {expected, 0} = System.cmd("bash", ["-c", script], cd: dir, env: host_env())
     assert %Result{stdout: ^expected} = run(session, script)
   end
+
+  test "rm keeps what it would lose unless forced; pull merges only as asked, as git does", ctx do
+    script = """
+    echo more >> a.txt
+    git rm -q a.txt; echo "rm: $?"
+    git rm -q --cached a.txt; echo "rm --cached: $?"
+    git reset -q a.txt
+    echo staged >> src/main.rs && git add src/main.rs
+    git rm -q src/main.rs; echo "rm staged: $?"
+    git rm -q -f src/main.rs run.sh; echo "rm -f: $?"
+    git status --porcelain
+    """
+
+    results =
+      for side <- [:real, :sandbox] do
+        dir = Path.join(Path.dirname(ctx.repo), "rm_#{side}")
+        {_, 0} = System.cmd("cp", ["-a", ctx.repo, dir])
+
+        case side do
+          :real ->
+            {out, 0} =
+              System.cmd("bash", ["-c", script], cd: dir, env: host_env() ++ [{"HOME", dir}])
+
+            out
+
+          :sandbox ->
+            session =
+              Session.new(
+                git: true,
+                cwd: "/repo",
+                env: identity(),
+                mounts: [{"/repo", dir, :read_write}]
+              )
+
+            %Result{stdout: out} = run(session, script)
+            out
+        end
+      end
+
+    assert [real, ours] = results
+    assert ours == real
+    assert real =~ "rm: 1"
+    assert real =~ "rm -f: 0"
+
+    session = session(ctx)
+
+    assert %Result{
+             exit_code: 128,
+             stderr: "fatal: not supported by the sandbox's git: --rebase\n"
+           } = run(session, "git pull --rebase")
+  end
 end

@@ -99,7 +99,7 @@ impl Ctx<'_> {
             args,
             &Spec {
                 command: "rm",
-                flags: &["--cached", "-q", "--quiet", "-r"],
+                flags: &["--cached", "-q", "--quiet", "-r", "-f", "--force"],
                 valued: &[],
             },
         )?;
@@ -135,6 +135,9 @@ impl Ctx<'_> {
             }
             removed.extend(hits);
         }
+        if !args.has(&["-f", "--force"]) {
+            self.check_removable(&removed, cached).await?;
+        }
         let mut out = String::new();
         for path in &removed {
             index.remove(path);
@@ -147,6 +150,66 @@ impl Ctx<'_> {
         }
         self.repo.save_index(&index).await.map_err(failed)?;
         Ok(Out::ok(out))
+    }
+
+    /// git's refusal to `rm` (without `-f`) what would lose a change:
+    /// content staged and different from both sides, a staged change (kept
+    /// by `--cached`), a change in the work tree (kept by `--cached`).
+    async fn check_removable(&self, paths: &[String], cached: bool) -> Result<(), Out> {
+        let state = self.state_of(true, Some(false)).await?;
+        let (mut both, mut staged, mut local) = (Vec::new(), Vec::new(), Vec::new());
+        for path in paths {
+            let indexed = state.index.get(path).map(|e| &e.blob);
+            let in_head = state.head_files.get(path);
+            let in_work = state.work_blobs.get(path);
+            let is_staged = indexed != in_head;
+            let is_local = in_work.is_some() && in_work != indexed;
+            if is_staged && is_local && in_work != in_head {
+                both.push(path);
+            } else if !cached && is_staged {
+                staged.push(path);
+            } else if !cached && is_local {
+                local.push(path);
+            }
+        }
+        let list = |what: &str, paths: &[&String], hint: &str| {
+            let one = match paths.len() {
+                1 => "file has",
+                _ => "files have",
+            };
+            let mut text = format!("error: the following {one} {what}:\n");
+            for path in paths {
+                let _ = writeln!(text, "    {path}");
+            }
+            text.push_str(hint);
+            text
+        };
+        let mut message = String::new();
+        if !both.is_empty() {
+            message.push_str(&list(
+                "staged content different from both the\nfile and the HEAD",
+                &both,
+                "(use -f to force removal)\n",
+            ));
+        }
+        if !staged.is_empty() {
+            message.push_str(&list(
+                "changes staged in the index",
+                &staged,
+                "(use --cached to keep the file, or -f to force removal)\n",
+            ));
+        }
+        if !local.is_empty() {
+            message.push_str(&list(
+                "local modifications",
+                &local,
+                "(use --cached to keep the file, or -f to force removal)\n",
+            ));
+        }
+        match message.is_empty() {
+            true => Ok(()),
+            false => Err(Out::error(message, 1)),
+        }
     }
 
     pub(super) async fn mv(&self, args: &[String]) -> Run {

@@ -422,14 +422,40 @@ impl Ctx<'_> {
     /// `fetch`, then `merge` of the upstream branch, as git pulls.
     #[cfg(feature = "network")]
     pub(super) async fn pull(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "pull",
+                flags: &[
+                    "-q",
+                    "--quiet",
+                    "--no-rebase",
+                    "--ff",
+                    "--no-ff",
+                    "--ff-only",
+                ],
+                valued: &[],
+            },
+        )?;
         let repo = &self.repo;
-        let quiet = args.iter().any(|a| a == "-q" || a == "--quiet");
+        // This git merges; a rebase asked for in the config is refused too.
+        if repo
+            .config_value("pull.rebase")
+            .await
+            .is_some_and(|v| v != "false")
+            && !args.has(&["--no-rebase"])
+        {
+            return Err(Out::fatal(
+                "not supported by the sandbox's git: pull.rebase (this git merges; give --no-rebase)",
+            ));
+        }
+        let quiet = args.has(&["-q", "--quiet"]);
         let Head::Branch(branch) = repo.head().await else {
             return Err(Out::fatal(
                 "You are not currently on a branch.\nPlease specify which branch you want to merge with.",
             ));
         };
-        let given: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+        let given = &args.operands;
         let remote = match given.first() {
             Some(remote) => remote.to_string(),
             None => repo
@@ -469,9 +495,7 @@ impl Ctx<'_> {
                 && !repo.ancestors(&theirs).await.contains(&ours);
             let configured = repo.config_value("pull.rebase").await.is_some()
                 || repo.config_value("pull.ff").await.is_some();
-            let asked = args
-                .iter()
-                .any(|a| matches!(a.as_str(), "--no-rebase" | "--ff" | "--no-ff" | "--rebase"));
+            let asked = args.has(&["--no-rebase", "--ff", "--no-ff", "--ff-only"]);
             if diverged && !configured && !asked {
                 return Err(Out::error(
                     format!(
@@ -498,7 +522,18 @@ impl Ctx<'_> {
             merge.strip_prefix("refs/heads/").unwrap_or(&merge),
             fetched.url
         );
-        let merged = self.merge(&[upstream, "-m".to_string(), message]).await;
+        let mut merge_args = vec![upstream, "-m".to_string(), message];
+        let pull_ff = repo.config_value("pull.ff").await;
+        if args.has(&["--ff-only"])
+            || (pull_ff.as_deref() == Some("only") && !args.has(&["--ff", "--no-ff"]))
+        {
+            merge_args.push("--ff-only".to_string());
+        } else if args.has(&["--no-ff"])
+            || (pull_ff.as_deref() == Some("false") && !args.has(&["--ff"]))
+        {
+            merge_args.push("--no-ff".to_string());
+        }
+        let merged = self.merge(&merge_args).await;
         match merged {
             Ok(out) => Ok(Out {
                 stderr: format!("{err}{}", out.stderr),
