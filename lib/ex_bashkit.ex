@@ -145,8 +145,9 @@ defmodule ExBashkit do
   def features, do: ExBashkit.Session.Options.Capabilities.built_features()
 
   @doc """
-  Loads the CPython guest (`python: :cpython`) now, once per VM, instead
-  of in the first Python call: 20 to 50 ms of work on a dirty scheduler.
+  Loads the CPython guest (`python: :cpython`) and builds its memory
+  image now, once per VM, instead of in the first Python call: 20 to 50 ms
+  of work on a dirty scheduler.
   Call it at boot when the first agent call should not pay it. Answers
   `:ok` at once when it is already loaded or not built in (see
   `features/0`), `{:error, message}` when the guest cannot be loaded.

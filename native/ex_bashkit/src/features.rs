@@ -33,12 +33,13 @@ fn features() -> Vec<&'static str> {
     built
 }
 
-/// Loads the CPython guest now (20-50 ms, once per VM) instead of in the
-/// first `python3` call; `:ok` at once when it is loaded or not built in.
+/// Loads the CPython guest and its memory image now (20-50 ms, once per
+/// VM) instead of in the first `python3` call; `:ok` at once when it is
+/// loaded or not built in.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn python_warm_up(env: rustler::Env) -> rustler::Term {
     use rustler::Encoder;
-    match bashkit::warm_up() {
+    match ex_bashkit_core::python::warm_up() {
         Ok(()) => crate::atoms::ok().encode(env),
         Err(message) => (crate::atoms::error(), message).encode(env),
     }

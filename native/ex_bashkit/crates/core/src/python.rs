@@ -75,7 +75,7 @@ pub fn register(
             let cpython = cpython_limits(limits);
             for name in names {
                 let python = bashkit::CPython::with_limits(cpython.clone());
-                builder = builder.builtin(name, Box::new(python));
+                builder = builder.builtin(name, Box::new(CPythonBuiltin(python)));
             }
             builder
         }
@@ -128,4 +128,84 @@ fn cpython_limits(limits: &Limits) -> bashkit::CPythonLimits {
     );
     cpython.common = common(limits, cpython.common);
     cpython
+}
+
+/// bashkit's CPython behind a check that the guest's memory image exists.
+///
+/// wasmtime builds that image once per process, at the first
+/// instantiation, in a memfd it then seals; the kernel may refuse the seal
+/// for a moment (`EBUSY` while the pages just written are still held
+/// elsewhere, which a loaded machine makes likely), and the script's
+/// `python3` would fail with "cannot add seals to the memfd". Building it
+/// first, with retries, keeps that out of users' scripts.
+#[cfg(feature = "cpython")]
+struct CPythonBuiltin(bashkit::CPython);
+
+#[cfg(feature = "cpython")]
+#[bashkit::async_trait]
+impl bashkit::Builtin for CPythonBuiltin {
+    async fn execute(
+        &self,
+        ctx: bashkit::BuiltinContext<'_>,
+    ) -> bashkit::Result<bashkit::ExecResult> {
+        // A failure is left for the call itself to report, as before.
+        let _ = prepare_cpython().await;
+        self.0.execute(ctx).await
+    }
+
+    fn llm_hint(&self) -> Option<&'static str> {
+        self.0.llm_hint()
+    }
+
+    fn reset_session_state(&self) {
+        self.0.reset_session_state()
+    }
+}
+
+#[cfg(feature = "cpython")]
+static CPYTHON_IMAGE: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+
+/// Runs `python3 -c pass` once per process on a throwaway shell, so that
+/// wasmtime builds the guest's memory image here (about 40 ms), retrying
+/// while the kernel refuses to seal it; at once when that is done.
+#[cfg(feature = "cpython")]
+pub async fn prepare_cpython() -> Result<(), String> {
+    const ATTEMPTS: u32 = 6;
+    CPYTHON_IMAGE
+        .get_or_try_init(|| async {
+            let mut last = String::new();
+            for attempt in 1..=ATTEMPTS {
+                let mut bash = bashkit::Bash::builder()
+                    .builtin("python3", Box::new(bashkit::CPython::default()))
+                    .build();
+                let result = bash
+                    .exec("python3 -c pass")
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if result.exit_code == 0 {
+                    return Ok(());
+                }
+                last = result.stderr.text_lossy().into_owned();
+                if !last.contains("cannot add seals") {
+                    return Err(last);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(25 << attempt)).await;
+            }
+            Err(last)
+        })
+        .await
+        .map(|_| ())
+}
+
+/// Loads the CPython guest and builds its memory image, now rather than in
+/// the first `python3` call of a script.
+pub fn warm_up() -> Result<(), String> {
+    bashkit::warm_up()?;
+    #[cfg(feature = "cpython")]
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| e.to_string())?
+        .block_on(prepare_cpython())?;
+    Ok(())
 }
