@@ -370,6 +370,7 @@ defmodule ExBashkit.GitOptionsTest do
 
   test "rm keeps what it would lose unless forced; pull merges only as asked, as git does", ctx do
     script = """
+    exec 2>&1
     echo more >> a.txt
     git rm -q a.txt; echo "rm: $?"
     git rm -q --cached a.txt; echo "rm --cached: $?"

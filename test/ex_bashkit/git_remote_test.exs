@@ -113,7 +113,7 @@ defmodule ExBashkit.GitRemoteTest do
     assert %Result{exit_code: 0, stderr: fetched} =
              run(session, "cd /home/user/project && git fetch")
 
-    assert fetched =~ "From #{ctx.url}\n"
+    assert fetched =~ "From #{ctx.base}/project\n"
     assert fetched =~ ~r/   [0-9a-f]{7}\.\.[0-9a-f]{7}  main       -> origin\/main\n/
 
     assert %Result{stdout: "## main...origin/main [behind 1]\n"} =

@@ -332,6 +332,12 @@ impl<'a> Args<'a> {
         self.flags.iter().any(|f| names.contains(f))
     }
 
+    /// The last of `names` given, for options where the last one wins.
+    #[cfg(feature = "network")]
+    pub(super) fn last(&self, names: &[&str]) -> Option<&str> {
+        self.flags.iter().rev().find(|f| names.contains(f)).copied()
+    }
+
     /// The first flag that is `name` or `name=…`.
     pub(super) fn flags_like(&self, name: &str) -> Option<&str> {
         self.flags

@@ -15,6 +15,8 @@ const AGENT: &str = "agent=git/2.47.3-ex_bashkit";
 pub struct Advert {
     /// Ref name → object, in the server's order (peeled tags left out).
     pub refs: Vec<(String, Oid)>,
+    /// Annotated tag's name → the object it peels to (`name^{}` lines).
+    pub peeled: Vec<(String, Oid)>,
     pub capabilities: Vec<String>,
     /// Where the service's requests go (after redirects).
     pub base: String,
@@ -31,6 +33,40 @@ impl Advert {
     pub fn get(&self, name: &str) -> Option<&Oid> {
         self.refs.iter().find(|(n, _)| n == name).map(|(_, o)| o)
     }
+
+    /// What ref `name` finally points at: an annotated tag's object, else
+    /// the ref's own.
+    pub fn peeled(&self, name: &str) -> Option<&Oid> {
+        self.peeled
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, o)| o)
+            .or_else(|| self.get(name))
+    }
+
+    fn offers(&self, capability: &str) -> bool {
+        self.capabilities.iter().any(|c| c == capability)
+    }
+}
+
+/// What a fetch asks beyond its wants and haves.
+#[derive(Default)]
+pub struct Want<'a> {
+    /// `--depth N` (`i32::MAX` for `--unshallow`): history cut N commits
+    /// below each wanted tip.
+    pub depth: Option<u32>,
+    /// The commits this repository's history is already cut at.
+    pub shallow: &'a [Oid],
+    /// Annotated tags that point into what is sent come along with it.
+    pub include_tag: bool,
+}
+
+/// A fetched pack, and where the server says history is now cut
+/// (`shallow`) or no longer cut (`unshallow`).
+pub struct Pack {
+    pub data: Vec<u8>,
+    pub shallow: Vec<Oid>,
+    pub unshallow: Vec<Oid>,
 }
 
 pub fn pkt_line(data: &str) -> Vec<u8> {
@@ -180,6 +216,7 @@ impl Remote {
         }
         let (lines, _) = read_pkt_lines(&body[used..])?;
         let mut refs = Vec::new();
+        let mut peeled = Vec::new();
         let mut capabilities = Vec::new();
         for (i, line) in lines.iter().enumerate() {
             let line = String::from_utf8_lossy(line);
@@ -196,7 +233,11 @@ impl Remote {
             let Some((oid, name)) = refline.split_once(' ') else {
                 continue;
             };
-            if name == "capabilities^{}" || name.ends_with("^{}") {
+            if name == "capabilities^{}" {
+                continue;
+            }
+            if let Some(tag) = name.strip_suffix("^{}") {
+                peeled.push((tag.to_string(), oid.to_string()));
                 continue;
             }
             refs.push((name.to_string(), oid.to_string()));
@@ -208,31 +249,50 @@ impl Remote {
             .to_string();
         Ok(Advert {
             refs,
+            peeled,
             capabilities,
             base,
         })
     }
 
-    /// The pack of what `wants` reaches beyond `haves`.
+    /// The pack of what `wants` reaches beyond `haves`, cut where
+    /// `want` asks.
     pub async fn fetch_pack(
         &self,
         advert: &Advert,
         wants: &[Oid],
         haves: &[Oid],
-    ) -> Result<Vec<u8>, String> {
+        want: &Want<'_>,
+    ) -> Result<Pack, String> {
+        let cut = want.depth.is_some() || !want.shallow.is_empty();
+        if cut && !advert.offers("shallow") {
+            return Err("Server does not support shallow clients".into());
+        }
+        let mut capabilities = String::new();
+        for (capability, asked) in [
+            ("ofs-delta", true),
+            ("shallow", cut),
+            ("include-tag", want.include_tag),
+        ] {
+            if asked && advert.offers(capability) {
+                capabilities.push(' ');
+                capabilities.push_str(capability);
+            }
+        }
         let mut body = Vec::new();
-        for (i, want) in wants.iter().enumerate() {
+        for (i, oid) in wants.iter().enumerate() {
             let line = if i == 0 {
-                let ofs = if advert.capabilities.iter().any(|c| c == "ofs-delta") {
-                    " ofs-delta"
-                } else {
-                    ""
-                };
-                format!("want {want}{ofs} {AGENT}\n")
+                format!("want {oid}{capabilities} {AGENT}\n")
             } else {
-                format!("want {want}\n")
+                format!("want {oid}\n")
             };
             body.extend(pkt_line(&line));
+        }
+        for oid in want.shallow {
+            body.extend(pkt_line(&format!("shallow {oid}\n")));
+        }
+        if let Some(depth) = want.depth {
+            body.extend(pkt_line(&format!("deepen {depth}\n")));
         }
         body.extend_from_slice(FLUSH);
         for have in haves {
@@ -240,8 +300,9 @@ impl Remote {
         }
         body.extend(pkt_line("done\n"));
         let response = self.post(advert, "git-upload-pack", &body).await?;
-        // ACK/NAK lines, then the pack itself.
-        let data = &response.body;
+        // Where history is cut (when asked), ACK/NAK, then the pack itself.
+        let data = response.body;
+        let (mut shallow, mut unshallow) = (Vec::new(), Vec::new());
         let mut at = 0;
         while data.get(at..at + 4).is_some_and(|head| head != b"PACK") {
             let len = pkt_len(&data[at..])?;
@@ -254,12 +315,24 @@ impl Remote {
                     String::from_utf8_lossy(message).trim_end()
                 ));
             }
+            let text = String::from_utf8_lossy(line);
+            if let Some(oid) = text.trim_end().strip_prefix("shallow ") {
+                shallow.push(oid.to_string());
+            } else if let Some(oid) = text.trim_end().strip_prefix("unshallow ") {
+                unshallow.push(oid.to_string());
+            }
             at += len;
         }
         if data.get(at..at + 4) != Some(b"PACK") {
             return Err("protocol error: the server sent no pack".into());
         }
-        Ok(data[at..].to_vec())
+        let mut data = data;
+        data.drain(..at);
+        Ok(Pack {
+            data,
+            shallow,
+            unshallow,
+        })
     }
 
     /// Sends ref updates (`old new name`) and the pack they need; answers

@@ -184,6 +184,8 @@ pub struct Repo {
     default_name: String,
     default_email: String,
     abbrev: tokio::sync::OnceCell<Arc<Abbrev>>,
+    /// The commits `.git/shallow` cuts history at, read once.
+    shallow: Mutex<Option<Arc<HashSet<Oid>>>>,
 }
 
 pub const NULL_OID: &str = "0000000000000000000000000000000000000000";
@@ -269,6 +271,7 @@ impl Repo {
             default_name: here.git.name.clone(),
             default_email: here.git.email.clone(),
             abbrev: tokio::sync::OnceCell::new(),
+            shallow: Mutex::new(None),
         }
     }
 
@@ -380,6 +383,10 @@ impl Repo {
     /// Indexes a pack a server sent and stores it beside its `.idx`.
     #[cfg(feature = "network")]
     pub async fn add_pack(&self, pack: &[u8]) -> Res<()> {
+        // A fetch that brings nothing new may still get an empty pack.
+        if pack.get(8..12) == Some(&[0, 0, 0, 0]) {
+            return Ok(());
+        }
         let indexed = super::pack::index(pack)?;
         self.odb.add_pack(pack, &indexed.idx, &indexed.name).await
     }
@@ -430,11 +437,66 @@ impl Repo {
         Err(format!("tag chain too long at {oid}"))
     }
 
-    /// The commit `oid` names; a tag is followed to its commit.
+    /// The commits history is cut at (`.git/shallow`, a shallow clone's):
+    /// git reads them as having no parents.
+    pub async fn shallow(&self) -> Arc<HashSet<Oid>> {
+        if let Some(known) = &*self.shallow.lock().unwrap() {
+            return known.clone();
+        }
+        let text = self
+            .read_text(&self.git.join("shallow"))
+            .await
+            .unwrap_or_default();
+        let set: HashSet<Oid> = text
+            .lines()
+            .filter(|l| super::odb::from_hex(l).is_some())
+            .map(str::to_string)
+            .collect();
+        let set = Arc::new(set);
+        *self.shallow.lock().unwrap() = Some(set.clone());
+        set
+    }
+
+    /// Cuts history at `shallow` and no longer at `unshallow`, as a server
+    /// answered a fetch; `.git/shallow` goes when nothing is cut.
+    #[cfg(feature = "network")]
+    pub async fn update_shallow(&self, shallow: &[Oid], unshallow: &[Oid]) -> Res<()> {
+        if shallow.is_empty() && unshallow.is_empty() {
+            return Ok(());
+        }
+        let mut set: HashSet<Oid> = (*self.shallow().await).clone();
+        for oid in shallow {
+            if super::odb::from_hex(oid).is_none() {
+                return Err(format!("protocol error: bad shallow line: {oid}"));
+            }
+            set.insert(oid.clone());
+        }
+        for oid in unshallow {
+            set.remove(oid);
+        }
+        let path = self.git.join("shallow");
+        if set.is_empty() {
+            if self.io.exists(&path).await {
+                self.io.remove(&path, false).await?;
+            }
+        } else {
+            let mut sorted: Vec<&Oid> = set.iter().collect();
+            sorted.sort();
+            let text: String = sorted.iter().map(|oid| format!("{oid}\n")).collect();
+            self.write(&path, text.as_bytes()).await?;
+        }
+        *self.shallow.lock().unwrap() = Some(Arc::new(set));
+        Ok(())
+    }
+
+    /// The commit `oid` names; a tag is followed to its commit. A commit
+    /// history is cut at (`shallow/0`) has no parents.
     pub async fn commit(&self, oid: &str) -> Res<Commit> {
         let (mut kind, mut body) = self.odb.read(oid).await?;
+        let mut named = std::borrow::Cow::Borrowed(oid);
         if kind == "tag" {
-            (kind, body) = self.odb.read(&self.peel(oid).await?).await?;
+            named = std::borrow::Cow::Owned(self.peel(oid).await?);
+            (kind, body) = self.odb.read(&named).await?;
         }
         if kind != "commit" {
             return Err(format!("{oid} is a {kind}, not a commit"));
@@ -457,6 +519,12 @@ impl Repo {
                 commit.author = Signature::parse(author);
             } else if let Some(committer) = line.strip_prefix("committer ") {
                 commit.committer = Signature::parse(committer);
+            }
+        }
+        if !commit.parents.is_empty() {
+            let shallow = self.shallow().await;
+            if !shallow.is_empty() && shallow.contains(named.as_ref()) {
+                commit.parents.clear();
             }
         }
         Ok(commit)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::commands::{Args, Spec};
 use super::odb::Oid;
-use super::remote::{Advert, Remote};
+use super::remote::{Advert, Remote, Want};
 use super::repo::{Repo, NULL_OID};
 use super::{config, resolve, Here, Out, Run};
 use crate::network::AllowNet;
@@ -106,20 +106,45 @@ fn report_with(lines: &[(char, String, String, String)], width: usize) -> String
     out
 }
 
+/// Which tags a clone or fetch brings: by default those that point into
+/// what it fetched (git's tag following), `--no-tags` none, `--tags` all.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Tags {
+    Follow,
+    None,
+    All,
+}
+
+/// `--depth N`: a positive number, as git requires.
+fn depth(args: &Args<'_>) -> Result<Option<u32>, Out> {
+    let Some(text) = args.value("--depth") else {
+        return Ok(None);
+    };
+    match text.parse::<u32>() {
+        Ok(n) if n > 0 && n < UNSHALLOW => Ok(Some(n)),
+        _ => Err(fatal(format!("depth {text} is not a positive number"))),
+    }
+}
+
+/// The depth git asks for to undo a shallow clone.
+const UNSHALLOW: u32 = i32::MAX as u32;
+
 pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
     let args = Args::parse(
         args,
         &Spec {
             command: "clone",
-            flags: &["-q", "--quiet"],
+            flags: &[
+                "-q",
+                "--quiet",
+                "--single-branch",
+                "--no-single-branch",
+                "--no-tags",
+            ],
             valued: &[&["-b", "--branch"], &["-o", "--origin"], &["--depth"]],
         },
     )?;
-    if let Some(depth) = args.value("--depth") {
-        return Err(fatal(format!(
-            "the sandbox's git makes full clones only (--depth {depth} was given)"
-        )));
-    }
+    let depth = depth(&args)?;
     let quiet = args.has(&["-q", "--quiet"]);
     let given: Vec<&str> = args.operands.iter().chain(&args.paths).copied().collect();
     let Some(url) = given.first().copied() else {
@@ -159,13 +184,28 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
         .mkdir(&root, true)
         .await
         .map_err(|e| fatal(e.to_string()))?;
+    // --depth implies --single-branch unless --no-single-branch comes after.
+    let single = match args.last(&["--single-branch", "--no-single-branch"]) {
+        Some(flag) => flag == "--single-branch",
+        None => depth.is_some(),
+    };
     let source = Source {
         url,
         origin,
         remote: &remote,
         advert: &advert,
     };
-    let cloned = clone_into(here, args.value("-b"), &root, source, err).await;
+    let asked = Asked {
+        branch: args.value("-b"),
+        single,
+        depth,
+        tags: if args.has(&["--no-tags"]) {
+            Tags::None
+        } else {
+            Tags::Follow
+        },
+    };
+    let cloned = clone_into(here, asked, &root, source, err).await;
     // A clone that fails leaves nothing behind, as git's does.
     if cloned.is_err() {
         let _ = match existed {
@@ -193,9 +233,29 @@ struct Source<'a> {
     advert: &'a Advert,
 }
 
+/// What a clone was asked for: `-b`, `--single-branch`, `--depth`,
+/// `--no-tags`.
+struct Asked<'a> {
+    branch: Option<&'a str>,
+    single: bool,
+    depth: Option<u32>,
+    tags: Tags,
+}
+
+const DETACHED_ADVICE: &str =
+    "\nYou are in 'detached HEAD' state. You can look around, make experimental\n\
+changes and commit them, and you can discard any commits you make in this\n\
+state without impacting any branches by switching back to a branch.\n\n\
+If you want to create a new branch to retain commits you create, you may\n\
+do so (now or later) by using -c with the switch command. Example:\n\n  \
+git switch -c <new-branch-name>\n\n\
+Or undo this operation with:\n\n  \
+git switch -\n\n\
+Turn off this advice by setting config variable advice.detachedHead to false\n\n";
+
 async fn clone_into(
     here: &Here<'_>,
-    branch: Option<&str>,
+    asked: Asked<'_>,
     root: &std::path::Path,
     source: Source<'_>,
     mut err: String,
@@ -209,73 +269,137 @@ async fn clone_into(
     let (repo, _) = Repo::init(here, root).await.map_err(fatal)?;
     let mut text = repo.config_text().await;
     text = config::add(&text, &format!("remote.{origin}.url"), url);
-    text = config::add(
-        &text,
-        &format!("remote.{origin}.fetch"),
-        &format!("+refs/heads/*:refs/remotes/{origin}/*"),
-    );
-    let heads: Vec<&(String, Oid)> = advert
+    if asked.tags == Tags::None {
+        text = config::add(&text, &format!("remote.{origin}.tagOpt"), "--no-tags");
+    }
+    let empty = !advert
         .refs
         .iter()
-        .filter(|(n, _)| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"))
-        .collect();
-    if heads.is_empty() {
+        .any(|(n, _)| n.starts_with("refs/heads/") || n.starts_with("refs/tags/"));
+    if empty {
+        text = config::add(
+            &text,
+            &format!("remote.{origin}.fetch"),
+            &format!("+refs/heads/*:refs/remotes/{origin}/*"),
+        );
         repo.save_config_text(&text).await.map_err(fatal)?;
         err.push_str("warning: You appear to have cloned an empty repository.\n");
         return Ok(Out::ok("").with_stderr(err));
     }
-    let mut wants: Vec<Oid> = heads.iter().map(|(_, o)| o.clone()).collect();
-    wants.sort();
-    wants.dedup();
-    let pack = remote
-        .fetch_pack(advert, &wants, &[])
-        .await
-        .map_err(fatal)?;
-    repo.add_pack(&pack).await.map_err(fatal)?;
-    // The branch to check out: -b, else the one the server's HEAD names.
-    let branch = match branch {
-        Some(b) => b.to_string(),
-        None => advert
-            .head_branch()
-            .and_then(|r| r.strip_prefix("refs/heads/"))
-            .map(str::to_string)
-            .or_else(|| {
-                advert
-                    .refs
-                    .iter()
-                    .find_map(|(n, _)| n.strip_prefix("refs/heads/").map(str::to_string))
-            })
-            .unwrap_or_else(|| "master".to_string()),
+    // What to check out: -b (a branch, else a tag), or the server's HEAD.
+    let remote_head = advert
+        .head_branch()
+        .and_then(|r| r.strip_prefix("refs/heads/"))
+        .map(str::to_string)
+        .or_else(|| {
+            advert
+                .refs
+                .iter()
+                .find_map(|(n, _)| n.strip_prefix("refs/heads/").map(str::to_string))
+        });
+    let checkout = match asked.branch {
+        Some(b) if advert.get(&format!("refs/heads/{b}")).is_some() => format!("refs/heads/{b}"),
+        Some(b) if advert.get(&format!("refs/tags/{b}")).is_some() => format!("refs/tags/{b}"),
+        Some(b) => {
+            return Err(fatal(format!(
+                "Remote branch {b} not found in upstream {origin}"
+            )))
+        }
+        None => format!(
+            "refs/heads/{}",
+            remote_head.clone().unwrap_or_else(|| "master".into())
+        ),
     };
-    let Some(head) = advert.get(&format!("refs/heads/{branch}")).cloned() else {
+    let Some(head) = advert.peeled(&checkout).cloned() else {
         return Err(fatal(format!(
-            "Remote branch {branch} not found in upstream {origin}"
+            "Remote branch {} not found in upstream {origin}",
+            checkout.rsplit('/').next().unwrap_or_default()
         )));
     };
-    let mut packed = Vec::new();
-    for (name, oid) in &advert.refs {
-        if let Some(b) = name.strip_prefix("refs/heads/") {
-            packed.push((format!("refs/remotes/{origin}/{b}"), oid.clone()));
-        } else if name.starts_with("refs/tags/") {
-            packed.push((name.clone(), oid.clone()));
+    let refspec = match (asked.single, checkout.strip_prefix("refs/heads/")) {
+        (false, _) => format!("+refs/heads/*:refs/remotes/{origin}/*"),
+        (true, Some(b)) => format!("+refs/heads/{b}:refs/remotes/{origin}/{b}"),
+        (true, None) => format!("+{checkout}:{checkout}"),
+    };
+    text = config::add(&text, &format!("remote.{origin}.fetch"), &refspec);
+    let refspec = Refspec::parse(&refspec).map_err(fatal)?;
+    // The refs the clone maps (written packed), then the tags it takes.
+    let mut mapped: Vec<(String, Oid)> = advert
+        .refs
+        .iter()
+        .filter_map(|(n, o)| refspec.map(n).map(|local| (local, o.clone())))
+        .collect();
+    if !asked.single && asked.tags != Tags::None {
+        mapped.extend(
+            advert
+                .refs
+                .iter()
+                .filter(|(n, _)| n.starts_with("refs/tags/"))
+                .cloned(),
+        );
+    }
+    let mut wants: Vec<Oid> = mapped.iter().map(|(_, o)| o.clone()).collect();
+    let follow = asked.single && asked.tags == Tags::Follow;
+    if follow {
+        let fetched: HashSet<&Oid> = wants.iter().collect();
+        let tips: Vec<Oid> = tags_to_follow(advert, |peeled| fetched.contains(peeled))
+            .map(|(_, oid)| oid.clone())
+            .collect();
+        wants.extend(tips);
+    }
+    wants.sort();
+    wants.dedup();
+    let want = Want {
+        depth: asked.depth,
+        shallow: &[],
+        include_tag: follow,
+    };
+    let pack = remote
+        .fetch_pack(advert, &wants, &[], &want)
+        .await
+        .map_err(fatal)?;
+    repo.add_pack(&pack.data).await.map_err(fatal)?;
+    repo.update_shallow(&pack.shallow, &pack.unshallow)
+        .await
+        .map_err(fatal)?;
+    repo.write_packed_refs(mapped.clone())
+        .await
+        .map_err(fatal)?;
+    if follow {
+        for (name, oid) in followed_tags(&repo, advert).await {
+            repo.set_ref("tags", &name, &oid).await.map_err(fatal)?;
         }
     }
-    repo.write_packed_refs(packed).await.map_err(fatal)?;
-    repo.write_symref(
-        &format!("refs/remotes/{origin}/HEAD"),
-        &format!("refs/remotes/{origin}/{branch}"),
-    )
-    .await
-    .map_err(fatal)?;
-    text = track(&text, &branch, origin);
-    repo.save_config_text(&text).await.map_err(fatal)?;
-    repo.set_ref("heads", &branch, &head).await.map_err(fatal)?;
-    repo.set_head_branch(&branch).await.map_err(fatal)?;
+    // origin/HEAD when the server's HEAD branch is among those mapped.
+    if let Some(b) = &remote_head {
+        let tracking = format!("refs/remotes/{origin}/{b}");
+        if mapped.iter().any(|(n, _)| *n == tracking) {
+            repo.write_symref(&format!("refs/remotes/{origin}/HEAD"), &tracking)
+                .await
+                .map_err(fatal)?;
+        }
+    }
     let message = format!("clone: from {url}");
-    for name in ["HEAD".to_string(), format!("refs/heads/{branch}")] {
-        repo.log_update(&name, None, &head, &message)
-            .await
-            .map_err(fatal)?;
+    match checkout.strip_prefix("refs/heads/") {
+        Some(branch) => {
+            text = track(&text, branch, origin);
+            repo.save_config_text(&text).await.map_err(fatal)?;
+            repo.set_ref("heads", branch, &head).await.map_err(fatal)?;
+            repo.set_head_branch(branch).await.map_err(fatal)?;
+            for name in ["HEAD".to_string(), checkout.clone()] {
+                repo.log_update(&name, None, &head, &message)
+                    .await
+                    .map_err(fatal)?;
+            }
+        }
+        None => {
+            repo.save_config_text(&text).await.map_err(fatal)?;
+            repo.set_head_detached(&head).await.map_err(fatal)?;
+            repo.log_update("HEAD", None, &head, &message)
+                .await
+                .map_err(fatal)?;
+            let _ = write!(err, "Note: switching to '{head}'.\n{DETACHED_ADVICE}");
+        }
     }
     let files = repo.commit_files(Some(&head)).await.map_err(fatal)?;
     let mut index = BTreeMap::new();
@@ -290,27 +414,147 @@ async fn clone_into(
     Ok(Out::ok("").with_stderr(err))
 }
 
+/// One `remote.<name>.fetch` refspec, `+src:dst`, each side with at most
+/// one `*`.
+struct Refspec {
+    src: String,
+    dst: String,
+}
+
+impl Refspec {
+    fn parse(text: &str) -> Result<Self, String> {
+        let refused = || format!("not supported by the sandbox's git: the refspec '{text}'");
+        let forced = text.strip_prefix('+').ok_or_else(refused)?;
+        let (src, dst) = forced.split_once(':').ok_or_else(refused)?;
+        let stars = (src.matches('*').count(), dst.matches('*').count());
+        if !matches!(stars, (0, 0) | (1, 1)) || !src.starts_with("refs/") {
+            return Err(refused());
+        }
+        Ok(Self {
+            src: src.to_string(),
+            dst: dst.to_string(),
+        })
+    }
+
+    /// The local ref the remote's `name` goes to, if this maps it.
+    fn map(&self, name: &str) -> Option<String> {
+        match self.src.split_once('*') {
+            Some((before, after)) => {
+                let middle = name.strip_prefix(before)?.strip_suffix(after)?;
+                Some(self.dst.replacen('*', middle, 1))
+            }
+            None => (name == self.src).then(|| self.dst.clone()),
+        }
+    }
+}
+
+/// The advertised tags git follows into a fetch: those whose object (what
+/// an annotated tag peels to) is `wanted` or already here.
+fn tags_to_follow<'a>(
+    advert: &'a Advert,
+    wanted: impl Fn(&Oid) -> bool + 'a,
+) -> impl Iterator<Item = &'a (String, Oid)> + 'a {
+    advert.refs.iter().filter(move |(name, _)| {
+        name.starts_with("refs/tags/") && advert.peeled(name).is_some_and(&wanted)
+    })
+}
+
+/// The advertised tags not yet here whose objects now are: what git's tag
+/// following (and `include-tag`) brought.
+async fn followed_tags(repo: &Repo, advert: &Advert) -> Vec<(String, Oid)> {
+    let mut tags = Vec::new();
+    for (name, oid) in &advert.refs {
+        if let Some(tag) = name.strip_prefix("refs/tags/") {
+            if repo.tag(tag).await.is_none() && repo.has_object(oid).await {
+                tags.push((tag.to_string(), oid.clone()));
+            }
+        }
+    }
+    tags
+}
+
 /// What a fetch brought: the report's lines, and the remote's refs.
 pub struct Fetched {
     pub lines: Vec<(char, String, String, String)>,
     pub url: String,
 }
 
+/// What a fetch was asked for beyond the remote.
+#[derive(Default)]
+pub struct Fetching {
+    pub prune: bool,
+    /// `--depth N`, or `UNSHALLOW`.
+    pub depth: Option<u32>,
+    /// `--tags`/`--no-tags`; else the remote's `tagOpt`, else following.
+    pub tags: Option<Tags>,
+}
+
 pub async fn fetch_into(
     here: &Here<'_>,
     repo: &Repo,
     given: &str,
-    prune: bool,
+    fetching: Fetching,
 ) -> Result<Fetched, Out> {
-    let (name, url) = named_remote(repo, given).await?;
+    let (Some(name), url) = named_remote(repo, given).await? else {
+        return Err(fatal(format!(
+            "not supported by the sandbox's git: fetching from a URL that is no remote's \
+             ({given}); add it with git remote add NAME URL"
+        )));
+    };
+    let mut refspecs = Vec::new();
+    for (key, value) in repo.config().await {
+        if key == format!("remote.{name}.fetch") {
+            refspecs.push(Refspec::parse(&value).map_err(fatal)?);
+        }
+    }
+    let tags = match fetching.tags {
+        Some(tags) => tags,
+        None => match repo
+            .config_value(&format!("remote.{name}.tagOpt"))
+            .await
+            .as_deref()
+        {
+            Some("--no-tags") => Tags::None,
+            Some("--tags") => Tags::All,
+            _ => Tags::Follow,
+        },
+    };
+    let shallow = repo.shallow().await;
+    if fetching.depth == Some(UNSHALLOW) && shallow.is_empty() {
+        return Err(fatal(
+            "--unshallow on a complete repository does not make sense",
+        ));
+    }
     let remote = connect(here, &url)?;
     let advert = remote.discover("git-upload-pack").await.map_err(fatal)?;
-    let tracking = |branch: &str| name.as_ref().map(|n| format!("refs/remotes/{n}/{branch}"));
+    // Remote ref → the local ref it updates.
+    let mut mapped: Vec<(&String, String, &Oid)> = Vec::new();
+    for (remote_ref, oid) in &advert.refs {
+        if let Some(local) = refspecs.iter().find_map(|r| r.map(remote_ref)) {
+            mapped.push((remote_ref, local, oid));
+        } else if tags == Tags::All && remote_ref.starts_with("refs/tags/") {
+            mapped.push((remote_ref, remote_ref.clone(), oid));
+        }
+    }
+    // A deepening fetch asks for tips it has: the server cuts anew below them.
     let mut wants = Vec::new();
-    for (ref_name, oid) in &advert.refs {
-        let wanted = ref_name.starts_with("refs/heads/") || ref_name.starts_with("refs/tags/");
-        if wanted && !repo.has_object(oid).await {
-            wants.push(oid.clone());
+    for (_, _, oid) in &mapped {
+        if fetching.depth.is_some() || !repo.has_object(oid).await {
+            wants.push((*oid).clone());
+        }
+    }
+    // Tags pointing at what is fetched or already here, not yet here.
+    let follow = tags == Tags::Follow;
+    if follow {
+        for (tag, oid) in tags_to_follow(&advert, |_| true) {
+            let peeled = advert.peeled(tag).unwrap_or(oid);
+            let reached = mapped.iter().any(|(_, _, o)| *o == peeled);
+            if !repo.has_object(oid).await
+                && repo.tag(&tag["refs/tags/".len()..]).await.is_none()
+                && (reached || repo.has_object(peeled).await)
+            {
+                wants.push(oid.clone());
+            }
         }
     }
     wants.sort();
@@ -326,66 +570,78 @@ pub async fn fetch_into(
         }
         haves.sort();
         haves.dedup();
+        let mut shallow: Vec<Oid> = shallow.iter().cloned().collect();
+        shallow.sort();
+        let want = Want {
+            depth: fetching.depth,
+            shallow: &shallow,
+            include_tag: follow,
+        };
         let pack = remote
-            .fetch_pack(&advert, &wants, &haves)
+            .fetch_pack(&advert, &wants, &haves, &want)
             .await
             .map_err(fatal)?;
-        repo.add_pack(&pack).await.map_err(fatal)?;
+        repo.add_pack(&pack.data).await.map_err(fatal)?;
+        repo.update_shallow(&pack.shallow, &pack.unshallow)
+            .await
+            .map_err(fatal)?;
     }
     let mut lines = Vec::new();
     let mut seen = HashSet::new();
-    for (ref_name, oid) in &advert.refs {
-        if let Some(branch) = ref_name.strip_prefix("refs/heads/") {
-            let Some(local) = tracking(branch) else {
-                continue;
-            };
-            seen.insert(local.clone());
-            let shown = local.trim_start_matches("refs/remotes/").to_string();
-            let old = repo.read_ref(&local).await;
-            let line = match &old {
-                None => ('*', "[new branch]".to_string()),
-                Some(old) if old == oid => continue,
-                Some(old) if repo.ancestors(oid).await.contains(old) => (
-                    ' ',
-                    format!("{}..{}", repo.short(old).await, repo.short(oid).await),
-                ),
-                Some(old) => (
-                    '+',
-                    format!("{}...{}", repo.short(old).await, repo.short(oid).await),
-                ),
-            };
-            let (kind, rest) = local
-                .strip_prefix("refs/")
-                .and_then(|r| r.split_once('/'))
-                .unwrap_or(("remotes", &shown));
-            repo.set_ref(kind, rest, oid).await.map_err(fatal)?;
-            repo.log_update(
-                &local,
-                old.as_deref(),
-                oid,
-                &format!("fetch {given}: fast-forward"),
-            )
-            .await
-            .map_err(fatal)?;
-            let summary = if line.0 == '+' {
-                format!("{} (forced update)", line.1)
-            } else {
-                line.1
-            };
-            lines.push((line.0, summary, branch.to_string(), shown));
-        } else if let Some(tag) = ref_name.strip_prefix("refs/tags/") {
+    for (remote_ref, local, oid) in &mapped {
+        seen.insert(local.clone());
+        if let Some(tag) = local.strip_prefix("refs/tags/") {
             if repo.tag(tag).await.is_none() {
                 repo.set_ref("tags", tag, oid).await.map_err(fatal)?;
-                lines.push((
-                    '*',
-                    "[new tag]".to_string(),
-                    tag.to_string(),
-                    tag.to_string(),
-                ));
+                let from = remote_ref.trim_start_matches("refs/tags/").to_string();
+                lines.push(('*', "[new tag]".to_string(), from, tag.to_string()));
             }
+            continue;
+        }
+        let shown = local
+            .strip_prefix("refs/remotes/")
+            .or_else(|| local.strip_prefix("refs/heads/"))
+            .unwrap_or(local)
+            .to_string();
+        let old = repo.read_ref(local).await;
+        let line = match &old {
+            None => ('*', "[new branch]".to_string()),
+            Some(old) if old == *oid => continue,
+            Some(old) if repo.ancestors(oid).await.contains(old) => (
+                ' ',
+                format!("{}..{}", repo.short(old).await, repo.short(oid).await),
+            ),
+            Some(old) => (
+                '+',
+                format!(
+                    "{}...{} (forced update)",
+                    repo.short(old).await,
+                    repo.short(oid).await
+                ),
+            ),
+        };
+        let Some((kind, rest)) = local.strip_prefix("refs/").and_then(|r| r.split_once('/')) else {
+            continue;
+        };
+        repo.set_ref(kind, rest, oid).await.map_err(fatal)?;
+        repo.log_update(
+            local,
+            old.as_deref(),
+            oid,
+            &format!("fetch {given}: fast-forward"),
+        )
+        .await
+        .map_err(fatal)?;
+        let from = remote_ref.trim_start_matches("refs/heads/").to_string();
+        lines.push((line.0, line.1, from, shown));
+    }
+    if follow {
+        for (tag, oid) in followed_tags(repo, &advert).await {
+            repo.set_ref("tags", &tag, &oid).await.map_err(fatal)?;
+            lines.push(('*', "[new tag]".to_string(), tag.clone(), tag));
         }
     }
-    if let (true, Some(name)) = (prune, &name) {
+    if fetching.prune {
         for branch in repo.refs(&format!("remotes/{name}")).await {
             let local = format!("refs/remotes/{name}/{branch}");
             if branch != "HEAD" && !seen.contains(&local) {
@@ -401,7 +657,25 @@ pub async fn fetch_into(
             }
         }
     }
-    Ok(Fetched { lines, url })
+    Ok(Fetched {
+        lines,
+        url: shown_url(&url),
+    })
+}
+
+/// The URL as git's report shows it: no credentials, no trailing `/` or
+/// `.git`.
+fn shown_url(url: &str) -> String {
+    let mut shown = url.to_string();
+    if let Some(scheme) = shown.find("://") {
+        let host = scheme + 3;
+        let end = shown[host..].find('/').map_or(shown.len(), |i| host + i);
+        if let Some(at) = shown[host..end].rfind('@') {
+            shown.replace_range(host..host + at + 1, "");
+        }
+    }
+    let trimmed = shown.trim_end_matches('/');
+    trimmed.strip_suffix(".git").unwrap_or(trimmed).to_string()
 }
 
 async fn upstream_remote(repo: &Repo) -> String {
@@ -418,15 +692,48 @@ pub async fn fetch(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
         args,
         &Spec {
             command: "fetch",
-            flags: &["-q", "--quiet", "-p", "--prune"],
-            valued: &[],
+            flags: &[
+                "-q",
+                "--quiet",
+                "-p",
+                "--prune",
+                "-t",
+                "--tags",
+                "-n",
+                "--no-tags",
+                "--unshallow",
+            ],
+            valued: &[&["--depth"]],
         },
     )?;
+    let depth = depth(&args)?;
+    if depth.is_some() && args.has(&["--unshallow"]) {
+        return Err(fatal(
+            "options '--depth' and '--unshallow' cannot be used together",
+        ));
+    }
+    if let Some(refspec) = args.operands.get(1) {
+        return Err(fatal(format!(
+            "not supported by the sandbox's git: fetching named refs ({refspec}); \
+             git fetch {} fetches every branch the remote maps",
+            args.operands[0]
+        )));
+    }
     let given = match args.operands.first() {
         Some(given) => given.to_string(),
         None => upstream_remote(repo).await,
     };
-    let fetched = fetch_into(here, repo, &given, args.has(&["-p", "--prune"])).await?;
+    let tags = match args.last(&["-t", "--tags", "-n", "--no-tags"]) {
+        Some("-t" | "--tags") => Some(Tags::All),
+        Some(_) => Some(Tags::None),
+        None => None,
+    };
+    let fetching = Fetching {
+        prune: args.has(&["-p", "--prune"]),
+        depth: depth.or(args.has(&["--unshallow"]).then_some(UNSHALLOW)),
+        tags,
+    };
+    let fetched = fetch_into(here, repo, &given, fetching).await?;
     let mut err = String::new();
     if !fetched.lines.is_empty() && !args.has(&["-q", "--quiet"]) {
         let _ = writeln!(err, "From {}", fetched.url);

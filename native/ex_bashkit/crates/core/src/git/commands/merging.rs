@@ -463,7 +463,13 @@ impl Ctx<'_> {
                 .await
                 .unwrap_or_else(|| "origin".to_string()),
         };
-        let fetched = crate::git::transfer::fetch_into(self.here, repo, &remote, false).await?;
+        let fetched = crate::git::transfer::fetch_into(
+            self.here,
+            repo,
+            &remote,
+            crate::git::transfer::Fetching::default(),
+        )
+        .await?;
         let mut err = String::new();
         if !fetched.lines.is_empty() && !quiet {
             let _ = writeln!(err, "From {}", fetched.url);
