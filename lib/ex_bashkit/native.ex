@@ -26,7 +26,10 @@ defmodule ExBashkit.Native do
   def session_exec(_session, _script, _pid, _tag, _callback_server, _options), do: err()
   def session_cancel(_session), do: err()
   def session_close(_session), do: err()
-  def egress_new(_allow_net, _block_private_ips, _credentials), do: err()
+
+  def egress_new(_allow_net, _block_private_ips, _credentials, _max_git_transfer_bytes),
+    do: err()
+
   def egress_credentials(_egress, _credentials), do: err()
   def egress_request(_egress, _request, _to, _id), do: err()
   def callback_reply(_call, _reply), do: err()

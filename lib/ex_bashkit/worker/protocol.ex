@@ -210,10 +210,20 @@ defmodule ExBashkit.Worker.Protocol do
 
   defp text_pair?(_), do: false
 
-  defp http?(%{method: method, url: url, headers: headers, body: body, timeout_ms: timeout} = r)
+  defp http?(
+         %{
+           method: method,
+           url: url,
+           headers: headers,
+           body: body,
+           timeout_ms: timeout,
+           max_bytes: max
+         } = r
+       )
        when is_binary(method) and is_binary(url) and is_list(headers) and
               (is_binary(body) or is_nil(body)) and is_integer(timeout) and timeout > 0 and
-              timeout < 1 <<< 62 and map_size(r) == 5,
+              timeout < 1 <<< 62 and is_integer(max) and max >= 0 and max < 1 <<< 64 and
+              map_size(r) == 6,
        do: String.valid?(method) and String.valid?(url) and Enum.all?(headers, &text_pair?/1)
 
   defp http?(_request), do: false

@@ -36,6 +36,10 @@ const DEFAULT_TIMEOUT_SECS: u64 = 30;
 pub struct EgressResource {
     #[cfg(feature = "network")]
     client: bashkit::HttpClient,
+    /// The same policy for git's clones and fetches, whose responses may
+    /// reach the session's `:max_git_transfer_bytes`.
+    #[cfg(feature = "network")]
+    transfers: bashkit::HttpClient,
     credentials: Credentials,
 }
 
@@ -51,33 +55,46 @@ fn egress_new(
     allow_net: Protocol<AllowNet>,
     block_private_ips: bool,
     credentials: CredentialRules,
+    max_git_transfer_bytes: u64,
 ) -> Term<'_> {
-    egress(allow_net.0, block_private_ips, credentials).encode(env)
+    egress(
+        allow_net.0,
+        block_private_ips,
+        credentials,
+        max_git_transfer_bytes,
+    )
+    .encode(env)
 }
 
 fn egress(
     allow_net: AllowNet,
     block_private_ips: bool,
     credentials: CredentialRules,
+    max_git_transfer_bytes: u64,
 ) -> Option<ResourceArc<EgressResource>> {
     let credentials = Credentials::new(&credentials, block_private_ips);
     #[cfg(feature = "network")]
     {
         let allowlist = ex_bashkit_core::network::allowlist(&allow_net, block_private_ips)?;
-        let mut client = bashkit::HttpClient::with_config(
-            allowlist,
-            std::time::Duration::from_secs(DEFAULT_TIMEOUT_SECS),
-            MAX_RESPONSE_BYTES,
-        );
-        client.set_before_http(vec![credentials.hook()]);
+        let client = |max_bytes: usize| {
+            let mut client = bashkit::HttpClient::with_config(
+                allowlist.clone(),
+                std::time::Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+                max_bytes,
+            );
+            client.set_before_http(vec![credentials.hook()]);
+            client
+        };
+        let transfers = usize::try_from(max_git_transfer_bytes).unwrap_or(usize::MAX);
         Some(ResourceArc::new(EgressResource {
-            client,
+            client: client(MAX_RESPONSE_BYTES),
+            transfers: client(transfers.max(MAX_RESPONSE_BYTES)),
             credentials,
         }))
     }
     #[cfg(not(feature = "network"))]
     {
-        let _ = (allow_net, credentials);
+        let _ = (allow_net, credentials, max_git_transfer_bytes);
         None
     }
 }
@@ -90,12 +107,14 @@ fn egress_credentials(egress: ResourceArc<EgressResource>, rules: CredentialRule
     crate::atoms::ok()
 }
 
-/// A worker's request: `{method, url, headers, body | nil, timeout_ms}`.
+/// A worker's request: `{method, url, headers, body | nil, timeout_ms,
+/// max_bytes}`.
 type Request<'a> = (
     String,
     String,
     Vec<(String, String)>,
     Option<Binary<'a>>,
+    u64,
     u64,
 );
 
@@ -108,11 +127,19 @@ fn egress_request(
     to: LocalPid,
     id: u64,
 ) -> Result<Atom, String> {
-    let (method, url, headers, body, timeout_ms) = request;
+    let (method, url, headers, body, timeout_ms, max_bytes) = request;
     let body = body.map(|body| body.as_slice().to_vec());
     let pool = ex_bashkit_core::runtime::interpreters()?;
     pool.spawn(pool.assign(), async move {
-        let outcome = send(&egress, &method, &url, &headers, body, timeout_ms).await;
+        let request = Outgoing {
+            method: &method,
+            url: &url,
+            headers: &headers,
+            body,
+            timeout_ms,
+            max_bytes,
+        };
+        let outcome = send(&egress, request).await;
         let _ = crate::envs::send(&to, |env| {
             let outcome = match outcome {
                 Ok((status, headers, body)) => {
@@ -128,24 +155,37 @@ fn egress_request(
 
 type Answer = Result<(u16, Vec<(String, String)>, Vec<u8>), String>;
 
-/// The request, made with the session's policy; `Err` with the message
-/// curl reads its exit code from.
-async fn send(
-    egress: &EgressResource,
-    method: &str,
-    url: &str,
-    headers: &[(String, String)],
+/// A worker's request as the host makes it.
+#[cfg_attr(not(feature = "network"), allow(dead_code))]
+struct Outgoing<'a> {
+    method: &'a str,
+    url: &'a str,
+    headers: &'a [(String, String)],
     body: Option<Vec<u8>>,
     timeout_ms: u64,
-) -> Answer {
+    /// What the worker's client takes: past curl's cap, git's.
+    max_bytes: u64,
+}
+
+/// The request, made with the session's policy; `Err` with the message
+/// curl reads its exit code from.
+async fn send(egress: &EgressResource, request: Outgoing<'_>) -> Answer {
     // Without the network part no egress exists to be asked.
     #[cfg(not(feature = "network"))]
     {
-        let _ = (egress, method, url, headers, body, timeout_ms);
+        let _ = (egress, request);
         Err("access denied: this build has no network".into())
     }
     #[cfg(feature = "network")]
     {
+        let Outgoing {
+            method,
+            url,
+            headers,
+            body,
+            timeout_ms,
+            max_bytes,
+        } = request;
         let Some(method) = ex_bashkit_core::network::http_method(method) else {
             return Err(format!("access denied: method {method:?} is not supported"));
         };
@@ -154,8 +194,12 @@ async fn send(
         // left to the shared client, whose connections and setup are reused.
         let seconds = timeout_ms.div_ceil(1000).max(1);
         let timeout = (seconds != DEFAULT_TIMEOUT_SECS).then_some(seconds);
-        egress
-            .client
+        // The worker names its cap; the host holds it to the session's.
+        let client = match max_bytes > MAX_RESPONSE_BYTES as u64 {
+            true => &egress.transfers,
+            false => &egress.client,
+        };
+        client
             .request_with_timeouts(method, url, body.as_deref(), headers, timeout, None)
             .await
             .map(|response| (response.status, response.headers, response.body))

@@ -95,7 +95,8 @@ defmodule ExBashkit.LyingWorkerTest do
            url: "http://127.0.0.1/",
            headers: [],
            body: nil,
-           timeout_ms: 1
+           timeout_ms: 1,
+           max_bytes: 1
          }
 
          term({:http, 1, request})
@@ -485,7 +486,8 @@ defmodule ExBashkit.LyingWorkerTest do
       {:cancelled, 2, true},
       {:call, 1, {:builtin, "b"}, %{args: ["a"], stdin: "", env: %{"K" => "V"}, cwd: "/"}},
       {:call, 1, {:fs, "/m"}, %{op: :write, path: "/m/f", data: "d"}},
-      {:http, 1, %{method: "GET", url: "http://x/", headers: [], body: nil, timeout_ms: 5}},
+      {:http, 1,
+       %{method: "GET", url: "http://x/", headers: [], body: nil, timeout_ms: 5, max_bytes: 9}},
       {:new, {:ok, {[seccomp: :ok], [], 1}}}
     ])
   end

@@ -6,6 +6,7 @@ defmodule ExBashkit.Worker.Owner.Egress do
   # each response back in frames.
 
   alias ExBashkit.Native
+  alias ExBashkit.Session.Options.Limits
   alias ExBashkit.Worker.{Protocol, Request}
 
   # The most of a response body one frame back to the worker holds.
@@ -14,15 +15,22 @@ defmodule ExBashkit.Worker.Owner.Egress do
   @doc "The session's egress, or `nil` without `:allow_net`."
   def new(%{allow_net: :none}), do: nil
 
-  def new(native),
-    do: Native.egress_new(native.allow_net, native.block_private_ips, native.credentials)
+  def new(native) do
+    Native.egress_new(
+      native.allow_net,
+      native.block_private_ips,
+      native.credentials,
+      Limits.value(native.limits, :max_git_transfer_bytes)
+    )
+  end
 
   @doc "Makes the worker's request `id`; its answer comes as `{:ex_bashkit_egress, id, answer}`."
   def request(egress, port, id, request) do
-    %{method: method, url: url, headers: headers, body: body, timeout_ms: timeout} = request
+    %{method: method, url: url, headers: headers, body: body, timeout_ms: timeout, max_bytes: max} =
+      request
 
     with {:error, message} <-
-           Native.egress_request(egress, {method, url, headers, body, timeout}, self(), id),
+           Native.egress_request(egress, {method, url, headers, body, timeout, max}, self(), id),
          do: reply(port, id, {:error, message})
   end
 

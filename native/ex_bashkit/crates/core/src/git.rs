@@ -47,6 +47,10 @@ pub struct Git {
     /// canonical, read-write), so a work tree in one is read (and, where
     /// the mount allows, written) straight on the host.
     pub mounts: Vec<(PathBuf, PathBuf, bool)>,
+    /// The client clones and fetches go through (`network::git_client`),
+    /// where `:allow_net` gave the session a network.
+    #[cfg(feature = "network")]
+    pub http: Option<Arc<bashkit::HttpClient>>,
 }
 
 /// What a command prints and its exit status.
@@ -90,8 +94,8 @@ pub type Run = Result<Out, Out>;
 /// Where a command runs.
 pub struct Here<'a> {
     pub fs: Arc<dyn FileSystem>,
-    /// The session's HTTP client (its allowlist, credentials and egress),
-    /// where `:allow_net` gave it one.
+    /// git's HTTP client (the session's allowlist, credentials and
+    /// egress), where `:allow_net` gave the session a network.
     #[cfg(feature = "network")]
     pub http: Option<Arc<bashkit::HttpClient>>,
     pub cwd: PathBuf,
@@ -123,7 +127,7 @@ impl Builtin for Git {
         let here = Here {
             fs: ctx.fs.clone(),
             #[cfg(feature = "network")]
-            http: ctx.http_client.cloned(),
+            http: self.http.clone(),
             cwd,
             env: ctx.env,
             git: self,

@@ -24,6 +24,8 @@ const DEFAULT_MAX_SCRIPT_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The JavaScript engine's heap, per run: Node-sized programs, not more.
 const DEFAULT_MAX_JAVASCRIPT_MEMORY_BYTES: u64 = 64 * 1024 * 1024;
+/// `:max_git_transfer_bytes` when not given: 100 MiB.
+const DEFAULT_MAX_GIT_TRANSFER_BYTES: u64 = 100 * 1024 * 1024;
 
 /// Room in a snapshot for what is neither file content nor variables:
 /// directory entries, metadata, the container's own framing.
@@ -46,6 +48,9 @@ pub trait LimitsExt {
     fn javascript_memory(&self) -> usize;
     /// The largest a `sqlite3` database may grow.
     fn sqlite_bytes(&self) -> u64;
+    /// The most one git transfer (a clone's pack and the server's other
+    /// answers) may bring.
+    fn git_transfer_bytes(&self) -> usize;
     fn execution(&self) -> ExecutionLimits;
     fn filesystem(&self) -> FsLimits;
     /// The most a snapshot given to `restore/3` may decode to.
@@ -71,6 +76,13 @@ impl LimitsExt for Limits {
     fn sqlite_bytes(&self) -> u64 {
         self.max_sqlite_bytes
             .unwrap_or_else(|| self.filesystem().max_file_size)
+    }
+
+    fn git_transfer_bytes(&self) -> usize {
+        count(
+            self.max_git_transfer_bytes
+                .unwrap_or(DEFAULT_MAX_GIT_TRANSFER_BYTES),
+        )
     }
 
     fn execution(&self) -> ExecutionLimits {

@@ -134,13 +134,13 @@ impl SessionPlan for SessionOptions {
         if let Some(memory) = self.limits.memory() {
             builder = builder.memory_limits(memory);
         }
+        #[cfg(feature = "git")]
+        if self.git {
+            builder = builder.builtin("git", Box::new(git(self, credentials, egress.as_ref())));
+        }
         builder = network(builder, self, credentials, egress);
         for (key, value) in child.env {
             builder = builder.env(key, value);
-        }
-        #[cfg(feature = "git")]
-        if self.git {
-            builder = builder.builtin("git", Box::new(git(self)));
         }
         let builder = builder
             .cwd(child.cwd)
@@ -262,8 +262,15 @@ async fn run_profile(bash: &mut Bash, profile: &str) -> Result<(), SessionError>
 /// `git`, committing as the session's user (`git config user.name`
 /// changes it) and naming only the remotes `:allow_net` allows.
 #[cfg(feature = "git")]
-fn git(options: &SessionOptions) -> crate::git::Git {
+#[cfg_attr(not(feature = "network"), allow(unused_variables))]
+fn git(
+    options: &SessionOptions,
+    credentials: &Credentials,
+    egress: Option<&Egress>,
+) -> crate::git::Git {
     crate::git::Git {
+        #[cfg(feature = "network")]
+        http: crate::network::git_client(options, credentials, egress.cloned()),
         name: options.username.clone(),
         email: format!("{}@{}", options.username, options.hostname),
         remotes: options.allow_net.clone(),
@@ -294,6 +301,10 @@ fn builder(
     if let Some(memory) = options.limits.memory() {
         builder = builder.memory_limits(memory);
     }
+    #[cfg(feature = "git")]
+    let git = options
+        .git
+        .then(|| git(options, credentials, egress.as_ref()));
     builder = network(builder, options, credentials, egress);
     for (key, value) in &options.env {
         builder = builder.env(key, value);
@@ -301,8 +312,8 @@ fn builder(
     // Without `git: true` the command is not there at all, as in a shell
     // without it installed (and a session pays nothing for it).
     #[cfg(feature = "git")]
-    if options.git {
-        builder = builder.builtin("git", Box::new(git(options)));
+    if let Some(git) = git {
+        builder = builder.builtin("git", Box::new(git));
     }
     builder
         .cwd(&options.cwd)

@@ -113,6 +113,7 @@ impl HttpTransport for HostEgress {
             headers: &request.headers,
             body: request.body.as_deref(),
             timeout_ms: u64::try_from(request.timeout.as_millis()).unwrap_or(u64::MAX),
+            max_bytes: request.max_response_bytes as u64,
         });
         answer
             .await

@@ -109,6 +109,10 @@ pub enum Event<'a> {
         headers: &'a [(String, String)],
         body: Option<&'a [u8]>,
         timeout_ms: u64,
+        /// The most of a body the request's client takes (curl's 10 MB,
+        /// or git's `:max_git_transfer_bytes`); the host holds it to the
+        /// session's own limits.
+        max_bytes: u64,
     },
 }
 
@@ -214,6 +218,7 @@ impl IntoTerm for Event<'_> {
                 headers,
                 body,
                 timeout_ms,
+                max_bytes,
             } => {
                 let headers = headers
                     .iter()
@@ -227,6 +232,7 @@ impl IntoTerm for Event<'_> {
                     ("headers", list(headers)),
                     ("body", body.map_or_else(|| atom("nil"), binary)),
                     ("timeout_ms", id_term(timeout_ms.max(1))),
+                    ("max_bytes", id_term(max_bytes)),
                 ]);
                 tuple(vec![atom("http"), id_term(id), request])
             }

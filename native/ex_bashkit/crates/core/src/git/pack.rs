@@ -11,23 +11,29 @@ use flate2::write::ZlibEncoder;
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 use sha1::{Digest, Sha1};
 
-use super::odb::{apply_delta, from_hex, hash, to_hex};
+use super::odb::{apply_delta, to_hex};
 
 fn corrupt(why: &str) -> String {
     format!("fatal: the pack from the remote is corrupt ({why})")
 }
 
-/// What one entry of a pack holds before its deltas are resolved.
-enum Raw {
-    Whole(&'static str, Vec<u8>),
-    OfsDelta(u64, Vec<u8>),
-    RefDelta([u8; 20], Vec<u8>),
+/// What one entry of a pack is: an object whole, or a delta on a base
+/// named by its offset in the pack or by its object name.
+enum Kind {
+    Whole(&'static str),
+    OfsDelta(u64),
+    RefDelta([u8; 20]),
 }
 
+/// An entry of a pack, read but not kept: where its zlib stream starts and
+/// what it inflates to, so that it is inflated again only when needed.
 struct Entry {
     offset: u64,
     crc: u32,
-    raw: Raw,
+    kind: Kind,
+    /// Where its compressed bytes start.
+    data: usize,
+    size: usize,
 }
 
 /// Inflates one zlib stream at the start of `data`: its bytes, and how
@@ -80,15 +86,13 @@ pub fn index(pack: &[u8]) -> Result<Indexed, String> {
         return Err(corrupt("unknown version"));
     }
     let count = u32::from_be_bytes(pack[8..12].try_into().unwrap()) as usize;
+    let body = &pack[..body_end];
     let mut entries = Vec::with_capacity(count.min(1 << 20));
     let mut at = 12usize;
     for _ in 0..count {
         let offset = at;
         let next = |at: &mut usize| -> Result<u8, String> {
-            let byte = *pack
-                .get(*at)
-                .filter(|_| *at < body_end)
-                .ok_or_else(|| corrupt("truncated"))?;
+            let byte = *body.get(*at).ok_or_else(|| corrupt("truncated"))?;
             *at += 1;
             Ok(byte)
         };
@@ -108,52 +112,55 @@ pub fn index(pack: &[u8]) -> Result<Indexed, String> {
             return Err(corrupt("an object larger than the sandbox's git reads"));
         }
         let size = usize::try_from(size).map_err(|_| corrupt("size"))?;
-        let raw = match kind {
-            1..=4 => {
-                let (data, used) = inflate_stream(&pack[at..body_end], size)?;
-                at += used;
-                let name = ["commit", "tree", "blob", "tag"][kind as usize - 1];
-                Raw::Whole(name, data)
-            }
+        let kind = match kind {
+            1..=4 => Kind::Whole(["commit", "tree", "blob", "tag"][kind as usize - 1]),
             6 => {
                 byte = next(&mut at)?;
                 let mut back = u64::from(byte & 0x7f);
                 while byte & 0x80 != 0 {
                     byte = next(&mut at)?;
-                    back = ((back + 1) << 7) | u64::from(byte & 0x7f);
+                    back = back
+                        .checked_add(1)
+                        .and_then(|b| b.checked_mul(128))
+                        .ok_or_else(|| corrupt("delta base"))?
+                        | u64::from(byte & 0x7f);
                 }
                 let base = (offset as u64)
                     .checked_sub(back)
+                    .filter(|_| back > 0)
                     .ok_or_else(|| corrupt("delta base"))?;
-                let (data, used) = inflate_stream(&pack[at..body_end], size)?;
-                at += used;
-                Raw::OfsDelta(base, data)
+                Kind::OfsDelta(base)
             }
             7 => {
-                let base: [u8; 20] = pack
+                let base: [u8; 20] = body
                     .get(at..at + 20)
                     .ok_or_else(|| corrupt("truncated"))?
                     .try_into()
                     .unwrap();
                 at += 20;
-                let (data, used) = inflate_stream(&pack[at..body_end], size)?;
-                at += used;
-                Raw::RefDelta(base, data)
+                Kind::RefDelta(base)
             }
             _ => return Err(corrupt("unknown object type")),
         };
+        // Inflated once here to find where it ends (and checked), then
+        // dropped: a pack's objects are never all held at once.
+        let (_, used) = inflate_stream(&body[at..], size)?;
+        let data = at;
+        at += used;
         let mut crc = Crc::new();
-        crc.update(&pack[offset..at]);
+        crc.update(&body[offset..at]);
         entries.push(Entry {
             offset: offset as u64,
             crc: crc.sum(),
-            raw,
+            kind,
+            data,
+            size,
         });
     }
     if at != body_end {
         return Err(corrupt("trailing bytes"));
     }
-    let names = resolve(&entries)?;
+    let names = resolve(body, &entries)?;
     let mut table: Vec<([u8; 20], u32, u64)> = entries
         .iter()
         .zip(&names)
@@ -167,78 +174,134 @@ pub fn index(pack: &[u8]) -> Result<Indexed, String> {
     })
 }
 
-/// An object's kind and content, its deltas applied.
-type Resolved = (&'static str, Arc<Vec<u8>>);
+/// The name git gives an object of `kind` holding `body`.
+fn name_of(kind: &str, body: &[u8]) -> [u8; 20] {
+    let mut hasher = Sha1::new();
+    hasher.update(format!("{kind} {}\0", body.len()).as_bytes());
+    hasher.update(body);
+    hasher.finalize().into()
+}
 
-/// Every entry's object name, its deltas applied.
-fn resolve(entries: &[Entry]) -> Result<Vec<[u8; 20]>, String> {
-    let by_offset: HashMap<u64, usize> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (e.offset, i))
-        .collect();
-    let mut done: Vec<Option<Resolved>> = vec![None; entries.len()];
-    let mut names: Vec<Option<[u8; 20]>> = vec![None; entries.len()];
-    let mut by_name: HashMap<[u8; 20], usize> = HashMap::new();
-    for (i, entry) in entries.iter().enumerate() {
-        if let Raw::Whole(kind, data) = &entry.raw {
-            let name = from_hex(&hash(kind, data)).expect("a hash");
-            names[i] = Some(name);
-            by_name.insert(name, i);
-            done[i] = Some((kind, Arc::new(data.clone())));
-        }
+/// Which entries are deltas on which: by the base's offset, or its name.
+#[derive(Default)]
+struct Children {
+    of_offset: HashMap<u64, Vec<usize>>,
+    of_name: HashMap<[u8; 20], Vec<usize>>,
+}
+
+impl Children {
+    fn of(&self, entry: &Entry, name: &[u8; 20]) -> impl Iterator<Item = usize> + '_ {
+        let by_offset = self.of_offset.get(&entry.offset).into_iter().flatten();
+        let by_name = self.of_name.get(name).into_iter().flatten();
+        by_offset.chain(by_name).copied()
     }
-    // Deltas whose bases are resolved, round after round: each round
-    // resolves at least one, or the pack names a base it does not hold.
-    let mut pending: Vec<usize> = (0..entries.len()).filter(|&i| done[i].is_none()).collect();
-    while !pending.is_empty() {
-        let before = pending.len();
-        pending.retain(|&i| {
-            let (base, delta) = match &entries[i].raw {
-                Raw::OfsDelta(base, delta) => (by_offset.get(base).copied(), delta),
-                Raw::RefDelta(base, delta) => (by_name.get(base).copied(), delta),
-                Raw::Whole(..) => unreachable!(),
-            };
-            let Some((kind, base)) = base.and_then(|b| done[b].clone()) else {
-                return true;
-            };
-            let Ok(data) = apply_delta(&base, delta) else {
-                return true;
-            };
-            let name = from_hex(&hash(kind, &data)).expect("a hash");
-            names[i] = Some(name);
-            by_name.insert(name, i);
-            done[i] = Some((kind, Arc::new(data)));
-            false
-        });
-        if pending.len() == before {
-            return Err(corrupt("a delta's base is missing or does not fit"));
-        }
-    }
-    // Refused whole, as `transfer.fsckObjects` does, before anything of
-    // it is kept: a tree git would never check out, or a `.gitmodules`
-    // one of them names with a submodule git refuses.
+}
+
+/// Every entry's object name, as `git index-pack` finds them: each whole
+/// object hashed, then each delta applied depth first from its base, so
+/// that what is held at once is one chain of objects, not the pack's
+/// contents. Refused whole, as `transfer.fsckObjects` does, before
+/// anything of it is kept: a tree git would never check out, or a
+/// `.gitmodules` one of them names with a submodule git refuses.
+fn resolve(body: &[u8], entries: &[Entry]) -> Result<Vec<[u8; 20]>, String> {
+    let inflate = |entry: &Entry| inflate_stream(&body[entry.data..], entry.size).map(|(d, _)| d);
     let refused = |name: &[u8; 20], (id, text): super::fsck::Problem| {
         format!(
             "fsck error in packed object: object {}: {id}: {text}",
             to_hex(name)
         )
     };
+    let mut children = Children::default();
+    for (i, entry) in entries.iter().enumerate() {
+        match entry.kind {
+            Kind::OfsDelta(base) => children.of_offset.entry(base).or_default().push(i),
+            Kind::RefDelta(base) => children.of_name.entry(base).or_default().push(i),
+            Kind::Whole(_) => {}
+        }
+    }
+    let mut names: Vec<Option<[u8; 20]>> = vec![None; entries.len()];
+    let mut kinds: Vec<&'static str> = vec![""; entries.len()];
     let mut gitmodules = std::collections::HashSet::new();
-    for (resolved, name) in done.iter().zip(&names) {
-        if let (Some(("tree", body)), Some(name)) = (resolved, name) {
-            let named = super::fsck::check_tree(body).map_err(|p| refused(name, p))?;
+    let mut check = |name: &[u8; 20], kind: &str, data: &[u8]| -> Result<(), String> {
+        if kind == "tree" {
+            let named = super::fsck::check_tree(data).map_err(|p| refused(name, p))?;
             gitmodules.extend(named);
         }
-    }
-    for (resolved, name) in done.iter().zip(&names) {
-        if let (Some(("blob", body)), Some(name)) = (resolved, name) {
-            if gitmodules.contains(name) {
-                super::fsck::check_gitmodules(body).map_err(|p| refused(name, p))?;
+        Ok(())
+    };
+    for (root, entry) in entries.iter().enumerate() {
+        let Kind::Whole(kind) = entry.kind else {
+            continue;
+        };
+        let data = inflate(entry)?;
+        let name = name_of(kind, &data);
+        check(&name, kind, &data)?;
+        names[root] = Some(name);
+        kinds[root] = kind;
+        // Its deltas, and theirs, each applied to what it is a delta on.
+        let mut pending: Vec<(usize, Arc<Vec<u8>>)> = Vec::new();
+        let mut base = Arc::new(data);
+        pending.extend(children.of(entry, &name).map(|c| (c, base.clone())));
+        while let Some((i, on)) = pending.pop() {
+            if names[i].is_some() {
+                continue;
             }
+            let delta = inflate(&entries[i])?;
+            let data =
+                apply_delta(&on, &delta).map_err(|_| corrupt("a delta does not fit its base"))?;
+            drop(on);
+            let name = name_of(kind, &data);
+            check(&name, kind, &data)?;
+            names[i] = Some(name);
+            kinds[i] = kind;
+            base = Arc::new(data);
+            pending.extend(children.of(&entries[i], &name).map(|c| (c, base.clone())));
         }
     }
-    Ok(names.into_iter().map(|n| n.expect("resolved")).collect())
+    if names.iter().any(Option::is_none) {
+        return Err(corrupt("a delta's base is missing or does not fit"));
+    }
+    let names: Vec<[u8; 20]> = names.into_iter().flatten().collect();
+    // The `.gitmodules` blobs the trees named, rebuilt one at a time.
+    for (i, name) in names.iter().enumerate() {
+        if kinds[i] == "blob" && gitmodules.contains(name) {
+            let data = rebuild(body, entries, &names, i)?;
+            super::fsck::check_gitmodules(&data).map_err(|p| refused(name, p))?;
+        }
+    }
+    Ok(names)
+}
+
+/// Entry `i`'s content: its chain of deltas applied from the object whole
+/// at its root.
+fn rebuild(
+    body: &[u8],
+    entries: &[Entry],
+    names: &[[u8; 20]],
+    i: usize,
+) -> Result<Vec<u8>, String> {
+    let by_offset = |offset: u64| entries.iter().position(|e| e.offset == offset);
+    let by_name = |name: &[u8; 20]| names.iter().position(|n| n == name);
+    let mut chain = vec![i];
+    loop {
+        let last = &entries[*chain.last().expect("a chain")];
+        let base = match &last.kind {
+            Kind::Whole(_) => break,
+            Kind::OfsDelta(offset) => by_offset(*offset),
+            Kind::RefDelta(name) => by_name(name),
+        };
+        match base {
+            Some(base) if chain.len() <= entries.len() => chain.push(base),
+            _ => return Err(corrupt("a delta's base is missing")),
+        }
+    }
+    let inflate = |entry: &Entry| inflate_stream(&body[entry.data..], entry.size).map(|(d, _)| d);
+    let mut data = inflate(&entries[chain.pop().expect("a root")])?;
+    while let Some(next) = chain.pop() {
+        data = apply_delta(&data, &inflate(&entries[next])?)
+            .map_err(|_| corrupt("a delta does not fit its base"))?;
+    }
+    Ok(data)
 }
 
 fn write_idx(table: &[([u8; 20], u32, u64)], pack_checksum: &[u8]) -> Vec<u8> {
@@ -311,7 +374,92 @@ pub fn build(objects: &[(String, Arc<Vec<u8>>)]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::odb::hash;
     use super::*;
+
+    /// A delta turning `base` into `base` + `tail`: copy all, insert.
+    fn append_delta(base: &[u8], tail: &[u8]) -> Vec<u8> {
+        let varint = |mut n: usize, out: &mut Vec<u8>| loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        };
+        let mut delta = Vec::new();
+        varint(base.len(), &mut delta);
+        varint(base.len() + tail.len(), &mut delta);
+        // Copy from offset 0, size as three bytes.
+        let len = base.len();
+        delta.extend([
+            0x80 | 0x10 | 0x20 | 0x40,
+            len as u8,
+            (len >> 8) as u8,
+            (len >> 16) as u8,
+        ]);
+        delta.push(tail.len() as u8);
+        delta.extend_from_slice(tail);
+        delta
+    }
+
+    fn entry(pack: &mut Vec<u8>, code: u8, size: usize, extra: &[u8], data: &[u8]) {
+        let mut size = size;
+        let mut byte = (code << 4) | (size & 15) as u8;
+        size >>= 4;
+        while size != 0 {
+            pack.push(byte | 0x80);
+            byte = (size & 0x7f) as u8;
+            size >>= 7;
+        }
+        pack.push(byte);
+        pack.extend_from_slice(extra);
+        let mut encoder = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(data).expect("writing to memory");
+        pack.extend(encoder.finish().expect("writing to memory"));
+    }
+
+    #[test]
+    fn deltas_on_offsets_and_names_resolve_in_any_order() {
+        let a = b"line one\n".repeat(50);
+        let b = [a.as_slice(), b"two\n"].concat();
+        let c = [b.as_slice(), b"three\n"].concat();
+        let mut pack = b"PACK".to_vec();
+        pack.extend(2u32.to_be_bytes());
+        pack.extend(3u32.to_be_bytes());
+        // C first, a delta on B by name, before B exists; then A; then B,
+        // a delta on A by offset.
+        let b_name: [u8; 20] = name_of("blob", &b);
+        let delta_c = append_delta(&b, b"three\n");
+        entry(&mut pack, 7, delta_c.len(), &b_name, &delta_c);
+        let a_at = pack.len();
+        entry(&mut pack, 3, a.len(), &[], &a);
+        let b_at = pack.len();
+        let delta_b = append_delta(&a, b"two\n");
+        let back = b_at - a_at;
+        assert!(back < 128);
+        entry(&mut pack, 6, delta_b.len(), &[back as u8], &delta_b);
+        let checksum = Sha1::digest(&pack);
+        pack.extend_from_slice(&checksum);
+
+        let idx = index(&pack).unwrap().idx;
+        let names: Vec<String> = (0..3)
+            .map(|i| to_hex(&idx[1032 + i * 20..1052 + i * 20]))
+            .collect();
+        let mut want = vec![hash("blob", &a), hash("blob", &b), hash("blob", &c)];
+        want.sort();
+        assert_eq!(names, want);
+
+        // A delta whose base is in no entry is refused.
+        let mut orphan = b"PACK".to_vec();
+        orphan.extend(2u32.to_be_bytes());
+        orphan.extend(1u32.to_be_bytes());
+        entry(&mut orphan, 7, delta_c.len(), &b_name, &delta_c);
+        let checksum = Sha1::digest(&orphan);
+        orphan.extend_from_slice(&checksum);
+        assert!(index(&orphan).err().unwrap().contains("base is missing"));
+    }
 
     #[test]
     fn a_built_pack_indexes_to_its_objects() {

@@ -128,7 +128,15 @@ impl Remote {
                 .client
                 .request_with_headers(method, &url, body, headers)
                 .await
-                .map_err(|e| format!("unable to access '{}/': {e}", self.url))?;
+                .map_err(|e| match e.to_string() {
+                    too_large if too_large.contains("response too large") => format!(
+                        "unable to access '{}/': the server sent more than the session's \
+                         :max_git_transfer_bytes allows ({} bytes; raise it in :limits)",
+                        self.url,
+                        self.client.max_response_bytes()
+                    ),
+                    other => format!("unable to access '{}/': {other}", self.url),
+                })?;
             match response.status {
                 301 | 302 | 303 | 307 | 308 => {
                     let location = response

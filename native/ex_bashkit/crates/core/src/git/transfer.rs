@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::commands::{Args, Spec};
 use super::odb::Oid;
-use super::remote::{Advert, Remote, Want};
+use super::remote::{Advert, Pack, Remote, Want};
 use super::repo::{Repo, NULL_OID};
 use super::{config, resolve, Here, Out, Run};
 use crate::network::AllowNet;
@@ -205,7 +205,12 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
             Tags::Follow
         },
     };
-    let cloned = clone_into(here, asked, &root, source, err).await;
+    let cloned = clone_into(here, asked, &root, source, err.clone())
+        .await
+        .map_err(|failed| Out {
+            stderr: err + &failed.stderr,
+            ..failed
+        });
     // A clone that fails leaves nothing behind, as git's does.
     if cloned.is_err() {
         let _ = match existed {
@@ -358,10 +363,7 @@ async fn clone_into(
         .fetch_pack(advert, &wants, &[], &want)
         .await
         .map_err(fatal)?;
-    repo.add_pack(&pack.data).await.map_err(fatal)?;
-    repo.update_shallow(&pack.shallow, &pack.unshallow)
-        .await
-        .map_err(fatal)?;
+    store(&repo, pack).await?;
     repo.write_packed_refs(mapped.clone())
         .await
         .map_err(fatal)?;
@@ -412,6 +414,30 @@ async fn clone_into(
     }
     repo.save_index(&index).await.map_err(fatal)?;
     Ok(Out::ok("").with_stderr(err))
+}
+
+/// Keeps a fetched pack (indexed, beside its `.idx`) and where the server
+/// cut history; the pack's bytes in memory go as soon as they are stored.
+async fn store(repo: &Repo, pack: Pack) -> Result<(), Out> {
+    let Pack {
+        data,
+        shallow,
+        unshallow,
+    } = pack;
+    repo.add_pack(&data)
+        .await
+        .map_err(|e| match e.contains("file too large") {
+            true => fatal(format!(
+                "the pack of {} bytes is larger than one file of the session may be \
+             (:max_file_bytes; raise it in :limits)",
+                data.len()
+            )),
+            false => fatal(e),
+        })?;
+    drop(data);
+    repo.update_shallow(&shallow, &unshallow)
+        .await
+        .map_err(fatal)
 }
 
 /// One `remote.<name>.fetch` refspec, `+src:dst`, each side with at most
@@ -581,10 +607,7 @@ pub async fn fetch_into(
             .fetch_pack(&advert, &wants, &haves, &want)
             .await
             .map_err(fatal)?;
-        repo.add_pack(&pack.data).await.map_err(fatal)?;
-        repo.update_shallow(&pack.shallow, &pack.unshallow)
-            .await
-            .map_err(fatal)?;
+        store(repo, pack).await?;
     }
     let mut lines = Vec::new();
     let mut seen = HashSet::new();
