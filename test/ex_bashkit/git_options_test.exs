@@ -108,7 +108,11 @@ defmodule ExBashkit.GitOptionsTest do
         "git reflog show main",
         "git check-ignore debug.log a.txt build/out.o keep.log build nothing.log || echo exit $?",
         "git check-ignore a.txt || echo exit $?",
-        "git check-ignore -q debug.log && echo ignored"
+        "git check-ignore -q debug.log && echo ignored",
+        # Settings given with -c before the command.
+        "git -c core.abbrev=12 log --oneline -n 2",
+        "git -c a.b=c config --get a.b",
+        "git -c user.name=Zed config user.name"
       ] do
     test "#{command} prints what real git prints", ctx do
       expected = git!(ctx.repo, unquote(command))
@@ -366,6 +370,54 @@ defmodule ExBashkit.GitOptionsTest do
 
     {expected, 0} = System.cmd("bash", ["-c", script], cd: dir, env: host_env())
     assert %Result{stdout: ^expected} = run(session, script)
+  end
+
+  test "git -c settings hold for that command alone, as in real git", ctx do
+    script = """
+    exec 2>&1
+    unset GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_COMMITTER_NAME GIT_COMMITTER_EMAIL
+    echo more >> a.txt
+    git -c user.name=Zed -c user.email=zed@example.com commit -qam 'by Zed'; echo "commit: $?"
+    git log -1 --format='%H %an <%ae> %cn'
+    git -c foo=bar status; echo "status: $?"
+    git -c .x=1 status; echo "status: $?"
+    git config --get user.name; echo "config: $?"
+    """
+
+    results =
+      for side <- [:real, :sandbox] do
+        dir = Path.join(Path.dirname(ctx.repo), "c_#{side}")
+        {_, 0} = System.cmd("cp", ["-a", ctx.repo, dir])
+
+        case side do
+          :real ->
+            env = host_env() ++ [{"HOME", dir} | Enum.to_list(identity())]
+            {out, 0} = System.cmd("bash", ["-c", script], cd: dir, env: env)
+            out
+
+          :sandbox ->
+            session =
+              Session.new(
+                git: true,
+                cwd: "/repo",
+                env: identity(),
+                mounts: [{"/repo", dir, :read_write}]
+              )
+
+            run(session, script).stdout
+        end
+      end
+
+    assert [real, ours] = results
+    assert ours == real
+    assert real =~ "commit: 0"
+    assert real =~ "Zed <zed@example.com> Zed"
+
+    assert %Result{exit_code: 128, stderr: "fatal: not supported by the sandbox's git: " <> _} =
+             run(session(ctx), "git -c user.name status")
+
+    assert %Result{exit_code: 128, stderr: "fatal: not supported by the sandbox's git: --bare\n"} =
+             run(session(ctx), "git --bare status")
   end
 
   test "rm keeps what it would lose unless forced; pull merges only as asked, as git does", ctx do

@@ -91,6 +91,9 @@ defmodule ExBashkit.Test.GitServer do
       {"REQUEST_METHOD", method},
       {"CONTENT_TYPE", headers |> List.keyfind("content-type", 0, {nil, ""}) |> elem(1)},
       {"CONTENT_LENGTH", Integer.to_string(byte_size(body))},
+      # Real git gzips a large request body.
+      {"HTTP_CONTENT_ENCODING",
+       headers |> List.keyfind("content-encoding", 0, {nil, ""}) |> elem(1)},
       {"GIT_CONFIG_GLOBAL", "/dev/null"},
       {"GIT_CONFIG_NOSYSTEM", "1"}
     ]

@@ -101,6 +101,27 @@ pub struct Here<'a> {
     pub cwd: PathBuf,
     pub env: &'a HashMap<String, String>,
     pub git: &'a Git,
+    /// `-c key=value` before the command: read after every config file.
+    pub overrides: &'a [(String, String)],
+}
+
+/// `-c key=value`: the key canonical, as the config files' are.
+fn config_override(text: &str) -> Result<(String, String), Out> {
+    let Some((key, value)) = text.split_once('=') else {
+        return Err(Out::fatal(format!(
+            "not supported by the sandbox's git: -c {text} (give it a value: -c {text}=...)"
+        )));
+    };
+    if !key.contains('.') || key.starts_with('.') || key.ends_with('.') {
+        return Err(Out::error(
+            format!(
+                "error: key does not contain a section: {key}\n\
+                 fatal: unable to parse command-line config\n"
+            ),
+            128,
+        ));
+    }
+    Ok((config::canonical(key), value.to_string()))
 }
 
 #[async_trait]
@@ -109,6 +130,8 @@ impl Builtin for Git {
         let mut args: Vec<String> = ctx.args.to_vec();
         let mut cwd = ctx.cwd.clone();
         // Global options before the command.
+        let mut overrides = Vec::new();
+        let mut refused = None;
         while let Some(first) = args.first().cloned() {
             match first.as_str() {
                 "-C" if args.len() > 1 => {
@@ -116,10 +139,18 @@ impl Builtin for Git {
                     args.drain(..2);
                 }
                 "-c" if args.len() > 1 => {
+                    match config_override(&args[1]) {
+                        Ok(pair) => overrides.push(pair),
+                        Err(out) => refused = Some(out),
+                    }
                     args.drain(..2);
                 }
-                "--no-pager" | "-P" | "--no-optional-locks" | "--bare" => {
+                "--no-pager" | "-P" | "--no-optional-locks" => {
                     args.remove(0);
+                }
+                "--bare" => {
+                    refused = Some(Out::fatal("not supported by the sandbox's git: --bare"));
+                    break;
                 }
                 _ => break,
             }
@@ -131,13 +162,20 @@ impl Builtin for Git {
             cwd,
             env: ctx.env,
             git: self,
+            overrides: &overrides,
         };
         // Our git may write the metadata the mounts' guard keeps from
         // every other writer.
         #[cfg(feature = "mounts")]
-        let ran = crate::metadata_guard::as_git(commands::run(&here, &args)).await;
+        let ran = match refused {
+            Some(out) => Err(out),
+            None => crate::metadata_guard::as_git(commands::run(&here, &args)).await,
+        };
         #[cfg(not(feature = "mounts"))]
-        let ran = commands::run(&here, &args).await;
+        let ran = match refused {
+            Some(out) => Err(out),
+            None => commands::run(&here, &args).await,
+        };
         let out = match ran {
             Ok(out) | Err(out) => out,
         };

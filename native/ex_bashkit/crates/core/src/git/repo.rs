@@ -186,6 +186,8 @@ pub struct Repo {
     abbrev: tokio::sync::OnceCell<Arc<Abbrev>>,
     /// The commits `.git/shallow` cuts history at, read once.
     shallow: Mutex<Option<Arc<HashSet<Oid>>>>,
+    /// `git -c key=value`: read after the config file, so they win.
+    overrides: Vec<(String, String)>,
 }
 
 pub const NULL_OID: &str = "0000000000000000000000000000000000000000";
@@ -272,6 +274,7 @@ impl Repo {
             default_email: here.git.email.clone(),
             abbrev: tokio::sync::OnceCell::new(),
             shallow: Mutex::new(None),
+            overrides: here.overrides.to_vec(),
         }
     }
 
@@ -1466,8 +1469,11 @@ impl Repo {
             .unwrap_or_default()
     }
 
+    /// Every setting of the config file, then those of `git -c`.
     pub async fn config(&self) -> Vec<(String, String)> {
-        config::parse(&self.config_text().await)
+        let mut settings = config::parse(&self.config_text().await);
+        settings.extend(self.overrides.iter().cloned());
+        settings
     }
 
     /// The last value of `key` (canonical: `core.bare`, `remote.origin.url`).

@@ -132,7 +132,8 @@ pub(super) async fn config(here: &Here<'_>, args: &[String]) -> Run {
         return Err(Out::fatal("not in a git directory"));
     };
     let text = repo.config_text().await;
-    let entries = config::parse(&text);
+    // What is read includes `git -c`'s settings; what is unset is the file's.
+    let entries = repo.config().await;
     if args.has(&["--list", "-l"]) {
         let text: String = entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
         return Ok(Out::ok(text));
@@ -140,7 +141,10 @@ pub(super) async fn config(here: &Here<'_>, args: &[String]) -> Run {
     let name = args.operands.first().map(|n| config::canonical(n));
     if args.has(&["--unset", "--unset-all"]) {
         let name = name.unwrap_or_default();
-        let values = entries.iter().filter(|(k, _)| *k == name).count();
+        let values = config::parse(&text)
+            .iter()
+            .filter(|(k, _)| *k == name)
+            .count();
         if values > 1 && !args.has(&["--unset-all"]) {
             return Err(Out::error(
                 format!("warning: {name} has multiple values\n"),
