@@ -166,6 +166,8 @@ defmodule ExBashkit.GitShallowTest do
     )
 
     for {command, args} <- [
+          {"git fetch origin main", ["fetch", "origin", "main"]},
+          {"git fetch origin side deep", ["fetch", "origin", "side", "deep"]},
           {"git fetch", ["fetch"]},
           {"git fetch --depth 3", ["fetch", "--depth", "3"]},
           {"git fetch --tags", ["fetch", "--tags"]},
@@ -176,6 +178,10 @@ defmodule ExBashkit.GitShallowTest do
       assert result.exit_code == 0, "#{command}: #{result.stderr}"
       assert {command, result.stderr} == {command, expected}
       assert {command, seen(ours)} == {command, seen(theirs)}
+      fetch_head = &File.read!(Path.join(&1, ".git/FETCH_HEAD"))
+      assert {command, fetch_head.(ours)} == {command, fetch_head.(theirs)}
+      {head, 0} = real(theirs, ["rev-parse", "FETCH_HEAD"])
+      assert %Result{stdout: ^head} = run(session, "git rev-parse FETCH_HEAD")
     end
 
     assert seen(ours).shallow == :none
@@ -188,7 +194,8 @@ defmodule ExBashkit.GitShallowTest do
     for {command, args} <- [
           {"git fetch --depth 0", ["fetch", "--depth", "0"]},
           {"git fetch --depth=x", ["fetch", "--depth=x"]},
-          {"git fetch --depth 2 --unshallow", ["fetch", "--depth", "2", "--unshallow"]}
+          {"git fetch --depth 2 --unshallow", ["fetch", "--depth", "2", "--unshallow"]},
+          {"git fetch origin nothing", ["fetch", "origin", "nothing"]}
         ] do
       {expected, code} = real(theirs, args)
       assert %Result{stderr: ^expected, exit_code: ^code} = run(session, command), command
@@ -197,7 +204,7 @@ defmodule ExBashkit.GitShallowTest do
     before = seen(ours)
 
     assert %Result{exit_code: 128, stderr: "fatal: not supported by the sandbox's git: " <> _} =
-             run(session, "git fetch origin main")
+             run(session, "git fetch origin main:other")
 
     assert %Result{exit_code: 128, stderr: "fatal: not supported by the sandbox's git: " <> _} =
              run(session, "git fetch #{ctx.url}")

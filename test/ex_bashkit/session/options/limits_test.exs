@@ -243,7 +243,7 @@ defmodule ExBashkit.LimitsTest do
             do: line |> String.split(" |") |> hd() |> String.to_atom()
 
       assert ExBashkit.Session.Options.limit_keys() == from_table
-      assert length(from_table) == 22
+      assert length(from_table) == 23
 
       {:docs_v1, _, _, _, %{"en" => session_doc}, _, _} = Code.fetch_docs(Session)
       guide = File.read!(Path.expand("../../../../guides/limits.md", __DIR__))

@@ -43,7 +43,11 @@ impl Repo {
                         name = target.trim().to_string();
                         continue;
                     }
-                    None => return Some(text.to_string()).filter(|t| is_oid(t)),
+                    // FETCH_HEAD's first line names the object first.
+                    None => {
+                        let oid = text.split_ascii_whitespace().next().unwrap_or_default();
+                        return Some(oid.to_string()).filter(|t| is_oid(t));
+                    }
                 }
             }
             return self.packed_refs().await.remove(&name);

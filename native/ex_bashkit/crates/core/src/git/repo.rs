@@ -781,8 +781,12 @@ impl Repo {
             format!("refs/remotes/{name}"),
             format!("refs/remotes/{name}/HEAD"),
         ];
+        // `HEAD`, `FETCH_HEAD`, `ORIG_HEAD`, `MERGE_HEAD`: git's pseudo-refs.
+        let pseudo = |name: &str| {
+            name.ends_with("HEAD") && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+        };
         for candidate in candidates {
-            if candidate.starts_with("refs/") || candidate == "HEAD" {
+            if candidate.starts_with("refs/") || pseudo(&candidate) {
                 if let Some(oid) = self.read_ref(&candidate).await {
                     return Some((candidate, oid));
                 }

@@ -513,6 +513,9 @@ pub struct Fetching {
     pub depth: Option<u32>,
     /// `--tags`/`--no-tags`; else the remote's `tagOpt`, else following.
     pub tags: Option<Tags>,
+    /// Refs named after the remote (`fetch origin main`): fetched into
+    /// `FETCH_HEAD` alone, without following tags.
+    pub named: Vec<String>,
 }
 
 pub async fn fetch_into(
@@ -553,10 +556,30 @@ pub async fn fetch_into(
     }
     let remote = connect(here, &url)?;
     let advert = remote.discover("git-upload-pack").await.map_err(fatal)?;
-    // Remote ref → the local ref it updates.
+    // The refs named, as git finds a name among the remote's refs.
+    let mut named: Vec<&(String, Oid)> = Vec::new();
+    for given in &fetching.named {
+        let found = ["", "refs/", "refs/tags/", "refs/heads/"]
+            .iter()
+            .find_map(|prefix| {
+                let full = format!("{prefix}{given}");
+                advert.refs.iter().find(|(n, _)| *n == full)
+            });
+        match found {
+            Some(found) => named.push(found),
+            None => return Err(fatal(format!("couldn't find remote ref {given}"))),
+        }
+    }
+    // Remote ref → the local ref it updates (for named refs, the
+    // remote-tracking ref the refspecs map them to, if any).
     let mut mapped: Vec<(&String, String, &Oid)> = Vec::new();
     for (remote_ref, oid) in &advert.refs {
-        if let Some(local) = refspecs.iter().find_map(|r| r.map(remote_ref)) {
+        let asked = named.is_empty() || named.iter().any(|(n, _)| n == remote_ref);
+        if let Some(local) = refspecs
+            .iter()
+            .find_map(|r| r.map(remote_ref))
+            .filter(|_| asked)
+        {
             mapped.push((remote_ref, local, oid));
         } else if tags == Tags::All && remote_ref.starts_with("refs/tags/") {
             mapped.push((remote_ref, remote_ref.clone(), oid));
@@ -564,13 +587,14 @@ pub async fn fetch_into(
     }
     // A deepening fetch asks for tips it has: the server cuts anew below them.
     let mut wants = Vec::new();
-    for (_, _, oid) in &mapped {
+    let fetched = mapped.iter().map(|(_, _, oid)| *oid);
+    for oid in fetched.chain(named.iter().map(|(_, oid)| oid)) {
         if fetching.depth.is_some() || !repo.has_object(oid).await {
-            wants.push((*oid).clone());
+            wants.push(oid.clone());
         }
     }
     // Tags pointing at what is fetched or already here, not yet here.
-    let follow = tags == Tags::Follow;
+    let follow = tags == Tags::Follow && named.is_empty();
     if follow {
         for (tag, oid) in tags_to_follow(&advert, |_| true) {
             let peeled = advert.peeled(tag).unwrap_or(oid);
@@ -611,6 +635,15 @@ pub async fn fetch_into(
     }
     let mut lines = Vec::new();
     let mut seen = HashSet::new();
+    for (remote_ref, _) in &named {
+        let (kind, short) = describe_ref(remote_ref);
+        lines.push((
+            '*',
+            kind.to_string(),
+            short.to_string(),
+            "FETCH_HEAD".into(),
+        ));
+    }
     for (remote_ref, local, oid) in &mapped {
         seen.insert(local.clone());
         if let Some(tag) = local.strip_prefix("refs/tags/") {
@@ -658,12 +691,44 @@ pub async fn fetch_into(
         let from = remote_ref.trim_start_matches("refs/heads/").to_string();
         lines.push((line.0, line.1, from, shown));
     }
+    let mut followed = Vec::new();
     if follow {
         for (tag, oid) in followed_tags(repo, &advert).await {
             repo.set_ref("tags", &tag, &oid).await.map_err(fatal)?;
-            lines.push(('*', "[new tag]".to_string(), tag.clone(), tag));
+            lines.push(('*', "[new tag]".to_string(), tag.clone(), tag.clone()));
+            followed.push((format!("refs/tags/{tag}"), oid));
         }
     }
+    // FETCH_HEAD: the refs named, else what the refspecs fetched (the
+    // current branch's upstream marked for merge, listed first) and the
+    // tags followed.
+    let shown = shown_url(&url);
+    let merge = upstream_of(repo, &name).await;
+    let entries: Vec<(&str, &Oid, bool)> = match named.is_empty() {
+        false => named.iter().map(|(r, o)| (r.as_str(), o, true)).collect(),
+        true => mapped
+            .iter()
+            .map(|(r, _, o)| (r.as_str(), *o, merge.as_deref() == Some(r.as_str())))
+            .chain(followed.iter().map(|(r, o)| (r.as_str(), o, false)))
+            .collect(),
+    };
+    let mut fetch_head = String::new();
+    for for_merge in [true, false] {
+        for (remote_ref, oid, merged) in &entries {
+            if *merged == for_merge {
+                let (kind, short) = describe_ref(remote_ref);
+                let mark = if for_merge { "" } else { "not-for-merge" };
+                let what = match kind {
+                    "branch" | "tag" => format!("{kind} '{short}'"),
+                    _ => format!("'{remote_ref}'"),
+                };
+                let _ = writeln!(fetch_head, "{oid}\t{mark}\t{what} of {shown}");
+            }
+        }
+    }
+    repo.write(&repo.git.join("FETCH_HEAD"), fetch_head.as_bytes())
+        .await
+        .map_err(fatal)?;
     if fetching.prune {
         for branch in repo.refs(&format!("remotes/{name}")).await {
             let local = format!("refs/remotes/{name}/{branch}");
@@ -680,10 +745,33 @@ pub async fn fetch_into(
             }
         }
     }
-    Ok(Fetched {
-        lines,
-        url: shown_url(&url),
-    })
+    Ok(Fetched { lines, url: shown })
+}
+
+/// How git's report and `FETCH_HEAD` name a remote ref: `branch main`,
+/// `tag v1`, or the ref itself.
+fn describe_ref(remote_ref: &str) -> (&'static str, &str) {
+    if let Some(branch) = remote_ref.strip_prefix("refs/heads/") {
+        ("branch", branch)
+    } else if let Some(tag) = remote_ref.strip_prefix("refs/tags/") {
+        ("tag", tag)
+    } else {
+        ("ref", remote_ref)
+    }
+}
+
+/// The remote ref the current branch merges from `remote`, if it has one.
+async fn upstream_of(repo: &Repo, remote: &str) -> Option<String> {
+    let super::repo::Head::Branch(branch) = repo.head().await else {
+        return None;
+    };
+    let from = repo
+        .config_value(&format!("branch.{branch}.remote"))
+        .await?;
+    if from != remote {
+        return None;
+    }
+    repo.config_value(&format!("branch.{branch}.merge")).await
 }
 
 /// The URL as git's report shows it: no credentials, no trailing `/` or
@@ -735,12 +823,13 @@ pub async fn fetch(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
             "options '--depth' and '--unshallow' cannot be used together",
         ));
     }
-    if let Some(refspec) = args.operands.get(1) {
-        return Err(fatal(format!(
-            "not supported by the sandbox's git: fetching named refs ({refspec}); \
-             git fetch {} fetches every branch the remote maps",
-            args.operands[0]
-        )));
+    for refspec in args.operands.iter().skip(1) {
+        if refspec.contains(':') || refspec.starts_with(['+', '^']) {
+            return Err(fatal(format!(
+                "not supported by the sandbox's git: the refspec '{refspec}' \
+                 (name refs to fetch into FETCH_HEAD, as in git fetch origin main)"
+            )));
+        }
     }
     let given = match args.operands.first() {
         Some(given) => given.to_string(),
@@ -755,6 +844,12 @@ pub async fn fetch(here: &Here<'_>, repo: &Repo, args: &[String]) -> Run {
         prune: args.has(&["-p", "--prune"]),
         depth: depth.or(args.has(&["--unshallow"]).then_some(UNSHALLOW)),
         tags,
+        named: args
+            .operands
+            .iter()
+            .skip(1)
+            .map(|r| r.to_string())
+            .collect(),
     };
     let fetched = fetch_into(here, repo, &given, fetching).await?;
     let mut err = String::new();
