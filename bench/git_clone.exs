@@ -19,6 +19,7 @@
 # allocator kept, so they grow less).
 
 Code.require_file("support.exs", __DIR__)
+Code.require_file("../test/support/memory.ex", __DIR__)
 
 alias ExBashkit.Session
 
@@ -119,8 +120,13 @@ defmodule GitCloneBench do
     {time, {result, peak_kb}} =
       :timer.tc(fn ->
         case isolation do
-          :none -> peak_growth_kb(fn -> Session.exec(session, script, timeout_ms: 900_000) end)
-          :process -> worker_peak(session, script)
+          :none ->
+            ExBashkit.Test.Memory.peak_growth_kb(fn ->
+              Session.exec(session, script, timeout_ms: 900_000)
+            end)
+
+          :process ->
+            worker_peak(session, script)
         end
       end)
 
@@ -144,28 +150,6 @@ defmodule GitCloneBench do
     with %{worker_user: {uid, gid}} <- ExBashkit.isolation_info() do
       File.chown!(dir, uid)
       File.chgrp!(dir, gid)
-    end
-  end
-
-  defp rss_kb do
-    [_, kb] = Regex.run(~r/VmRSS:\s+(\d+)/, File.read!("/proc/self/status"))
-    String.to_integer(kb)
-  end
-
-  defp peak_growth_kb(fun) do
-    :erlang.garbage_collect()
-    before = rss_kb()
-    sampler = Task.async(fn -> sample(before) end)
-    result = fun.()
-    send(sampler.pid, :stop)
-    {result, max(Task.await(sampler, :infinity), rss_kb()) - before}
-  end
-
-  defp sample(peak) do
-    receive do
-      :stop -> peak
-    after
-      2 -> sample(max(peak, rss_kb()))
     end
   end
 

@@ -14,6 +14,33 @@ defmodule ExBashkit.GitOptionsTest do
     %{repo: history!(Path.join(root, "repo"))}
   end
 
+  # `script` run by real git on one copy of the repository and by the
+  # sandbox on another, mounted read-write: what each printed.
+  defp on_copies(ctx, name, script) do
+    for side <- [:real, :sandbox] do
+      dir = Path.join(Path.dirname(ctx.repo), "#{name}_#{side}")
+      {_, 0} = System.cmd("cp", ["-a", ctx.repo, dir])
+
+      case side do
+        :real ->
+          env = host_env() ++ [{"HOME", dir} | Enum.to_list(identity())]
+          {out, 0} = System.cmd("bash", ["-c", script], cd: dir, env: env)
+          out
+
+        :sandbox ->
+          session =
+            Session.new(
+              git: true,
+              cwd: "/repo",
+              env: identity(),
+              mounts: [{"/repo", dir, :read_write}]
+            )
+
+          run(session, script).stdout
+      end
+    end
+  end
+
   defp session(ctx) do
     Session.new(
       git: true,
@@ -384,31 +411,7 @@ defmodule ExBashkit.GitOptionsTest do
     git config --get user.name; echo "config: $?"
     """
 
-    results =
-      for side <- [:real, :sandbox] do
-        dir = Path.join(Path.dirname(ctx.repo), "c_#{side}")
-        {_, 0} = System.cmd("cp", ["-a", ctx.repo, dir])
-
-        case side do
-          :real ->
-            env = host_env() ++ [{"HOME", dir} | Enum.to_list(identity())]
-            {out, 0} = System.cmd("bash", ["-c", script], cd: dir, env: env)
-            out
-
-          :sandbox ->
-            session =
-              Session.new(
-                git: true,
-                cwd: "/repo",
-                env: identity(),
-                mounts: [{"/repo", dir, :read_write}]
-              )
-
-            run(session, script).stdout
-        end
-      end
-
-    assert [real, ours] = results
+    [real, ours] = on_copies(ctx, "c", script)
     assert ours == real
     assert real =~ "commit: 0"
     assert real =~ "Zed <zed@example.com> Zed"
@@ -433,33 +436,7 @@ defmodule ExBashkit.GitOptionsTest do
     git status --porcelain
     """
 
-    results =
-      for side <- [:real, :sandbox] do
-        dir = Path.join(Path.dirname(ctx.repo), "rm_#{side}")
-        {_, 0} = System.cmd("cp", ["-a", ctx.repo, dir])
-
-        case side do
-          :real ->
-            {out, 0} =
-              System.cmd("bash", ["-c", script], cd: dir, env: host_env() ++ [{"HOME", dir}])
-
-            out
-
-          :sandbox ->
-            session =
-              Session.new(
-                git: true,
-                cwd: "/repo",
-                env: identity(),
-                mounts: [{"/repo", dir, :read_write}]
-              )
-
-            %Result{stdout: out} = run(session, script)
-            out
-        end
-      end
-
-    assert [real, ours] = results
+    [real, ours] = on_copies(ctx, "rm", script)
     assert ours == real
     assert real =~ "rm: 1"
     assert real =~ "rm -f: 0"

@@ -354,22 +354,29 @@ pub fn build(objects: &[(String, Arc<Vec<u8>>)]) -> Vec<u8> {
             "blob" => 3,
             _ => 4,
         };
-        let mut size = data.len();
-        let mut byte = (code << 4) | (size & 15) as u8;
-        size >>= 4;
-        while size != 0 {
-            pack.push(byte | 0x80);
-            byte = (size & 0x7f) as u8;
-            size >>= 7;
-        }
-        pack.push(byte);
-        let mut encoder = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-        encoder.write_all(data).expect("writing to memory");
-        pack.extend(encoder.finish().expect("writing to memory"));
+        write_entry(&mut pack, code, data.len(), &[], data);
     }
     let checksum = Sha1::digest(&pack);
     pack.extend_from_slice(&checksum);
     pack
+}
+
+/// One entry: its type code and inflated size, `base` (a delta's base,
+/// empty for an object whole), then `data` deflated.
+fn write_entry(pack: &mut Vec<u8>, code: u8, size: usize, base: &[u8], data: &[u8]) {
+    let mut size = size;
+    let mut byte = (code << 4) | (size & 15) as u8;
+    size >>= 4;
+    while size != 0 {
+        pack.push(byte | 0x80);
+        byte = (size & 0x7f) as u8;
+        size >>= 7;
+    }
+    pack.push(byte);
+    pack.extend_from_slice(base);
+    let mut encoder = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(data).expect("writing to memory");
+    pack.extend(encoder.finish().expect("writing to memory"));
 }
 
 #[cfg(test)]
@@ -404,22 +411,6 @@ mod tests {
         delta
     }
 
-    fn entry(pack: &mut Vec<u8>, code: u8, size: usize, extra: &[u8], data: &[u8]) {
-        let mut size = size;
-        let mut byte = (code << 4) | (size & 15) as u8;
-        size >>= 4;
-        while size != 0 {
-            pack.push(byte | 0x80);
-            byte = (size & 0x7f) as u8;
-            size >>= 7;
-        }
-        pack.push(byte);
-        pack.extend_from_slice(extra);
-        let mut encoder = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
-        encoder.write_all(data).expect("writing to memory");
-        pack.extend(encoder.finish().expect("writing to memory"));
-    }
-
     #[test]
     fn deltas_on_offsets_and_names_resolve_in_any_order() {
         let a = b"line one\n".repeat(50);
@@ -432,14 +423,14 @@ mod tests {
         // a delta on A by offset.
         let b_name: [u8; 20] = name_of("blob", &b);
         let delta_c = append_delta(&b, b"three\n");
-        entry(&mut pack, 7, delta_c.len(), &b_name, &delta_c);
+        write_entry(&mut pack, 7, delta_c.len(), &b_name, &delta_c);
         let a_at = pack.len();
-        entry(&mut pack, 3, a.len(), &[], &a);
+        write_entry(&mut pack, 3, a.len(), &[], &a);
         let b_at = pack.len();
         let delta_b = append_delta(&a, b"two\n");
         let back = b_at - a_at;
         assert!(back < 128);
-        entry(&mut pack, 6, delta_b.len(), &[back as u8], &delta_b);
+        write_entry(&mut pack, 6, delta_b.len(), &[back as u8], &delta_b);
         let checksum = Sha1::digest(&pack);
         pack.extend_from_slice(&checksum);
 
@@ -455,7 +446,7 @@ mod tests {
         let mut orphan = b"PACK".to_vec();
         orphan.extend(2u32.to_be_bytes());
         orphan.extend(1u32.to_be_bytes());
-        entry(&mut orphan, 7, delta_c.len(), &b_name, &delta_c);
+        write_entry(&mut orphan, 7, delta_c.len(), &b_name, &delta_c);
         let checksum = Sha1::digest(&orphan);
         orphan.extend_from_slice(&checksum);
         assert!(index(&orphan).err().unwrap().contains("base is missing"));
