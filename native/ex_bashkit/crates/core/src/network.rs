@@ -88,39 +88,6 @@ pub fn allowlist(allow_net: &AllowNet, block_private_ips: bool) -> Option<Networ
     }
 }
 
-/// How long one of git's requests may take (bashkit's most); the script's
-/// own deadline ends it sooner.
-#[cfg(all(feature = "network", feature = "git"))]
-const GIT_REQUEST_SECS: u64 = 600;
-
-/// The client `git`'s clones and fetches go through: the session's
-/// allowlist, credentials and egress (as `curl`'s), but bounded by
-/// `:max_git_transfer_bytes` instead of one response's 10 MB.
-#[cfg(all(feature = "network", feature = "git"))]
-pub fn git_client(
-    options: &crate::options::SessionOptions,
-    credentials: &Credentials,
-    egress: Option<crate::options::Egress>,
-) -> Option<Arc<bashkit::HttpClient>> {
-    use crate::limits::LimitsExt;
-    // In a worker the host checks private addresses and adds the
-    // credentials (`options.rs`, `network/1`).
-    let allowlist = allowlist(
-        &options.allow_net,
-        options.block_private_ips && egress.is_none(),
-    )?;
-    let mut client = bashkit::HttpClient::with_config(
-        allowlist,
-        std::time::Duration::from_secs(GIT_REQUEST_SECS),
-        options.limits.git_transfer_bytes(),
-    );
-    match egress {
-        Some(egress) => client.set_transport(egress),
-        None => client.set_before_http(vec![credentials.hook()]),
-    }
-    Some(Arc::new(client))
-}
-
 /// The HTTP method named `name` (`"GET"`, any case), if bashkit's client
 /// has it.
 #[cfg(feature = "network")]

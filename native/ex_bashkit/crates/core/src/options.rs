@@ -270,7 +270,7 @@ fn git(
 ) -> crate::git::Git {
     crate::git::Git {
         #[cfg(feature = "network")]
-        http: crate::network::git_client(options, credentials, egress.cloned()),
+        http: git_client(options, credentials, egress.cloned()),
         name: options.username.clone(),
         email: format!("{}@{}", options.username, options.hostname),
         remotes: options.allow_net.clone(),
@@ -284,6 +284,39 @@ fn git(
             })
             .collect(),
     }
+}
+
+/// How long one of git's requests may take (bashkit's most); the script's
+/// own deadline ends it sooner.
+#[cfg(all(feature = "network", feature = "git"))]
+const GIT_REQUEST_SECS: u64 = 600;
+
+/// The client `git`'s clones and fetches go through: the session's
+/// allowlist, credentials and egress (as `curl`'s), but bounded by
+/// `:max_git_transfer_bytes` instead of one response's 10 MB.
+#[cfg(all(feature = "network", feature = "git"))]
+fn git_client(
+    options: &SessionOptions,
+    credentials: &Credentials,
+    egress: Option<Egress>,
+) -> Option<Arc<bashkit::HttpClient>> {
+    use crate::limits::LimitsExt;
+    // In a worker the host checks private addresses and adds the
+    // credentials (`network/4` below).
+    let allowlist = crate::network::allowlist(
+        &options.allow_net,
+        options.block_private_ips && egress.is_none(),
+    )?;
+    let mut client = bashkit::HttpClient::with_config(
+        allowlist,
+        std::time::Duration::from_secs(GIT_REQUEST_SECS),
+        options.limits.git_transfer_bytes(),
+    );
+    match egress {
+        Some(egress) => client.set_transport(egress),
+        None => client.set_before_http(vec![credentials.hook()]),
+    }
+    Some(Arc::new(client))
 }
 
 fn builder(
