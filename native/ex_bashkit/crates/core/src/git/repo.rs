@@ -240,6 +240,37 @@ fn extension_refusal(signature: &[u8; 4]) -> Option<String> {
     Some(format!("this repository's index uses {what}, which the sandbox's git cannot keep up to date; it refuses to write the index"))
 }
 
+/// A tree's entries as their bytes: (mode, name, 20-byte object name).
+struct RawEntries<'a>(&'a [u8]);
+
+impl<'a> Iterator for RawEntries<'a> {
+    type Item = Res<(&'a [u8], &'a [u8], &'a [u8])>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rest = self.0;
+        if rest.is_empty() {
+            return None;
+        }
+        let corrupt = || {
+            // Nothing more is read after a corrupt entry.
+            Some(Err("corrupt tree".to_string()))
+        };
+        let (Some(space), Some(nul)) = (
+            rest.iter().position(|&b| b == b' '),
+            rest.iter().position(|&b| b == 0),
+        ) else {
+            self.0 = &[];
+            return corrupt();
+        };
+        let Some(raw) = rest.get(nul + 1..nul + 21).filter(|_| space < nul) else {
+            self.0 = &[];
+            return corrupt();
+        };
+        self.0 = &rest[nul + 21..];
+        Some(Ok((&rest[..space], &rest[space + 1..nul], raw)))
+    }
+}
+
 impl Repo {
     fn open(here: &Here<'_>, root: &Path, git: PathBuf) -> Repo {
         // The mount holding the whole work tree (no other mount inside it).
@@ -542,22 +573,15 @@ impl Repo {
         if kind != "tree" {
             return Err(format!("{tree} is a {kind}, not a tree"));
         }
-        let mut rest = &body[..];
-        while !rest.is_empty() {
-            let space = rest.iter().position(|&b| b == b' ').ok_or("corrupt tree")?;
-            let nul = rest.iter().position(|&b| b == 0).ok_or("corrupt tree")?;
-            if nul < space {
-                return Err("corrupt tree".into());
-            }
-            let raw = rest.get(nul + 1..nul + 21).ok_or("corrupt tree")?;
-            if &rest[space + 1..nul] == name.as_bytes() {
-                let mode = std::str::from_utf8(&rest[..space])
+        for entry in RawEntries(&body) {
+            let (mode, entry_name, raw) = entry?;
+            if entry_name == name.as_bytes() {
+                let mode = std::str::from_utf8(mode)
                     .ok()
                     .and_then(|m| u32::from_str_radix(m, 8).ok())
                     .ok_or("corrupt tree")?;
                 return Ok(Some((mode, to_hex(raw))));
             }
-            rest = &rest[nul + 21..];
         }
         Ok(None)
     }
@@ -568,19 +592,11 @@ impl Repo {
             return Err(format!("{tree} is a {kind}, not a tree"));
         }
         let mut entries = Vec::new();
-        let mut rest = &body[..];
-        while !rest.is_empty() {
-            let space = rest.iter().position(|&b| b == b' ').ok_or("corrupt tree")?;
-            let nul = rest.iter().position(|&b| b == 0).ok_or("corrupt tree")?;
-            if nul < space {
-                return Err("corrupt tree".into());
-            }
-            let mode =
-                u32::from_str_radix(&String::from_utf8_lossy(&rest[..space]), 8).map_err(io)?;
-            let name = String::from_utf8_lossy(&rest[space + 1..nul]).into_owned();
-            let raw = rest.get(nul + 1..nul + 21).ok_or("corrupt tree")?;
+        for entry in RawEntries(&body) {
+            let (mode, name, raw) = entry?;
+            let mode = u32::from_str_radix(&String::from_utf8_lossy(mode), 8).map_err(io)?;
+            let name = String::from_utf8_lossy(name).into_owned();
             entries.push((name, mode, to_hex(raw)));
-            rest = &rest[nul + 21..];
         }
         Ok(entries)
     }
