@@ -126,6 +126,11 @@ lines =
 
 File.rm_rf!(scratch)
 
+# The commands themselves: one git has and the sandbox's has not is
+# refused (exit 128), any other is git's "not a git command" (exit 1).
+{commands, 0} = System.cmd("git", ["--list-cmds=main"])
+lines = [{"(commands)", String.split(commands)} | lines]
+
 text =
   lines
   |> Enum.map(fn {command, opts} ->

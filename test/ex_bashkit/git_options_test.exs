@@ -136,6 +136,28 @@ defmodule ExBashkit.GitOptionsTest do
         "git check-ignore debug.log a.txt build/out.o keep.log build nothing.log || echo exit $?",
         "git check-ignore a.txt || echo exit $?",
         "git check-ignore -q debug.log && echo ignored",
+        # git's commit formats: the message indented, blank lines too.
+        "git log",
+        "git log --pretty=oneline -n 3",
+        "git log --pretty=short -n 4",
+        "git log --pretty=full -n 2",
+        "git log --pretty=fuller --date=iso -n 2",
+        "git show -s --oneline v2",
+        "git show -s --format=%s v2",
+        "git show -s --pretty=fuller v2",
+        "git show --stat v2",
+        # Objects named by a path in a tree, and tags peeled to a kind.
+        "git cat-file -s HEAD:a.txt",
+        "git cat-file -e HEAD:src/main.rs && echo present",
+        "git cat-file -p HEAD:src",
+        "git rev-parse HEAD:src HEAD~1:a.txt 'v2^{tag}' 'v2^{object}' 'v2^{commit}'",
+        "git show --format=%s --stat HEAD~1",
+        "git show --format=format:%s --stat HEAD~1",
+        "git show --format= --stat HEAD~1",
+        "git log --format= --name-only -n 3",
+        "git log --format= --stat -n 2",
+        "git check-ignore -v debug.log build/out.o keep.log a.txt || echo exit $?",
+        "git check-ignore -v -n debug.log nothing.txt",
         # Settings given with -c before the command.
         "git -c core.abbrev=12 log --oneline -n 2",
         "git -c a.b=c config --get a.b",
@@ -175,7 +197,10 @@ defmodule ExBashkit.GitOptionsTest do
           {"git add -n .", "-n"},
           {"git stash push --keep-index", "--keep-index"},
           {"git log --format=%d -n 1", "the --format placeholder %d"},
-          {"git log --format=fuller -n 1", "--format=fuller"},
+          {"git log --format=raw -n 1", "--format=raw"},
+          {"git ls-remote --heads .",
+           "a repository on a path as a remote ('.'); remotes are reached over HTTP(S)"},
+          {"git remote show origin", "remote show"},
           {"git commit --fixup HEAD", "--fixup"},
           {"git clean -fdx", "-fdx"}
         ] do
@@ -397,6 +422,40 @@ defmodule ExBashkit.GitOptionsTest do
 
     {expected, 0} = System.cmd("bash", ["-c", script], cd: dir, env: host_env())
     assert %Result{stdout: ^expected} = run(session, script)
+  end
+
+  test "messages, stats and hunks print as real git prints them", ctx do
+    script = """
+    message=$(printf 'a title  \n\n\nbody line   \n\n  indented\n\n\n')
+    git commit -q --allow-empty --cleanup=verbatim -m "$message"
+    git log -n 1 && git log -n 1 --pretty=short && git show -s --pretty=full
+    deep=a/very/long/directory/name/that/goes/on/and/on
+    mkdir -p $deep && seq 1 200 > $deep/with_a_long_file_name.txt
+    head -c 100 /dev/zero > zeros.bin && seq 1 7 > short.txt
+    git add -A && git commit -q -m stat && git show --stat --format=%s && git diff --stat HEAD~2
+    printf 'fn a() {\n    1\n}\n\nfn c() {\n    3\n}\n' > s.rs && git add s.rs && git commit -q -m s
+    printf 'fn a() {\n    1\n}\n\nfn b() {\n    2\n}\n\nfn c() {\n    3\n}\n' > s.rs
+    git diff && git diff --stat
+    """
+
+    [real, ours] = on_copies(ctx, "formats", script)
+    assert ours == real
+    assert real =~ "    a title\n    \n    \n    body line\n"
+    assert real =~ " .../that/goes/on/and/on/with_a_long_file_name.txt  | 200 "
+  end
+
+  test "@{upstream} and checkout - name what real git names", ctx do
+    script = """
+    git config branch.main.remote . && git config branch.main.merge refs/heads/feature
+    git rev-parse --abbrev-ref '@{u}' && git rev-parse '@{upstream}' 'main@{u}'
+    git checkout -q feature && git checkout -q - && git branch --show-current
+    git switch -q - && git branch --show-current
+    git checkout -q v1 && git checkout -q - && git status | head -1
+    """
+
+    [real, ours] = on_copies(ctx, "previous", script)
+    assert ours == real
+    assert real =~ "feature\n"
   end
 
   test "git -c settings hold for that command alone, as in real git", ctx do

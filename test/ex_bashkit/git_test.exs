@@ -123,8 +123,17 @@ defmodule ExBashkit.GitTest do
     run(session, "git init -q")
     assert %Result{exit_code: 1, stderr: stderr} = run(session, "git frobnicate")
     assert stderr =~ "'frobnicate' is not a git command"
-    assert %Result{exit_code: 1, stderr: stderr} = run(session, "git rebase main")
-    assert stderr =~ "not supported by the sandbox's git"
+
+    assert %Result{
+             exit_code: 128,
+             stderr: "fatal: not supported by the sandbox's git: rebase\n" <> _
+           } = run(session, "git rebase main")
+
+    assert %Result{
+             exit_code: 128,
+             stderr: "fatal: not supported by the sandbox's git: name-rev\n" <> _
+           } = run(session, "git name-rev HEAD")
+
     assert %Result{exit_code: 128, stderr: stderr} = run(session, "touch f && git add -p f")
     assert stderr =~ "no interactive staging"
     assert %Result{exit_code: 0, stdout: ""} = run(session, "git ls-files")

@@ -87,6 +87,26 @@ impl Out {
     }
 }
 
+/// Whether a remote as given names a directory (`.`, `../x`, `/srv/x.git`,
+/// `file://…`) rather than a remote's name or a URL.
+pub fn is_path_remote(given: &str) -> bool {
+    given == "."
+        || given == ".."
+        || given.starts_with(['/', '~'])
+        || given.starts_with("./")
+        || given.starts_with("../")
+        || given.starts_with("file://")
+}
+
+/// A repository on a path as a remote: git reads it directly; ours
+/// speaks only HTTP.
+pub fn path_remote_refused(given: &str) -> Out {
+    Out::fatal(format!(
+        "not supported by the sandbox's git: a repository on a path as a remote ('{given}'); \
+         remotes are reached over HTTP(S)"
+    ))
+}
+
 /// A command's result: a failure is an `Out` too, so `?` ends a command
 /// with what it prints.
 pub type Run = Result<Out, Out>;

@@ -118,15 +118,14 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                 "for-each-ref" => it.for_each_ref(rest).await,
                 "reflog" => it.reflog(rest).await,
                 "check-ignore" => it.check_ignore(rest).await,
-                "rebase" | "cherry-pick" | "revert" | "bisect" | "am" | "apply"
-                | "submodule" | "worktree" | "gc" | "filter-branch" | "replace" => Err(
-                    Out::error(
-                        format!(
-                            "git: '{name}' is not supported by the sandbox's git; it has: {SUPPORTED}\n"
-                        ),
-                        1,
+                // One git has: refused as any option we have not built.
+                _ if git_options::git_has_command(name) => Err(Out::error(
+                    format!(
+                        "fatal: not supported by the sandbox's git: {name}\n\
+                         The sandbox's git has: {SUPPORTED}\n"
                     ),
-                ),
+                    128,
+                )),
                 _ => Err(Out::error(
                     format!("git: '{name}' is not a git command. See 'git --help'.\n"),
                     1,
@@ -726,7 +725,8 @@ impl Shown {
             abbrev: repo.abbrev().await,
             date,
             now: now(),
-            abbrev_commit: args.has(&["--abbrev-commit"]),
+            // `--oneline` is `--pretty=oneline --abbrev-commit`.
+            abbrev_commit: args.has(&["--abbrev-commit", "--oneline"]),
         })
     }
 }
@@ -740,7 +740,9 @@ fn now() -> i64 {
 
 /// How `log` and `show` print a commit.
 enum Style {
-    Medium,
+    /// `short`, `medium` (the default), `full`, `fuller`: a header block
+    /// and the message indented.
+    Block(Block),
     Oneline,
     /// The format, and whether entries are separated (`format:`) rather
     /// than each ended (`tformat:`, `--format=`) by a newline.
@@ -754,7 +756,13 @@ impl Style {
         }
         Ok(match args.value("--format") {
             Some("oneline") => Style::Oneline,
-            Some("medium") | None => Style::Medium,
+            None => Style::Block(Block::Medium),
+            Some("short") => Style::Block(Block::Short),
+            Some("medium") => Style::Block(Block::Medium),
+            Some("full") => Style::Block(Block::Full),
+            Some("fuller") => Style::Block(Block::Fuller),
+            // Nothing per commit: only what `--stat` and the like print.
+            Some("") => Style::Format(String::new(), false),
             // A name without a `%` is one of git's formats, or an alias.
             Some(name) if !name.contains(['%', ':']) => {
                 return Err(Out::fatal(format!(
@@ -772,6 +780,55 @@ impl Style {
                 ),
             },
         })
+    }
+}
+
+/// git's formats of a header block, from the least said to the most.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Block {
+    Short,
+    Medium,
+    Full,
+    Fuller,
+}
+
+impl Block {
+    /// A person's line (and their date's, in `medium` and `fuller`) as
+    /// git's `pp_user_info` writes it: `what` is `Author`, `Commit` or
+    /// `Tagger`.
+    fn person(self, what: &str, who: &crate::git::repo::Signature, shown: &Shown) -> String {
+        let date = || shown.date.show(who.time, &who.zone, shown.now);
+        let pad = if self == Block::Fuller { "    " } else { "" };
+        let mut out = format!("{what}: {pad}{} <{}>\n", who.name, who.email);
+        match self {
+            Block::Medium => out.push_str(&format!("Date:   {}\n", date())),
+            Block::Fuller => out.push_str(&format!("{what}Date: {}\n", date())),
+            Block::Short | Block::Full => {}
+        }
+        out
+    }
+
+    /// A message as git's `pp_remainder` indents it: every line by four
+    /// columns, blank ones too, each line's trailing whitespace trimmed,
+    /// leading blank lines dropped; `short` keeps the title paragraph only.
+    fn message(self, message: &str) -> String {
+        let mut out = String::new();
+        let lines = message
+            .lines()
+            .map(|l| l.trim_end_matches(|c: char| c.is_ascii_whitespace()))
+            .skip_while(|l| l.is_empty());
+        for line in lines {
+            if self == Block::Short && line.is_empty() {
+                break;
+            }
+            out.push_str("    ");
+            out.push_str(line);
+            out.push('\n');
+        }
+        let kept = out.trim_end().len();
+        out.truncate(kept);
+        out.push('\n');
+        out
     }
 }
 

@@ -4,7 +4,9 @@
 
 use std::fmt::Write as _;
 
-use similar::{DiffOp, TextDiff};
+use std::ops::Range;
+
+use imara_diff::{Algorithm, Diff, InternedInput};
 
 use super::repo::{Abbrev, Blob, NULL_OID};
 
@@ -39,6 +41,46 @@ pub fn with_renames(mut changes: Vec<Change>) -> Vec<Change> {
         index += 1;
     }
     changes
+}
+
+/// The lines that differ between `old` and `new`, as git's default diff
+/// finds them: Myers with git's heuristics (`imara-diff`, a port of
+/// git's xdiff) and its indent heuristic for where a change is placed.
+/// Each hunk: the old lines it removes and the new lines it adds.
+pub fn line_diff(old: &str, new: &str) -> Vec<(Range<usize>, Range<usize>)> {
+    let input = InternedInput::new(old, new);
+    let mut diff = Diff::compute(Algorithm::Myers, &input);
+    diff.postprocess_lines(&input);
+    diff.hunks()
+        .map(|h| {
+            (
+                h.before.start as usize..h.before.end as usize,
+                h.after.start as usize..h.after.end as usize,
+            )
+        })
+        .collect()
+}
+
+/// Each line of `new` that is unchanged from `old`, with its line in `old`.
+pub fn kept_lines(old: &str, new: &str) -> Vec<(usize, usize)> {
+    let (old_len, new_len) = (
+        old.split_inclusive('\n').count(),
+        new.split_inclusive('\n').count(),
+    );
+    let mut kept = Vec::new();
+    let (mut at_old, mut at_new) = (0, 0);
+    let ends = line_diff(old, new)
+        .into_iter()
+        .chain([(old_len..old_len, new_len..new_len)]);
+    for (removed, added) in ends {
+        while at_new < added.start {
+            kept.push((at_new, at_old));
+            at_new += 1;
+            at_old += 1;
+        }
+        (at_old, at_new) = (removed.end, added.end);
+    }
+    kept
 }
 
 impl Change {
@@ -87,22 +129,11 @@ impl Change {
             return (0, 0);
         }
         let (old, new) = (Self::text(&self.old), Self::text(&self.new));
-        let diff = TextDiff::from_lines(&old, &new);
-        let mut counts = (0, 0);
-        for op in diff.ops() {
-            match *op {
-                DiffOp::Insert { new_len, .. } => counts.0 += new_len,
-                DiffOp::Delete { old_len, .. } => counts.1 += old_len,
-                DiffOp::Replace {
-                    old_len, new_len, ..
-                } => {
-                    counts.0 += new_len;
-                    counts.1 += old_len;
-                }
-                DiffOp::Equal { .. } => {}
-            }
-        }
-        counts
+        line_diff(&old, &new)
+            .into_iter()
+            .fold((0, 0), |(added, removed), (old, new)| {
+                (added + new.len(), removed + old.len())
+            })
     }
 
     /// `diff --git ...` and its hunks.
@@ -216,19 +247,35 @@ fn function_line(lines: &[&str], start: usize) -> Option<String> {
         })
 }
 
+/// The unified hunks of a change, with three lines of context; changes
+/// closer than twice that share a hunk, as git's do.
 pub fn hunks(old: &str, new: &str) -> String {
-    let diff = TextDiff::from_lines(old, new);
+    const CONTEXT: usize = 3;
     let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
     let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let changes = line_diff(old, new);
+    // Runs of changes printed as one hunk.
+    let mut groups: Vec<&[(Range<usize>, Range<usize>)]> = Vec::new();
+    let mut first = 0;
+    for at in 1..=changes.len() {
+        let apart =
+            at == changes.len() || changes[at].0.start - changes[at - 1].0.end > 2 * CONTEXT;
+        if apart {
+            groups.push(&changes[first..at]);
+            first = at;
+        }
+    }
     let mut out = String::new();
-    for group in diff.grouped_ops(3) {
-        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+    for group in groups {
+        let (Some(head), Some(tail)) = (group.first(), group.last()) else {
             continue;
         };
-        let old_start = first.old_range().start;
-        let new_start = first.new_range().start;
-        let old_len = last.old_range().end - old_start;
-        let new_len = last.new_range().end - new_start;
+        let lead = head.0.start.min(CONTEXT);
+        let old_start = head.0.start - lead;
+        let new_start = head.1.start - lead;
+        let trail = (old_lines.len() - tail.0.end).min(CONTEXT);
+        let old_len = tail.0.end + trail - old_start;
+        let new_len = tail.1.end + trail - new_start;
         let _ = write!(
             out,
             "@@ -{} +{} @@",
@@ -241,18 +288,14 @@ pub fn hunks(old: &str, new: &str) -> String {
             }
             None => out.push('\n'),
         }
-        for op in &group {
-            let (tag, lines, range) = match *op {
-                DiffOp::Equal { .. } => (' ', &old_lines, op.old_range()),
-                DiffOp::Delete { .. } => ('-', &old_lines, op.old_range()),
-                DiffOp::Insert { .. } => ('+', &new_lines, op.new_range()),
-                DiffOp::Replace { .. } => {
-                    line_run(&mut out, '-', &old_lines[op.old_range()]);
-                    ('+', &new_lines, op.new_range())
-                }
-            };
-            line_run(&mut out, tag, &lines[range]);
+        let mut at_old = old_start;
+        for (removed, added) in group {
+            line_run(&mut out, ' ', &old_lines[at_old..removed.start]);
+            line_run(&mut out, '-', &old_lines[removed.clone()]);
+            line_run(&mut out, '+', &new_lines[added.clone()]);
+            at_old = removed.end;
         }
+        line_run(&mut out, ' ', &old_lines[at_old..tail.0.end + trail]);
     }
     out
 }
@@ -290,11 +333,15 @@ pub fn summary(files: usize, insertions: usize, deletions: usize) -> String {
     line
 }
 
-/// `--stat`: a line per file and the summary, 80 columns wide.
+/// `--stat`: a line per file and the summary, 80 columns wide, with
+/// git's division of them (diff.c's `show_stats`): the graph gets what
+/// the names leave, but at most 3/8 of the line when both do not fit;
+/// names too long lose their head to `...`, cut at a `/`.
 pub fn stat(changes: &[Change]) -> String {
     if changes.is_empty() {
         return String::new();
     }
+    const WIDTH: usize = 80;
     let counted: Vec<(&Change, usize, usize)> = changes
         .iter()
         .map(|c| {
@@ -302,44 +349,69 @@ pub fn stat(changes: &[Change]) -> String {
             (c, added, removed)
         })
         .collect();
-    let name_width = changes
+    let size = |side: &Option<(Blob, Vec<u8>)>| side.as_ref().map_or(0, |(_, b)| b.len());
+    let digits = |n: usize| n.to_string().len();
+    let (mut max_change, mut bin_width, mut number_width) = (0, 0, 0);
+    for (change, added, removed) in &counted {
+        if change.binary() {
+            let w = 14 + digits(size(&change.old)) + digits(size(&change.new));
+            bin_width = bin_width.max(w);
+            // Counts line up with "Bin".
+            number_width = 3;
+        } else {
+            max_change = max_change.max(added + removed);
+        }
+    }
+    let number_width = number_width.max(digits(max_change));
+    let max_len = changes
         .iter()
         .map(|c| c.name().chars().count())
         .max()
         .unwrap_or(0);
-    let largest = counted.iter().map(|(_, a, r)| a + r).max().unwrap_or(0);
-    let number_width = largest.to_string().len();
-    // git's widths for an 80-column stat: the graph gets what the name
-    // and the count leave (at least 6 columns).
-    let graph_width = 80usize.saturating_sub(name_width + number_width + 6).max(6);
+    let width = WIDTH.max(16 + 6 + number_width);
+    let mut graph_width = if max_change + 4 > bin_width {
+        max_change
+    } else {
+        bin_width - 4
+    };
+    let mut name_width = max_len;
+    if name_width + number_width + 6 + graph_width > width {
+        let three_eighths = (width * 3 / 8).saturating_sub(number_width + 6);
+        if graph_width > three_eighths {
+            graph_width = three_eighths.max(6);
+        }
+        let left = width.saturating_sub(number_width + 6 + graph_width);
+        if name_width > left {
+            name_width = left;
+        } else {
+            graph_width = width - number_width - 6 - name_width;
+        }
+    }
     let mut out = String::new();
     let (mut insertions, mut deletions) = (0, 0);
     for (change, added, removed) in &counted {
-        insertions += added;
-        deletions += removed;
+        let full = change.name();
+        let (prefix, name, len) = shortened(&full, name_width);
         if change.binary() {
-            let size = |side: &Option<(Blob, Vec<u8>)>| side.as_ref().map_or(0, |(_, b)| b.len());
-            let _ = writeln!(
-                out,
-                " {:<name_width$} | Bin {} -> {} bytes",
-                change.name(),
-                size(&change.old),
-                size(&change.new)
-            );
+            let (old, new) = (size(&change.old), size(&change.new));
+            let _ = write!(out, " {prefix}{name:<len$} | {:>number_width$}", "Bin");
+            if old > 0 || new > 0 {
+                let _ = write!(out, " {old} -> {new} bytes");
+            }
+            out.push('\n');
             continue;
         }
+        insertions += added;
+        deletions += removed;
         let total = added + removed;
-        let (plus, minus) = if graph_width < largest {
-            // git's scale_linear, the total scaled first so the two parts
-            // add up.
-            let scale = |n: usize| {
-                if n == 0 {
-                    0
-                } else {
-                    1 + n * (graph_width - 1) / largest
-                }
+        let (plus, minus) = if graph_width <= max_change {
+            // git's scale_linear: at least one column for any change; the
+            // total scaled first so the two parts add up.
+            let scale = |n: usize| match n {
+                0 => 0,
+                n => 1 + n * (graph_width - 1) / max_change,
             };
-            let mut total = scale(added + removed);
+            let mut total = scale(total);
             if total < 2 && *added > 0 && *removed > 0 {
                 total = 2;
             }
@@ -353,15 +425,32 @@ pub fn stat(changes: &[Change]) -> String {
         } else {
             (*added, *removed)
         };
-        let graph = format!("{}{}", "+".repeat(plus), "-".repeat(minus));
-        let line = format!(
-            " {:<name_width$} | {total:>number_width$} {graph}",
-            change.name()
-        );
-        let _ = writeln!(out, "{}", line.trim_end());
+        let _ = write!(out, " {prefix}{name:<len$} | {total:>number_width$}");
+        if total > 0 {
+            let _ = write!(out, " {}{}", "+".repeat(plus), "-".repeat(minus));
+        }
+        out.push('\n');
     }
     out.push_str(&summary(changes.len(), insertions, deletions));
     out
+}
+
+/// A name fitted into `width` columns as git fits it: `...` and the tail,
+/// from a `/` when the tail holds one. The prefix, the name and the width
+/// it is padded to.
+fn shortened(name: &str, width: usize) -> (&'static str, &str, usize) {
+    let chars = name.chars().count();
+    if chars <= width {
+        return ("", name, width);
+    }
+    let len = width.saturating_sub(3);
+    let tail_start = name
+        .char_indices()
+        .nth(chars - len)
+        .map_or(name.len(), |(i, _)| i);
+    let tail = &name[tail_start..];
+    let tail = tail.find('/').map_or(tail, |slash| &tail[slash..]);
+    ("...", tail, len)
 }
 
 #[cfg(test)]

@@ -4,8 +4,6 @@
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::fmt::Write as _;
 
-use similar::{DiffOp, TextDiff};
-
 use super::commands::{failed, Args, Ctx, Spec};
 use super::odb::Oid;
 use super::repo::Signature;
@@ -464,22 +462,10 @@ impl Ctx<'_> {
                 let parent_text =
                     String::from_utf8_lossy(&repo.blob(&parent_blob).await.map_err(failed)?)
                         .into_owned();
-                let old: Vec<&str> = parent_text.split_inclusive('\n').collect();
-                let new: Vec<&str> = text_here.split_inclusive('\n').collect();
-                let diff = TextDiff::configure().diff_slices(&old, &new);
-                let mut same: HashMap<usize, usize> = HashMap::new();
-                for op in diff.ops() {
-                    if let DiffOp::Equal {
-                        old_index,
-                        new_index,
-                        len,
-                    } = *op
-                    {
-                        for k in 0..len {
-                            same.insert(new_index + k, old_index + k);
-                        }
-                    }
-                }
+                let same: HashMap<usize, usize> =
+                    crate::git::diff::kept_lines(&parent_text, &text_here)
+                        .into_iter()
+                        .collect();
                 let (passed, kept): (Lines, Lines) = left
                     .into_iter()
                     .partition(|(_, here)| same.contains_key(here));

@@ -10,6 +10,8 @@ use gix_ignore::search::Ignore as Parse;
 #[derive(Default)]
 pub struct Ignores {
     search: gix_ignore::Search,
+    /// Where each `.gitignore` was added from (`/DIR/.gitignore`).
+    gitignores: std::collections::HashSet<std::path::PathBuf>,
 }
 
 impl Ignores {
@@ -26,6 +28,7 @@ impl Ignores {
     pub fn add_gitignore(&mut self, bytes: &[u8], dir: &str) {
         let root = Path::new("/");
         let source = root.join(dir).join(".gitignore");
+        self.gitignores.insert(source.clone());
         let _ = self
             .search
             .add_patterns_buffer(bytes, source, Some(root), Parse::default());
@@ -34,10 +37,42 @@ impl Ignores {
     /// Whether `path` (relative to the work tree) is ignored by a pattern
     /// of its own; a caller walking the tree handles ignored parents.
     pub fn ignored(&self, path: &str, is_dir: bool) -> bool {
-        self.search
-            .pattern_matching_relative_path(path.into(), Some(is_dir), Case::Sensitive)
-            .is_some_and(|found| !found.pattern.is_negative())
+        self.matching(path, is_dir)
+            .is_some_and(|found| !found.negative)
     }
+
+    /// The last pattern that matches `path`, negated or not.
+    pub fn matching(&self, path: &str, is_dir: bool) -> Option<Matched> {
+        let found = self.search.pattern_matching_relative_path(
+            path.into(),
+            Some(is_dir),
+            Case::Sensitive,
+        )?;
+        // A `.gitignore` by its path in the work tree, others as given.
+        let source = found
+            .source
+            .map(|source| match self.gitignores.contains(source) {
+                true => source.strip_prefix("/").unwrap_or(source).to_path_buf(),
+                false => source.to_path_buf(),
+            });
+        Some(Matched {
+            source,
+            line: found.sequence_number,
+            pattern: found.pattern.to_string(),
+            negative: found.pattern.is_negative(),
+        })
+    }
+}
+
+/// A pattern that matched, as `check-ignore -v` names it.
+pub struct Matched {
+    /// The file it came from: a `.gitignore` relative to the work tree,
+    /// `info/exclude` and `core.excludesFile` as read.
+    pub source: Option<std::path::PathBuf>,
+    pub line: usize,
+    /// As git prints it: `!` for a negation, `/` for a directory's.
+    pub pattern: String,
+    pub negative: bool,
 }
 
 #[cfg(test)]

@@ -117,6 +117,20 @@ impl Repo {
         })
     }
 
+    /// `@{-N}` (`-` is `@{-1}`): what `HEAD` was the Nth checkout before,
+    /// from its reflog's `checkout: moving from X to Y` lines.
+    pub async fn previous_checkout(&self, n: usize) -> Option<String> {
+        let log = self.read_text(&self.git.join("logs/HEAD")).await?;
+        log.lines()
+            .rev()
+            .filter_map(|line| {
+                let (_, message) = line.split_once('\t')?;
+                let rest = message.strip_prefix("checkout: moving from ")?;
+                rest.rsplit_once(" to ").map(|(from, _)| from.to_string())
+            })
+            .nth(n.checked_sub(1)?)
+    }
+
     /// The branch `branch` tracks (`origin/main`) and where that ref is,
     /// from `branch.<name>.remote` and `.merge`.
     pub async fn upstream(&self, branch: &str) -> Option<(String, Option<Oid>)> {

@@ -711,14 +711,31 @@ impl Repo {
     }
 
     /// A revision as git reads one: `HEAD`, a branch, a tag, a remote
-    /// branch, a full ref, a hash or its prefix, each followed by any
-    /// number of `~N`, `^N` and `^{}`/`^{commit}`.
+    /// branch, a full ref, a hash or its prefix, `BRANCH@{upstream}`
+    /// (`@{u}`), each followed by any number of `~N`, `^N`, `^{}` and
+    /// `^{TYPE}`; then `:PATH` for an entry of its tree.
     pub async fn resolve(&self, revision: &str) -> Option<Oid> {
+        // `REV:PATH` (`:PATH` alone names the index's entry: not here).
+        if let Some((revision, path)) = revision.split_once(':') {
+            if revision.is_empty() {
+                return None;
+            }
+            let oid = self.resolve_revision(revision).await?;
+            return self.tree_path(&oid, path).await;
+        }
+        self.resolve_revision(revision).await
+    }
+
+    async fn resolve_revision(&self, revision: &str) -> Option<Oid> {
         let split = revision.find(['~', '^']).unwrap_or(revision.len());
         let (base, mut suffix) = revision.split_at(split);
         let mut oid = match base {
             "HEAD" | "@" => self.head_commit().await?,
-            name => self.named(name).await?,
+            name => match self.upstream_named(name).await {
+                Some(Ok((_, oid))) => oid?,
+                Some(Err(())) => return None,
+                None => self.named(name).await?,
+            },
         };
         while !suffix.is_empty() {
             if let Some(rest) = suffix
@@ -726,6 +743,18 @@ impl Repo {
                 .or_else(|| suffix.strip_prefix("^{commit}"))
             {
                 oid = self.peel(&oid).await.ok()?;
+                suffix = rest;
+                continue;
+            }
+            if let Some(rest) = suffix.strip_prefix("^{object}") {
+                suffix = rest;
+                continue;
+            }
+            if let Some((kind, rest)) = ["tag", "blob"]
+                .into_iter()
+                .find_map(|kind| Some((kind, suffix.strip_prefix(&format!("^{{{kind}}}"))?)))
+            {
+                oid = self.peeled_to(&oid, kind).await?;
                 suffix = rest;
                 continue;
             }
@@ -765,6 +794,62 @@ impl Repo {
             }
         }
         Some(oid)
+    }
+
+    /// `NAME@{upstream}` / `NAME@{u}` (`NAME` empty or `HEAD`: the current
+    /// branch): `None` when `name` is not of that form; an error when it
+    /// is but names no upstream; else the upstream's short name and
+    /// where it points.
+    pub async fn upstream_named(&self, name: &str) -> Option<Result<(String, Option<Oid>), ()>> {
+        let (branch, mark) = name.strip_suffix('}')?.rsplit_once("@{")?;
+        if !matches!(mark.to_ascii_lowercase().as_str(), "u" | "upstream") {
+            return Some(Err(()));
+        }
+        let branch = match branch {
+            "" | "HEAD" => match self.head().await {
+                Head::Branch(branch) => branch,
+                Head::Detached(_) => return Some(Err(())),
+            },
+            branch => branch
+                .strip_prefix("refs/heads/")
+                .unwrap_or(branch)
+                .to_string(),
+        };
+        Some(self.upstream(&branch).await.ok_or(()))
+    }
+
+    /// The entry at `path` in the tree of `oid` (a commit, a tag of one,
+    /// or a tree); the tree itself for an empty path.
+    pub async fn tree_path(&self, oid: &str, path: &str) -> Option<Oid> {
+        let mut current = self.peel(oid).await.ok()?;
+        if self.read_object(&current).await.ok()?.0 == "commit" {
+            current = self.commit(&current).await.ok()?.tree;
+        }
+        for part in path.split('/').filter(|p| !p.is_empty() && *p != ".") {
+            current = self.tree_entry(&current, part).await.ok()??.1;
+        }
+        Some(current)
+    }
+
+    /// `oid` with tags peeled until an object of `kind` (`^{tag}`
+    /// stops at the first tag; `^{blob}` needs a blob at the end).
+    async fn peeled_to(&self, oid: &str, kind: &str) -> Option<Oid> {
+        let mut oid = oid.to_string();
+        for _ in 0..16 {
+            let (found, body) = self.read_object(&oid).await.ok()?;
+            if found == kind {
+                return Some(oid);
+            }
+            if found != "tag" {
+                return None;
+            }
+            oid = String::from_utf8_lossy(&body)
+                .lines()
+                .next()?
+                .strip_prefix("object ")?
+                .to_string();
+        }
+        None
     }
 
     /// A revision as the commit it names, tags peeled.
@@ -1200,9 +1285,11 @@ impl Repo {
         ignores
     }
 
-    /// Whether `path` (relative to the root) is ignored, as `check-ignore`
-    /// answers: by a pattern of its own, or a directory above it being so.
-    pub async fn is_ignored(&self, path: &str, is_dir: bool) -> bool {
+    /// The pattern that decides whether `path` (relative to the root) is
+    /// ignored, as `check-ignore` answers: the first of its directories'
+    /// (or its own) that ignores it, else the negation that keeps the
+    /// path itself.
+    pub async fn ignoring(&self, path: &str, is_dir: bool) -> Option<super::ignore::Matched> {
         let mut ignores = self.global_ignores().await;
         let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
         for depth in 0..parts.len() {
@@ -1216,11 +1303,12 @@ impl Repo {
             }
             let here = parts[..=depth].join("/");
             let last = depth + 1 == parts.len();
-            if ignores.ignored(&here, !last || is_dir) {
-                return true;
+            match ignores.matching(&here, !last || is_dir) {
+                Some(found) if !found.negative || last => return Some(found),
+                _ => {}
             }
         }
-        false
+        None
     }
 
     /// Every file under the root but `.git`, by relative path, each

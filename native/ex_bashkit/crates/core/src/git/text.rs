@@ -22,6 +22,33 @@ pub fn clean_message(message: &str) -> String {
     out
 }
 
+/// How `commit --cleanup=` leaves a message (no editor runs here).
+#[derive(Clone, Copy)]
+pub enum Cleanup {
+    /// As given, ended by a newline.
+    Verbatim,
+    /// [`clean_message`]'s.
+    Whitespace,
+    /// `whitespace`, and lines starting with `#` dropped.
+    Strip,
+}
+
+impl Cleanup {
+    pub fn apply(self, message: &str) -> String {
+        match self {
+            Cleanup::Verbatim if message.is_empty() || message.ends_with('\n') => {
+                message.to_string()
+            }
+            Cleanup::Verbatim => format!("{message}\n"),
+            Cleanup::Whitespace => clean_message(message),
+            Cleanup::Strip => {
+                let kept: Vec<&str> = message.lines().filter(|l| !l.starts_with('#')).collect();
+                clean_message(&kept.join("\n"))
+            }
+        }
+    }
+}
+
 /// A pathspec glob: `*` and `?` match any characters, `/` included, as
 /// git's do.
 pub fn glob(pattern: &str, text: &str) -> bool {

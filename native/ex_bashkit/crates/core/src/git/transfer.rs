@@ -65,6 +65,7 @@ async fn named_remote(repo: &Repo, given: &str) -> Result<(Option<String>, Strin
     }
     match repo.config_value(&format!("remote.{given}.url")).await {
         Some(url) => Ok((Some(given.to_string()), url)),
+        None if super::is_path_remote(given) => Err(super::path_remote_refused(given)),
         None => Err(Out::error(
             format!(
                 "fatal: '{given}' does not appear to be a git repository\n\
@@ -164,6 +165,9 @@ pub async fn clone(here: &Here<'_>, args: &[String]) -> Run {
             .trim_end_matches(".git")
             .to_string(),
     };
+    if super::is_path_remote(url) {
+        return Err(super::path_remote_refused(url));
+    }
     let root = resolve(&here.cwd, &name);
     Repo::outside_git_dirs(&root).map_err(fatal)?;
     let remote = connect(here, url)?;

@@ -20,7 +20,9 @@ impl Ctx<'_> {
                 .await;
         }
         let files: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
-        match (args.operands.as_slice(), files.is_empty()) {
+        let operands = self.previous_named(&args.operands).await?;
+        let operands: Vec<&str> = operands.iter().map(String::as_str).collect();
+        match (operands.as_slice(), files.is_empty()) {
             ([target], true) if self.repo.branch(target).await.is_some() => {
                 self.switch_to(target, None, false, false, quiet).await
             }
@@ -56,7 +58,9 @@ impl Ctx<'_> {
                 .switch_to(name, start, true, args.value("-C").is_some(), quiet)
                 .await;
         }
-        match args.operands.as_slice() {
+        let operands = self.previous_named(&args.operands).await?;
+        let operands: Vec<&str> = operands.iter().map(String::as_str).collect();
+        match operands.as_slice() {
             [target] if args.has(&["--detach", "-d"]) => self.detach(target, quiet).await,
             [target] => {
                 if self.repo.branch(target).await.is_none() {
@@ -66,6 +70,34 @@ impl Ctx<'_> {
             }
             _ => Err(Out::fatal("missing branch or commit argument")),
         }
+    }
+
+    /// The operands with `-` and `@{-N}` replaced by the branch (or
+    /// commit) checked out N switches ago, as `checkout` and `switch` read
+    /// them.
+    async fn previous_named(&self, operands: &[&str]) -> Result<Vec<String>, Out> {
+        let mut named = Vec::with_capacity(operands.len());
+        for operand in operands {
+            let back = match *operand {
+                "-" => Some(1),
+                other => other
+                    .strip_prefix("@{-")
+                    .and_then(|rest| rest.strip_suffix('}'))
+                    .and_then(|n| n.parse::<usize>().ok()),
+            };
+            named.push(match back {
+                None => operand.to_string(),
+                Some(n) => self
+                    .repo
+                    .previous_checkout(n)
+                    .await
+                    .ok_or_else(|| match n {
+                        1 => Out::error("error: no previous branch\n", 1),
+                        n => Out::fatal(format!("invalid reference: @{{-{n}}}")),
+                    })?,
+            });
+        }
+        Ok(named)
     }
 
     /// Moves the index and work tree from `HEAD`'s files to `target`'s,

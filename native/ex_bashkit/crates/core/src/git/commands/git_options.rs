@@ -26,6 +26,11 @@ pub(super) fn git_has(command: &str, name: &str) -> bool {
         .is_some_and(|options| options.contains(name))
 }
 
+/// Whether real git has the command `name` (its `--list-cmds=main`).
+pub(super) fn git_has_command(name: &str) -> bool {
+    git_has("(commands)", name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::git_has;
@@ -38,5 +43,7 @@ mod tests {
         assert!(git_has("log", "--since"));
         assert!(!git_has("add", "--bogus"));
         assert!(!git_has("frobnicate", "-n"));
+        assert!(super::git_has_command("bisect"));
+        assert!(!super::git_has_command("frobnicate"));
     }
 }

@@ -279,9 +279,17 @@ impl Ctx<'_> {
                     &["-F", "--file"],
                     &["--author"],
                     &["--date"],
+                    &["--cleanup"],
                 ],
             },
         )?;
+        // With no editor, `default` and `scissors` clean as `whitespace`.
+        let cleanup = match args.value("--cleanup") {
+            None | Some("default" | "scissors" | "whitespace") => text::Cleanup::Whitespace,
+            Some("strip") => text::Cleanup::Strip,
+            Some("verbatim") => text::Cleanup::Verbatim,
+            Some(mode) => return Err(Out::fatal(format!("Invalid cleanup mode {mode}"))),
+        };
         if let Some(spec) = args.operands.iter().chain(&args.paths).next() {
             return Err(Out::fatal(format!(
                 "not supported by the sandbox's git: commit with a pathspec ({spec})"
@@ -346,7 +354,7 @@ impl Ctx<'_> {
                 None => String::new(),
             },
         };
-        message = text::clean_message(&message);
+        message = cleanup.apply(&message);
         // Concluding a merge: its other parent and its message.
         let merging = repo.state_file("MERGE_HEAD").await;
         let mut parents = match (&head, &amended) {

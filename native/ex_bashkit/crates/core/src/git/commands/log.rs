@@ -580,37 +580,32 @@ impl Ctx<'_> {
     ) -> Result<String, Out> {
         let abbrev = &shown.abbrev;
         Ok(match style {
-            Style::Oneline => format!("{} {}\n", abbrev.of(oid, None), commit.subject()),
+            Style::Oneline => format!("{} {}\n", Self::commit_name(oid, shown), commit.subject()),
             Style::Format(format, _) => Self::formatted(format, oid, commit, shown)?,
-            Style::Medium => {
-                let mut out = match shown.abbrev_commit {
-                    true => format!("commit {}\n", abbrev.of(oid, None)),
-                    false => format!("commit {oid}\n"),
-                };
+            Style::Block(block) => {
+                let mut out = format!("commit {}\n", Self::commit_name(oid, shown));
                 if commit.parents.len() > 1 {
                     let parents: Vec<String> =
                         commit.parents.iter().map(|p| abbrev.of(p, None)).collect();
                     let _ = writeln!(out, "Merge: {}", parents.join(" "));
                 }
-                let _ = write!(
-                    out,
-                    "Author: {} <{}>\nDate:   {}\n\n",
-                    commit.author.name,
-                    commit.author.email,
-                    shown
-                        .date
-                        .show(commit.author.time, &commit.author.zone, shown.now)
-                );
-                for line in commit.message.lines() {
-                    if line.is_empty() {
-                        out.push('\n');
-                    } else {
-                        let _ = writeln!(out, "    {line}");
-                    }
+                out.push_str(&block.person("Author", &commit.author, shown));
+                if *block >= Block::Full {
+                    out.push_str(&block.person("Commit", &commit.committer, shown));
                 }
+                out.push('\n');
+                out.push_str(&block.message(&commit.message));
                 out
             }
         })
+    }
+
+    /// A commit's name on its first line: whole unless `--abbrev-commit`.
+    fn commit_name(oid: &str, shown: &Shown) -> String {
+        match shown.abbrev_commit {
+            true => shown.abbrev.of(oid, None),
+            false => oid.to_string(),
+        }
     }
 
     /// The revisions and paths `log`, `rev-list` and `shortlog` are given:
@@ -789,9 +784,12 @@ impl Ctx<'_> {
                 if !changes.is_empty() {
                     let rendered = Self::render(&changes, &args, &shown.abbrev);
                     // Where git puts the changes after each format's entry.
-                    match style {
+                    match &style {
                         Style::Oneline => entry.push_str(&rendered),
-                        Style::Medium | Style::Format(_, true) => {
+                        Style::Format(format, false) if format.is_empty() => {
+                            entry.push_str(&rendered)
+                        }
+                        Style::Block(_) | Style::Format(_, true) => {
                             entry.push('\n');
                             entry.push_str(&rendered);
                         }
@@ -818,8 +816,9 @@ impl Ctx<'_> {
             entries.reverse();
         }
         let joined = match &style {
-            Style::Medium => entries.join("\n"),
+            Style::Block(_) => entries.join("\n"),
             Style::Format(_, true) => entries.join("\n"),
+            Style::Format(format, false) if format.is_empty() => entries.concat(),
             Style::Format(_, false) => entries.iter().map(|e| format!("{e}\n")).collect(),
             Style::Oneline => entries.concat(),
         };
@@ -852,6 +851,8 @@ impl Ctx<'_> {
             return Ok(Out::ok(String::from_utf8_lossy(&bytes).into_owned()));
         }
         let mut oid = self.object(target).await?;
+        let style = Style::of(&args)?;
+        let shown = Shown::of(&self.repo, &args).await?;
         let mut out = String::new();
         // An annotated tag: its own header and message, then what it names.
         loop {
@@ -868,14 +869,21 @@ impl Ctx<'_> {
                             .to_string()
                     };
                     let tagger = crate::git::repo::Signature::parse(&field("tagger "));
-                    let _ = write!(
-                        out,
-                        "tag {}\nTagger: {} <{}>\nDate:   {}\n\n{message}\n",
-                        field("tag "),
-                        tagger.name,
-                        tagger.email,
-                        tagger.date()
-                    );
+                    let _ = writeln!(out, "tag {}", field("tag "));
+                    // The tagger as git's show_tagger prints it per format.
+                    match &style {
+                        Style::Oneline => {}
+                        Style::Format(..) => {
+                            let _ = writeln!(out, "Tagger: {} <{}>", tagger.name, tagger.email);
+                        }
+                        Style::Block(block) => {
+                            out.push_str(&block.person("Tagger", &tagger, &shown))
+                        }
+                    }
+                    let _ = writeln!(out, "\n{message}");
+                    if !matches!(style, Style::Block(_)) {
+                        out.pop();
+                    }
                     oid = field("object ");
                 }
                 "blob" => {
@@ -886,11 +894,11 @@ impl Ctx<'_> {
             }
         }
         let commit = self.repo.commit(&oid).await.map_err(failed)?;
-        let style = Style::of(&args)?;
-        let shown = Shown::of(&self.repo, &args).await?;
         let abbrev = shown.abbrev.clone();
         out.push_str(&Self::entry(&style, &oid, &commit, &shown)?);
-        if let Style::Format(_, _) = style {
+        // An empty `--format=` prints no line at all.
+        let shows_entry = !matches!(&style, Style::Format(format, false) if format.is_empty());
+        if matches!(style, Style::Format(..)) && shows_entry {
             out.push('\n');
         }
         // A clean merge's combined diff is empty (no file differs from
@@ -902,7 +910,9 @@ impl Ctx<'_> {
         let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
         let changes = self.commit_changes(&commit, &specs).await?;
         if !changes.is_empty() {
-            if matches!(style, Style::Medium) {
+            // The blank line git puts between a commit and its changes
+            // (none after `--oneline` or a `format:` without its newline).
+            if matches!(style, Style::Block(_) | Style::Format(_, false)) && shows_entry {
                 out.push('\n');
             }
             out.push_str(&Self::render(&changes, &args, &abbrev));

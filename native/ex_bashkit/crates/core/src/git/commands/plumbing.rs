@@ -146,7 +146,10 @@ impl Ctx<'_> {
                 let shown = match (name, repo.head().await) {
                     ("HEAD", Head::Branch(branch)) => branch,
                     ("HEAD", Head::Detached(_)) => "HEAD".to_string(),
-                    _ => self.short_ref_name(name).await,
+                    _ => match repo.upstream_named(name).await {
+                        Some(Ok((upstream, _))) => upstream,
+                        _ => self.short_ref_name(name).await,
+                    },
                 };
                 // A name that is no ref prints nothing.
                 if !shown.is_empty() {
@@ -190,10 +193,18 @@ impl Ctx<'_> {
             args,
             &Spec {
                 command: "check-ignore",
-                flags: &["-q", "--quiet"],
+                flags: &["-q", "--quiet", "-v", "--verbose", "-n", "--non-matching"],
                 valued: &[],
             },
         )?;
+        let verbose = args.has(&["-v", "--verbose"]);
+        let non_matching = args.has(&["-n", "--non-matching"]);
+        if non_matching && !verbose {
+            return Err(Out::fatal("--non-matching is only valid with --verbose"));
+        }
+        if verbose && args.has(&["-q", "--quiet"]) {
+            return Err(Out::fatal("cannot have both --quiet and --verbose"));
+        }
         let given: Vec<&str> = args.operands.iter().chain(&args.paths).copied().collect();
         if given.is_empty() {
             return Err(Out::fatal("no path specified"));
@@ -203,22 +214,51 @@ impl Ctx<'_> {
         }
         let index = self.repo.index().await.map_err(failed)?;
         let mut out = String::new();
+        let mut ignored = 0;
         for path in given {
             let relative = self.pathspec(path);
-            if index.contains_key(&relative) {
-                continue;
-            }
             let is_dir = self
                 .repo
                 .fs
                 .stat(&resolve(&self.here.cwd, path))
                 .await
                 .is_ok_and(|m| m.file_type.is_dir());
-            if self.repo.is_ignored(&relative, is_dir).await {
-                let _ = writeln!(out, "{path}");
+            // A tracked path is never ignored; -v shows a negation too.
+            let found = match index.contains_key(&relative) {
+                true => None,
+                false => self.repo.ignoring(&relative, is_dir).await,
+            }
+            .filter(|found| verbose || !found.negative);
+            match (&found, verbose) {
+                (Some(found), true) => {
+                    ignored += 1;
+                    // `.git/info/exclude` as git names it, from the root.
+                    let source = found.source.as_deref().map(|source| {
+                        source
+                            .strip_prefix(&self.repo.root)
+                            .unwrap_or(source)
+                            .display()
+                            .to_string()
+                    });
+                    let _ = writeln!(
+                        out,
+                        "{}:{}:{}\t{path}",
+                        source.unwrap_or_default(),
+                        found.line,
+                        found.pattern
+                    );
+                }
+                (Some(_), false) => {
+                    ignored += 1;
+                    let _ = writeln!(out, "{path}");
+                }
+                (None, _) if non_matching => {
+                    let _ = writeln!(out, "::\t{path}");
+                }
+                (None, _) => {}
             }
         }
-        let code = i32::from(out.is_empty());
+        let code = i32::from(ignored == 0);
         if args.has(&["-q", "--quiet"]) {
             out.clear();
         }

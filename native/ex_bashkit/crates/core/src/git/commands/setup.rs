@@ -62,6 +62,9 @@ pub(super) async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -
             .find(|(k, _)| *k == format!("remote.{named}.url"))
         {
             Some((_, url)) => url.clone(),
+            None if crate::git::is_path_remote(named) => {
+                return Err(crate::git::path_remote_refused(named))
+            }
             None => {
                 return Err(Out::fatal(format!(
                     "'{named}' does not appear to be a git repository"
@@ -278,6 +281,20 @@ pub(super) async fn remote(here: &Here<'_>, args: &[String]) -> Run {
             let edited = config::set(&text, &format!("remote.{}.url", args[1]), &args[2]);
             repo.save_config_text(&edited).await.map_err(failed)?;
             Ok(Out::ok(""))
+        }
+        // What git's `remote` has and ours has not: refused by name.
+        Some(sub @ ("show" | "prune" | "update" | "set-head" | "set-branches" | "rename")) => {
+            Err(Out::fatal(format!(
+                "not supported by the sandbox's git: remote {sub}"
+            )))
+        }
+        Some(sub @ ("add" | "remove" | "rm" | "get-url" | "set-url"))
+            if args.iter().skip(1).any(|a| a.starts_with('-')) =>
+        {
+            let option = args.iter().skip(1).find(|a| a.starts_with('-')).unwrap_or(&args[0]);
+            Err(Out::fatal(format!(
+                "not supported by the sandbox's git: remote {sub} {option}"
+            )))
         }
         _ => Err(Out::error(
             "usage: git remote [-v | add <name> <url> | remove <name> | get-url <name> | set-url <name> <url>]\n",
