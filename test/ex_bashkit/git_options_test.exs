@@ -444,6 +444,35 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ " .../that/goes/on/and/on/with_a_long_file_name.txt  | 200 "
   end
 
+  test "renames of edited files are found, named and blamed as real git finds them", ctx do
+    script = """
+    seq 1 40 > src/numbers.rs && git add -A && git commit -q -m 'numbers'
+    git mv src/numbers.rs src/counting.rs && echo 41 >> src/counting.rs
+    mkdir -p lib2 && git mv src/lib/mod.rs lib2/mod.rs && echo '// moved' >> lib2/mod.rs
+    git add -A && git commit -m 'rename and edit'
+    git show --stat && git show && git log --name-status --format=%s -n 1
+    git diff HEAD~1 HEAD --stat && git diff --name-status HEAD~2 HEAD
+    git blame src/counting.rs | tail -3
+    """
+
+    [real, ours] = on_copies(ctx, "renames", script)
+    assert ours == real
+    assert real =~ "{src/lib => lib2}/mod.rs"
+    assert real =~ ~r/R0[0-9]{2}\tsrc\/numbers.rs\tsrc\/counting.rs/
+  end
+
+  test "grep names the binary files that match, as real git does", ctx do
+    script = """
+    printf 'hello\\0world\\nhello there\\n' > data.bin && git add data.bin && git commit -q -m bin
+    git grep -n hello; git grep -c hello; git grep -l hello; git grep -v -c zzz
+    git grep -I -n hello; git grep -n nothing-here; echo "exit $?"
+    """
+
+    [real, ours] = on_copies(ctx, "grep_binary", script)
+    assert ours == real
+    assert real =~ "Binary file data.bin matches\n"
+  end
+
   test "@{upstream} and checkout - name what real git names", ctx do
     script = """
     git config branch.main.remote . && git config branch.main.merge refs/heads/feature

@@ -673,6 +673,7 @@ impl Ctx<'_> {
             changes.push(Change {
                 path: path.clone(),
                 from: None,
+                similarity: 0,
                 old: old_side,
                 new: new_side,
             });

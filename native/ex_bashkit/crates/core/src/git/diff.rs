@@ -2,6 +2,7 @@
 //! and the enclosing "function" line in the header, `--stat`, and the
 //! summary line `commit` prints.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use std::ops::Range;
@@ -13,34 +14,258 @@ use super::repo::{Abbrev, Blob, NULL_OID};
 /// One file's change: either side may be absent.
 pub struct Change {
     pub path: String,
-    /// The old name of a renamed file (the same content under a new
-    /// name: exact renames only).
+    /// The old name of a renamed file.
     pub from: Option<String>,
+    /// How alike a renamed file's two sides are, in percent (100: the
+    /// same content).
+    pub similarity: u32,
     pub old: Option<(Blob, Vec<u8>)>,
     pub new: Option<(Blob, Vec<u8>)>,
 }
 
-/// Pairs each deleted file with an added one of the same content.
-pub fn with_renames(mut changes: Vec<Change>) -> Vec<Change> {
+/// git's scale of similarity (diffcore.h's `MAX_SCORE`) and the least a
+/// rename needs by default (`-M50%`).
+const MAX_SCORE: u64 = 60_000;
+const MIN_SCORE: u64 = 30_000;
+/// `diff.renameLimit`'s default: past this many sources times targets
+/// squared, git looks for exact renames only.
+const RENAME_LIMIT: usize = 1000;
+
+/// Pairs deleted files with added ones as git's diffcore-rename does:
+/// the same content first, then files whose basename is unique on both
+/// sides, then the most similar pairs (at least half alike, by git's
+/// count of shared 64-byte chunks); each rename stands where the added
+/// file stood.
+pub fn with_renames(changes: Vec<Change>) -> Vec<Change> {
+    let mut changes: Vec<Option<Change>> = changes.into_iter().map(Some).collect();
+    let is_source = |c: &Change| c.new.is_none() && c.old.is_some();
+    let is_target = |c: &Change| c.old.is_none() && c.new.is_some();
     let oid = |side: &Option<(Blob, Vec<u8>)>| side.as_ref().map(|(b, _)| b.oid.clone());
-    let mut index = 0;
-    while index < changes.len() {
-        if changes[index].old.is_none() {
-            let added = oid(&changes[index].new);
-            if let Some(deleted) = changes
-                .iter()
-                .position(|c| c.new.is_none() && c.from.is_none() && oid(&c.old) == added)
-            {
-                let old = changes.remove(deleted);
-                let at = if deleted < index { index - 1 } else { index };
-                changes[at].from = Some(old.path);
-                changes[at].old = old.old;
-                index = at;
+    let mut pairs: Vec<(usize, usize, u64)> = Vec::new(); // (source, target, score)
+    let mut taken_sources = std::collections::HashSet::new();
+    let mut taken_targets = std::collections::HashSet::new();
+    // Exact renames.
+    for target in 0..changes.len() {
+        let Some(added) = changes[target].as_ref().filter(|c| is_target(c)) else {
+            continue;
+        };
+        let content = oid(&added.new);
+        let found = (0..changes.len()).find(|&source| {
+            !taken_sources.contains(&source)
+                && changes[source]
+                    .as_ref()
+                    .is_some_and(|c| is_source(c) && oid(&c.old) == content)
+        });
+        if let Some(source) = found {
+            taken_sources.insert(source);
+            taken_targets.insert(target);
+            pairs.push((source, target, MAX_SCORE));
+        }
+    }
+    let regular = |side: &Option<(Blob, Vec<u8>)>| {
+        side.as_ref()
+            .is_some_and(|(b, _)| matches!(b.mode, 0o100644 | 0o100755))
+    };
+    let left = |taken: &std::collections::HashSet<usize>, want: &dyn Fn(&Change) -> bool| {
+        (0..changes.len())
+            .filter(|i| !taken.contains(i))
+            .filter(|&i| changes[i].as_ref().is_some_and(want))
+            .collect::<Vec<usize>>()
+    };
+    let sources = left(&taken_sources, &|c: &Change| {
+        is_source(c) && regular(&c.old)
+    });
+    let targets = left(&taken_targets, &|c: &Change| {
+        is_target(c) && regular(&c.new)
+    });
+    if !sources.is_empty()
+        && !targets.is_empty()
+        && sources.len() * targets.len() <= RENAME_LIMIT * RENAME_LIMIT
+    {
+        let bytes = |i: usize, old: bool| -> &[u8] {
+            let c = changes[i].as_ref().expect("a change");
+            let side = if old { &c.old } else { &c.new };
+            side.as_ref().map_or(&[][..], |(_, b)| b.as_slice())
+        };
+        let chunks_of: HashMap<usize, Chunks> = sources
+            .iter()
+            .map(|&i| (i, Chunks::of(bytes(i, true))))
+            .chain(targets.iter().map(|&i| (i, Chunks::of(bytes(i, false)))))
+            .collect();
+        let score = |source: usize, target: usize| {
+            similarity(
+                bytes(source, true).len(),
+                &chunks_of[&source],
+                bytes(target, false).len(),
+                &chunks_of[&target],
+            )
+        };
+        let basename = |i: usize| {
+            let path = &changes[i].as_ref().expect("a change").path;
+            path.rsplit('/').next().unwrap_or(path).to_string()
+        };
+        // Basenames found once among the sources and once among the targets.
+        let once = |among: &[usize]| {
+            let mut seen: HashMap<String, Option<usize>> = HashMap::new();
+            for &i in among {
+                seen.entry(basename(i))
+                    .and_modify(|e| *e = None)
+                    .or_insert(Some(i));
+            }
+            seen
+        };
+        let (source_names, target_names) = (once(&sources), once(&targets));
+        for (name, source) in &source_names {
+            if let (Some(source), Some(Some(target))) = (source, target_names.get(name)) {
+                let found = score(*source, *target);
+                if found >= MIN_SCORE {
+                    taken_sources.insert(*source);
+                    taken_targets.insert(*target);
+                    pairs.push((*source, *target, found));
+                }
             }
         }
-        index += 1;
+        // The rest: the best pairs first, a shared basename breaking ties.
+        let mut candidates: Vec<(u64, bool, usize, usize)> = Vec::new();
+        for &target in targets.iter().filter(|t| !taken_targets.contains(t)) {
+            for &source in sources.iter().filter(|s| !taken_sources.contains(s)) {
+                let found = score(source, target);
+                if found >= MIN_SCORE {
+                    candidates.push((found, basename(source) == basename(target), target, source));
+                }
+            }
+        }
+        candidates.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        for (found, _, target, source) in candidates {
+            if !taken_sources.contains(&source) && !taken_targets.contains(&target) {
+                taken_sources.insert(source);
+                taken_targets.insert(target);
+                pairs.push((source, target, found));
+            }
+        }
     }
-    changes
+    for (source, target, found) in pairs {
+        let old = changes[source].take().expect("a source is paired once");
+        let renamed = changes[target].as_mut().expect("a target is paired once");
+        renamed.from = Some(old.path);
+        renamed.old = old.old;
+        renamed.similarity = (found * 100 / MAX_SCORE) as u32;
+    }
+    changes.into_iter().flatten().collect()
+}
+
+/// Of `sources` (path, content), the one `target` was most likely renamed
+/// from, as `with_renames` would pair them: at least half alike.
+pub fn rename_source(target: &[u8], sources: &[(String, Vec<u8>)]) -> Option<String> {
+    let chunks = Chunks::of(target);
+    sources
+        .iter()
+        .map(|(path, bytes)| {
+            let found = similarity(bytes.len(), &Chunks::of(bytes), target.len(), &chunks);
+            (found, path)
+        })
+        .filter(|(found, _)| *found >= MIN_SCORE)
+        .max_by_key(|(found, _)| *found)
+        .map(|(_, path)| path.clone())
+}
+
+/// A file cut as git's diffcore-delta cuts it to measure likeness: chunks
+/// ending at a newline or 64 bytes long (a trailing piece without one is
+/// not counted, as git does not count it), each hashed, with how many
+/// bytes each hash covers, sorted by hash.
+struct Chunks(Vec<(u32, u64)>);
+
+impl Chunks {
+    fn of(bytes: &[u8]) -> Chunks {
+        const HASHBASE: u32 = 65537;
+        let text = !bytes.iter().take(8000).any(|&b| b == 0);
+        let mut counts: HashMap<u32, u64> = HashMap::new();
+        let (mut accum1, mut accum2, mut n) = (0u32, 0u32, 0u64);
+        for (at, &c) in bytes.iter().enumerate() {
+            // A CR before a LF is not counted in text.
+            if text && c == b'\r' && bytes.get(at + 1) == Some(&b'\n') {
+                continue;
+            }
+            let old1 = accum1;
+            accum1 = (accum1 << 7) ^ (accum2 >> 25);
+            accum2 = (accum2 << 7) ^ (old1 >> 25);
+            accum1 = accum1.wrapping_add(u32::from(c));
+            n += 1;
+            if n < 64 && c != b'\n' {
+                continue;
+            }
+            let hash = accum1.wrapping_add(accum2.wrapping_mul(0x61)) % HASHBASE;
+            *counts.entry(hash).or_default() += n;
+            (accum1, accum2, n) = (0, 0, 0);
+        }
+        let mut sorted: Vec<(u32, u64)> = counts.into_iter().collect();
+        sorted.sort_unstable();
+        Chunks(sorted)
+    }
+}
+
+/// git's `estimate_similarity`: the bytes of `target` found in `source`,
+/// over the larger size, on a scale of [`MAX_SCORE`]; nothing when the
+/// sizes alone rule a rename out.
+fn similarity(source_size: usize, source: &Chunks, target_size: usize, target: &Chunks) -> u64 {
+    let (source_size, target_size) = (source_size as u64, target_size as u64);
+    let max = source_size.max(target_size);
+    let delta = max - source_size.min(target_size);
+    if max == 0 || max * (MAX_SCORE - MIN_SCORE) < delta * MAX_SCORE {
+        return 0;
+    }
+    let mut copied = 0;
+    let mut theirs = target.0.iter().peekable();
+    for &(hash, count) in &source.0 {
+        while theirs.next_if(|(h, _)| *h < hash).is_some() {}
+        if let Some(&&(h, other)) = theirs.peek() {
+            if h == hash {
+                copied += count.min(other);
+            }
+        }
+    }
+    copied * MAX_SCORE / max
+}
+
+/// `a => b` with what both share outside braces, as git's
+/// `pprint_rename` writes it: `src/{a.rs => b.rs}`, `{a => b}/x.rs`,
+/// `a/{b => c}/d.rs`.
+fn rename_name(from: &str, to: &str) -> String {
+    let (a, b) = (from.as_bytes(), to.as_bytes());
+    let mut prefix = 0;
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        if x != y {
+            break;
+        }
+        if *x == b'/' {
+            prefix = i + 1;
+        }
+    }
+    // The suffix may reach back into the prefix's closing slash.
+    let floor = prefix.saturating_sub(usize::from(prefix > 0));
+    let mut suffix = 0;
+    let (mut i, mut j) = (a.len(), b.len());
+    while i > floor && j > floor && a[i - 1] == b[j - 1] {
+        i -= 1;
+        j -= 1;
+        if a[i] == b'/' {
+            suffix = a.len() - i;
+        }
+    }
+    let middle = |s: &str| {
+        let end = s.len().saturating_sub(suffix).max(prefix);
+        s.get(prefix..end).unwrap_or("").to_string()
+    };
+    if prefix + suffix == 0 {
+        return format!("{from} => {to}");
+    }
+    format!(
+        "{}{{{} => {}}}{}",
+        &from[..prefix],
+        middle(from),
+        middle(to),
+        &from[from.len() - suffix..]
+    )
 }
 
 /// The lines that differ between `old` and `new`, as git's default diff
@@ -87,26 +312,10 @@ impl Change {
     /// `a => b`, or `dir/{a => b}` for a common directory, as `--stat`
     /// and `commit` name a rename.
     pub fn name(&self) -> String {
-        let Some(from) = &self.from else {
-            return self.path.clone();
-        };
-        let to = &self.path;
-        let prefix = from
-            .char_indices()
-            .zip(to.chars())
-            .take_while(|((_, a), b)| a == b)
-            .filter(|((_, a), _)| *a == '/')
-            .last()
-            .map_or(0, |((i, _), _)| i + 1);
-        if prefix == 0 {
-            return format!("{from} => {to}");
+        match &self.from {
+            None => self.path.clone(),
+            Some(from) => rename_name(from, &self.path),
         }
-        format!(
-            "{}{{{} => {}}}",
-            &from[..prefix],
-            &from[prefix..],
-            &to[prefix..]
-        )
     }
 
     fn binary(&self) -> bool {
@@ -139,61 +348,51 @@ impl Change {
     /// `diff --git ...` and its hunks.
     pub fn patch(&self, abbrev: &Abbrev) -> String {
         let path = &self.path;
-        if let Some(from) = &self.from {
-            return format!(
-                "diff --git a/{from} b/{path}\nsimilarity index 100%\nrename from {from}\nrename to {path}\n"
-            );
-        }
-        let mut out = format!("diff --git a/{path} b/{path}\n");
+        let old_path = self.from.as_deref().unwrap_or(path);
+        let mut out = format!("diff --git a/{old_path} b/{path}\n");
         let old_oid = self.old.as_ref().map_or(NULL_OID, |(b, _)| b.oid.as_str());
         let new_oid = self.new.as_ref().map_or(NULL_OID, |(b, _)| b.oid.as_str());
+        let index = |out: &mut String, mode: Option<u32>| {
+            let _ = write!(
+                out,
+                "index {}..{}",
+                abbrev.of(old_oid, None),
+                abbrev.of(new_oid, None)
+            );
+            if let Some(mode) = mode {
+                let _ = write!(out, " {mode:o}");
+            }
+            out.push('\n');
+        };
         match (&self.old, &self.new) {
             (None, Some((new, _))) => {
                 let _ = writeln!(out, "new file mode {:o}", new.mode);
-                let _ = writeln!(
-                    out,
-                    "index {}..{}",
-                    abbrev.of(old_oid, None),
-                    abbrev.of(new_oid, None)
-                );
+                index(&mut out, None);
             }
             (Some((old, _)), None) => {
                 let _ = writeln!(out, "deleted file mode {:o}", old.mode);
-                let _ = writeln!(
-                    out,
-                    "index {}..{}",
-                    abbrev.of(old_oid, None),
-                    abbrev.of(new_oid, None)
-                );
+                index(&mut out, None);
             }
             (Some((old, _)), Some((new, _))) => {
                 if old.mode != new.mode {
                     let _ = writeln!(out, "old mode {:o}\nnew mode {:o}", old.mode, new.mode);
                 }
+                if let Some(from) = &self.from {
+                    let _ = writeln!(
+                        out,
+                        "similarity index {}%\nrename from {from}\nrename to {path}",
+                        self.similarity
+                    );
+                }
                 if old.oid == new.oid {
                     return out;
                 }
-                if old.mode == new.mode {
-                    let _ = writeln!(
-                        out,
-                        "index {}..{} {:o}",
-                        abbrev.of(old_oid, None),
-                        abbrev.of(new_oid, None),
-                        new.mode
-                    );
-                } else {
-                    let _ = writeln!(
-                        out,
-                        "index {}..{}",
-                        abbrev.of(old_oid, None),
-                        abbrev.of(new_oid, None)
-                    );
-                }
+                index(&mut out, (old.mode == new.mode).then_some(new.mode));
             }
             (None, None) => return String::new(),
         }
         let a = if self.old.is_some() {
-            format!("a/{path}")
+            format!("a/{old_path}")
         } else {
             "/dev/null".to_string()
         };
@@ -490,11 +689,21 @@ mod tests {
         let change = |from: &str, to: &str| Change {
             path: to.to_string(),
             from: Some(from.to_string()),
+            similarity: 100,
             old: None,
             new: None,
         };
         assert_eq!(change("a.txt", "b.txt").name(), "a.txt => b.txt");
         assert_eq!(change("src/a.rs", "src/b.rs").name(), "src/{a.rs => b.rs}");
+        assert_eq!(change("a/x.rs", "b/x.rs").name(), "{a => b}/x.rs");
+        assert_eq!(
+            change("lib/a/x.rs", "lib/b/x.rs").name(),
+            "lib/{a => b}/x.rs"
+        );
+        assert_eq!(
+            change("lib/x.rs", "lib/deep/x.rs").name(),
+            "lib/{ => deep}/x.rs"
+        );
     }
 
     #[test]

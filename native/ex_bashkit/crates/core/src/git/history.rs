@@ -437,15 +437,34 @@ impl Ctx<'_> {
                 let (parent_path, parent_blob) = match found {
                     Some((_, blob)) => (at_path.clone(), blob),
                     None => {
-                        // An exact rename: the same content under another name.
+                        // A rename: the same content under another name,
+                        // else the most alike of the files this commit
+                        // deleted, as git's rename detection pairs them.
                         let here = repo.commit_files(Some(&oid)).await.map_err(failed)?;
                         let there = repo.commit_files(Some(parent)).await.map_err(failed)?;
-                        match there
+                        let gone: Vec<(&String, &super::repo::Blob)> = there
                             .iter()
-                            .find(|(p, b)| b.oid == blob_here && !here.contains_key(*p))
-                        {
-                            Some((p, b)) => (p.clone(), b.oid.clone()),
-                            None => continue,
+                            .filter(|(p, b)| {
+                                !here.contains_key(*p) && matches!(b.mode, 0o100644 | 0o100755)
+                            })
+                            .collect();
+                        let exact = gone.iter().find(|(_, b)| b.oid == blob_here);
+                        match exact {
+                            Some((p, b)) => ((*p).clone(), b.oid.clone()),
+                            None => {
+                                let mut sources = Vec::with_capacity(gone.len());
+                                for (p, b) in &gone {
+                                    let bytes = repo.blob(&b.oid).await.map_err(failed)?;
+                                    sources.push(((*p).clone(), bytes));
+                                }
+                                let Some(from) =
+                                    crate::git::diff::rename_source(text_here.as_bytes(), &sources)
+                                else {
+                                    continue;
+                                };
+                                let oid = there[&from].oid.clone();
+                                (from, oid)
+                            }
                         }
                     }
                 };

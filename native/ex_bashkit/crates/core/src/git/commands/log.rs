@@ -355,7 +355,9 @@ impl Ctx<'_> {
             return changes
                 .iter()
                 .map(|c| match (&c.from, &c.old, &c.new) {
-                    (Some(from), _, _) => format!("R100\t{from}\t{}\n", c.path),
+                    (Some(from), _, _) => {
+                        format!("R{:03}\t{from}\t{}\n", c.similarity, c.path)
+                    }
                     (None, None, _) => format!("A\t{}\n", c.path),
                     (None, _, None) => format!("D\t{}\n", c.path),
                     _ => format!("M\t{}\n", c.path),

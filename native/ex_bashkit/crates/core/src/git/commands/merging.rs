@@ -398,7 +398,7 @@ impl Ctx<'_> {
         for change in changes {
             match (&change.old, &change.new) {
                 _ if change.from.is_some() => {
-                    let _ = writeln!(out, " rename {} (100%)", change.name());
+                    let _ = writeln!(out, " rename {} ({}%)", change.name(), change.similarity);
                 }
                 (None, Some((blob, _))) => {
                     let _ = writeln!(out, " create mode {:o} {}", blob.mode, change.path);

@@ -398,6 +398,11 @@ impl Ctx<'_> {
             .size_limit(1 << 20)
             .build()
             .map_err(|e| Out::fatal(format!("command line, '{pattern}': {e}")))?;
+        let binary_regex = regex::bytes::RegexBuilder::new(&source)
+            .case_insensitive(args.has(&["-i", "--ignore-case"]))
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| Out::fatal(format!("command line, '{pattern}': {e}")))?;
         let numbered = args.has(&["-n", "--line-number"]);
         let names_only = args.has(&["-l", "--files-with-matches", "--name-only"]);
         let count = args.has(&["-c", "--count"]);
@@ -410,12 +415,24 @@ impl Ctx<'_> {
             let Ok(bytes) = self.repo.content(&path, entry.blob.mode).await else {
                 continue;
             };
-            // `-I` is what this git does: binary files are not searched.
+            // A binary file: searched line by line as bytes; a match is
+            // named (`Binary file X matches`), never printed. `-I` skips it.
             if bytes.iter().take(8000).any(|&b| b == 0) {
-                if !args.has(&["-I"]) {
-                    return Err(Out::fatal(format!(
-                        "not supported by the sandbox's git: grep in a binary file ({path}); give -I"
-                    )));
+                if args.has(&["-I"]) {
+                    continue;
+                }
+                // Lines as git reads them: no empty one after the last newline.
+                let text = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+                let hits = text
+                    .split(|&b| b == b'\n')
+                    .filter(|line| binary_regex.is_match(line) != invert)
+                    .count();
+                if hits > 0 && names_only {
+                    let _ = writeln!(out, "{path}");
+                } else if hits > 0 && count {
+                    let _ = writeln!(out, "{path}:{hits}");
+                } else if hits > 0 {
+                    let _ = writeln!(out, "Binary file {path} matches");
                 }
                 continue;
             }
