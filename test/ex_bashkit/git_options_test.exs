@@ -473,6 +473,18 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "Binary file data.bin matches\n"
   end
 
+  test "a quiet merge still says which files it merged, as real git does", ctx do
+    script = """
+    git checkout -q -b side HEAD~2 && { echo one; tail -n +2 numbers.txt; } > n && mv n numbers.txt
+    git commit -q -am side && git checkout -q main && echo end >> numbers.txt && git commit -q -am main
+    git merge -q --no-edit side && git log --oneline -1 && git rev-list --count -n 3 HEAD
+    """
+
+    [real, ours] = on_copies(ctx, "quiet_merge", script)
+    assert ours == real
+    assert real =~ "Auto-merging numbers.txt\n"
+  end
+
   test "@{upstream} and checkout - name what real git names", ctx do
     script = """
     git config branch.main.remote . && git config branch.main.merge refs/heads/feature

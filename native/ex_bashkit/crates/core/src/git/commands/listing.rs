@@ -470,7 +470,8 @@ impl Ctx<'_> {
         }
         let walk = self.walk_of(&args).await?;
         let filter = super::log::Filter::of(&args)?;
-        let steps = walk.run(&self.repo, |_| true).await.map_err(failed)?;
+        let wanted = limit.map(|n| n + skip);
+        let steps = Self::walk_until(&self.repo, &walk, filter.as_ref(), wanted).await?;
         let mut oids: Vec<Oid> = steps
             .into_iter()
             .filter(|s| filter.as_ref().is_none_or(|f| f.passes(&s.commit)))

@@ -573,6 +573,25 @@ impl Ctx<'_> {
         Ok(out)
     }
 
+    /// The commits `walk` reaches, stopping once `wanted` of them passed
+    /// `filter` (so `-n 5` reads five commits, not the whole history).
+    pub(super) async fn walk_until(
+        repo: &Repo,
+        walk: &Walk,
+        filter: Option<&Filter>,
+        wanted: Option<usize>,
+    ) -> Result<Vec<crate::git::walk::Step>, Out> {
+        let mut passed = 0usize;
+        walk.run(repo, |step| {
+            if filter.is_none_or(|f| f.passes(&step.commit)) {
+                passed += 1;
+            }
+            wanted.is_none_or(|n| passed < n)
+        })
+        .await
+        .map_err(failed)
+    }
+
     /// One commit as `log` prints it in `style`.
     pub(super) fn entry(
         style: &Style,
@@ -747,20 +766,11 @@ impl Ctx<'_> {
             }
             steps
         } else {
-            // The walk stops once enough commits passed the filters.
-            let mut passed = 0usize;
-            let wanted = limit.map(|n| n + skip);
-            walk.run(&self.repo, |step| {
-                if filter.as_ref().is_none_or(|f| f.passes(&step.commit)) {
-                    passed += 1;
-                }
-                wanted.is_none_or(|n| passed < n)
-            })
-            .await
-            .map_err(failed)?
-            .into_iter()
-            .map(|s| (s.oid, s.commit))
-            .collect()
+            Self::walk_until(&self.repo, &walk, filter.as_ref(), limit.map(|n| n + skip))
+                .await?
+                .into_iter()
+                .map(|s| (s.oid, s.commit))
+                .collect()
         };
         let mut parents_of = Vec::new();
         let patch = args.has(&["-p", "-u", "--patch"]);

@@ -22,9 +22,18 @@ impl Ctx<'_> {
             },
         )?;
         let merged = self.merge_with(&args).await;
-        // `-q`: the report goes, what went wrong stays.
+        // `-q`: the report goes, what went wrong stays, and so does
+        // merge-ort's `Auto-merging PATH` (git prints it whatever the
+        // verbosity).
         match (merged, args.has(&["-q", "--quiet"])) {
-            (Ok(out), true) => Ok(Out::ok("").with_stderr(out.stderr)),
+            (Ok(out), true) => {
+                let kept: String = out
+                    .stdout
+                    .split_inclusive('\n')
+                    .filter(|line| line.starts_with("Auto-merging "))
+                    .collect();
+                Ok(Out::ok(kept).with_stderr(out.stderr))
+            }
             (merged, _) => merged,
         }
     }
