@@ -28,6 +28,7 @@ mod text;
 #[cfg(feature = "network")]
 mod transfer;
 mod walk;
+mod xdiff;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -7,8 +7,6 @@ use std::fmt::Write as _;
 
 use std::ops::Range;
 
-use imara_diff::{Algorithm, Diff, InternedInput};
-
 use super::repo::{Abbrev, Blob, NULL_OID};
 
 /// One file's change: either side may be absent.
@@ -269,21 +267,31 @@ fn rename_name(from: &str, to: &str) -> String {
 }
 
 /// The lines that differ between `old` and `new`, as git's default diff
-/// finds them: Myers with git's heuristics (`imara-diff`, a port of
-/// git's xdiff) and its indent heuristic for where a change is placed.
-/// Each hunk: the old lines it removes and the new lines it adds.
+/// finds and places them ([`super::xdiff`]). Each hunk: the old lines it
+/// removes and the new lines it adds.
 pub fn line_diff(old: &str, new: &str) -> Vec<(Range<usize>, Range<usize>)> {
-    let input = InternedInput::new(old, new);
-    let mut diff = Diff::compute(Algorithm::Myers, &input);
-    diff.postprocess_lines(&input);
-    diff.hunks()
-        .map(|h| {
-            (
-                h.before.start as usize..h.before.end as usize,
-                h.after.start as usize..h.after.end as usize,
-            )
-        })
-        .collect()
+    let old: Vec<&[u8]> = old.as_bytes().split_inclusive(|&b| b == b'\n').collect();
+    let new: Vec<&[u8]> = new.as_bytes().split_inclusive(|&b| b == b'\n').collect();
+    let (removed, added) = super::xdiff::changed_lines(&old, &new);
+    let mut hunks = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < removed.len() || j < added.len() {
+        let changed_here = removed.get(i) == Some(&true) || added.get(j) == Some(&true);
+        if !changed_here {
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let (from_i, from_j) = (i, j);
+        while removed.get(i) == Some(&true) {
+            i += 1;
+        }
+        while added.get(j) == Some(&true) {
+            j += 1;
+        }
+        hunks.push((from_i..i, from_j..j));
+    }
+    hunks
 }
 
 /// Each line of `new` that is unchanged from `old`, with its line in `old`.
