@@ -485,6 +485,21 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "Auto-merging numbers.txt\n"
   end
 
+  test "hunk headers and binary files follow .gitattributes, as in real git", ctx do
+    script = """
+    printf '*.ex diff=elixir\\n*.dat binary\\n' > .gitattributes
+    { echo 'defmodule A do'; echo '  def one do'; seq 1 10 | sed 's/^/    /'; echo '  end'; echo 'end'; } > a.ex
+    echo x > b.dat && cp a.ex plain.txt && git add -A && git commit -q -m attributes
+    for f in a.ex plain.txt; do sed 's/    9/    nine/' $f > t && mv t $f; done
+    echo y >> b.dat && git diff && git diff --stat && git commit -q -am edit && git show --format=%s
+    """
+
+    [real, ours] = on_copies(ctx, "attributes", script)
+    assert ours == real
+    assert real =~ "@@ def one do\n"
+    assert real =~ "Binary files a/b.dat and b/b.dat differ"
+  end
+
   test "@{upstream} and checkout - name what real git names", ctx do
     script = """
     git config branch.main.remote . && git config branch.main.merge refs/heads/feature

@@ -27,6 +27,7 @@ mod stash;
 mod text;
 #[cfg(feature = "network")]
 mod transfer;
+mod userdiff;
 mod walk;
 mod xdiff;
 

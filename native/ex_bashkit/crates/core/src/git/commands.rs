@@ -643,6 +643,19 @@ impl Ctx<'_> {
         let repo = &self.repo;
         let mut paths: BTreeSet<&String> = old.keys().collect();
         paths.extend(new.keys());
+        let changed: Vec<&str> = paths
+            .iter()
+            .filter(|p| Self::any_match(specs, p))
+            .filter(|p| {
+                let after = match work {
+                    Some(state) => state.work_blobs.get(**p),
+                    None => new.get(**p),
+                };
+                old.get(**p) != after
+            })
+            .map(|p| p.as_str())
+            .collect();
+        let attributes = repo.attributes(changed.iter().copied()).await;
         let mut changes = Vec::new();
         for path in paths {
             if !Self::any_match(specs, path) {
@@ -670,15 +683,44 @@ impl Ctx<'_> {
                 }
                 (None, _) => None,
             };
+            let driver = match attributes.driver(path) {
+                Ok(driver) => driver,
+                Err(name) => self.other_driver(&name, path).await?,
+            };
             changes.push(Change {
                 path: path.clone(),
                 from: None,
                 similarity: 0,
+                driver,
                 old: old_side,
                 new: new_side,
             });
         }
         Ok(diff::with_renames(changes))
+    }
+
+    /// A `diff=NAME` driver that is no built-in of this git: as git, the
+    /// default rules when nothing defines it; refused when git would use
+    /// a definition this git does not read (a built-in it has not built,
+    /// or `diff.NAME.*` settings).
+    async fn other_driver(
+        &self,
+        name: &str,
+        path: &str,
+    ) -> Result<crate::git::userdiff::Driver, Out> {
+        let prefix = format!("diff.{}.", name.to_ascii_lowercase());
+        let defined = self
+            .repo
+            .config()
+            .await
+            .iter()
+            .any(|(key, _)| key.to_ascii_lowercase().starts_with(&prefix));
+        if defined || crate::git::userdiff::NOT_BUILT.contains(&name) {
+            return Err(Out::fatal(format!(
+                "not supported by the sandbox's git: the diff driver '{name}' (.gitattributes, for {path})"
+            )));
+        }
+        Ok(crate::git::userdiff::Driver::Default)
     }
 
     async fn files_at(&self, revision: &str) -> Result<Files, Out> {

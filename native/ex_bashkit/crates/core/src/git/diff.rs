@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use std::ops::Range;
 
 use super::repo::{Abbrev, Blob, NULL_OID};
+use super::userdiff::Driver;
 
 /// One file's change: either side may be absent.
 pub struct Change {
@@ -19,6 +20,8 @@ pub struct Change {
     pub similarity: u32,
     pub old: Option<(Blob, Vec<u8>)>,
     pub new: Option<(Blob, Vec<u8>)>,
+    /// What the file's `diff` attribute says of it.
+    pub driver: Driver,
 }
 
 /// git's scale of similarity (diffcore.h's `MAX_SCORE`) and the least a
@@ -272,26 +275,7 @@ fn rename_name(from: &str, to: &str) -> String {
 pub fn line_diff(old: &str, new: &str) -> Vec<(Range<usize>, Range<usize>)> {
     let old: Vec<&[u8]> = old.as_bytes().split_inclusive(|&b| b == b'\n').collect();
     let new: Vec<&[u8]> = new.as_bytes().split_inclusive(|&b| b == b'\n').collect();
-    let (removed, added) = super::xdiff::changed_lines(&old, &new);
-    let mut hunks = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < removed.len() || j < added.len() {
-        let changed_here = removed.get(i) == Some(&true) || added.get(j) == Some(&true);
-        if !changed_here {
-            i += 1;
-            j += 1;
-            continue;
-        }
-        let (from_i, from_j) = (i, j);
-        while removed.get(i) == Some(&true) {
-            i += 1;
-        }
-        while added.get(j) == Some(&true) {
-            j += 1;
-        }
-        hunks.push((from_i..i, from_j..j));
-    }
-    hunks
+    super::xdiff::hunks(&old, &new)
 }
 
 /// Each line of `new` that is unchanged from `old`, with its line in `old`.
@@ -327,6 +311,9 @@ impl Change {
     }
 
     fn binary(&self) -> bool {
+        if matches!(self.driver, Driver::Binary) {
+            return true;
+        }
         let binary = |side: &Option<(Blob, Vec<u8>)>| {
             side.as_ref()
                 .is_some_and(|(_, bytes)| bytes.iter().take(8000).any(|&b| b == 0))
@@ -418,7 +405,7 @@ impl Change {
             return out;
         }
         let _ = writeln!(out, "--- {a}\n+++ {b}");
-        out.push_str(&hunks(&old, &new));
+        out.push_str(&hunks(&old, &new, &self.driver));
         out
     }
 }
@@ -432,13 +419,19 @@ fn range(start: usize, len: usize) -> String {
     }
 }
 
-/// The line git's default funcname rule would show for a hunk starting
-/// at `start`: the nearest line before it that begins with a letter,
-/// `_` or `$`.
-fn function_line(lines: &[&str], start: usize) -> Option<String> {
-    lines[..start.min(lines.len())]
-        .iter()
-        .rev()
+/// The line a hunk starting at `start` names in its header: the nearest
+/// line before it that the file's driver takes for a function line, or
+/// by git's default rule one that begins with a letter, `_` or `$`; its
+/// trailing space trimmed, at most 80 bytes.
+fn function_line(lines: &[&str], start: usize, driver: &Driver) -> Option<String> {
+    let above = lines[..start.min(lines.len())].iter().rev();
+    if let Driver::Funcname(funcname) = driver {
+        return above
+            .into_iter()
+            .find_map(|line| funcname.of(line.as_bytes()));
+    }
+    above
+        .into_iter()
         .find(|line| {
             line.chars()
                 .next()
@@ -456,7 +449,8 @@ fn function_line(lines: &[&str], start: usize) -> Option<String> {
 
 /// The unified hunks of a change, with three lines of context; changes
 /// closer than twice that share a hunk, as git's do.
-pub fn hunks(old: &str, new: &str) -> String {
+/// The headers' function lines are found by `driver`.
+pub fn hunks(old: &str, new: &str, driver: &Driver) -> String {
     const CONTEXT: usize = 3;
     let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
     let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
@@ -489,7 +483,7 @@ pub fn hunks(old: &str, new: &str) -> String {
             range(old_start, old_len),
             range(new_start, new_len)
         );
-        match function_line(&old_lines, old_start) {
+        match function_line(&old_lines, old_start, driver) {
             Some(function) => {
                 let _ = writeln!(out, " {function}");
             }
@@ -667,20 +661,20 @@ mod tests {
     #[test]
     fn an_appended_line_is_one_hunk() {
         assert_eq!(
-            hunks("hello\n", "hello\nmore\n"),
+            hunks("hello\n", "hello\nmore\n", &Driver::Default),
             "@@ -1 +1,2 @@\n hello\n+more\n"
         );
     }
 
     #[test]
     fn a_new_file_starts_at_zero() {
-        assert_eq!(hunks("", "s\n"), "@@ -0,0 +1 @@\n+s\n");
+        assert_eq!(hunks("", "s\n", &Driver::Default), "@@ -0,0 +1 @@\n+s\n");
     }
 
     #[test]
     fn a_missing_final_newline_is_said() {
         assert_eq!(
-            hunks("a\n", "a\nb"),
+            hunks("a\n", "a\nb", &Driver::Default),
             "@@ -1 +1,2 @@\n a\n+b\n\\ No newline at end of file\n"
         );
     }
@@ -689,7 +683,7 @@ mod tests {
     fn hunk_headers_name_the_enclosing_function() {
         let old = "fn main() {\n    1;\n    2;\n    3;\n    4;\n    5;\n}\n";
         let new = "fn main() {\n    1;\n    2;\n    3;\n    4;\n    five;\n}\n";
-        assert!(hunks(old, new).starts_with("@@ -3,5 +3,5 @@ fn main() {\n"));
+        assert!(hunks(old, new, &Driver::Default).starts_with("@@ -3,5 +3,5 @@ fn main() {\n"));
     }
 
     #[test]
@@ -698,6 +692,7 @@ mod tests {
             path: to.to_string(),
             from: Some(from.to_string()),
             similarity: 100,
+            driver: Driver::Default,
             old: None,
             new: None,
         };

@@ -4,8 +4,6 @@
 
 use std::collections::{BinaryHeap, HashMap};
 
-use similar::{DiffOp, TextDiff};
-
 use super::odb::Oid;
 use super::repo::Repo;
 
@@ -113,40 +111,16 @@ struct Hunk<'a> {
     lines: Vec<&'a str>,
 }
 
+/// What `side` changed of `base`, as git's xdiff pairs their lines.
 fn hunks<'a>(base: &[&'a str], side: &[&'a str]) -> Vec<Hunk<'a>> {
-    let diff = TextDiff::configure()
-        .algorithm(similar::Algorithm::Myers)
-        .diff_slices(base, side);
-    diff.ops()
-        .iter()
-        .filter_map(|op| match *op {
-            DiffOp::Equal { .. } => None,
-            DiffOp::Delete {
-                old_index, old_len, ..
-            } => Some(Hunk {
-                start: old_index,
-                end: old_index + old_len,
-                lines: Vec::new(),
-            }),
-            DiffOp::Insert {
-                old_index,
-                new_index,
-                new_len,
-            } => Some(Hunk {
-                start: old_index,
-                end: old_index,
-                lines: side[new_index..new_index + new_len].to_vec(),
-            }),
-            DiffOp::Replace {
-                old_index,
-                old_len,
-                new_index,
-                new_len,
-            } => Some(Hunk {
-                start: old_index,
-                end: old_index + old_len,
-                lines: side[new_index..new_index + new_len].to_vec(),
-            }),
+    let bytes =
+        |lines: &[&'a str]| -> Vec<&'a [u8]> { lines.iter().map(|l| l.as_bytes()).collect() };
+    super::xdiff::hunks(&bytes(base), &bytes(side))
+        .into_iter()
+        .map(|(removed, added)| Hunk {
+            start: removed.start,
+            end: removed.end,
+            lines: side[added].to_vec(),
         })
         .collect()
 }

@@ -1285,6 +1285,37 @@ impl Repo {
         ignores
     }
 
+    /// The attributes files that apply to `paths` (relative to the
+    /// root): `.gitattributes` of the root and of every directory above
+    /// them in the work tree, outer first, then `.git/info/attributes`.
+    pub async fn attributes<'p>(
+        &self,
+        paths: impl IntoIterator<Item = &'p str>,
+    ) -> super::userdiff::Attributes {
+        let mut dirs = std::collections::BTreeSet::from([String::new()]);
+        for path in paths {
+            let mut dir = path;
+            while let Some((parent, _)) = dir.rsplit_once('/') {
+                dirs.insert(parent.to_string());
+                dir = parent;
+            }
+        }
+        let mut attributes = super::userdiff::Attributes::default();
+        for dir in dirs {
+            let file = match dir.is_empty() {
+                true => ".gitattributes".to_string(),
+                false => format!("{dir}/.gitattributes"),
+            };
+            if let Ok(bytes) = self.read_work(&file).await {
+                attributes.add(&String::from_utf8_lossy(&bytes), &dir);
+            }
+        }
+        if let Ok(bytes) = self.io.read_file(&self.git.join("info/attributes")).await {
+            attributes.add(&String::from_utf8_lossy(&bytes), "");
+        }
+        attributes
+    }
+
     /// The pattern that decides whether `path` (relative to the root) is
     /// ignored, as `check-ignore` answers: the first of its directories'
     /// (or its own) that ignores it, else the negation that keeps the

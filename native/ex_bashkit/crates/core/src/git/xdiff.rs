@@ -8,6 +8,7 @@
 //! counts and `blame` would then differ from git's.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 const MAX_COST_MIN: i64 = 256;
 const HEUR_MIN_COST: i64 = 256;
@@ -32,6 +33,30 @@ pub fn changed_lines(old: &[&[u8]], new: &[&[u8]]) -> (Vec<bool>, Vec<bool>) {
     compact(&mut a, &mut b);
     compact(&mut b, &mut a);
     (a.changed_lines(), b.changed_lines())
+}
+
+/// The changes between `old` and `new` as runs: the old lines each removes
+/// and the new lines it adds, in order.
+pub fn hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<(Range<usize>, Range<usize>)> {
+    let (removed, added) = changed_lines(old, new);
+    let mut hunks = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < removed.len() || j < added.len() {
+        if removed.get(i) != Some(&true) && added.get(j) != Some(&true) {
+            i += 1;
+            j += 1;
+            continue;
+        }
+        let (from_i, from_j) = (i, j);
+        while removed.get(i) == Some(&true) {
+            i += 1;
+        }
+        while added.get(j) == Some(&true) {
+            j += 1;
+        }
+        hunks.push((from_i..i, from_j..j));
+    }
+    hunks
 }
 
 /// Each line's class: lines of equal bytes share one, across both files.
