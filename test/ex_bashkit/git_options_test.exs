@@ -500,6 +500,40 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "Binary files a/b.dat and b/b.dat differ"
   end
 
+  test "a merge whose result depends on following a rename is refused, untouched", ctx do
+    setup = """
+    git checkout -q -b moved && git mv src/main.rs src/app.rs && git commit -q -m moved
+    git checkout -q main && echo '// edit' >> src/main.rs && git commit -q -am edit
+    """
+
+    [_, _] = on_copies(ctx, "rename_merge", setup)
+    real_dir = Path.join(Path.dirname(ctx.repo), "rename_merge_real")
+    ours_dir = Path.join(Path.dirname(ctx.repo), "rename_merge_sandbox")
+    # Real git carries main's edit into the renamed file.
+    merged = git!(real_dir, "git merge -q --no-edit moved && cat src/app.rs", identity())
+    assert merged =~ "// edit"
+
+    session =
+      Session.new(
+        git: true,
+        cwd: "/repo",
+        env: identity(),
+        mounts: [{"/repo", ours_dir, :read_write}]
+      )
+
+    head = run(session, "git rev-parse HEAD").stdout
+    status = run(session, "git status --porcelain").stdout
+
+    assert %Result{exit_code: 128, stderr: stderr} = run(session, "git merge --no-edit moved")
+
+    assert stderr ==
+             "fatal: not supported by the sandbox's git: a merge across renames (src/main.rs => src/app.rs)\n"
+
+    assert %Result{stdout: ^head} = run(session, "git rev-parse HEAD")
+
+    assert %Result{stdout: ^status} = run(session, "git status --porcelain")
+  end
+
   test "@{upstream} and checkout - name what real git names", ctx do
     script = """
     git config branch.main.remote . && git config branch.main.merge refs/heads/feature

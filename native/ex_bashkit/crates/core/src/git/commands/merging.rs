@@ -114,6 +114,8 @@ impl Ctx<'_> {
         };
         let base_files = repo.commit_files(Some(&base)).await.map_err(failed)?;
         let their_files = repo.commit_files(Some(&theirs)).await.map_err(failed)?;
+        self.refuse_renames_that_matter(&base_files, &before, &their_files)
+            .await?;
         let state = self.state().await?;
         let mut paths: BTreeSet<&String> = base_files.keys().collect();
         paths.extend(before.keys());
@@ -398,6 +400,44 @@ impl Ctx<'_> {
         repo.remove_state_files(&["MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"])
             .await;
         Ok(Out::ok(""))
+    }
+
+    /// git's merge follows renames: a file one side renamed takes the
+    /// other side's edits of it, and files the other side added to a
+    /// directory one side moved follow it. This merge does not, so where
+    /// that would change the result it is refused before anything is
+    /// written.
+    async fn refuse_renames_that_matter(
+        &self,
+        base: &Files,
+        ours: &Files,
+        theirs: &Files,
+    ) -> Result<(), Out> {
+        for (side, other) in [(ours, theirs), (theirs, ours)] {
+            for change in self.changes(base, side, None, &[]).await? {
+                let Some(from) = &change.from else {
+                    continue;
+                };
+                let parent =
+                    |path: &str| path.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+                let dir = parent(from);
+                let edited = other.get(from) != base.get(from);
+                // A directory this side emptied by moving it elsewhere.
+                let moved_away =
+                    dir != parent(&change.path) && !side.keys().any(|path| parent(path) == dir);
+                let added_beside = moved_away
+                    && other
+                        .keys()
+                        .any(|path| !base.contains_key(path) && parent(path) == dir);
+                if edited || added_beside {
+                    return Err(Out::fatal(format!(
+                        "not supported by the sandbox's git: a merge across renames ({from} => {})",
+                        change.path
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `create mode`/`delete mode`/`mode change` lines, as `commit` and
