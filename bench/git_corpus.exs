@@ -466,7 +466,21 @@ defmodule GitCorpus do
         "#{name}: #{r.script}: #{round(o)} ms vs #{round(t)} ms"
       end
 
-    text = Enum.join(details, "\n") <> "\n### slow\n" <> Enum.join(slow, "\n") <> "\n"
+    refused =
+      for {_, _, reads, writes} <- rows,
+          o <- reads ++ writes,
+          o.verdict == :refused,
+          uniq: true do
+        {_, err, _} = o.ours
+        reason = err |> String.split("\n") |> Enum.find("", &(&1 =~ "not supported"))
+        "#{o.script}: #{reason}"
+      end
+
+    text =
+      Enum.join(details, "\n") <>
+        "\n### refused\n" <>
+        Enum.join(refused, "\n") <> "\n### slow\n" <> Enum.join(slow, "\n") <> "\n"
+
     if path = System.get_env("OUT"), do: File.write!(path, text)
     if System.get_env("SHOW"), do: IO.puts(text)
   end
