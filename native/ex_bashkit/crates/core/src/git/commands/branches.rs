@@ -5,8 +5,9 @@ use super::*;
 
 impl Ctx<'_> {
     pub(super) async fn branch(&self, args: &[String]) -> Run {
+        let args = listing::with_default_commits(args, &listing::REACH_OPTIONS[..4]);
         let args = Args::parse(
-            args,
+            &args,
             &Spec {
                 command: "branch",
                 flags: &[
@@ -28,9 +29,17 @@ impl Ctx<'_> {
                     "-l",
                     "--list",
                 ],
-                valued: &[&["--sort"]],
+                valued: &[
+                    &["--sort"],
+                    &["--contains"],
+                    &["--no-contains"],
+                    &["--merged"],
+                    &["--no-merged"],
+                    &["--points-at"],
+                ],
             },
         )?;
+        let mut reach = listing::Reach::of(self, &args).await?;
         // `-v -v` (or `-vv`, read as two): each branch's upstream too.
         let verbosity = args
             .flags
@@ -139,7 +148,7 @@ impl Ctx<'_> {
             }
             return Ok(Out::ok(""));
         }
-        let listing = args.has(&["-l", "--list"]) || verbosity > 0;
+        let listing = args.has(&["-l", "--list"]) || verbosity > 0 || reach.is_some();
         match args.operands.as_slice() {
             patterns if listing || patterns.is_empty() => {
                 let wanted = |name: &str| {
@@ -147,7 +156,14 @@ impl Ctx<'_> {
                 };
                 let mut out = String::new();
                 if let (None, Some(head)) = (&current, repo.head_commit().await) {
-                    let _ = writeln!(out, "* (HEAD detached at {})", self.repo.short(&head).await);
+                    let shown = match reach.as_mut() {
+                        Some(reach) => reach.keeps(repo, &head).await,
+                        None => true,
+                    };
+                    if shown {
+                        let _ =
+                            writeln!(out, "* (HEAD detached at {})", self.repo.short(&head).await);
+                    }
                 }
                 let remotes = args.has(&["-a", "--all", "-r", "--remotes"]);
                 let locals = !args.has(&["-r", "--remotes"]);
@@ -168,6 +184,22 @@ impl Ctx<'_> {
                             .and_then(|t| t.strip_prefix("refs/remotes/").map(str::to_string));
                         listed.push((format!("{prefix}{name}"), target));
                     }
+                }
+                if let Some(reach) = reach.as_mut() {
+                    let mut kept = Vec::with_capacity(listed.len());
+                    for (name, target) in listed {
+                        let full = match name.strip_prefix("remotes/") {
+                            Some(remote) => format!("refs/remotes/{remote}"),
+                            None if locals => format!("refs/heads/{name}"),
+                            None => format!("refs/remotes/{name}"),
+                        };
+                        // A remote's HEAD (a link) is listed with what it names.
+                        let oid = repo.read_ref(&full).await.unwrap_or_default();
+                        if reach.keeps(repo, &oid).await {
+                            kept.push((name, target));
+                        }
+                    }
+                    listed = kept;
                 }
                 if let Some(keys) = args.value("--sort") {
                     let full = |name: &str| match name.strip_prefix("remotes/") {
@@ -267,8 +299,9 @@ impl Ctx<'_> {
     }
 
     pub(super) async fn tag(&self, args: &[String]) -> Run {
+        let args = listing::with_default_commits(args, &listing::REACH_OPTIONS);
         let args = Args::parse(
-            args,
+            &args,
             &Spec {
                 command: "tag",
                 flags: &[
@@ -281,10 +314,20 @@ impl Ctx<'_> {
                     "-l",
                     "--list",
                 ],
-                valued: &[&["-m", "--message"], &["--sort"], &["--format"]],
+                valued: &[
+                    &["-m", "--message"],
+                    &["--sort"],
+                    &["--format"],
+                    &["--contains"],
+                    &["--no-contains"],
+                    &["--merged"],
+                    &["--no-merged"],
+                    &["--points-at"],
+                ],
             },
         )?;
         let repo = &self.repo;
+        let mut reach = listing::Reach::of(self, &args).await?;
         if args.has(&["-d", "--delete"]) {
             let mut out = String::new();
             for name in &args.operands {
@@ -300,7 +343,8 @@ impl Ctx<'_> {
             }
             return Ok(Out::ok(out));
         }
-        let listing = args.has(&["-l", "--list"]);
+        // A filter means a list, as in git.
+        let listing = args.has(&["-l", "--list"]) || reach.is_some();
         let making = args.has(&["-a", "--annotate", "-f", "--force"]) || args.value("-m").is_some();
         if making && !listing && args.operands.is_empty() {
             return Err(Out::error(
@@ -310,13 +354,19 @@ impl Ctx<'_> {
         }
         match args.operands.as_slice() {
             patterns if listing || patterns.is_empty() => {
-                let names = repo
-                    .refs("tags")
-                    .await
-                    .into_iter()
-                    .filter(|t| patterns.is_empty() || patterns.iter().any(|p| text::glob(p, t)))
-                    .map(|t| format!("refs/tags/{t}"))
-                    .collect();
+                let mut names = Vec::new();
+                for tag in repo.refs("tags").await {
+                    if !(patterns.is_empty() || patterns.iter().any(|p| text::glob(p, &tag))) {
+                        continue;
+                    }
+                    if let Some(reach) = reach.as_mut() {
+                        let oid = repo.tag(&tag).await.unwrap_or_default();
+                        if !reach.keeps(repo, &oid).await {
+                            continue;
+                        }
+                    }
+                    names.push(format!("refs/tags/{tag}"));
+                }
                 let mut items = self.listed(names).await?;
                 let keys: Vec<&str> = args
                     .value("--sort")

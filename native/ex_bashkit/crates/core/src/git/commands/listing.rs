@@ -2,6 +2,7 @@
 //! `for-each-ref`, and the `--sort`/`--format` of refs that `tag` shares.
 
 use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
 
 use super::*;
 use crate::git::repo::{Commit, Signature};
@@ -69,6 +70,178 @@ impl Ctx<'_> {
 }
 
 /// Sorts by git's `--sort` keys, the last given first; ties by name.
+/// The options `branch` and `tag` filter their lists by. Most may be
+/// given no commit (then `HEAD`, as git's `PARSE_OPT_LASTARG_DEFAULT`:
+/// when nothing or another option follows); `branch --points-at` may not.
+pub(super) const REACH_OPTIONS: [&str; 5] = [
+    "--contains",
+    "--no-contains",
+    "--merged",
+    "--no-merged",
+    "--points-at",
+];
+
+/// `args` with `HEAD` after each of `defaulting` (some of
+/// [`REACH_OPTIONS`]) given no value.
+pub(super) fn with_default_commits(args: &[String], defaulting: &[&str]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len() + 1);
+    for (at, arg) in args.iter().enumerate() {
+        out.push(arg.clone());
+        let next = args.get(at + 1);
+        if defaulting.contains(&arg.as_str()) && next.is_none_or(|n| n.starts_with('-')) {
+            out.push("HEAD".to_string());
+        }
+    }
+    out
+}
+
+/// Which refs `--contains`/`--no-contains`/`--merged`/`--no-merged`/
+/// `--points-at` keep, as git's ref-filter decides.
+pub(super) struct Reach {
+    points_at: Vec<Oid>,
+    contains: Vec<Oid>,
+    no_contains: Vec<Oid>,
+    merged: Vec<HashSet<Oid>>,
+    no_merged: Vec<HashSet<Oid>>,
+    /// Whether a commit reaches a target of `contains`/`no_contains`.
+    reaches: HashMap<(Oid, Oid), bool>,
+}
+
+impl Reach {
+    /// The filters `args` give (repeated options: each value).
+    pub(super) async fn of(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Option<Reach>, Out> {
+        let values = |name: &str| -> Vec<String> {
+            args.value(name)
+                .map(|v| v.split('\n').map(str::to_string).collect())
+                .unwrap_or_default()
+        };
+        if REACH_OPTIONS.iter().all(|name| args.value(name).is_none()) {
+            return Ok(None);
+        }
+        let mut reach = Reach {
+            points_at: Vec::new(),
+            contains: Vec::new(),
+            no_contains: Vec::new(),
+            merged: Vec::new(),
+            no_merged: Vec::new(),
+            reaches: Default::default(),
+        };
+        let commit = |name: String| async move {
+            ctx.repo
+                .resolve_commit(&name)
+                .await
+                .ok_or_else(|| Out::error(format!("error: malformed object name {name}\n"), 129))
+        };
+        for name in values("--points-at") {
+            reach.points_at.push(ctx.object(&name).await?);
+        }
+        for name in values("--contains") {
+            reach.contains.push(commit(name).await?);
+        }
+        for name in values("--no-contains") {
+            reach.no_contains.push(commit(name).await?);
+        }
+        for name in values("--merged") {
+            reach
+                .merged
+                .push(ctx.repo.ancestors(&commit(name).await?).await);
+        }
+        for name in values("--no-merged") {
+            reach
+                .no_merged
+                .push(ctx.repo.ancestors(&commit(name).await?).await);
+        }
+        Ok(Some(reach))
+    }
+
+    /// Whether the ref pointing at `oid` is listed.
+    pub(super) async fn keeps(&mut self, repo: &Repo, oid: &str) -> bool {
+        if !self.points_at.is_empty() {
+            // The ref's own object, or what an annotated tag names.
+            let named = repo
+                .read_object(oid)
+                .await
+                .ok()
+                .filter(|(kind, _)| kind == "tag")
+                .and_then(|(_, body)| {
+                    String::from_utf8_lossy(&body)
+                        .lines()
+                        .next()?
+                        .strip_prefix("object ")
+                        .map(str::to_string)
+                });
+            let hit = |o: &String| *o == oid || named.as_ref() == Some(o);
+            if !self.points_at.iter().any(hit) {
+                return false;
+            }
+        }
+        if self.contains.is_empty()
+            && self.no_contains.is_empty()
+            && self.merged.is_empty()
+            && self.no_merged.is_empty()
+        {
+            return true;
+        }
+        // Refs to trees and blobs are no commits: these list none of them.
+        let Some(tip) = repo.resolve_commit(oid).await else {
+            return false;
+        };
+        if repo.commit(&tip).await.is_err() {
+            return false;
+        }
+        if self.merged.iter().any(|set| !set.contains(&tip))
+            || self.no_merged.iter().any(|set| set.contains(&tip))
+        {
+            return false;
+        }
+        let mut any_contains = self.contains.is_empty();
+        for target in self.contains.clone() {
+            any_contains |= self.reaches(repo, &tip, &target).await;
+        }
+        let mut none_excluded = true;
+        for target in self.no_contains.clone() {
+            none_excluded &= !self.reaches(repo, &tip, &target).await;
+        }
+        any_contains && none_excluded
+    }
+
+    /// Whether `target` is `from` or one of its ancestors; what is found
+    /// on the way is kept for the next ref, so a list walks each commit
+    /// once.
+    async fn reaches(&mut self, repo: &Repo, from: &Oid, target: &Oid) -> bool {
+        let mut stack = vec![(from.clone(), false)];
+        while let Some((oid, expanded)) = stack.pop() {
+            let key = (oid.clone(), target.clone());
+            if self.reaches.contains_key(&key) {
+                continue;
+            }
+            if oid == *target {
+                self.reaches.insert(key, true);
+                continue;
+            }
+            let parents = repo
+                .commit(&oid)
+                .await
+                .map(|c| c.parents)
+                .unwrap_or_default();
+            if expanded {
+                let found = parents
+                    .iter()
+                    .any(|p| self.reaches.get(&(p.clone(), target.clone())) == Some(&true));
+                self.reaches.insert(key, found);
+                continue;
+            }
+            stack.push((oid, true));
+            for parent in parents {
+                if !self.reaches.contains_key(&(parent.clone(), target.clone())) {
+                    stack.push((parent, false));
+                }
+            }
+        }
+        self.reaches.get(&(from.clone(), target.clone())) == Some(&true)
+    }
+}
+
 pub(super) fn sort_listed(items: &mut [Listed], keys: &[&str]) -> Result<(), Out> {
     for key in keys {
         check_sort_key(key)?;

@@ -93,6 +93,7 @@ impl Ctx<'_> {
     pub(super) async fn rev_parse(&self, args: &[String]) -> Run {
         let repo = &self.repo;
         let (mut verify, mut quiet, mut abbrev_ref, mut short_len) = (false, false, false, None);
+        let mut full_name = false;
         let mut names = Vec::new();
         let mut out = String::new();
         let prefix = self.pathspec(".");
@@ -119,6 +120,7 @@ impl Ctx<'_> {
                 "--verify" => verify = true,
                 "-q" | "--quiet" => quiet = true,
                 "--abbrev-ref" => abbrev_ref = true,
+                "--symbolic-full-name" => full_name = true,
                 "--short" => short_len = Some(None),
                 "--" => break,
                 flag if flag.starts_with("--short=") => {
@@ -142,6 +144,22 @@ impl Ctx<'_> {
             });
         }
         for name in names {
+            // The ref a name stands for, whole; nothing for a name that is
+            // no ref (`HEAD~1`, a hash).
+            if full_name && repo.resolve(name).await.is_some() {
+                let full = match (name, repo.head().await) {
+                    ("HEAD" | "@", Head::Branch(branch)) => Some(format!("refs/heads/{branch}")),
+                    ("HEAD" | "@", Head::Detached(_)) => Some("HEAD".to_string()),
+                    _ => match repo.upstream_named(name).await {
+                        Some(Ok((upstream, _))) => repo.ref_named(&upstream).await.map(|(f, _)| f),
+                        _ => repo.ref_named(name).await.map(|(f, _)| f),
+                    },
+                };
+                if let Some(full) = full {
+                    let _ = writeln!(out, "{full}");
+                }
+                continue;
+            }
             if abbrev_ref && repo.resolve(name).await.is_some() {
                 let shown = match (name, repo.head().await) {
                     ("HEAD", Head::Branch(branch)) => branch,
