@@ -264,7 +264,9 @@ defmodule ExBashkit.GitOptionsTest do
     "show-ref" => "",
     "for-each-ref" => "",
     "reflog" => "",
-    "check-ignore" => "debug.log a.txt build/out.o keep.log build"
+    "check-ignore" => "debug.log a.txt build/out.o keep.log build",
+    "name-rev" => "HEAD~2",
+    "count-objects" => ""
   }
 
   defp git_options do
@@ -474,6 +476,35 @@ defmodule ExBashkit.GitOptionsTest do
     assert ours == real
     assert real =~ "{src/lib => lib2}/mod.rs"
     assert real =~ ~r/R0[0-9]{2}\tsrc\/numbers.rs\tsrc\/counting.rs/
+  end
+
+  test "blame's ranges and porcelain, name-rev and count-objects print as real git's", ctx do
+    script = """
+    printf 'first line of a subject\\nwrapped onto a second\\n\\nbody\\n' > msg
+    { seq 1 30; echo; echo '# heading'; seq 31 60; } > notes.txt
+    git add notes.txt && git commit -q -F msg && rm msg
+    git log -n 1 --format='%s|%b' && git log --oneline -n 1 | cut -d' ' -f2-
+    sed -i 's/^12$/twelve/; s/^45$/forty-five/' notes.txt && git commit -qam 'edit notes'
+    f=$(printf 'caf\\303\\251 notes.txt')
+    git mv notes.txt "$f" && echo 61 >> "$f" && git commit -qam 'rename notes'
+    git blame -L 10,14 "$f"; git blame -L /heading/,+2 -L 40,+3 -n -f "$f"
+    git blame -L '/^#/,/^4/' -s -e "$f"; git blame -L 58,-3 -l -t "$f"
+    git blame --porcelain -L 11,13 "$f"; git blame --line-porcelain -L 44,46 "$f"
+    git blame --porcelain -L 62,63 "$f"
+    git blame -L 99 "$f"; echo "exit $?"; git blame -L 0,3 "$f"; echo "exit $?"
+    git blame HEAD~1 -- notes.txt | tail -3; git blame -b --root -L 1,2 "$f"
+    git name-rev HEAD HEAD~1 HEAD~3 v1 $(git rev-parse HEAD~2); git name-rev --tags HEAD~4
+    git name-rev --name-only --tags HEAD~5; git name-rev --refs='v*' --exclude='*2' HEAD~6
+    git count-objects; git count-objects -v
+    """
+
+    [real, ours] = on_copies(ctx, "blame_ranges", script)
+    assert ours == real
+    assert real =~ "first line of a subject wrapped onto a second|body\n"
+    assert real =~ "summary first line of a subject\n"
+    assert real =~ "filename \"caf\\303\\251 notes.txt\"\n"
+    assert real =~ "exit 128"
+    assert real =~ ~r/count: \d+\n/
   end
 
   test "grep names the binary files that match, as real git does", ctx do

@@ -4,6 +4,7 @@
 //! zlib), so hashes are real ones; the commands are those an agent types,
 //! with git's output (`guides/git.md` lists them and the fidelity corpus).
 
+mod blame;
 mod commands;
 mod config;
 mod dates;

@@ -60,6 +60,10 @@ pub struct Entry {
     pub stat: Stat,
     /// The permission bits.
     pub perm: u32,
+    /// The file's size, whole.
+    pub bytes: u64,
+    /// The bytes the file takes on disk (its blocks).
+    pub disk_bytes: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -207,6 +211,8 @@ impl HostTree {
                 kind: kind_of(st.st_mode),
                 stat: stat_of(&st),
                 perm: st.st_mode & 0o7777,
+                bytes: st.st_size as u64,
+                disk_bytes: st.st_blocks as u64 * 512,
             })
             .collect())
     }
@@ -229,6 +235,8 @@ impl HostTree {
             kind: kind_of(st.st_mode),
             stat: stat_of(&st),
             perm: st.st_mode & 0o7777,
+            bytes: st.st_size as u64,
+            disk_bytes: st.st_blocks as u64 * 512,
         })
     }
 

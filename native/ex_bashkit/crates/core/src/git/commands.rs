@@ -33,7 +33,7 @@ use crate::network::AllowNet;
 const SUPPORTED: &str = "init, clone, fetch, pull, push, ls-remote, remote, config, add, rm, \
 mv, commit, status, log, show, diff, branch, checkout, switch, reset, restore, merge, stash, tag, \
 describe, shortlog, blame, ls-files, ls-tree, rev-parse, rev-list, merge-base, show-ref, \
-for-each-ref, reflog, check-ignore, grep, cat-file, clean";
+for-each-ref, reflog, check-ignore, name-rev, count-objects, grep, cat-file, clean";
 
 pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
     let Some((command, rest)) = args.split_first() else {
@@ -117,6 +117,8 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                 "show-ref" => it.show_ref(rest).await,
                 "for-each-ref" => it.for_each_ref(rest).await,
                 "reflog" => it.reflog(rest).await,
+                "name-rev" => it.name_rev(rest).await,
+                "count-objects" => it.count_objects(rest).await,
                 "check-ignore" => it.check_ignore(rest).await,
                 // One git has: refused as any option we have not built.
                 _ if git_options::git_has_command(name) => Err(Out::error(
@@ -316,7 +318,17 @@ impl<'a> Args<'a> {
             }
             // Repeated `-e` (grep), `--grep`, `--author`, `--sort`: one per line.
             Some(existing)
-                if ["-e", "--grep", "--author", "--committer", "--sort"].contains(&key) =>
+                if [
+                    "-e",
+                    "--grep",
+                    "--author",
+                    "--committer",
+                    "--sort",
+                    "-L",
+                    "--refs",
+                    "--exclude",
+                ]
+                .contains(&key) =>
             {
                 existing.push('\n');
                 existing.push_str(value);
@@ -332,7 +344,6 @@ impl<'a> Args<'a> {
     }
 
     /// The last of `names` given, for options where the last one wins.
-    #[cfg(feature = "network")]
     pub(super) fn last(&self, names: &[&str]) -> Option<&str> {
         self.flags.iter().rev().find(|f| names.contains(f)).copied()
     }
@@ -622,12 +633,15 @@ impl Ctx<'_> {
         commit: &super::repo::Commit,
         specs: &[String],
     ) -> Result<Vec<Change>, Out> {
-        let before = self
+        let parent_tree = match commit.parents.first() {
+            Some(parent) => Some(self.repo.commit(parent).await.map_err(failed)?.tree),
+            None => None,
+        };
+        let (before, after) = self
             .repo
-            .commit_files(commit.parents.first().map(String::as_str))
+            .changed_files(parent_tree.as_deref(), &commit.tree)
             .await
             .map_err(failed)?;
-        let after = self.repo.tree_files(&commit.tree).await.map_err(failed)?;
         self.changes(&before, &after, None, specs).await
     }
 

@@ -278,6 +278,35 @@ pub fn line_diff(old: &str, new: &str) -> Vec<(Range<usize>, Range<usize>)> {
     super::xdiff::hunks(&old, &new)
 }
 
+/// [`line_diff`] as git diffs when no context lines are shown (`blame`):
+/// an identical tail of whole 1 KiB blocks, cut back to a line's
+/// end, is set aside first and its lines taken as unchanged, which can
+/// pair ambiguous lines (blank ones) differently.
+pub fn line_diff_without_context(old: &str, new: &str) -> Vec<(Range<usize>, Range<usize>)> {
+    let cut = common_tail(old.as_bytes(), new.as_bytes());
+    line_diff(&old[..old.len() - cut], &new[..new.len() - cut])
+}
+
+/// How many bytes git's `trim_common_tail` sets aside from both ends.
+fn common_tail(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 1024;
+    let smaller = a.len().min(b.len());
+    let mut trimmed = 0;
+    while trimmed + BLOCK <= smaller
+        && a[a.len() - trimmed - BLOCK..a.len() - trimmed]
+            == b[b.len() - trimmed - BLOCK..b.len() - trimmed]
+    {
+        trimmed += BLOCK;
+    }
+    // Back to just past the first newline of what was trimmed.
+    let tail = &a[a.len() - trimmed..];
+    let recovered = tail
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(trimmed, |i| i + 1);
+    trimmed - recovered
+}
+
 /// Each line of `new` that is unchanged from `old`, with its line in `old`.
 pub fn kept_lines(old: &str, new: &str) -> Vec<(usize, usize)> {
     let (old_len, new_len) = (
@@ -286,7 +315,7 @@ pub fn kept_lines(old: &str, new: &str) -> Vec<(usize, usize)> {
     );
     let mut kept = Vec::new();
     let (mut at_old, mut at_new) = (0, 0);
-    let ends = line_diff(old, new)
+    let ends = line_diff_without_context(old, new)
         .into_iter()
         .chain([(old_len..old_len, new_len..new_len)]);
     for (removed, added) in ends {

@@ -1,14 +1,13 @@
-//! Commands that read history as a whole: `describe`, `shortlog` and
-//! `blame`, with git's output.
+//! Commands that read history as a whole: `describe` and `shortlog`,
+//! with git's output, and `log --graph`'s lanes.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
 
 use super::commands::{failed, Args, Ctx, Spec};
 use super::odb::Oid;
 use super::repo::Signature;
-use super::walk::Trees;
-use super::{dates, text, Out, Run};
+use super::{text, Out, Run};
 
 /// `log --graph`: each entry's lines behind the lanes git draws (`*` the
 /// commit, `|` a line of history, `|\` a merge opening a lane, `|/` two
@@ -76,9 +75,6 @@ pub fn graph(entries: &[String], parents: &[(Oid, Vec<Oid>)], separated: bool) -
     out
 }
 
-/// A file's lines still to place in `blame`: (our line, its line there).
-type Lines = Vec<(usize, usize)>;
-
 impl Ctx<'_> {
     /// `git describe`: the nearest tag, `TAG-N-gHASH` when `HEAD` is N
     /// commits past it.
@@ -144,6 +140,166 @@ impl Ctx<'_> {
         Ok(Out::ok(format!("{described}{dirty}\n")))
     }
 
+    /// `git name-rev REV…`: each commit named after a ref that reaches it
+    /// (`tags/v1.0~3`, `main~2^2`), chosen as git's name-rev chooses: a
+    /// tag over a branch, then the fewest steps (a merge's other parent
+    /// counting 65,535), then the older tag; commits older than the
+    /// oldest asked for, less a day, never walked.
+    pub(super) async fn name_rev(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "name-rev",
+                flags: &[
+                    "--name-only",
+                    "--tags",
+                    "--undefined",
+                    "--no-undefined",
+                    "--always",
+                    "--no-always",
+                ],
+                valued: &[&["--refs"], &["--exclude"]],
+            },
+        )?;
+        if args.operands.is_empty() {
+            return Err(Out::error(
+                "usage: git name-rev [<options>] <commit>...\n",
+                129,
+            ));
+        }
+        let repo = &self.repo;
+        let name_only = args.has(&["--name-only"]);
+        let tags_only = args.has(&["--tags"]);
+        let last = |yes: &str, no: &str| args.last(&[yes, no]).map(|f| f == yes);
+        let undefined_ok = last("--undefined", "--no-undefined").unwrap_or(true);
+        let always = last("--always", "--no-always").unwrap_or(false);
+        let lines = |key: &str| -> Vec<String> {
+            args.value(key)
+                .map_or(Vec::new(), |v| v.split('\n').map(String::from).collect())
+        };
+        let (filters, excludes) = (lines("--refs"), lines("--exclude"));
+        let mut graph = Parents::default();
+        // What was asked for: (as given, the object, its commit).
+        let mut asked = Vec::new();
+        let mut stderr = String::new();
+        let mut cutoff = i64::MAX;
+        for given in &args.operands {
+            let Some(object) = repo.resolve(given).await else {
+                stderr.push_str(&format!("Could not get sha1 for {given}. Skipping.\n"));
+                continue;
+            };
+            let commit = match repo.peel(&object).await {
+                Ok(commit) if repo.commit(&commit).await.is_ok() => Some(commit),
+                _ => None,
+            };
+            if let Some(commit) = &commit {
+                cutoff = cutoff.min(graph.read(repo, commit).await?.0);
+            }
+            asked.push((*given, object, commit));
+        }
+        let cutoff = cutoff.saturating_sub(86_400);
+        // The refs that name: tags first, older first (a branch's date is
+        // its commit's), in name order on a tie.
+        let mut tips: Vec<Tip> = Vec::new();
+        let all_refs = repo.all_refs().await;
+        for (full, oid) in repo.refs_with_objects().await {
+            if tags_only && !full.starts_with("refs/tags/") {
+                continue;
+            }
+            let subpath = |pattern: &str| -> Option<usize> {
+                let mut at = 0;
+                loop {
+                    if text::glob(pattern, &full[at..]) {
+                        return Some(at);
+                    }
+                    at += full[at..].find('/')? + 1;
+                }
+            };
+            if excludes.iter().any(|p| subpath(p).is_some()) {
+                continue;
+            }
+            let mut short = tags_only && name_only;
+            if !filters.is_empty() {
+                let matches: Vec<usize> = filters.iter().filter_map(|p| subpath(p)).collect();
+                if matches.is_empty() {
+                    continue;
+                }
+                short |= matches.iter().any(|&at| at > 0);
+            }
+            let (mut object, mut tagger, mut peeled) = (oid.clone(), None, false);
+            while let Ok(("tag", body)) = repo
+                .read_object(&object)
+                .await
+                .as_ref()
+                .map(|(k, b)| (k.as_str(), b.clone()))
+            {
+                let text = String::from_utf8_lossy(&body).into_owned();
+                tagger = Some(tagger_time(&text));
+                peeled = true;
+                match text.lines().next().and_then(|l| l.strip_prefix("object ")) {
+                    Some(next) => object = next.to_string(),
+                    None => break,
+                }
+            }
+            let commit = match repo.commit(&object).await {
+                Ok(commit) => Some((object, commit.committer.time)),
+                Err(_) => None,
+            };
+            let name = if short {
+                super::refs::shortest_unambiguous(&full, &all_refs)
+            } else {
+                full.strip_prefix("refs/heads/")
+                    .or_else(|| full.strip_prefix("refs/"))
+                    .unwrap_or(&full)
+                    .to_string()
+            };
+            let from_tag = commit.is_some() && full.starts_with("refs/tags/");
+            let date = tagger.or(commit.as_ref().map(|c| c.1)).unwrap_or(i64::MAX);
+            tips.push(Tip {
+                oid,
+                name,
+                commit: commit.map(|c| c.0),
+                date,
+                from_tag,
+                peeled,
+            });
+        }
+        tips.sort_by(|a, b| b.from_tag.cmp(&a.from_tag).then(a.date.cmp(&b.date)));
+        let mut names: HashMap<Oid, RevName> = HashMap::new();
+        for tip in &tips {
+            if let Some(commit) = &tip.commit {
+                name_from(repo, &mut graph, &mut names, commit, tip, cutoff).await?;
+            }
+        }
+        let mut out = String::new();
+        for (given, object, commit) in asked {
+            let name = match &commit {
+                Some(commit) if *commit == object => names.get(commit).map(RevName::shown),
+                _ => tips
+                    .iter()
+                    .find(|t| t.oid == object)
+                    .map(|t| t.name.clone()),
+            };
+            if !name_only {
+                out.push_str(given);
+                out.push(' ');
+            }
+            match name {
+                Some(name) => out.push_str(&name),
+                None if undefined_ok => out.push_str("undefined"),
+                None if always => out.push_str(&repo.abbrev().await.of(&object, None)),
+                None => {
+                    let mut failure =
+                        Out::error(format!("{stderr}fatal: cannot describe '{object}'\n"), 128);
+                    failure.stdout = out;
+                    return Err(failure);
+                }
+            }
+            out.push('\n');
+        }
+        Ok(Out::ok(out).with_stderr(stderr))
+    }
+
     /// The tag `describe` names `target` after, and how many commits
     /// `target` has that it has not, found as git's describe finds it: a
     /// walk from `target`, newest commit first, taking up to ten tagged
@@ -173,15 +329,7 @@ impl Ctx<'_> {
                 continue;
             };
             let (prio, date) = match kind.as_str() {
-                "tag" => {
-                    let text = String::from_utf8_lossy(&body);
-                    let tagger = text
-                        .lines()
-                        .take_while(|l| !l.is_empty())
-                        .find_map(|l| l.strip_prefix("tagger "))
-                        .map_or(0, |t| Signature::parse(t).time);
-                    (2, tagger)
-                }
+                "tag" => (2, tagger_time(&String::from_utf8_lossy(&body))),
                 _ => (1, 0),
             };
             let Ok(commit) = repo.peel(&tag).await else {
@@ -340,10 +488,7 @@ impl Ctx<'_> {
             } else {
                 commit.author.name.clone()
             };
-            by_author
-                .entry(who)
-                .or_default()
-                .push(commit.subject().to_string());
+            by_author.entry(who).or_default().push(commit.subject());
         }
         let mut groups: Vec<(String, Vec<String>)> = by_author.into_iter().collect();
         if args.has(&["-n", "--numbered"]) {
@@ -363,194 +508,157 @@ impl Ctx<'_> {
         }
         Ok(Out::ok(out))
     }
+}
 
-    /// `git blame FILE`: each line with the commit that last changed it,
-    /// followed back through exact renames as git follows them.
-    pub(super) async fn blame(&self, args: &[String]) -> Run {
-        let args = Args::parse(
-            args,
-            &Spec {
-                command: "blame",
-                flags: &[],
-                valued: &[],
-            },
-        )?;
-        let (revision, path) = match (args.operands.as_slice(), args.paths.first()) {
-            ([rev], Some(path)) => (*rev, *path),
-            ([], Some(path)) | ([path], None) => ("HEAD", *path),
-            ([rev, path], None) => (*rev, *path),
-            _ => return Err(Out::error("usage: git blame [<rev>] [--] <file>\n", 129)),
-        };
-        let repo = &self.repo;
-        let path = self.pathspec(path);
-        let start = self.revision(revision).await?;
-        let mut trees = Trees::default();
-        let start_commit = repo.commit(&start).await.map_err(failed)?;
-        let Some((_, blob)) = trees
-            .entry_at(repo, &start_commit.tree, &path)
-            .await
-            .map_err(failed)?
-        else {
-            return Err(Out::fatal(format!("no such path {path} in {revision}")));
-        };
-        let content =
-            String::from_utf8_lossy(&repo.blob(&blob).await.map_err(failed)?).into_owned();
-        let lines: Vec<&str> = content.split_inclusive('\n').collect();
-        // Each line: (commit, path there, line number there), settled once
-        // no parent has it unchanged.
-        let mut owner: Vec<Option<(Oid, String, usize)>> = vec![None; lines.len()];
-        // Lines still to place, by (commit, path): the blob there, its
-        // text, and [(our line, their line)]; taken newest commit first,
-        // so a commit reached along two paths is looked at once.
-        let mut pending: HashMap<(Oid, String), (Oid, String, Lines)> = HashMap::new();
-        let mut queue: BinaryHeap<(i64, Oid, String)> = BinaryHeap::new();
-        pending.insert(
-            (start.clone(), path.clone()),
-            (
-                blob,
-                content.clone(),
-                (0..lines.len()).map(|i| (i, i)).collect(),
-            ),
-        );
-        queue.push((start_commit.committer.time, start.clone(), path.clone()));
-        let mut commits: HashMap<Oid, super::repo::Commit> = HashMap::new();
-        while let Some((_, oid, at_path)) = queue.pop() {
-            let Some((blob_here, text_here, mapping)) =
-                pending.remove(&(oid.clone(), at_path.clone()))
-            else {
-                continue;
-            };
-            let commit = match commits.remove(&oid) {
-                Some(commit) => commit,
-                None => repo.commit(&oid).await.map_err(failed)?,
-            };
-            let mut left = mapping;
-            for parent in &commit.parents {
-                if left.is_empty() {
-                    break;
-                }
-                let parent_commit = repo.commit(parent).await.map_err(failed)?;
-                let found = trees
-                    .entry_at(repo, &parent_commit.tree, &at_path)
-                    .await
-                    .map_err(failed)?;
-                let (parent_path, parent_blob) = match found {
-                    Some((_, blob)) => (at_path.clone(), blob),
-                    None => {
-                        // A rename: the same content under another name,
-                        // else the most alike of the files this commit
-                        // deleted, as git's rename detection pairs them.
-                        let here = repo.commit_files(Some(&oid)).await.map_err(failed)?;
-                        let there = repo.commit_files(Some(parent)).await.map_err(failed)?;
-                        let gone: Vec<(&String, &super::repo::Blob)> = there
-                            .iter()
-                            .filter(|(p, b)| {
-                                !here.contains_key(*p) && matches!(b.mode, 0o100644 | 0o100755)
-                            })
-                            .collect();
-                        let exact = gone.iter().find(|(_, b)| b.oid == blob_here);
-                        match exact {
-                            Some((p, b)) => ((*p).clone(), b.oid.clone()),
-                            None => {
-                                let mut sources = Vec::with_capacity(gone.len());
-                                for (p, b) in &gone {
-                                    let bytes = repo.blob(&b.oid).await.map_err(failed)?;
-                                    sources.push(((*p).clone(), bytes));
-                                }
-                                let Some(from) =
-                                    crate::git::diff::rename_source(text_here.as_bytes(), &sources)
-                                else {
-                                    continue;
-                                };
-                                let oid = there[&from].oid.clone();
-                                (from, oid)
-                            }
-                        }
-                    }
-                };
-                let key = (parent.clone(), parent_path.clone());
-                if parent_blob == blob_here {
-                    // Unchanged: every line still to place goes back as it is.
-                    let entry = pending
-                        .entry(key)
-                        .or_insert_with(|| (parent_blob.clone(), text_here.clone(), Vec::new()));
-                    entry.2.append(&mut left);
-                    queue.push((parent_commit.committer.time, parent.clone(), parent_path));
-                    break;
-                }
-                let parent_text =
-                    String::from_utf8_lossy(&repo.blob(&parent_blob).await.map_err(failed)?)
-                        .into_owned();
-                let same: HashMap<usize, usize> =
-                    crate::git::diff::kept_lines(&parent_text, &text_here)
-                        .into_iter()
-                        .collect();
-                let (passed, kept): (Lines, Lines) = left
-                    .into_iter()
-                    .partition(|(_, here)| same.contains_key(here));
-                if !passed.is_empty() {
-                    let entry = pending
-                        .entry(key)
-                        .or_insert_with(|| (parent_blob.clone(), parent_text.clone(), Vec::new()));
-                    entry
-                        .2
-                        .extend(passed.into_iter().map(|(line, here)| (line, same[&here])));
-                    queue.push((parent_commit.committer.time, parent.clone(), parent_path));
-                }
-                left = kept;
-            }
-            for (line, here) in left {
-                owner[line] = Some((oid.clone(), at_path.clone(), here));
-            }
-            commits.insert(oid, commit);
-        }
-        let show_names = owner.iter().flatten().any(|(_, p, _)| *p != path);
-        let roots: Vec<&Oid> = commits
-            .iter()
-            .filter(|(_, c)| c.parents.is_empty())
-            .map(|(o, _)| o)
-            .collect();
-        let author_width = owner
-            .iter()
-            .flatten()
-            .map(|(o, _, _)| commits[o].author.name.chars().count())
-            .max()
-            .unwrap_or(0);
-        let path_width = owner
-            .iter()
-            .flatten()
-            .map(|(_, p, _)| p.len())
-            .max()
-            .unwrap_or(0);
-        let number_width = lines.len().to_string().len();
-        let hash_len = (repo.abbrev().await.default_len() + 1).min(40);
-        let mut out = String::new();
-        for (i, line) in lines.iter().enumerate() {
-            let (oid, origin, _) = owner[i].as_ref().expect("every line has an owner");
-            let author: &Signature = &commits[oid].author;
-            // git's default length and one more, `^` in its place for a
-            // commit the history starts at.
-            let hash = if roots.contains(&oid) {
-                format!("^{}", &oid[..hash_len - 1])
-            } else {
-                oid[..hash_len].to_string()
-            };
-            let name = if show_names {
-                format!(" {origin:<path_width$}")
-            } else {
-                String::new()
-            };
-            let _ = write!(
-                out,
-                "{hash}{name} ({:<author_width$} {} {:>number_width$}) {line}",
-                author.name,
-                dates::iso_date(author.time, &author.zone),
-                i + 1
-            );
-            if !line.ends_with('\n') {
-                out.push('\n');
-            }
-        }
-        Ok(Out::ok(out))
+/// When a tag object says it was made (0 without a tagger).
+fn tagger_time(tag: &str) -> i64 {
+    tag.lines()
+        .take_while(|l| !l.is_empty())
+        .find_map(|l| l.strip_prefix("tagger "))
+        .map_or(0, |t| Signature::parse(t).time)
+}
+
+/// A ref `name-rev` names commits after.
+struct Tip {
+    /// What the ref holds (a tag object, for an annotated tag).
+    oid: Oid,
+    name: String,
+    commit: Option<Oid>,
+    /// The tagger's date, else the commit's.
+    date: i64,
+    from_tag: bool,
+    /// Reached through a tag object: named `NAME^0` at the commit.
+    peeled: bool,
+}
+
+/// A commit's name in `name-rev`: the tip's name, how many first parents
+/// from it (since the last other parent), and its cost.
+#[derive(Clone)]
+struct RevName {
+    tip: String,
+    generation: u32,
+    distance: u32,
+    date: i64,
+    from_tag: bool,
+}
+
+/// How many first-parent steps one step to another parent outweighs.
+const MERGE_TRAVERSAL_WEIGHT: u32 = 65_535;
+
+impl RevName {
+    fn effective(&self) -> u32 {
+        self.distance.saturating_add(if self.generation > 0 {
+            MERGE_TRAVERSAL_WEIGHT
+        } else {
+            0
+        })
     }
+
+    /// Whether `self` names a commit better than `old`, as git decides.
+    fn better_than(&self, old: &RevName) -> bool {
+        let (new_cost, old_cost) = (self.effective(), old.effective());
+        if self.from_tag && old.from_tag {
+            return old_cost > new_cost;
+        }
+        if self.from_tag != old.from_tag {
+            return self.from_tag;
+        }
+        if old_cost != new_cost {
+            return old_cost > new_cost;
+        }
+        old.date > self.date
+    }
+
+    fn shown(&self) -> String {
+        match self.generation {
+            0 => self.tip.clone(),
+            n => format!("{}~{n}", self.tip.strip_suffix("^0").unwrap_or(&self.tip)),
+        }
+    }
+}
+
+/// Commits' dates and parents, each read once.
+#[derive(Default)]
+struct Parents(HashMap<Oid, (i64, Vec<Oid>)>);
+
+impl Parents {
+    async fn read(&mut self, repo: &super::repo::Repo, oid: &Oid) -> Result<(i64, Vec<Oid>), Out> {
+        if let Some(known) = self.0.get(oid) {
+            return Ok(known.clone());
+        }
+        let commit = repo.commit(oid).await.map_err(failed)?;
+        let known = (commit.committer.time, commit.parents);
+        self.0.insert(oid.clone(), known.clone());
+        Ok(known)
+    }
+}
+
+/// Names the commits `tip` reaches, depth first along first parents, each
+/// where the name beats the one it has (git's `name_rev`).
+async fn name_from(
+    repo: &super::repo::Repo,
+    graph: &mut Parents,
+    names: &mut HashMap<Oid, RevName>,
+    start: &Oid,
+    tip: &Tip,
+    cutoff: i64,
+) -> Result<(), Out> {
+    if graph.read(repo, start).await?.0 < cutoff {
+        return Ok(());
+    }
+    let first = RevName {
+        tip: match tip.peeled {
+            true => format!("{}^0", tip.name),
+            false => tip.name.clone(),
+        },
+        generation: 0,
+        distance: 0,
+        date: tip.date,
+        from_tag: tip.from_tag,
+    };
+    if names.get(start).is_some_and(|old| !first.better_than(old)) {
+        return Ok(());
+    }
+    names.insert(start.clone(), first);
+    let mut stack = vec![start.clone()];
+    while let Some(oid) = stack.pop() {
+        let name = names[&oid].clone();
+        let (_, parents) = graph.read(repo, &oid).await?;
+        let mut next = Vec::new();
+        for (i, parent) in parents.iter().enumerate() {
+            if graph.read(repo, parent).await?.0 < cutoff {
+                continue;
+            }
+            let candidate = match i {
+                0 => RevName {
+                    generation: name.generation + 1,
+                    distance: name.distance + 1,
+                    ..name.clone()
+                },
+                _ => RevName {
+                    tip: {
+                        let base = name.tip.strip_suffix("^0").unwrap_or(&name.tip);
+                        match name.generation {
+                            0 => format!("{base}^{}", i + 1),
+                            n => format!("{base}~{n}^{}", i + 1),
+                        }
+                    },
+                    generation: 0,
+                    distance: name.distance.saturating_add(MERGE_TRAVERSAL_WEIGHT),
+                    ..name.clone()
+                },
+            };
+            if names
+                .get(parent)
+                .is_some_and(|old| !candidate.better_than(old))
+            {
+                continue;
+            }
+            names.insert(parent.clone(), candidate);
+            next.push(parent.clone());
+        }
+        // The first parent comes off the stack first.
+        stack.extend(next.into_iter().rev());
+    }
+    Ok(())
 }

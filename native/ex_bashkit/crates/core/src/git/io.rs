@@ -102,6 +102,21 @@ impl Io {
         }
     }
 
+    /// A file's size, and the bytes it takes on disk as git counts them
+    /// (its blocks; in the session's own filesystem, 4 KiB blocks).
+    pub async fn sizes(&self, path: &Path) -> Result<(u64, u64), String> {
+        match self.on_host(path) {
+            Some((tree, below)) => tree
+                .lstat(&below)
+                .map(|e| (e.bytes, e.disk_bytes))
+                .map_err(text),
+            None => {
+                let size = self.fs.stat(path).await.map_err(text)?.size;
+                Ok((size, size.div_ceil(4096) * 4096))
+            }
+        }
+    }
+
     /// A directory's entries: name and whether it is a directory.
     pub async fn read_dir(&self, path: &Path) -> Result<Vec<(String, bool)>, String> {
         match self.on_host(path) {

@@ -10,7 +10,7 @@
 //! files open a host path and memory-map it, and our files live behind
 //! bashkit's asynchronous `FileSystem`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -114,8 +114,28 @@ impl PackData {
     }
 }
 
+/// What `count-objects` reports.
+#[derive(Default)]
+pub struct Census {
+    pub loose: u64,
+    /// The loose objects' blocks on disk, in bytes.
+    pub loose_disk: u64,
+    pub in_pack: u64,
+    pub packs: u64,
+    /// Packs and their indexes, in bytes.
+    pub pack_bytes: u64,
+    /// Loose objects a pack has too.
+    pub packed_loose: u64,
+    /// Files that are neither objects nor parts of a pack, and their sizes.
+    pub garbage: Vec<(PathBuf, u64)>,
+    pub alternates: bool,
+}
+
 /// One pack: its index read whole, its objects as they are wanted.
 struct Pack {
+    /// The directory it is in, and its name without `.idx`.
+    dir: PathBuf,
+    stem: String,
     idx: Vec<u8>,
     data: PackData,
     /// Where the names table starts, and how many objects there are.
@@ -222,6 +242,8 @@ impl Pack {
             return Err(corrupt("pack index"));
         }
         Ok(Pack {
+            dir: PathBuf::new(),
+            stem: String::new(),
             idx,
             data,
             names,
@@ -598,7 +620,8 @@ impl Odb {
                     None => self.io.read_file(&pack).await.map(PackData::Whole),
                 };
                 if let (Ok(idx), Ok(data)) = (idx, data) {
-                    if let Ok(pack) = Pack::new(idx, data) {
+                    if let Ok(mut pack) = Pack::new(idx, data) {
+                        (pack.dir, pack.stem) = (dir.clone(), stem.to_string());
                         packs.push(pack);
                     }
                 }
@@ -721,6 +744,68 @@ impl Odb {
         }
         loose.sort_unstable();
         Abbrev { len, packs, loose }
+    }
+
+    /// What `count-objects -v` counts of this repository's own object
+    /// directory (not its alternates').
+    pub async fn census(&self) -> Census {
+        let mut census = Census::default();
+        let dir = &self.dirs[0];
+        let packs = self.packs().await;
+        let local = |p: &&Pack| p.dir == *dir;
+        for (fan, is_dir) in self.io.read_dir(dir).await.unwrap_or_default() {
+            if !is_dir || fan.len() != 2 || !fan.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            for (rest, _) in self.io.read_dir(&dir.join(&fan)).await.unwrap_or_default() {
+                let path = dir.join(&fan).join(&rest);
+                let (size, disk) = self.io.sizes(&path).await.unwrap_or_default();
+                match from_hex(&format!("{fan}{rest}")) {
+                    Some(name) if rest.len() == 38 => {
+                        census.loose += 1;
+                        census.loose_disk += disk;
+                        if packs.iter().filter(local).any(|p| p.find(&name).is_some()) {
+                            census.packed_loose += 1;
+                        }
+                    }
+                    _ => census.garbage.push((path, size)),
+                }
+            }
+        }
+        let pack_dir = dir.join("pack");
+        let entries = self.io.read_dir(&pack_dir).await.unwrap_or_default();
+        let names: HashSet<&str> = entries.iter().map(|(n, _)| n.as_str()).collect();
+        for (name, _) in &entries {
+            let path = pack_dir.join(name);
+            let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+            let has = |other: &str| names.contains(format!("{stem}.{other}").as_str());
+            match ext {
+                "idx" if has("pack") => {
+                    let (idx, _) = self.io.sizes(&path).await.unwrap_or_default();
+                    let (pack, _) = self
+                        .io
+                        .sizes(&pack_dir.join(format!("{stem}.pack")))
+                        .await
+                        .unwrap_or_default();
+                    census.packs += 1;
+                    census.pack_bytes += idx + pack;
+                    census.in_pack += packs
+                        .iter()
+                        .filter(local)
+                        .find(|p| p.stem == stem)
+                        .map_or(0, |p| p.count as u64);
+                }
+                "pack" if has("idx") => {}
+                "keep" | "bitmap" | "promisor" | "mtimes" | "rev" if has("pack") => {}
+                _ if name.starts_with("tmp_") => {}
+                _ => {
+                    let (size, _) = self.io.sizes(&path).await.unwrap_or_default();
+                    census.garbage.push((path, size));
+                }
+            }
+        }
+        census.alternates = self.all_dirs().await.len() > 1;
+        census
     }
 
     /// Every object whose name starts with `prefix` (at least four hex

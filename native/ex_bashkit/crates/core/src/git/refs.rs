@@ -274,6 +274,24 @@ impl Repo {
         names.into_iter().collect()
     }
 
+    /// Every ref under `refs/` with its object (a loose ref over a packed
+    /// one; symbolic refs followed), sorted by name.
+    pub async fn refs_with_objects(&self) -> Vec<(String, Oid)> {
+        let packed = self.packed_refs().await;
+        let mut found = Vec::new();
+        for name in self.all_refs().await {
+            let path = self.git.join(&name);
+            let oid = match self.io.exists(&path).await {
+                true => self.read_ref(&name).await,
+                false => packed.get(&name).cloned(),
+            };
+            if let Some(oid) = oid {
+                found.push((name, oid));
+            }
+        }
+        found
+    }
+
     /// The commit `HEAD` names; `None` before the first commit.
     pub async fn head_commit(&self) -> Option<Oid> {
         match self.head().await {
@@ -342,5 +360,65 @@ impl Repo {
             self.io.mkdir_all(parent).await?;
         }
         self.io.append_file(&path, line.as_bytes()).await
+    }
+}
+
+/// How a short name is looked up, in git's order (`v1` is `refs/v1`,
+/// then `refs/tags/v1`, …).
+const SHORTHANDS: [(&str, &str); 6] = [
+    ("", ""),
+    ("refs/", ""),
+    ("refs/tags/", ""),
+    ("refs/heads/", ""),
+    ("refs/remotes/", ""),
+    ("refs/remotes/", "/HEAD"),
+];
+
+/// `full` as short as it can be named without meaning another of `refs`
+/// (git's unambiguous shortening: `main`, or `heads/main` when a tag
+/// `main` exists too; `origin` for `refs/remotes/origin/HEAD`).
+pub fn shortest_unambiguous(full: &str, refs: &[String]) -> String {
+    let exists =
+        |name: &str| name == "HEAD" || refs.binary_search_by(|r| r.as_str().cmp(name)).is_ok();
+    for j in (1..SHORTHANDS.len()).rev() {
+        let (prefix, suffix) = SHORTHANDS[j];
+        let Some(short) = full
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_suffix(suffix))
+            .filter(|short| !short.is_empty())
+        else {
+            continue;
+        };
+        let ambiguous = SHORTHANDS[..j]
+            .iter()
+            .any(|(p, s)| exists(&format!("{p}{short}{s}")));
+        if !ambiguous {
+            return short.to_string();
+        }
+    }
+    full.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shortest_unambiguous;
+
+    #[test]
+    fn names_shorten_until_they_would_mean_another_ref() {
+        let refs: Vec<String> = [
+            "refs/heads/main",
+            "refs/heads/v1",
+            "refs/remotes/origin/HEAD",
+            "refs/tags/v1",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(shortest_unambiguous("refs/heads/main", &refs), "main");
+        assert_eq!(shortest_unambiguous("refs/heads/v1", &refs), "heads/v1");
+        assert_eq!(shortest_unambiguous("refs/tags/v1", &refs), "v1");
+        assert_eq!(
+            shortest_unambiguous("refs/remotes/origin/HEAD", &refs),
+            "origin"
+        );
     }
 }

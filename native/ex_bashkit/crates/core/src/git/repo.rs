@@ -134,8 +134,50 @@ pub struct Commit {
 }
 
 impl Commit {
-    pub fn subject(&self) -> &str {
-        self.message.lines().next().unwrap_or("")
+    /// The message's first paragraph on one line, as git's `%s` and
+    /// `--oneline` show it: blank lines before it skipped, its lines
+    /// trimmed at the end and joined by spaces.
+    pub fn subject(&self) -> String {
+        self.subject_and_body().0
+    }
+
+    /// What follows the subject, from its first non-blank line (`%b`).
+    pub fn body(&self) -> &str {
+        self.subject_and_body().1
+    }
+
+    fn subject_and_body(&self) -> (String, &str) {
+        let blank = |line: &str| line.trim_end().is_empty();
+        let mut rest = self.message.as_str();
+        let mut subject = String::new();
+        let mut started = false;
+        while !rest.is_empty() {
+            let end = rest.find('\n').map_or(rest.len(), |i| i + 1);
+            let line = &rest[..end];
+            if blank(line) {
+                if started {
+                    break;
+                }
+            } else {
+                if started {
+                    subject.push(' ');
+                }
+                subject.push_str(line.trim_end());
+                started = true;
+            }
+            rest = &rest[end..];
+        }
+        while let Some(end) = rest
+            .find('\n')
+            .map(|i| i + 1)
+            .filter(|&end| blank(&rest[..end]))
+        {
+            rest = &rest[end..];
+        }
+        if blank(rest) {
+            rest = "";
+        }
+        (subject, rest)
     }
 }
 
@@ -444,6 +486,11 @@ impl Repo {
         self.abbrev().await.of(oid, None)
     }
 
+    /// What `count-objects` reports of the object database.
+    pub async fn census(&self) -> super::odb::Census {
+        self.odb.census().await
+    }
+
     pub async fn has_object(&self, oid: &str) -> bool {
         self.odb.contains(oid).await
     }
@@ -621,6 +668,50 @@ impl Repo {
             }
         }
         Ok(files)
+    }
+
+    /// The files that differ between two trees (`None`: the empty tree),
+    /// each side's: subtrees with the same object are never read, as
+    /// git's tree diff skips them.
+    pub async fn changed_files(&self, old: Option<&str>, new: &str) -> Res<(Files, Files)> {
+        let (mut before, mut after) = (Files::new(), Files::new());
+        let mut pending = vec![(
+            String::new(),
+            old.map(str::to_string),
+            Some(new.to_string()),
+        )];
+        while let Some((prefix, old, new)) = pending.pop() {
+            let mut entries: BTreeMap<String, [Option<(u32, Oid)>; 2]> = BTreeMap::new();
+            for (side, tree) in [old, new].into_iter().enumerate() {
+                let Some(tree) = tree else { continue };
+                for (name, mode, oid) in self.tree_entries(&tree).await? {
+                    entries.entry(name).or_default()[side] = Some((mode, oid));
+                }
+            }
+            for (name, [was, is]) in entries {
+                if was == is {
+                    continue;
+                }
+                let path = format!("{prefix}{name}");
+                let tree = |e: &Option<(u32, Oid)>| {
+                    e.as_ref()
+                        .filter(|(m, _)| *m == 0o40000)
+                        .map(|(_, o)| o.clone())
+                };
+                if tree(&was).is_some() || tree(&is).is_some() {
+                    pending.push((format!("{path}/"), tree(&was), tree(&is)));
+                }
+                for (files, side) in [(&mut before, was), (&mut after, is)] {
+                    if let Some((mode, oid)) = side.filter(|(m, _)| *m != 0o40000) {
+                        if !crate::git_paths::verify_path(&path, mode) {
+                            return Err(format!("invalid path '{path}'"));
+                        }
+                        files.insert(path.clone(), Blob { mode, oid });
+                    }
+                }
+            }
+        }
+        Ok((before, after))
     }
 
     pub async fn commit_files(&self, commit: Option<&str>) -> Res<Files> {
@@ -1623,6 +1714,16 @@ impl Repo {
             .rev()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v)
+    }
+
+    /// A boolean setting as git reads one (`true`/`yes`/`on`/`1`, or
+    /// the key alone, is true); `default` when unset or not a boolean.
+    pub async fn config_bool(&self, key: &str, default: bool) -> bool {
+        match self.config_value(key).await.map(|v| v.to_ascii_lowercase()) {
+            Some(v) if matches!(v.as_str(), "true" | "yes" | "on" | "1") => true,
+            Some(v) if matches!(v.as_str(), "false" | "no" | "off" | "0" | "") => false,
+            _ => default,
+        }
     }
 
     /// Writes the config, refusing any key that would make git run a

@@ -102,6 +102,62 @@ pub fn basic_regex(pattern: &str) -> String {
     out
 }
 
+/// A path as git prints it (`core.quotePath`): in double quotes with C
+/// escapes when it holds a control character, `"` or `\\`, or (`high`,
+/// git's default) a byte past ASCII, as octal.
+pub fn quote_path(path: &str, high: bool) -> std::borrow::Cow<'_, str> {
+    let needs = |b: u8| b < 0x20 || b == b'"' || b == b'\\' || b == 0x7f || (high && b >= 0x80);
+    if !path.bytes().any(needs) {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let mut out = String::with_capacity(path.len() + 8);
+    out.push('"');
+    for c in path.chars() {
+        let mut bytes = [0u8; 4];
+        for &b in c.encode_utf8(&mut bytes).as_bytes() {
+            match b {
+                b'\x07' => out.push_str("\\a"),
+                b'\x08' => out.push_str("\\b"),
+                b'\t' => out.push_str("\\t"),
+                b'\n' => out.push_str("\\n"),
+                b'\x0b' => out.push_str("\\v"),
+                b'\x0c' => out.push_str("\\f"),
+                b'\r' => out.push_str("\\r"),
+                b'"' => out.push_str("\\\""),
+                b'\\' => out.push_str("\\\\"),
+                b if needs(b) => out.push_str(&format!("\\{b:03o}")),
+                _ => {
+                    out.push(c);
+                    break;
+                }
+            }
+        }
+    }
+    out.push('"');
+    std::borrow::Cow::Owned(out)
+}
+
+/// How many columns `text` takes in a terminal, as git's
+/// `utf8_strwidth` counts (a character each; wide ones two).
+pub fn display_width(text: &str) -> usize {
+    text.chars()
+        .map(|c| match c as u32 {
+            0x1100..=0x115F
+            | 0x2E80..=0xA4CF
+            | 0xAC00..=0xD7A3
+            | 0xF900..=0xFAFF
+            | 0xFE30..=0xFE4F
+            | 0xFF00..=0xFF60
+            | 0xFFE0..=0xFFE6
+            | 0x1F300..=0x1F64F
+            | 0x1F900..=0x1F9FF
+            | 0x20000..=0x3FFFD => 2,
+            0x0300..=0x036F | 0x200B..=0x200F => 0,
+            _ => 1,
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +183,15 @@ mod tests {
         assert_eq!(basic_regex(r"a\(b\)\+"), "a(b)+");
         assert_eq!(basic_regex("f(x)"), r"f\(x\)");
         assert_eq!(basic_regex(r"\."), r"\.");
+    }
+
+    #[test]
+    fn paths_are_quoted_as_git_quotes_them() {
+        assert_eq!(quote_path("plain/file.txt", true), "plain/file.txt");
+        assert_eq!(quote_path("caf\u{e9}.txt", true), "\"caf\\303\\251.txt\"");
+        assert_eq!(quote_path("caf\u{e9}.txt", false), "caf\u{e9}.txt");
+        assert_eq!(quote_path("a\tb\"c\\", false), "\"a\\tb\\\"c\\\\\"");
+        assert_eq!(display_width("caf\u{e9}"), 4);
+        assert_eq!(display_width("\u{65e5}\u{672c}"), 4);
     }
 }

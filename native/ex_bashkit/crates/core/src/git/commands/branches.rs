@@ -240,7 +240,7 @@ impl Ctx<'_> {
                         let subject = repo
                             .commit(&oid)
                             .await
-                            .map(|c| c.subject().to_string())
+                            .map(|c| c.subject())
                             .unwrap_or_default();
                         let tracking = match name.starts_with("remotes/") || !locals {
                             true => String::new(),

@@ -487,11 +487,7 @@ impl Ctx<'_> {
         let abbrev = &shown.abbrev;
         let mut out = String::new();
         let mut chars = format.chars().peekable();
-        let body = commit
-            .message
-            .split_once("\n\n")
-            .map_or("", |(_, body)| body)
-            .to_string();
+        let body = commit.body().to_string();
         let short = |oid: &str| abbrev.of(oid, None);
         while let Some(c) = chars.next() {
             if c != '%' {
@@ -548,7 +544,7 @@ impl Ctx<'_> {
                         .collect::<Vec<_>>()
                         .join(" "),
                 ),
-                "s" => out.push_str(commit.subject()),
+                "s" => out.push_str(&commit.subject()),
                 "b" => out.push_str(&body),
                 "B" => out.push_str(&commit.message),
                 "e" => {}

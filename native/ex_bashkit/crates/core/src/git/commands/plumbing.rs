@@ -493,6 +493,62 @@ impl Ctx<'_> {
         })
     }
 
+    /// `git count-objects [-v] [-H]`: the loose objects and their size on
+    /// disk; with `-v` the packs too, and what does not belong.
+    pub(super) async fn count_objects(&self, args: &[String]) -> Run {
+        let args = Args::parse(
+            args,
+            &Spec {
+                command: "count-objects",
+                flags: &["-v", "--verbose", "-H", "--human-readable"],
+                valued: &[],
+            },
+        )?;
+        if !args.operands.is_empty() || !args.paths.is_empty() {
+            return Err(Out::error(
+                "usage: git count-objects [-v] [-H | --human-readable]\n",
+                129,
+            ));
+        }
+        let census = self.repo.census().await;
+        let human = args.has(&["-H", "--human-readable"]);
+        let size = |bytes: u64| match human {
+            true => humanise(bytes),
+            false => (bytes / 1024).to_string(),
+        };
+        if !args.has(&["-v", "--verbose"]) {
+            let loose = match human {
+                true => humanise(census.loose_disk),
+                false => format!("{} kilobytes", census.loose_disk / 1024),
+            };
+            return Ok(Out::ok(format!("{} objects, {loose}\n", census.loose)));
+        }
+        if census.alternates {
+            return Err(Out::error(
+                "fatal: not supported by the sandbox's git: count-objects -v with alternates\n",
+                128,
+            ));
+        }
+        let garbage_bytes: u64 = census.garbage.iter().map(|(_, size)| size).sum();
+        let warnings: String = census
+            .garbage
+            .iter()
+            .map(|(path, _)| format!("warning: garbage found: {}\n", path.display()))
+            .collect();
+        Ok(Out::ok(format!(
+            "count: {}\nsize: {}\nin-pack: {}\npacks: {}\nsize-pack: {}\nprune-packable: {}\ngarbage: {}\nsize-garbage: {}\n",
+            census.loose,
+            size(census.loose_disk),
+            census.in_pack,
+            census.packs,
+            size(census.pack_bytes),
+            census.packed_loose,
+            census.garbage.len(),
+            size(garbage_bytes),
+        ))
+        .with_stderr(warnings))
+    }
+
     pub(super) async fn cat_file(&self, args: &[String]) -> Run {
         let args = Args::parse(
             args,
@@ -558,5 +614,26 @@ impl Ctx<'_> {
             return Ok(Out::ok(out));
         }
         Ok(Out::ok(String::from_utf8_lossy(&body).into_owned()))
+    }
+}
+
+/// A size as git's `-H` prints it: `1.50 KiB`, `12.34 MiB`, `3 bytes`.
+fn humanise(bytes: u64) -> String {
+    if bytes > 1 << 30 {
+        format!(
+            "{}.{:02} GiB",
+            bytes >> 30,
+            (bytes & ((1 << 30) - 1)) / 10_737_419
+        )
+    } else if bytes > 1 << 20 {
+        let x = bytes + 5243;
+        format!("{}.{:02} MiB", x >> 20, ((x & ((1 << 20) - 1)) * 100) >> 20)
+    } else if bytes > 1 << 10 {
+        let x = bytes + 5;
+        format!("{}.{:02} KiB", x >> 10, ((x & ((1 << 10) - 1)) * 100) >> 10)
+    } else if bytes == 1 {
+        "1 byte".to_string()
+    } else {
+        format!("{bytes} bytes")
     }
 }
