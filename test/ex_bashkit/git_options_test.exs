@@ -507,6 +507,54 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ ~r/count: \d+\n/
   end
 
+  test ".mailmap names authors as real git names them; tabs in messages are expanded", ctx do
+    script = """
+    printf 'Proper Ann <proper@example.com> <ann@example.com>\\n<cy@new.example> Cy Committer <cy@example.com>\\n' > .mailmap
+    printf 'title\\n\\n\\tindented\\tby tabs\\n  x\\ty\\n' > msg
+    git add .mailmap && git commit -q -F msg && rm msg
+    git log -n 2 && git log -n 1 --pretty=fuller && git log -n 1 --no-use-mailmap
+    git log -n 1 --format='%an|%aN|%aE|%aL|%cN|%cE|%cL'
+    git log --oneline --author='Proper Ann' -n 2; git log --oneline --author='Ann Author' -n 2
+    git -c log.mailmap=false log -n 1 | head -3; git show -s HEAD~1
+    git shortlog -sne HEAD; git blame -L 1,2 a.txt; git blame --porcelain -L 1,1 a.txt
+    """
+
+    [real, ours] = on_copies(ctx, "mailmap", script)
+    assert ours == real
+    assert real =~ "Author: Proper Ann <proper@example.com>\n"
+    assert real =~ "            indented        by tabs\n"
+    assert real =~ "author Proper Ann\nauthor-mail <proper@example.com>\n"
+  end
+
+  # A branch and main each change a different end of numbers.txt.
+  @diverged """
+    git checkout -q -b side HEAD~2 && { echo one; tail -n +2 numbers.txt; } > n && mv n numbers.txt
+    git commit -q -am side && git checkout -q main && echo end >> numbers.txt && git commit -q -am main
+  """
+
+  test "show of a merge prints its combined diff when it is empty, refuses it otherwise", ctx do
+    script = """
+    #{@diverged}
+    git merge -q --no-edit side && git show && git show --oneline && git show --format=%s HEAD
+    git checkout -q -b other HEAD~1 && echo theirs > numbers.txt && git commit -qam theirs
+    git checkout -q main && git merge -q other; echo resolved > numbers.txt
+    git commit -qam resolved && git show --stat | tail -2 && git show HEAD~1 | tail -3
+    """
+
+    [real, ours] = on_copies(ctx, "merge_show", script)
+    assert ours == real
+    assert real =~ "Merge branch 'side'\n\n"
+
+    # The sandbox's copy, where the resolved merge is HEAD.
+    copy = Path.join(Path.dirname(ctx.repo), "merge_show_sandbox")
+
+    session =
+      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", copy, :read_only}])
+
+    assert %Result{exit_code: 128, stderr: "fatal: not supported by the sandbox's git: the" <> _} =
+             run(session, "git show HEAD")
+  end
+
   test "grep names the binary files that match, as real git does", ctx do
     script = """
     printf 'hello\\0world\\nhello there\\n' > data.bin && git add data.bin && git commit -q -m bin
@@ -521,8 +569,7 @@ defmodule ExBashkit.GitOptionsTest do
 
   test "a quiet merge still says which files it merged, as real git does", ctx do
     script = """
-    git checkout -q -b side HEAD~2 && { echo one; tail -n +2 numbers.txt; } > n && mv n numbers.txt
-    git commit -q -am side && git checkout -q main && echo end >> numbers.txt && git commit -q -am main
+    #{@diverged}
     git merge -q --no-edit side && git log --oneline -1 && git rev-list --count -n 3 HEAD
     """
 

@@ -5,6 +5,7 @@
 //! with git's output (`guides/git.md` lists them and the fidelity corpus).
 
 mod blame;
+mod combined;
 mod commands;
 mod config;
 mod dates;
@@ -16,6 +17,7 @@ mod history;
 mod ignore;
 mod index_file;
 mod io;
+mod mailmap;
 mod merge;
 mod odb;
 #[cfg(feature = "network")]

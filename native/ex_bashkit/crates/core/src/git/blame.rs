@@ -160,7 +160,13 @@ impl Ctx<'_> {
             None => std::iter::once(0..lines.len()).collect(),
         };
         let wanted: Lines = ranges.iter().cloned().flatten().map(|i| (i, i)).collect();
-        let blamed = blame_lines(repo, &start, &path, blob, content.clone(), wanted).await?;
+        let mut blamed = blame_lines(repo, &start, &path, blob, content.clone(), wanted).await?;
+        // Authors and committers as the project's `.mailmap` names them.
+        let mailmap = repo.mailmap().await.map_err(Out::fatal)?;
+        for commit in blamed.commits.values_mut() {
+            commit.author = mailmap.map(&commit.author);
+            commit.committer = mailmap.map(&commit.committer);
+        }
         let mut out = String::new();
         let runs = runs(&blamed.owners, &ranges);
         if style.porcelain {

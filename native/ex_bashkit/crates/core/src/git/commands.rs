@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 use super::dates::{self, DateMode};
 use super::diff::{self, Change};
 use super::repo::{
-    committed_files, index_files, Abbrev, Blob, Files, Head, Index, Oid, Repo, WorkFile,
+    committed_files, index_files, Abbrev, Blob, Files, Head, Index, Oid, Repo, Signature, WorkFile,
 };
 use super::{config, text};
 use super::{resolve, Here, Out, Run};
@@ -766,6 +766,11 @@ pub(super) struct Shown {
     pub(super) now: i64,
     /// `--abbrev-commit`: the `commit` line's name abbreviated.
     pub(super) abbrev_commit: bool,
+    /// `.mailmap`, for `%aN` and its kind.
+    pub(super) mailmap: std::sync::Arc<super::mailmap::Mailmap>,
+    /// Whether authors and committers are shown as `.mailmap` names them
+    /// (`log.mailmap`, its default on; `--[no-]use-mailmap`).
+    pub(super) map_idents: bool,
 }
 
 impl Shown {
@@ -778,13 +783,37 @@ impl Shown {
                 Out::fatal(format!("not supported by the sandbox's git: --date={name}"))
             })?,
         };
+        let map_idents = match args.last(&[
+            "--use-mailmap",
+            "--mailmap",
+            "--no-use-mailmap",
+            "--no-mailmap",
+        ]) {
+            Some(flag) => !flag.starts_with("--no-"),
+            None => repo.config_bool("log.mailmap", true).await,
+        };
         Ok(Shown {
             abbrev: repo.abbrev().await,
             date,
             now: now(),
             // `--oneline` is `--pretty=oneline --abbrev-commit`.
             abbrev_commit: args.has(&["--abbrev-commit", "--oneline"]),
+            mailmap: std::sync::Arc::new(repo.mailmap().await.map_err(Out::fatal)?),
+            map_idents,
         })
+    }
+
+    /// A commit's author or committer as its header block shows them.
+    pub(super) fn ident(&self, who: &Signature) -> Signature {
+        match self.map_idents {
+            true => self.mailmap.map(who),
+            false => who.clone(),
+        }
+    }
+
+    /// The mailmap `--author` and `--committer` match through, if used.
+    pub(super) fn idents_map(&self) -> Option<std::sync::Arc<super::mailmap::Mailmap>> {
+        (self.map_idents && !self.mailmap.is_empty()).then(|| self.mailmap.clone())
     }
 }
 
@@ -879,7 +908,21 @@ impl Block {
                 break;
             }
             out.push_str("    ");
-            out.push_str(line);
+            // Tabs become spaces to the next multiple of eight columns of
+            // the line, as git's `expand_tabs_in_log` does.
+            let mut column = 0;
+            for piece in line.split_inclusive('\t') {
+                match piece.strip_suffix('\t') {
+                    Some(text) => {
+                        column += text::display_width(text);
+                        let pad = 8 - column % 8;
+                        out.push_str(text);
+                        out.push_str(&" ".repeat(pad));
+                        column += pad;
+                    }
+                    None => out.push_str(piece),
+                }
+            }
             out.push('\n');
         }
         let kept = out.trim_end().len();

@@ -480,13 +480,15 @@ impl Ctx<'_> {
         let walk = self.walk_of(&args).await?;
         let steps = walk.run(&self.repo, |_| true).await.map_err(failed)?;
         let email = args.has(&["-e", "--email"]);
+        let mailmap = self.repo.mailmap().await.map_err(Out::fatal)?;
         let mut by_author: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for step in steps.iter().rev() {
             let commit = &step.commit;
+            let author = mailmap.map(&commit.author);
             let who = if email {
-                format!("{} <{}>", commit.author.name, commit.author.email)
+                format!("{} <{}>", author.name, author.email)
             } else {
-                commit.author.name.clone()
+                author.name
             };
             by_author.entry(who).or_default().push(commit.subject());
         }

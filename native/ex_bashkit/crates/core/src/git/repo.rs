@@ -1635,6 +1635,33 @@ impl Repo {
         Ok(IndexEntry::new(Blob { mode, oid }, stat))
     }
 
+    /// The repository's mailmap, read where git reads it: `.mailmap` at
+    /// the top of the work tree (not followed if a link), or `HEAD`'s in
+    /// a bare repository. `mailmap.file` and `mailmap.blob` are refused.
+    pub async fn mailmap(&self) -> Res<super::mailmap::Mailmap> {
+        for key in ["mailmap.file", "mailmap.blob"] {
+            if self.config_value(key).await.is_some() {
+                return Err(format!("not supported by the sandbox's git: {key}"));
+            }
+        }
+        let mut map = super::mailmap::Mailmap::default();
+        let text = if self.bare().await {
+            match self.resolve("HEAD:.mailmap").await {
+                Some(oid) => self.blob(&oid).await.ok(),
+                None => None,
+            }
+        } else {
+            match self.lstat(".mailmap").await {
+                Ok((0o100644 | 0o100755, _)) => self.content(".mailmap", 0o100644).await.ok(),
+                _ => None,
+            }
+        };
+        if let Some(text) = text {
+            map.add(&String::from_utf8_lossy(&text));
+        }
+        Ok(map)
+    }
+
     /// A work-tree file's git mode and stat (all of `lstat`'s where the
     /// tree is the host's).
     async fn lstat(&self, path: &str) -> Res<(u32, Stat)> {

@@ -297,16 +297,6 @@ impl Ctx<'_> {
         }
         let repo = &self.repo;
         repo.check_writable().await.map_err(failed)?;
-        let unmerged = repo.unmerged();
-        if !unmerged.is_empty() {
-            let mut message = String::from(
-                "error: Committing is not possible because you have unmerged files.\n\
-                 hint: Fix them up in the work tree, and then use 'git add/rm <file>'\n\
-                 hint: as appropriate to mark resolution and make a commit.\n",
-            );
-            message.push_str("fatal: Exiting because of an unresolved conflict.\n");
-            return Err(Out::error(message, 128));
-        }
         if args.has(&["-a", "--all"]) {
             let mut index = repo.index().await.map_err(failed)?;
             let work = repo.work_files(&index).await.map_err(failed)?;
@@ -328,7 +318,23 @@ impl Ctx<'_> {
                     }
                 }
             }
+            // `-a` stages a conflicted path's file too (its removal if it
+            // is gone), which resolves it.
+            for path in repo.unmerged() {
+                if repo.io.exists(&repo.root.join(&path)).await {
+                    let entry = repo.stage(&path).await.map_err(failed)?;
+                    index.insert(path, entry);
+                }
+            }
+            repo.set_unmerged(Vec::new());
             repo.save_index(&index).await.map_err(failed)?;
+        }
+        if !repo.unmerged().is_empty() {
+            let message = "error: Committing is not possible because you have unmerged files.\n\
+                 hint: Fix them up in the work tree, and then use 'git add/rm <file>'\n\
+                 hint: as appropriate to mark resolution and make a commit.\n\
+                 fatal: Exiting because of an unresolved conflict.\n";
+            return Err(Out::error(message, 128));
         }
         let amend = args.has(&["--amend"]);
         let head = repo.head_commit().await;

@@ -45,6 +45,10 @@ const SHOW: Spec = Spec {
         "--abbrev-commit",
         "--no-abbrev-commit",
         "--no-decorate",
+        "--use-mailmap",
+        "--mailmap",
+        "--no-use-mailmap",
+        "--no-mailmap",
     ],
     valued: &[&["--format", "--pretty"], &["--date"]],
 };
@@ -84,6 +88,10 @@ const LOG: Spec = Spec {
         "--abbrev-commit",
         "--no-abbrev-commit",
         "--no-decorate",
+        "--use-mailmap",
+        "--mailmap",
+        "--no-use-mailmap",
+        "--no-mailmap",
         "-<n>",
     ],
     valued: &[
@@ -122,9 +130,20 @@ pub(super) struct Filter {
     until: Option<i64>,
     min_parents: usize,
     max_parents: Option<usize>,
+    /// `log`'s mailmap: authors and committers matched as it names them.
+    mailmap: Option<std::sync::Arc<crate::git::mailmap::Mailmap>>,
 }
 
 impl Filter {
+    /// Authors and committers matched as `mailmap` names them.
+    pub(super) fn through(
+        mut self,
+        mailmap: Option<std::sync::Arc<crate::git::mailmap::Mailmap>>,
+    ) -> Filter {
+        self.mailmap = mailmap;
+        self
+    }
+
     /// The filters `args` give; `None` when there are none.
     pub(super) fn of(args: &Args<'_>) -> Result<Option<Filter>, Out> {
         let ignore_case = args.has(&["-i", "--regexp-ignore-case"]);
@@ -178,6 +197,7 @@ impl Filter {
                 .transpose()?,
             min_parents,
             max_parents,
+            mailmap: None,
         };
         let none = filter.author.is_empty()
             && filter.committer.is_empty()
@@ -201,6 +221,14 @@ impl Filter {
             return false;
         }
         let any = |patterns: &[regex::Regex], s: &crate::git::repo::Signature| {
+            let mapped;
+            let s = match &self.mailmap {
+                Some(map) if !patterns.is_empty() => {
+                    mapped = map.map(s);
+                    &mapped
+                }
+                _ => s,
+            };
             patterns.is_empty() || patterns.iter().any(|r| r.is_match(&who(s)))
         };
         if !any(&self.author, &commit.author) || !any(&self.committer, &commit.committer) {
@@ -515,10 +543,14 @@ impl Ctx<'_> {
             };
             if let Some(who) = who {
                 let iso = || dates::iso_date(who.time, &who.zone);
+                let mapped = || shown.mailmap.map(who);
                 match field {
                     "n" => out.push_str(&who.name),
                     "e" => out.push_str(&who.email),
                     "l" => out.push_str(who.email.split('@').next().unwrap_or("")),
+                    "N" => out.push_str(&mapped().name),
+                    "E" => out.push_str(&mapped().email),
+                    "L" => out.push_str(mapped().email.split('@').next().unwrap_or("")),
                     "d" => out.push_str(&shown.date.show(who.time, &who.zone, shown.now)),
                     "r" => out.push_str(&dates::relative(who.time, shown.now)),
                     "D" => out.push_str(&DateMode::Rfc.show(who.time, &who.zone, shown.now)),
@@ -606,9 +638,9 @@ impl Ctx<'_> {
                         commit.parents.iter().map(|p| abbrev.of(p, None)).collect();
                     let _ = writeln!(out, "Merge: {}", parents.join(" "));
                 }
-                out.push_str(&block.person("Author", &commit.author, shown));
+                out.push_str(&block.person("Author", &shown.ident(&commit.author), shown));
                 if *block >= Block::Full {
-                    out.push_str(&block.person("Commit", &commit.committer, shown));
+                    out.push_str(&block.person("Commit", &shown.ident(&commit.committer), shown));
                 }
                 out.push('\n');
                 out.push_str(&block.message(&commit.message));
@@ -732,7 +764,7 @@ impl Ctx<'_> {
         let style = Style::of(&args)?;
         let shown = Shown::of(&self.repo, &args).await?;
         let walk = self.walk_of(&args).await?;
-        let filter = Filter::of(&args)?;
+        let filter = Filter::of(&args)?.map(|f| f.through(shown.idents_map()));
         let graph = args.has(&["--graph"]);
         let topo = graph || args.has(&["--topo-order"]);
         if topo
@@ -909,10 +941,26 @@ impl Ctx<'_> {
         if matches!(style, Style::Format(..)) && shows_entry {
             out.push('\n');
         }
-        // A clean merge's combined diff is empty (no file differs from
-        // every parent); its stat is against the first parent.
         let summary = args.has(&["--stat", "--name-only", "--name-status"]);
-        if args.has(&["-s", "--no-patch", "--quiet"]) || (commit.parents.len() > 1 && !summary) {
+        if args.has(&["-s", "--no-patch", "--quiet"]) {
+            return Ok(Out::ok(out));
+        }
+        // A merge shows its combined diff (`--cc`) after a blank line:
+        // nothing when no file differs from every parent; its stat is
+        // against the first parent.
+        if commit.parents.len() > 1 && !summary {
+            if shows_entry {
+                out.push('\n');
+            }
+            let shown_file = crate::git::combined::first_shown(&self.repo, &commit)
+                .await
+                .map_err(failed)?;
+            if let Some(path) = shown_file {
+                let short = &oid[..12.min(oid.len())];
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: the combined diff of a merge that changes {path} against every parent; show it against one parent: git diff {short}^1 {short}"
+                )));
+            }
             return Ok(Out::ok(out));
         }
         let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
