@@ -555,6 +555,45 @@ defmodule ExBashkit.GitOptionsTest do
              run(session, "git show HEAD")
   end
 
+  test "paths past ASCII or with quotes, tabs and spaces print quoted as real git's", ctx do
+    script = """
+    cafe=$(printf 'caf\\303\\251.txt')
+    echo x > "$cafe" && echo z > 'q"uote.txt' && echo s > 'sp ace.txt'
+    git add -A && git commit -m odd && git show --stat --format= && git log --name-status -n 1 --format=
+    git mv "$cafe" "$(printf 'caf\\303\\251 moved.txt')" && echo more >> 'q"uote.txt' && touch "$(printf 'n\\303\\251w')" 'new one'
+    git status; git status --short; git status --porcelain; git status --porcelain=v2
+    git diff; git diff --cached; git diff --stat; git diff --cached --name-status
+    git ls-files; git ls-files -s | cut -f2; git ls-tree HEAD | cut -f2; git grep -n z; git clean -n
+    git commit -qm moved && git show --stat --format= && git -c core.quotePath=false ls-files
+    """
+
+    [real, ours] = on_copies(ctx, "quoting", script)
+    assert ours == real
+    assert real =~ ~s(?? "new one"\n)
+    assert real =~ ~s(diff --git "a/q\\"uote.txt" "b/q\\"uote.txt"\n)
+    assert real =~ ~s(R  "caf\\303\\251.txt" -> "caf\\303\\251 moved.txt")
+
+    # A tab in a name: the sandbox makes no such file, but reads one a
+    # repository real git made has.
+    dir = Path.join(Path.dirname(ctx.repo), "quoting_tab")
+    File.mkdir_p!(dir)
+
+    git!(
+      dir,
+      "git init -q -b main && printf 'y\\n' > \"$(printf 'tab\\tname.txt')\" && git add -A && git commit -q -m tab",
+      identity()
+    )
+
+    reads = "git ls-files; git ls-tree HEAD; git show --stat --format=; git log -p --format=%s"
+    {expected, 0} = System.cmd("bash", ["-c", reads], cd: dir, env: host_env())
+    assert expected =~ ~s("tab\\tname.txt")
+
+    session =
+      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+
+    assert %Result{stdout: ^expected} = run(session, reads)
+  end
+
   test "grep names the binary files that match, as real git does", ctx do
     script = """
     printf 'hello\\0world\\nhello there\\n' > data.bin && git add data.bin && git commit -q -m bin

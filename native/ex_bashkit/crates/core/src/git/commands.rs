@@ -79,7 +79,12 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
             ) {
                 repo.check_writable().await.map_err(Out::fatal)?;
             }
-            let it = Ctx { here, repo };
+            let quote_high = repo.config_bool("core.quotepath", true).await;
+            let it = Ctx {
+                here,
+                repo,
+                quote_high,
+            };
             match name {
                 #[cfg(feature = "network")]
                 "fetch" => super::transfer::fetch(here, &it.repo, rest).await,
@@ -529,6 +534,8 @@ impl State {
 pub(super) struct Ctx<'a> {
     pub(super) here: &'a Here<'a>,
     pub(super) repo: Repo,
+    /// `core.quotePath`: paths past ASCII printed quoted, in octal.
+    pub(super) quote_high: bool,
 }
 
 impl Ctx<'_> {
@@ -600,11 +607,35 @@ impl Ctx<'_> {
     }
 
     /// A repository path (or `a -> b`) as seen from the working
-    /// directory, as `status` shows it.
+    /// directory, quoted as `status` quotes it.
     fn shown(&self, path: &str) -> String {
+        self.shown_as(path, false)
+    }
+
+    /// A path quoted as git prints one (`core.quotePath`).
+    pub(super) fn quoted<'p>(&self, path: &'p str) -> std::borrow::Cow<'p, str> {
+        text::quote_path(path, self.quote_high)
+    }
+
+    /// [`Self::shown`], each name in quotes also when it holds a space
+    /// (`spaced`, as `status --short` has it).
+    pub(super) fn shown_as(&self, path: &str, spaced: bool) -> String {
         if let Some((from, to)) = path.split_once(" -> ") {
-            return format!("{} -> {}", self.shown(from), self.shown(to));
+            return format!(
+                "{} -> {}",
+                self.shown_as(from, spaced),
+                self.shown_as(to, spaced)
+            );
         }
+        let relative = self.relative_path(path);
+        match spaced {
+            true => text::quote_spaced(&relative, self.quote_high).into_owned(),
+            false => text::quote_path(&relative, self.quote_high).into_owned(),
+        }
+    }
+
+    /// A repository path as seen from the working directory.
+    fn relative_path(&self, path: &str) -> String {
         let prefix = self.pathspec(".");
         if prefix.is_empty() {
             return path.to_string();
@@ -702,6 +733,7 @@ impl Ctx<'_> {
                 Err(name) => self.other_driver(&name, path).await?,
             };
             changes.push(Change {
+                quote_high: self.quote_high,
                 path: path.clone(),
                 from: None,
                 similarity: 0,

@@ -2,16 +2,20 @@
 //! and the enclosing "function" line in the header, `--stat`, and the
 //! summary line `commit` prints.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use std::ops::Range;
 
 use super::repo::{Abbrev, Blob, NULL_OID};
+use super::text;
 use super::userdiff::Driver;
 
 /// One file's change: either side may be absent.
 pub struct Change {
+    /// `core.quotePath`: names past ASCII printed quoted.
+    pub quote_high: bool,
     pub path: String,
     /// The old name of a renamed file.
     pub from: Option<String>,
@@ -333,10 +337,27 @@ impl Change {
     /// `a => b`, or `dir/{a => b}` for a common directory, as `--stat`
     /// and `commit` name a rename.
     pub fn name(&self) -> String {
+        let quoted = |path| text::quote_path(path, self.quote_high);
         match &self.from {
-            None => self.path.clone(),
-            Some(from) => rename_name(from, &self.path),
+            None => quoted(&self.path).into_owned(),
+            // A side that needs quotes: both quoted whole, nothing shared.
+            Some(from) => match (quoted(from), quoted(&self.path)) {
+                (Cow::Borrowed(_), Cow::Borrowed(_)) => rename_name(from, &self.path),
+                (from, to) => format!("{from} => {to}"),
+            },
         }
+    }
+
+    /// The path as `--name-only` and `--name-status` print it.
+    pub fn shown_path(&self) -> Cow<'_, str> {
+        text::quote_path(&self.path, self.quote_high)
+    }
+
+    /// The old path of a rename, as `--name-status` prints it.
+    pub fn shown_from(&self) -> Option<Cow<'_, str>> {
+        self.from
+            .as_deref()
+            .map(|from| text::quote_path(from, self.quote_high))
     }
 
     fn binary(&self) -> bool {
@@ -373,7 +394,12 @@ impl Change {
     pub fn patch(&self, abbrev: &Abbrev) -> String {
         let path = &self.path;
         let old_path = self.from.as_deref().unwrap_or(path);
-        let mut out = format!("diff --git a/{old_path} b/{path}\n");
+        let high = self.quote_high;
+        let mut out = format!(
+            "diff --git {} {}\n",
+            text::quote_prefixed("a/", old_path, high),
+            text::quote_prefixed("b/", path, high)
+        );
         let old_oid = self.old.as_ref().map_or(NULL_OID, |(b, _)| b.oid.as_str());
         let new_oid = self.new.as_ref().map_or(NULL_OID, |(b, _)| b.oid.as_str());
         let index = |out: &mut String, mode: Option<u32>| {
@@ -404,8 +430,10 @@ impl Change {
                 if let Some(from) = &self.from {
                     let _ = writeln!(
                         out,
-                        "similarity index {}%\nrename from {from}\nrename to {path}",
-                        self.similarity
+                        "similarity index {}%\nrename from {}\nrename to {}",
+                        self.similarity,
+                        text::quote_path(from, high),
+                        text::quote_path(path, high)
                     );
                 }
                 if old.oid == new.oid {
@@ -416,12 +444,12 @@ impl Change {
             (None, None) => return String::new(),
         }
         let a = if self.old.is_some() {
-            format!("a/{old_path}")
+            text::quote_prefixed("a/", old_path, high)
         } else {
             "/dev/null".to_string()
         };
         let b = if self.new.is_some() {
-            format!("b/{path}")
+            text::quote_prefixed("b/", path, high)
         } else {
             "/dev/null".to_string()
         };
@@ -718,6 +746,7 @@ mod tests {
     #[test]
     fn renames_are_named_with_their_common_directory() {
         let change = |from: &str, to: &str| Change {
+            quote_high: true,
             path: to.to_string(),
             from: Some(from.to_string()),
             similarity: 100,

@@ -137,6 +137,26 @@ pub fn quote_path(path: &str, high: bool) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `prefix` and `path` as git's diff headers print them: quoted whole
+/// (`"a/caf\303\251"`) when the path needs quoting.
+pub fn quote_prefixed(prefix: &str, path: &str, high: bool) -> String {
+    match quote_path(path, high) {
+        std::borrow::Cow::Borrowed(_) => format!("{prefix}{path}"),
+        std::borrow::Cow::Owned(_) => quote_path(&format!("{prefix}{path}"), high).into_owned(),
+    }
+}
+
+/// [`quote_path`], and in quotes too when it holds a space (`git status
+/// --short`'s rule).
+pub fn quote_spaced(path: &str, high: bool) -> std::borrow::Cow<'_, str> {
+    match quote_path(path, high) {
+        std::borrow::Cow::Borrowed(plain) if plain.contains(' ') => {
+            std::borrow::Cow::Owned(format!("\"{plain}\""))
+        }
+        quoted => quoted,
+    }
+}
+
 /// How many columns `text` takes in a terminal, as git's
 /// `utf8_strwidth` counts (a character each; wide ones two).
 pub fn display_width(text: &str) -> usize {

@@ -505,7 +505,7 @@ impl Ctx<'_> {
                 continue;
             }
             if dry {
-                let _ = writeln!(out, "Would remove {path}");
+                let _ = writeln!(out, "Would remove {}", self.quoted(&path));
                 continue;
             }
             let quiet = args.has(&["-q", "--quiet"]);
@@ -520,7 +520,7 @@ impl Ctx<'_> {
                 self.repo.remove_file(file).await.map_err(failed)?;
             }
             if !quiet {
-                let _ = writeln!(out, "Removing {path}");
+                let _ = writeln!(out, "Removing {}", self.quoted(&path));
             }
         }
         Ok(Out::ok(out))

@@ -761,6 +761,7 @@ impl Ctx<'_> {
             }
         }
         for (path, mode, oid) in listed {
+            let path = self.quoted(&path);
             let kind = match mode {
                 0o40000 => "tree",
                 0o160000 => "commit",

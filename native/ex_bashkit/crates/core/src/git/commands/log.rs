@@ -377,18 +377,22 @@ impl Ctx<'_> {
                 .unwrap_or_default();
         }
         if args.has(&["--name-only"]) {
-            return changes.iter().map(|c| format!("{}\n", c.path)).collect();
+            return changes
+                .iter()
+                .map(|c| format!("{}\n", c.shown_path()))
+                .collect();
         }
         if args.has(&["--name-status"]) {
             return changes
                 .iter()
-                .map(|c| match (&c.from, &c.old, &c.new) {
-                    (Some(from), _, _) => {
-                        format!("R{:03}\t{from}\t{}\n", c.similarity, c.path)
+                .map(|c| {
+                    let path = c.shown_path();
+                    match (c.shown_from(), &c.old, &c.new) {
+                        (Some(from), _, _) => format!("R{:03}\t{from}\t{path}\n", c.similarity),
+                        (None, None, _) => format!("A\t{path}\n"),
+                        (None, _, None) => format!("D\t{path}\n"),
+                        _ => format!("M\t{path}\n"),
                     }
-                    (None, None, _) => format!("A\t{}\n", c.path),
-                    (None, _, None) => format!("D\t{}\n", c.path),
-                    _ => format!("M\t{}\n", c.path),
                 })
                 .collect();
         }

@@ -450,16 +450,18 @@ impl Ctx<'_> {
                     let _ = writeln!(out, " rename {} ({}%)", change.name(), change.similarity);
                 }
                 (None, Some((blob, _))) => {
-                    let _ = writeln!(out, " create mode {:o} {}", blob.mode, change.path);
+                    let _ = writeln!(out, " create mode {:o} {}", blob.mode, change.shown_path());
                 }
                 (Some((blob, _)), None) => {
-                    let _ = writeln!(out, " delete mode {:o} {}", blob.mode, change.path);
+                    let _ = writeln!(out, " delete mode {:o} {}", blob.mode, change.shown_path());
                 }
                 (Some((old, _)), Some((new, _))) if old.mode != new.mode => {
                     let _ = writeln!(
                         out,
                         " mode change {:o} => {:o} {}",
-                        old.mode, new.mode, change.path
+                        old.mode,
+                        new.mode,
+                        change.shown_path()
                     );
                 }
                 _ => {}

@@ -30,11 +30,12 @@ impl Ctx<'_> {
             if !Self::any_match(&specs, path) {
                 return None;
             }
-            if prefix.is_empty() {
-                Some(path.to_string())
+            let relative = if prefix.is_empty() {
+                Some(path)
             } else {
-                path.strip_prefix(&format!("{prefix}/")).map(str::to_string)
-            }
+                path.strip_prefix(&format!("{prefix}/"))
+            };
+            relative.map(|r| self.quoted(r).into_owned())
         };
         let mut out = String::new();
         if args.has(&["-o", "--others"]) && !args.has(&["--exclude-standard"]) {
@@ -260,18 +261,19 @@ impl Ctx<'_> {
                     });
                     let _ = writeln!(
                         out,
-                        "{}:{}:{}\t{path}",
-                        source.unwrap_or_default(),
+                        "{}:{}:{}\t{}",
+                        self.quoted(&source.unwrap_or_default()),
                         found.line,
-                        found.pattern
+                        found.pattern,
+                        self.quoted(path)
                     );
                 }
                 (Some(_), false) => {
                     ignored += 1;
-                    let _ = writeln!(out, "{path}");
+                    let _ = writeln!(out, "{}", self.quoted(path));
                 }
                 (None, _) if non_matching => {
-                    let _ = writeln!(out, "::\t{path}");
+                    let _ = writeln!(out, "::\t{}", self.quoted(path));
                 }
                 (None, _) => {}
             }
@@ -433,6 +435,7 @@ impl Ctx<'_> {
             let Ok(bytes) = self.repo.content(&path, entry.blob.mode).await else {
                 continue;
             };
+            let name = self.quoted(&path);
             // A binary file: searched line by line as bytes; a match is
             // named (`Binary file X matches`), never printed. `-I` skips it.
             if bytes.iter().take(8000).any(|&b| b == 0) {
@@ -446,11 +449,11 @@ impl Ctx<'_> {
                     .filter(|line| binary_regex.is_match(line) != invert)
                     .count();
                 if hits > 0 && names_only {
-                    let _ = writeln!(out, "{path}");
+                    let _ = writeln!(out, "{name}");
                 } else if hits > 0 && count {
-                    let _ = writeln!(out, "{path}:{hits}");
+                    let _ = writeln!(out, "{name}:{hits}");
                 } else if hits > 0 {
-                    let _ = writeln!(out, "Binary file {path} matches");
+                    let _ = writeln!(out, "Binary file {name} matches");
                 }
                 continue;
             }
@@ -468,9 +471,9 @@ impl Ctx<'_> {
                     continue;
                 }
                 if numbered {
-                    let _ = writeln!(out, "{path}:{}:{line}", number + 1);
+                    let _ = writeln!(out, "{name}:{}:{line}", number + 1);
                 } else {
-                    let _ = writeln!(out, "{path}:{line}");
+                    let _ = writeln!(out, "{name}:{line}");
                 }
             }
             // git prints the file's bytes as they are; these would not be.
@@ -480,9 +483,9 @@ impl Ctx<'_> {
                 )));
             }
             if hits > 0 && names_only {
-                let _ = writeln!(out, "{path}");
+                let _ = writeln!(out, "{name}");
             } else if hits > 0 && count {
-                let _ = writeln!(out, "{path}:{hits}");
+                let _ = writeln!(out, "{name}:{hits}");
             }
         }
         let code = i32::from(out.is_empty());
@@ -609,7 +612,7 @@ impl Ctx<'_> {
                     0o160000 => "commit",
                     _ => "blob",
                 };
-                let _ = writeln!(out, "{mode:06o} {kind} {child}\t{name}");
+                let _ = writeln!(out, "{mode:06o} {kind} {child}\t{}", self.quoted(&name));
             }
             return Ok(Out::ok(out));
         }

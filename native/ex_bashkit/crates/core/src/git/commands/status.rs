@@ -74,9 +74,12 @@ impl Ctx<'_> {
         // Porcelain paths are the repository's; short ones the caller's.
         let shown = |path: &str| -> String {
             if porcelain {
-                path.to_string()
+                path.split(" -> ")
+                    .map(|p| text::quote_spaced(p, self.quote_high).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" -> ")
             } else {
-                self.shown(path)
+                self.shown_as(path, true)
             }
         };
         let mut out = String::new();
@@ -179,6 +182,7 @@ impl Ctx<'_> {
             }
         }
         let zero = crate::git::repo::NULL_OID;
+        let quote = |path: &str| text::quote_path(path, self.quote_high).into_owned();
         let mut lines: BTreeMap<String, String> = BTreeMap::new();
         let mut codes: BTreeMap<String, (char, char, Option<String>)> = BTreeMap::new();
         for (code, shown) in state.staged() {
@@ -205,18 +209,21 @@ impl Ctx<'_> {
             let oid = |b: Option<&Blob>| b.map_or(zero.to_string(), |b| b.oid.clone());
             let line = match from {
                 Some(from) => format!(
-                    "2 {x}{y} N... {:06o} {:06o} {work:06o} {} {} R100 {path}\t{from}",
+                    "2 {x}{y} N... {:06o} {:06o} {work:06o} {} {} R100 {}\t{}",
                     mode(head),
                     mode(index),
                     oid(head),
-                    oid(index)
+                    oid(index),
+                    quote(&path),
+                    quote(&from)
                 ),
                 None => format!(
-                    "1 {x}{y} N... {:06o} {:06o} {work:06o} {} {} {path}",
+                    "1 {x}{y} N... {:06o} {:06o} {work:06o} {} {} {}",
                     mode(head),
                     mode(index),
                     oid(head),
-                    oid(index)
+                    oid(index),
+                    quote(&path)
                 ),
             };
             lines.insert(path, line);
@@ -230,14 +237,15 @@ impl Ctx<'_> {
             lines.insert(
                 path.clone(),
                 format!(
-                    "u {} N... {:06o} {:06o} {:06o} {work:06o} {} {} {} {path}",
+                    "u {} N... {:06o} {:06o} {:06o} {work:06o} {} {} {} {}",
                     unmerged_code(stages).0,
                     mode(get(1)),
                     mode(get(2)),
                     mode(get(3)),
                     oid(get(1)),
                     oid(get(2)),
-                    oid(get(3))
+                    oid(get(3)),
+                    quote(path)
                 ),
             );
         }
@@ -246,7 +254,7 @@ impl Ctx<'_> {
             out.push('\n');
         }
         for path in untracked {
-            let _ = writeln!(out, "? {path}");
+            let _ = writeln!(out, "? {}", quote(path));
         }
         out
     }
