@@ -215,7 +215,8 @@ defmodule ExBashkit.GitOptionsTest do
           {"git log --format=raw -n 1", "--format=raw"},
           {"git ls-remote --heads .",
            "a repository on a path as a remote ('.'); remotes are reached over HTTP(S)"},
-          {"git remote show origin", "remote show"},
+          {"git remote show origin",
+           "remote show without -n (asking the remote); git remote show -n NAME shows what the repository knows"},
           {"git commit --fixup HEAD", "--fixup"},
           {"git clean -fdx", "-fdx"}
         ] do
@@ -587,6 +588,43 @@ defmodule ExBashkit.GitOptionsTest do
     reads = "git ls-files; git ls-tree HEAD; git show --stat --format=; git log -p --format=%s"
     {expected, 0} = System.cmd("bash", ["-c", reads], cd: dir, env: host_env())
     assert expected =~ ~s("tab\\tname.txt")
+
+    session =
+      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+
+    assert %Result{stdout: ^expected} = run(session, reads)
+  end
+
+  test "remote lists and remote show -n print what real git prints", ctx do
+    # Made by real git: the sandbox's shell writes nothing under .git.
+    dir = Path.join(Path.dirname(ctx.repo), "remotes")
+    File.mkdir_p!(dir)
+
+    git!(
+      dir,
+      """
+      git init -q -b main && git commit -q --allow-empty -m one && git commit -q --allow-empty -m two
+      git remote add upstream https://example.com/up.git && git remote add fork https://example.com/f.git
+      git config --add remote.fork.pushurl https://example.com/p1.git
+      git config --add remote.fork.pushurl https://example.com/p2.git
+      git config remote.fork.push 'refs/heads/main:refs/heads/up'
+      git config --add remote.fork.push '+refs/heads/b:refs/heads/c'
+      git config branch.main.remote fork && git config branch.main.merge refs/heads/dev
+      git config --add branch.main.merge refs/heads/dev2 && git config branch.topic.remote fork
+      git config branch.topic.merge refs/heads/t && git config branch.topic.rebase true
+      git update-ref refs/remotes/fork/dev HEAD && git update-ref refs/remotes/fork/t HEAD~1
+      """,
+      identity()
+    )
+
+    reads =
+      "git remote; git remote -v; git remote show; git remote show -n fork upstream; " <>
+        "git remote show -n nowhere"
+
+    {expected, 0} = System.cmd("bash", ["-c", reads], cd: dir, env: host_env())
+    assert expected =~ "fork\nupstream\n"
+    assert expected =~ "    topic rebases onto remote t\n"
+    assert expected =~ "  Remote branches: (status not queried)\n    dev\n    t\n"
 
     session =
       Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])

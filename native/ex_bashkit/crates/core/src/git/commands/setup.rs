@@ -219,19 +219,70 @@ pub(super) async fn remote(here: &Here<'_>, args: &[String]) -> Run {
             Some((name.to_string(), v))
         })
         .collect();
+    let settings: Vec<(String, String)> = repo
+        .config()
+        .await
+        .into_iter()
+        .map(|(k, v)| (config::canonical(&k), v))
+        .collect();
+    let described = RemoteSettings::all(&settings);
     match args.first().map(String::as_str) {
+        // Sorted by name, as git lists them.
         None => Ok(Out::ok(
-            remotes
-                .iter()
-                .map(|(n, _)| format!("{n}\n"))
+            described
+                .keys()
+                .map(|n| format!("{n}\n"))
                 .collect::<String>(),
         )),
         Some("-v") => Ok(Out::ok(
-            remotes
+            described
                 .iter()
-                .map(|(n, u)| format!("{n}\t{u} (fetch)\n{n}\t{u} (push)\n"))
+                .map(|(name, remote)| {
+                    let mut lines = String::new();
+                    if let Some(url) = remote.urls.first() {
+                        let _ = write!(lines, "{name}\t{url} (fetch)");
+                        if let Some(filter) = &remote.filter {
+                            let _ = write!(lines, " [{filter}]");
+                        }
+                        lines.push('\n');
+                    }
+                    for url in remote.push_urls() {
+                        let _ = writeln!(lines, "{name}\t{url} (push)");
+                    }
+                    lines
+                })
                 .collect::<String>(),
         )),
+        Some("show") => {
+            let (no_query, names): (Vec<&String>, Vec<&String>) =
+                args[1..].iter().partition(|a| a.starts_with('-'));
+            if let Some(option) = no_query.iter().find(|a| a.as_str() != "-n") {
+                return Err(Out::error(
+                    format!("error: unknown switch `{}'\nusage: git remote show [<options>] <name>...\n", option.trim_start_matches('-')),
+                    129,
+                ));
+            }
+            if names.is_empty() {
+                return Ok(Out::ok(
+                    described.keys().map(|n| format!("{n}\n")).collect::<String>(),
+                ));
+            }
+            if no_query.is_empty() {
+                return Err(Out::fatal(
+                    "not supported by the sandbox's git: remote show without -n (asking the remote); git remote show -n NAME shows what the repository knows",
+                ));
+            }
+            let refs = repo.all_refs().await;
+            let mut out = String::new();
+            for name in names {
+                let remote = described.get(name.as_str()).cloned().unwrap_or_else(|| RemoteSettings {
+                    urls: vec![name.to_string()],
+                    ..RemoteSettings::default()
+                });
+                remote.show_unqueried(name, &settings, &refs, &repo, &mut out).await;
+            }
+            Ok(Out::ok(out))
+        }
         Some("add") if args.len() == 3 => {
             let name = &args[1];
             if remotes.iter().any(|(n, _)| n == name) {
@@ -283,7 +334,7 @@ pub(super) async fn remote(here: &Here<'_>, args: &[String]) -> Run {
             Ok(Out::ok(""))
         }
         // What git's `remote` has and ours has not: refused by name.
-        Some(sub @ ("show" | "prune" | "update" | "set-head" | "set-branches" | "rename")) => {
+        Some(sub @ ("prune" | "update" | "set-head" | "set-branches" | "rename")) => {
             Err(Out::fatal(format!(
                 "not supported by the sandbox's git: remote {sub}"
             )))
@@ -300,5 +351,216 @@ pub(super) async fn remote(here: &Here<'_>, args: &[String]) -> Run {
             "usage: git remote [-v | add <name> <url> | remove <name> | get-url <name> | set-url <name> <url>]\n",
             129,
         )),
+    }
+}
+
+/// What the config says of one remote.
+#[derive(Clone, Default)]
+struct RemoteSettings {
+    urls: Vec<String>,
+    push_urls: Vec<String>,
+    fetch: Vec<String>,
+    push: Vec<String>,
+    mirror: bool,
+    /// `partialclonefilter`, shown by `remote -v`.
+    filter: Option<String>,
+}
+
+impl RemoteSettings {
+    /// Every configured remote, by name.
+    fn all(settings: &[(String, String)]) -> BTreeMap<String, RemoteSettings> {
+        let mut remotes: BTreeMap<String, RemoteSettings> = BTreeMap::new();
+        for (key, value) in settings {
+            let Some((name, field)) = key.strip_prefix("remote.").and_then(|k| k.rsplit_once('.'))
+            else {
+                continue;
+            };
+            let remote = remotes.entry(name.to_string()).or_default();
+            match field {
+                "url" => remote.urls.push(value.clone()),
+                "pushurl" => remote.push_urls.push(value.clone()),
+                "fetch" => remote.fetch.push(value.clone()),
+                "push" => remote.push.push(value.clone()),
+                "partialclonefilter" => remote.filter = Some(value.clone()),
+                "mirror" => {
+                    remote.mirror = matches!(
+                        value.to_lowercase().as_str(),
+                        "true" | "yes" | "on" | "1" | ""
+                    )
+                }
+                _ => {}
+            }
+        }
+        remotes
+    }
+
+    /// Where it pushes: its `pushurl`s, else its `url`s.
+    fn push_urls(&self) -> &[String] {
+        match self.push_urls.is_empty() {
+            true => &self.urls,
+            false => &self.push_urls,
+        }
+    }
+
+    /// The branch a remote-tracking ref follows, by the fetch refspecs
+    /// (`refs/remotes/origin/main` → `main`).
+    fn tracked(&self, reference: &str) -> Option<String> {
+        self.fetch.iter().find_map(|spec| {
+            let (src, dst) = spec.trim_start_matches('+').split_once(':')?;
+            let source = match (dst.split_once('*'), src.split_once('*')) {
+                (Some((before, after)), Some((src_before, src_after))) => {
+                    let middle = reference.strip_prefix(before)?.strip_suffix(after)?;
+                    format!("{src_before}{middle}{src_after}")
+                }
+                (None, _) if dst == reference => src.to_string(),
+                _ => return None,
+            };
+            Some(
+                source
+                    .strip_prefix("refs/heads/")
+                    .unwrap_or(&source)
+                    .to_string(),
+            )
+        })
+    }
+
+    /// `git remote show -n NAME`: the URLs, the branches it tracks, the
+    /// local branches that pull from it and what pushes to it, as the
+    /// repository knows them without asking.
+    async fn show_unqueried(
+        &self,
+        name: &str,
+        settings: &[(String, String)],
+        refs: &[String],
+        repo: &Repo,
+        out: &mut String,
+    ) {
+        let _ = writeln!(out, "* remote {name}");
+        let _ = writeln!(
+            out,
+            "  Fetch URL: {}",
+            self.urls.first().map_or("", String::as_str)
+        );
+        for url in self.push_urls() {
+            let _ = writeln!(out, "  Push  URL: {url}");
+        }
+        if self.push_urls().is_empty() {
+            out.push_str("  Push  URL: (no URL)\n");
+        }
+        out.push_str("  HEAD branch: (not queried)\n");
+        let mut tracked = std::collections::BTreeSet::new();
+        for reference in refs {
+            if repo.symref_target(reference).await.is_some() {
+                continue;
+            }
+            if let Some(branch) = self.tracked(reference) {
+                tracked.insert(branch);
+            }
+        }
+        if !tracked.is_empty() {
+            let plural = if tracked.len() == 1 { "" } else { "es" };
+            let _ = writeln!(out, "  Remote branch{plural}: (status not queried)");
+            for branch in &tracked {
+                let _ = writeln!(out, "    {branch}");
+            }
+        }
+        // Local branches whose `branch.NAME.remote` is this one and that
+        // have a `merge`, with how they pull (`branch.NAME.rebase`).
+        let mut pulling: BTreeMap<String, (Vec<String>, &str)> = BTreeMap::new();
+        let mut remotes: BTreeMap<String, String> = BTreeMap::new();
+        for (key, value) in settings {
+            let Some((branch, field)) =
+                key.strip_prefix("branch.").and_then(|k| k.rsplit_once('.'))
+            else {
+                continue;
+            };
+            match field {
+                "remote" => {
+                    remotes.insert(branch.to_string(), value.clone());
+                }
+                "merge" => pulling.entry(branch.to_string()).or_default().0.extend(
+                    value
+                        .split(' ')
+                        .map(|m| m.strip_prefix("refs/heads/").unwrap_or(m).to_string()),
+                ),
+                "rebase" => {
+                    pulling.entry(branch.to_string()).or_default().1 =
+                        match value.to_lowercase().as_str() {
+                            "false" | "no" | "off" | "0" => "",
+                            "interactive" | "i" => "rebases interactively onto remote",
+                            "merges" | "m" => "rebases interactively (with merges) onto remote",
+                            _ => "rebases onto remote",
+                        }
+                }
+                _ => {}
+            }
+        }
+        pulling.retain(|branch, (merges, _)| {
+            !merges.is_empty() && remotes.get(branch).map(String::as_str) == Some(name)
+        });
+        if !pulling.is_empty() {
+            let plural = if pulling.len() == 1 {
+                "branch"
+            } else {
+                "branches"
+            };
+            let _ = writeln!(out, "  Local {plural} configured for 'git pull':");
+            let width = pulling.keys().map(String::len).max().unwrap_or(0);
+            let any_rebase = pulling.values().any(|(_, rebase)| !rebase.is_empty());
+            for (branch, (merges, rebase)) in &pulling {
+                if !rebase.is_empty() && merges.len() > 1 {
+                    continue;
+                }
+                let _ = write!(out, "    {branch:<width$} ");
+                if !rebase.is_empty() {
+                    let _ = writeln!(out, "{rebase} {}", merges[0]);
+                    continue;
+                }
+                let lead = if any_rebase { " " } else { "" };
+                let _ = writeln!(out, "{lead}merges with remote {}", merges[0]);
+                let indent = width + 4 + lead.len();
+                for other in &merges[1..] {
+                    let _ = writeln!(out, "{:<indent$}    and with remote {other}", "");
+                }
+            }
+        }
+        if self.mirror {
+            out.push_str("  Local refs will be mirrored by 'git push'\n");
+            return;
+        }
+        let mut pushes: Vec<(String, String, bool)> = match self.push.is_empty() {
+            true => vec![("(matching)".into(), "(matching)".into(), false)],
+            false => self
+                .push
+                .iter()
+                .map(|spec| {
+                    let forced = spec.starts_with('+');
+                    let spec = spec.trim_start_matches('+');
+                    if spec == ":" {
+                        return ("(matching)".into(), "(matching)".into(), forced);
+                    }
+                    let (src, dst) = spec
+                        .split_once(':')
+                        .map_or((spec, None), |(s, d)| (s, Some(d)));
+                    let src = match src {
+                        "" => "(delete)".to_string(),
+                        src => src.to_string(),
+                    };
+                    let dst = dst.map_or(src.clone(), str::to_string);
+                    (src, dst, forced)
+                })
+                .collect(),
+        };
+        pushes.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        let plural = if pushes.len() == 1 { "ref" } else { "refs" };
+        let _ = writeln!(
+            out,
+            "  Local {plural} configured for 'git push' (status not queried):"
+        );
+        let width = pushes.iter().map(|(s, _, _)| s.len()).max().unwrap_or(0);
+        for (src, dst, forced) in &pushes {
+            let verb = if *forced { "forces" } else { "pushes" };
+            let _ = writeln!(out, "    {src:<width$} {verb} to {dst}");
+        }
     }
 }
