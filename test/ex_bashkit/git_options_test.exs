@@ -201,17 +201,17 @@ defmodule ExBashkit.GitOptionsTest do
            "--since=next tuesday (a date this git does not read)"},
           {"git log --date=human -n 1", "--date=human"},
           {"git log --follow --oneline -- a.txt", "--follow"},
-          {"git log --decorate --oneline", "--decorate"},
+          {"git log --decorate=full --oneline", "--decorate=full"},
           {"git log -L1,2:a.txt", "-L1,2:a.txt"},
           {"git log -Shello --oneline", "-Shello"},
           {"git diff -U1 HEAD~1", "-U1"},
-          {"git diff --numstat HEAD~1", "--numstat"},
+          {"git diff --dirstat HEAD~1", "--dirstat"},
           {"git tag -n", "-n"},
           {"git branch -c copy", "-c"},
           {"git status --ignored", "--ignored"},
           {"git add -n .", "-n"},
           {"git stash push --keep-index", "--keep-index"},
-          {"git log --format=%d -n 1", "the --format placeholder %d"},
+          {"git log --format=%N -n 1", "the --format placeholder %N"},
           {"git log --format=raw -n 1", "--format=raw"},
           {"git ls-remote --heads .",
            "a repository on a path as a remote ('.'); remotes are reached over HTTP(S)"},
@@ -630,6 +630,23 @@ defmodule ExBashkit.GitOptionsTest do
       Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
 
     assert %Result{stdout: ^expected} = run(session, reads)
+  end
+
+  test "decorations, --numstat, and a stat before a patch print as real git's", ctx do
+    script = """
+    git tag -a v9 -m nine HEAD~1 && git tag light HEAD~2 && git branch topic HEAD~1
+    git log --oneline --decorate -5; git log --decorate -2; git log --format='%h%d|%D' -4 --all
+    git checkout -q HEAD~1 && git log --oneline --decorate -2 && git checkout -q main
+    git -c log.decorate=short log --oneline -2; git log --graph --oneline --decorate -4
+    git log --numstat -3; git diff HEAD~3 --numstat; git log --stat -p -2; git show --numstat --stat
+    git log --format=%s --stat -p -1; git diff HEAD~2 --name-only --stat -p
+    """
+
+    [real, ours] = on_copies(ctx, "decorate", script)
+    assert ours == real
+    assert real =~ "(HEAD -> main"
+    assert real =~ "tag: v9"
+    assert real =~ "\n---\n"
   end
 
   test "grep names the binary files that match, as real git does", ctx do

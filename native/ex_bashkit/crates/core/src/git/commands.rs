@@ -803,6 +803,12 @@ pub(super) struct Shown {
     /// Whether authors and committers are shown as `.mailmap` names them
     /// (`log.mailmap`, its default on; `--[no-]use-mailmap`).
     pub(super) map_idents: bool,
+    /// Each decorated commit's refs as git lists them (`HEAD -> main,
+    /// tag: v1, origin/main`), read when `--decorate`, `log.decorate` or
+    /// a format's `%d`/`%D` wants them.
+    pub(super) decorations: Option<std::collections::HashMap<Oid, String>>,
+    /// `--decorate`: commit lines carry them.
+    pub(super) decorate: bool,
 }
 
 impl Shown {
@@ -824,15 +830,74 @@ impl Shown {
             Some(flag) => !flag.starts_with("--no-"),
             None => repo.config_bool("log.mailmap", true).await,
         };
+        const DECORATE: [&str; 6] = [
+            "--decorate",
+            "--decorate=short",
+            "--no-decorate",
+            "--decorate=no",
+            "--decorate=auto",
+            "--decorate=full",
+        ];
+        if let Some(other) = args
+            .flags_like("--decorate")
+            .filter(|f| !DECORATE.contains(f))
+        {
+            let value = other.trim_start_matches("--decorate=");
+            return Err(Out::fatal(format!("invalid --decorate option: {value}")));
+        }
+        let decorate = match args.last(&DECORATE) {
+            Some("--decorate" | "--decorate=short") => true,
+            Some("--no-decorate" | "--decorate=no" | "--decorate=auto") => false,
+            Some(other) => {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: {other}"
+                )))
+            }
+            // `log.decorate` (no terminal here, so `auto` shows none).
+            None => match repo
+                .config_value("log.decorate")
+                .await
+                .map(|v| v.to_lowercase())
+            {
+                Some(v) if matches!(v.as_str(), "true" | "yes" | "on" | "1" | "short") => true,
+                Some(v) if matches!(v.as_str(), "false" | "no" | "off" | "0" | "auto" | "") => {
+                    false
+                }
+                None => false,
+                Some(v) => {
+                    return Err(Out::fatal(format!(
+                        "not supported by the sandbox's git: log.decorate={v}"
+                    )))
+                }
+            },
+        };
+        let placeholders = args
+            .value("--format")
+            .is_some_and(|f| f.contains("%d") || f.contains("%D"));
+        let decorations = match decorate || placeholders {
+            true => Some(decorations(repo).await),
+            false => None,
+        };
         Ok(Shown {
             abbrev: repo.abbrev().await,
             date,
             now: now(),
+            decorations,
+            decorate,
             // `--oneline` is `--pretty=oneline --abbrev-commit`.
             abbrev_commit: args.has(&["--abbrev-commit", "--oneline"]),
             mailmap: std::sync::Arc::new(repo.mailmap().await.map_err(Out::fatal)?),
             map_idents,
         })
+    }
+
+    /// `oid`'s decorations, if it has any.
+    pub(super) fn decorated(&self, oid: &str) -> Option<&str> {
+        self.decorations
+            .as_ref()
+            .and_then(|d| d.get(oid))
+            .map(String::as_str)
+            .filter(|refs| !refs.is_empty())
     }
 
     /// A commit's author or committer as its header block shows them.
@@ -847,6 +912,65 @@ impl Shown {
     pub(super) fn idents_map(&self) -> Option<std::sync::Arc<super::mailmap::Mailmap>> {
         (self.map_idents && !self.mailmap.is_empty()).then(|| self.mailmap.clone())
     }
+}
+
+/// Every decorated commit's refs, as git's `--decorate` lists them: in
+/// the reverse of ref order with `HEAD` first (`HEAD -> BRANCH` when it
+/// names a branch there), branches and remote-tracking branches by their
+/// short names, tags as `tag: NAME` on the commit they name.
+async fn decorations(repo: &Repo) -> std::collections::HashMap<Oid, String> {
+    const SHOWN: [&str; 5] = [
+        "refs/heads/",
+        "refs/remotes/",
+        "refs/tags/",
+        "refs/stash",
+        "refs/replace/",
+    ];
+    let mut by_commit: std::collections::HashMap<Oid, Vec<String>> =
+        std::collections::HashMap::new();
+    for (name, oid) in repo.refs_with_objects().await {
+        if !SHOWN.iter().any(|p| name.starts_with(p)) {
+            continue;
+        }
+        let commit = repo.peel(&oid).await.unwrap_or(oid);
+        by_commit.entry(commit).or_default().push(name);
+    }
+    let head_branch = match repo.head().await {
+        Head::Branch(branch) => Some(format!("refs/heads/{branch}")),
+        Head::Detached(_) => None,
+    };
+    if let Some(head) = repo.head_commit().await {
+        by_commit.entry(head).or_default().push("HEAD".to_string());
+    }
+    by_commit
+        .into_iter()
+        .map(|(commit, mut names)| {
+            names.reverse();
+            let current = names
+                .iter()
+                .any(|n| n == "HEAD")
+                .then_some(head_branch.as_ref())
+                .flatten()
+                .filter(|branch| names.contains(branch))
+                .cloned();
+            let shown: Vec<String> = names
+                .iter()
+                .filter(|n| Some(*n) != current.as_ref())
+                .map(|n| match (n.as_str(), &current) {
+                    ("HEAD", Some(branch)) => format!("HEAD -> {}", &branch["refs/heads/".len()..]),
+                    _ => match n.strip_prefix("refs/tags/") {
+                        Some(tag) => format!("tag: {tag}"),
+                        None => n
+                            .strip_prefix("refs/heads/")
+                            .or_else(|| n.strip_prefix("refs/remotes/"))
+                            .unwrap_or(n)
+                            .to_string(),
+                    },
+                })
+                .collect();
+            (commit, shown.join(", "))
+        })
+        .collect()
 }
 
 /// Seconds since 1970, now.

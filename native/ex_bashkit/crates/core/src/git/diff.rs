@@ -360,7 +360,7 @@ impl Change {
             .map(|from| text::quote_path(from, self.quote_high))
     }
 
-    fn binary(&self) -> bool {
+    pub fn binary(&self) -> bool {
         if matches!(self.driver, Driver::Binary) {
             return true;
         }

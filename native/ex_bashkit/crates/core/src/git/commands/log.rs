@@ -13,6 +13,7 @@ const DIFF: Spec = Spec {
         "--patch",
         "--stat",
         "--shortstat",
+        "--numstat",
         "--name-only",
         "--name-status",
         "--no-color",
@@ -33,6 +34,7 @@ const SHOW: Spec = Spec {
         "--patch",
         "--stat",
         "--shortstat",
+        "--numstat",
         "--name-only",
         "--name-status",
         "--no-color",
@@ -45,6 +47,8 @@ const SHOW: Spec = Spec {
         "--abbrev-commit",
         "--no-abbrev-commit",
         "--no-decorate",
+        "--decorate",
+        "--decorate=",
         "--use-mailmap",
         "--mailmap",
         "--no-use-mailmap",
@@ -61,6 +65,7 @@ const LOG: Spec = Spec {
         "--patch",
         "--stat",
         "--shortstat",
+        "--numstat",
         "--name-only",
         "--name-status",
         "--no-color",
@@ -88,6 +93,8 @@ const LOG: Spec = Spec {
         "--abbrev-commit",
         "--no-abbrev-commit",
         "--no-decorate",
+        "--decorate",
+        "--decorate=",
         "--use-mailmap",
         "--mailmap",
         "--no-use-mailmap",
@@ -363,40 +370,73 @@ impl Ctx<'_> {
         })
     }
 
+    /// What stands between a commit's message and its changes: a blank
+    /// line, or `---` when a `--stat` comes before a patch.
+    fn separator(args: &Args<'_>) -> &'static str {
+        let names = args.has(&["--name-only", "--name-status"]);
+        match !names && args.has(&["--stat"]) && args.has(&["-p", "-u", "--patch"]) {
+            true => "---\n",
+            false => "\n",
+        }
+    }
+
+    /// The changes in the forms `args` ask for, in git's order: names
+    /// alone (`--name-status` over `--name-only`), else `--numstat`,
+    /// `--stat`, `--shortstat`, then the patch after a blank line when a
+    /// stat came before it. The patch is the form when no other is asked
+    /// for.
     pub(super) fn render(changes: &[Change], args: &Args<'_>, abbrev: &Abbrev) -> String {
-        if args.has(&["--stat"]) {
-            return diff::stat(changes);
-        }
-        if args.has(&["--shortstat"]) {
-            // The summary line `--stat` ends with.
-            let stat = diff::stat(changes);
-            return stat
-                .lines()
-                .last()
-                .map(|l| format!("{l}\n"))
-                .unwrap_or_default();
-        }
-        if args.has(&["--name-only"]) {
-            return changes
-                .iter()
-                .map(|c| format!("{}\n", c.shown_path()))
-                .collect();
-        }
+        let names = args.has(&["--name-only", "--name-status"]);
+        let stats = args.has(&["--numstat", "--stat", "--shortstat"]);
+        let patch = args.has(&["-p", "-u", "--patch"]) || !(names || stats);
+        let mut out = String::new();
+        // Names are the only form when asked for, as git clears the others.
         if args.has(&["--name-status"]) {
-            return changes
-                .iter()
-                .map(|c| {
-                    let path = c.shown_path();
-                    match (c.shown_from(), &c.old, &c.new) {
-                        (Some(from), _, _) => format!("R{:03}\t{from}\t{path}\n", c.similarity),
-                        (None, None, _) => format!("A\t{path}\n"),
-                        (None, _, None) => format!("D\t{path}\n"),
-                        _ => format!("M\t{path}\n"),
-                    }
-                })
-                .collect();
+            for c in changes {
+                let path = c.shown_path();
+                let _ = match (c.shown_from(), &c.old, &c.new) {
+                    (Some(from), _, _) => writeln!(out, "R{:03}\t{from}\t{path}", c.similarity),
+                    (None, None, _) => writeln!(out, "A\t{path}"),
+                    (None, _, None) => writeln!(out, "D\t{path}"),
+                    _ => writeln!(out, "M\t{path}"),
+                };
+            }
+        } else if names {
+            for c in changes {
+                let _ = writeln!(out, "{}", c.shown_path());
+            }
         }
-        changes.iter().map(|c| c.patch(abbrev)).collect()
+        if names {
+            return out;
+        }
+        if args.has(&["--numstat"]) {
+            for c in changes {
+                let _ = match c.binary() {
+                    true => writeln!(out, "-\t-\t{}", c.name()),
+                    false => {
+                        let (added, removed) = c.counts();
+                        writeln!(out, "{added}\t{removed}\t{}", c.name())
+                    }
+                };
+            }
+        }
+        let stat = (args.has(&["--stat", "--shortstat"])).then(|| diff::stat(changes));
+        if let (Some(stat), true) = (&stat, args.has(&["--stat"])) {
+            out.push_str(stat);
+        }
+        if let (Some(stat), true) = (&stat, args.has(&["--shortstat"])) {
+            // The summary line `--stat` ends with.
+            if let Some(last) = stat.lines().last() {
+                let _ = writeln!(out, "{last}");
+            }
+        }
+        if patch {
+            if stats {
+                out.push('\n');
+            }
+            out.extend(changes.iter().map(|c| c.patch(abbrev)));
+        }
+        out
     }
 
     /// The commits `log` walks from `start`, as git orders them by
@@ -584,6 +624,12 @@ impl Ctx<'_> {
                 "b" => out.push_str(&body),
                 "B" => out.push_str(&commit.message),
                 "e" => {}
+                "d" => {
+                    if let Some(refs) = shown.decorated(oid) {
+                        let _ = write!(out, " ({refs})");
+                    }
+                }
+                "D" => out.push_str(shown.decorated(oid).unwrap_or("")),
                 "n" => out.push('\n'),
                 "%" => out.push('%'),
                 hex if hex.len() == 3 && hex.starts_with('x') => {
@@ -655,9 +701,13 @@ impl Ctx<'_> {
 
     /// A commit's name on its first line: whole unless `--abbrev-commit`.
     fn commit_name(oid: &str, shown: &Shown) -> String {
-        match shown.abbrev_commit {
+        let name = match shown.abbrev_commit {
             true => shown.abbrev.of(oid, None),
             false => oid.to_string(),
+        };
+        match (shown.decorate, shown.decorated(oid)) {
+            (true, Some(refs)) => format!("{name} ({refs})"),
+            _ => name,
         }
     }
 
@@ -806,7 +856,13 @@ impl Ctx<'_> {
         };
         let mut parents_of = Vec::new();
         let patch = args.has(&["-p", "-u", "--patch"]);
-        let summary = args.has(&["--stat", "--shortstat", "--name-only", "--name-status"]);
+        let summary = args.has(&[
+            "--stat",
+            "--shortstat",
+            "--numstat",
+            "--name-only",
+            "--name-status",
+        ]);
         let mut entries = Vec::new();
         let mut skipped = 0;
         for (oid, commit) in steps {
@@ -834,11 +890,12 @@ impl Ctx<'_> {
                             entry.push_str(&rendered)
                         }
                         Style::Block(_) | Style::Format(_, true) => {
-                            entry.push('\n');
+                            entry.push_str(Self::separator(&args));
                             entry.push_str(&rendered);
                         }
                         Style::Format(_, false) => {
-                            entry.push_str("\n\n");
+                            entry.push('\n');
+                            entry.push_str(Self::separator(&args));
                             entry.push_str(rendered.strip_suffix('\n').unwrap_or(&rendered));
                         }
                     }
@@ -945,7 +1002,7 @@ impl Ctx<'_> {
         if matches!(style, Style::Format(..)) && shows_entry {
             out.push('\n');
         }
-        let summary = args.has(&["--stat", "--name-only", "--name-status"]);
+        let summary = args.has(&["--stat", "--numstat", "--name-only", "--name-status"]);
         if args.has(&["-s", "--no-patch", "--quiet"]) {
             return Ok(Out::ok(out));
         }
@@ -973,7 +1030,7 @@ impl Ctx<'_> {
             // The blank line git puts between a commit and its changes
             // (none after `--oneline` or a `format:` without its newline).
             if matches!(style, Style::Block(_) | Style::Format(_, false)) && shows_entry {
-                out.push('\n');
+                out.push_str(Self::separator(&args));
             }
             out.push_str(&Self::render(&changes, &args, &abbrev));
         }
