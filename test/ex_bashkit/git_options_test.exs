@@ -203,7 +203,7 @@ defmodule ExBashkit.GitOptionsTest do
           {"git log --follow --oneline -- a.txt", "--follow"},
           {"git log --decorate=full --oneline", "--decorate=full"},
           {"git log -L1,2:a.txt", "-L1,2:a.txt"},
-          {"git log -Shello --oneline", "-Shello"},
+          {"git log --pickaxe-all -Shello --oneline", "--pickaxe-all"},
           {"git diff -U1 HEAD~1", "-U1"},
           {"git diff --dirstat HEAD~1", "--dirstat"},
           {"git tag -n", "-n"},
@@ -647,6 +647,22 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "(HEAD -> main"
     assert real =~ "tag: v9"
     assert real =~ "\n---\n"
+  end
+
+  test "log -S and -G find the commits real git's pickaxe finds", ctx do
+    script = """
+    echo 'needle one' >> a.txt && git commit -qam 'add a needle'
+    echo 'needle two' >> src/main.rs && git commit -qam 'another needle'
+    sed -i 's/needle one/NEEDLE one/' a.txt && git commit -qam 'case only'
+    git mv src/main.rs src/moved.rs && git commit -qm 'move it'
+    git log -Sneedle --oneline; git log -Sneedle --oneline -1 --skip=1; git log -i -Sneedle --stat
+    git log -G'needle (one|two)' --oneline; git log -Gneedle -p -1 -- a.txt; git log -S4 --oneline -- numbers.txt
+    git log -Snothing-like-this --oneline; echo "exit $?"
+    """
+
+    [real, ours] = on_copies(ctx, "pickaxe", script)
+    assert ours == real
+    assert real =~ "another needle"
   end
 
   test "grep names the binary files that match, as real git does", ctx do

@@ -107,6 +107,8 @@ const LOG: Spec = Spec {
         &["--author"],
         &["--committer"],
         &["--grep"],
+        &["-S"],
+        &["-G"],
         &["--since", "--after"],
         &["--until", "--before"],
         &["--skip"],
@@ -250,6 +252,75 @@ impl Filter {
             false => self.grep.iter().any(matches),
         };
         found != self.invert_grep
+    }
+}
+
+/// `log -S STRING` (a change where the number of times a file holds
+/// it differs) or `-G REGEX` (a change that adds or removes a line it
+/// matches), as git's pickaxe finds them.
+enum Pickaxe {
+    Count(regex::bytes::Regex),
+    Lines(regex::Regex),
+}
+
+impl Pickaxe {
+    fn of(args: &Args<'_>) -> Result<Option<Pickaxe>, Out> {
+        let ignore_case = args.has(&["-i", "--regexp-ignore-case"]);
+        match (args.value("-S"), args.value("-G")) {
+            (Some(_), Some(_)) => Err(Out::fatal(
+                "options '-G', '-S', and '--find-object' cannot be used together",
+            )),
+            (Some(needle), None) => regex::bytes::RegexBuilder::new(&regex::escape(needle))
+                .case_insensitive(ignore_case)
+                .build()
+                .map(|r| Some(Pickaxe::Count(r)))
+                .map_err(|e| Out::fatal(e.to_string())),
+            (None, Some(pattern)) => regex::RegexBuilder::new(pattern)
+                .case_insensitive(ignore_case)
+                .multi_line(true)
+                .size_limit(1 << 20)
+                .build()
+                .map(|r| Some(Pickaxe::Lines(r)))
+                .map_err(|e| Out::fatal(format!("invalid regex: {e}"))),
+            (None, None) => Ok(None),
+        }
+    }
+
+    fn finds(&self, change: &Change) -> bool {
+        let old = change.old.as_ref().map(|(_, bytes)| bytes.as_slice());
+        let new = change.new.as_ref().map(|(_, bytes)| bytes.as_slice());
+        if old.is_some() && old == new {
+            return false;
+        }
+        match self {
+            // Occurrences that do not overlap, in each side.
+            Pickaxe::Count(needle) => {
+                let count = |b: Option<&[u8]>| b.map_or(0, |b| needle.find_iter(b).count());
+                count(old) != count(new)
+            }
+            // The lines a diff adds or removes; binary files are not read.
+            Pickaxe::Lines(regex) => {
+                if change.binary() {
+                    return false;
+                }
+                let text =
+                    |b: Option<&[u8]>| String::from_utf8_lossy(b.unwrap_or_default()).into_owned();
+                let (old, new) = (text(old), text(new));
+                let (old_lines, new_lines): (Vec<&str>, Vec<&str>) = (
+                    old.split_inclusive('\n').collect(),
+                    new.split_inclusive('\n').collect(),
+                );
+                diff::line_diff_without_context(&old, &new)
+                    .into_iter()
+                    .any(|(removed, added)| {
+                        let strip = |l: &&str| l.strip_suffix('\n').unwrap_or(l).to_string();
+                        old_lines[removed]
+                            .iter()
+                            .chain(&new_lines[added])
+                            .any(|l| regex.is_match(&strip(l)))
+                    })
+            }
+        }
     }
 }
 
@@ -819,10 +890,12 @@ impl Ctx<'_> {
         let shown = Shown::of(&self.repo, &args).await?;
         let walk = self.walk_of(&args).await?;
         let filter = Filter::of(&args)?.map(|f| f.through(shown.idents_map()));
+        let pickaxe = Pickaxe::of(&args)?;
         let graph = args.has(&["--graph"]);
         let topo = graph || args.has(&["--topo-order"]);
         if topo
             && (filter.is_some()
+                || pickaxe.is_some()
                 || !walk.paths.is_empty()
                 || walk.first_parent
                 || walk.since.is_some()
@@ -848,7 +921,9 @@ impl Ctx<'_> {
             }
             steps
         } else {
-            Self::walk_until(&self.repo, &walk, filter.as_ref(), limit.map(|n| n + skip))
+            // With a pickaxe, how far the walk goes is not known ahead.
+            let wanted = limit.map(|n| n + skip).filter(|_| pickaxe.is_none());
+            Self::walk_until(&self.repo, &walk, filter.as_ref(), wanted)
                 .await?
                 .into_iter()
                 .map(|s| (s.oid, s.commit))
@@ -877,10 +952,29 @@ impl Ctx<'_> {
                 continue;
             }
             let merge = commit.parents.len() > 1;
+            // With a pickaxe: the commits whose changes it finds, those
+            // changes only (a merge has none to look in); `--skip` counts
+            // every commit, `-n` the ones shown, as git counts them.
+            let picked = match &pickaxe {
+                None => None,
+                Some(_) if merge => continue,
+                Some(pickaxe) => {
+                    let changes = self.commit_changes(&commit, &walk.paths).await?;
+                    let picked: Vec<Change> =
+                        changes.into_iter().filter(|c| pickaxe.finds(c)).collect();
+                    if picked.is_empty() {
+                        continue;
+                    }
+                    Some(picked)
+                }
+            };
             let mut entry = Self::entry(&style, &oid, &commit, &shown)?;
             // A merge shows no diff unless asked (`-m`, `--cc`).
             if !merge && (patch || summary) {
-                let changes = self.commit_changes(&commit, &walk.paths).await?;
+                let changes = match picked {
+                    Some(picked) => picked,
+                    None => self.commit_changes(&commit, &walk.paths).await?,
+                };
                 if !changes.is_empty() {
                     let rendered = Self::render(&changes, &args, &shown.abbrev);
                     // Where git puts the changes after each format's entry.
