@@ -564,7 +564,7 @@ defmodule ExBashkit.GitOptionsTest do
     git mv "$cafe" "$(printf 'caf\\303\\251 moved.txt')" && echo more >> 'q"uote.txt' && touch "$(printf 'n\\303\\251w')" 'new one'
     git status; git status --short; git status --porcelain; git status --porcelain=v2
     git diff; git diff --cached; git diff --stat; git diff --cached --name-status
-    git ls-files; git ls-files -s | cut -f2; git ls-tree HEAD | cut -f2; git grep -n z; git clean -n
+    git ls-files; git ls-files -s | cut -f2; git ls-tree HEAD | cut -f2; git grep -n z -- '*.txt'; git clean -n
     git commit -qm moved && git show --stat --format= && git -c core.quotePath=false ls-files
     """
 
@@ -663,6 +663,37 @@ defmodule ExBashkit.GitOptionsTest do
     [real, ours] = on_copies(ctx, "pickaxe", script)
     assert ours == real
     assert real =~ "another needle"
+  end
+
+  test "cherry-pick and revert make the commits real git makes, and refuse where git would stop",
+       ctx do
+    script = """
+    git revert --no-edit HEAD && git log --format='%an|%s|%b' -1
+    git revert --no-edit HEAD && git log --format=%s -1
+    git checkout -q -b side HEAD~4 && echo s > side.txt && git add side.txt
+    GIT_AUTHOR_NAME=Sid git commit -q -m 'side file' && git checkout -q main
+    git cherry-pick side && git log --format='%an %ad|%cn|%s' -2 && git status --short
+    """
+
+    [real, ours] = on_copies(ctx, "picking", script)
+    assert ours == real
+    assert real =~ "Reapply \""
+
+    # Where git would stop half-way (here: nothing left to commit), the
+    # sandbox's git refuses and leaves everything as it was.
+    dir = Path.join(Path.dirname(ctx.repo), "picking_sandbox")
+
+    session =
+      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_write}])
+
+    before = run(session, "git rev-parse HEAD && git status --short").stdout
+
+    assert %Result{
+             exit_code: 128,
+             stderr: "fatal: not supported by the sandbox's git: a cherry-pick" <> _
+           } = run(session, "git cherry-pick HEAD~1")
+
+    assert %Result{stdout: ^before} = run(session, "git rev-parse HEAD && git status --short")
   end
 
   test "grep names the binary files that match, as real git does", ctx do

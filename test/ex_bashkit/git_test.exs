@@ -131,8 +131,8 @@ defmodule ExBashkit.GitTest do
 
     assert %Result{
              exit_code: 128,
-             stderr: "fatal: not supported by the sandbox's git: revert\n" <> _
-           } = run(session, "git revert HEAD")
+             stderr: "fatal: not supported by the sandbox's git: bisect\n" <> _
+           } = run(session, "git bisect start")
 
     assert %Result{exit_code: 128, stderr: stderr} = run(session, "touch f && git add -p f")
     assert stderr =~ "no interactive staging"

@@ -9,6 +9,7 @@ mod index;
 mod listing;
 mod log;
 mod merging;
+mod picking;
 mod plumbing;
 mod setup;
 mod status;
@@ -32,7 +33,7 @@ use crate::network::AllowNet;
 
 const SUPPORTED: &str = "init, clone, fetch, pull, push, ls-remote, remote, config, add, rm, \
 mv, commit, status, log, show, diff, branch, checkout, switch, reset, restore, merge, stash, tag, \
-describe, shortlog, blame, ls-files, ls-tree, rev-parse, rev-list, merge-base, show-ref, \
+describe, shortlog, blame, cherry-pick, revert, ls-files, ls-tree, rev-parse, rev-list, merge-base, show-ref, \
 for-each-ref, reflog, check-ignore, name-rev, count-objects, grep, cat-file, clean";
 
 pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
@@ -76,6 +77,8 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                     | "restore"
                     | "merge"
                     | "pull"
+                    | "cherry-pick"
+                    | "revert"
             ) {
                 repo.check_writable().await.map_err(Out::fatal)?;
             }
@@ -123,6 +126,8 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                 "for-each-ref" => it.for_each_ref(rest).await,
                 "reflog" => it.reflog(rest).await,
                 "name-rev" => it.name_rev(rest).await,
+                "cherry-pick" => it.cherry_pick(rest).await,
+                "revert" => it.revert(rest).await,
                 "count-objects" => it.count_objects(rest).await,
                 "check-ignore" => it.check_ignore(rest).await,
                 // One git has: refused as any option we have not built.

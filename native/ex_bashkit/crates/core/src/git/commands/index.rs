@@ -444,7 +444,26 @@ impl Ctx<'_> {
         if args.has(&["-q", "--quiet"]) {
             return Ok(Out::ok(""));
         }
-        let root = if parents.is_empty() {
+        let shows_date = amend || args.value("--date").is_some();
+        let out = self
+            .commit_summary(&oid, &parent_files, &files, shows_date)
+            .await?;
+        Ok(Out::ok(out))
+    }
+
+    /// What `commit` prints of a commit it made: `[BRANCH HASH] subject`,
+    /// the author where it is not the committer, the author's date when
+    /// `shows_date`, and the changes from `parent_files` counted.
+    pub(super) async fn commit_summary(
+        &self,
+        oid: &Oid,
+        parent_files: &Files,
+        files: &Files,
+        shows_date: bool,
+    ) -> Result<String, Out> {
+        let repo = &self.repo;
+        let written = repo.commit(oid).await.map_err(failed)?;
+        let root = if written.parents.is_empty() {
             " (root-commit)"
         } else {
             ""
@@ -453,22 +472,17 @@ impl Ctx<'_> {
             Some(branch) => branch,
             None => "detached HEAD".to_string(),
         };
-        let subject = message.lines().next().unwrap_or("");
-        let mut out = format!(
-            "[{place}{root} {}] {subject}\n",
-            self.repo.short(&oid).await
-        );
-        // git names the author where it is not the committer, and the
-        // author's date where it was carried over or given.
-        let written = repo.commit(&oid).await.map_err(failed)?;
+        // `%s`: the first paragraph on one line.
+        let subject = written.subject();
+        let mut out = format!("[{place}{root} {}] {subject}\n", repo.short(oid).await);
         let (a, c) = (&written.author, &written.committer);
         if (&a.name, &a.email) != (&c.name, &c.email) {
             let _ = writeln!(out, " Author: {} <{}>", a.name, a.email);
         }
-        if amend || args.value("--date").is_some() {
+        if shows_date {
             let _ = writeln!(out, " Date: {}", a.date());
         }
-        let changes = self.changes(&parent_files, &files, None, &[]).await?;
+        let changes = self.changes(parent_files, files, None, &[]).await?;
         let (mut insertions, mut deletions) = (0, 0);
         for change in &changes {
             let (added, removed) = change.counts();
@@ -477,7 +491,7 @@ impl Ctx<'_> {
         }
         out.push_str(&diff::summary(changes.len(), insertions, deletions));
         out.push_str(&Self::mode_summary(&changes));
-        Ok(Out::ok(out))
+        Ok(out)
     }
 
     // ---- status ------------------------------------------------------------

@@ -117,110 +117,15 @@ impl Ctx<'_> {
         self.refuse_renames_that_matter(&base_files, &before, &their_files)
             .await?;
         let state = self.state().await?;
-        let mut paths: BTreeSet<&String> = base_files.keys().collect();
-        paths.extend(before.keys());
-        paths.extend(their_files.keys());
-        // Every path's outcome: merged blob (None: deleted), or a conflict.
-        let mut result: Files = before.clone();
-        let mut conflicts: Vec<(String, u8, Blob)> = Vec::new();
-        let mut worktree: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-        let mut notes = String::new();
-        let mut conflicted = Vec::new();
-        for path in paths {
-            let (b, o, t) = (
-                base_files.get(path),
-                before.get(path),
-                their_files.get(path),
-            );
-            if o == t || b == t {
-                continue;
-            }
-            if b == o {
-                match t {
-                    Some(blob) => result.insert(path.clone(), blob.clone()),
-                    None => result.remove(path),
-                };
-                continue;
-            }
-            match (o, t) {
-                (Some(o), Some(t)) => {
-                    let _ = writeln!(notes, "Auto-merging {path}");
-                    let base_text = match b {
-                        Some(b) => repo.blob(&b.oid).await.map_err(failed)?,
-                        None => Vec::new(),
-                    };
-                    let mine = repo.blob(&o.oid).await.map_err(failed)?;
-                    let other = repo.blob(&t.oid).await.map_err(failed)?;
-                    let texts = (
-                        String::from_utf8(base_text),
-                        String::from_utf8(mine.clone()),
-                        String::from_utf8(other),
-                    );
-                    let merged = match texts {
-                        (Ok(bt), Ok(mt), Ok(tt)) if !mt.contains('\0') && !tt.contains('\0') => {
-                            Some(crate::git::merge::text(&bt, &mt, &tt, "HEAD", target))
-                        }
-                        _ => None,
-                    };
-                    let mode = match b {
-                        Some(b) if b.mode == o.mode => t.mode,
-                        _ => o.mode,
-                    };
-                    match merged {
-                        Some((text, false)) => {
-                            let oid = repo
-                                .write_object("blob", text.as_bytes())
-                                .await
-                                .map_err(failed)?;
-                            result.insert(path.clone(), Blob { mode, oid });
-                        }
-                        other => {
-                            let kind = if b.is_none() { "add/add" } else { "content" };
-                            if other.is_none() {
-                                let _ = writeln!(
-                                    notes,
-                                    "warning: Cannot merge binary files: {path} (HEAD vs. {target})"
-                                );
-                            }
-                            let _ = writeln!(notes, "CONFLICT ({kind}): Merge conflict in {path}");
-                            let text = other.map_or(mine, |(text, _)| text.into_bytes());
-                            worktree.insert(path.clone(), text);
-                            if let Some(b) = b {
-                                conflicts.push((path.clone(), 1, b.clone()));
-                            }
-                            conflicts.push((path.clone(), 2, o.clone()));
-                            conflicts.push((path.clone(), 3, t.clone()));
-                            result.remove(path);
-                            conflicted.push(path.clone());
-                        }
-                    }
-                }
-                (kept, _) => {
-                    // Changed on one side, deleted on the other.
-                    let (deleted_in, changed_in, version) = match kept {
-                        Some(_) => (target.to_string(), "HEAD".to_string(), "HEAD"),
-                        None => ("HEAD".to_string(), target.to_string(), *target),
-                    };
-                    let _ = writeln!(
-                        notes,
-                        "CONFLICT (modify/delete): {path} deleted in {deleted_in} and modified in {changed_in}.  Version {version} of {path} left in tree."
-                    );
-                    if let Some(b) = b {
-                        conflicts.push((path.clone(), 1, b.clone()));
-                    }
-                    if let Some(o) = o {
-                        conflicts.push((path.clone(), 2, o.clone()));
-                    }
-                    if let Some(t) = t {
-                        conflicts.push((path.clone(), 3, t.clone()));
-                    }
-                    let kept = o.or(t).expect("one side kept it");
-                    worktree.insert(path.clone(), repo.blob(&kept.oid).await.map_err(failed)?);
-                    result.remove(path);
-                    conflicted.push(path.clone());
-                }
-            }
-        }
+        let Merged {
+            result,
+            conflicts,
+            worktree,
+            mut notes,
+            conflicted,
+        } = self
+            .three_way(&base_files, &before, &their_files, target)
+            .await?;
         // Local changes in the way stop the merge before it touches anything.
         let touched: Vec<&String> = before
             .keys()
@@ -336,6 +241,128 @@ impl Ctx<'_> {
         )))
     }
 
+    /// A three-way merge of whole trees' files, as `merge` makes it: each
+    /// path changed on one side only takes that side; changed on both,
+    /// its lines merged (a conflict leaves markers for the work tree and
+    /// the three stages); changed on one side and deleted on the other, a
+    /// conflict. `target` names their side in messages and markers.
+    pub(super) async fn three_way(
+        &self,
+        base: &Files,
+        ours: &Files,
+        theirs: &Files,
+        target: &str,
+    ) -> Result<Merged, Out> {
+        let repo = &self.repo;
+        let mut paths: BTreeSet<&String> = base.keys().collect();
+        paths.extend(ours.keys());
+        paths.extend(theirs.keys());
+        // Every path's outcome: merged blob (None: deleted), or a conflict.
+        let mut result: Files = ours.clone();
+        let mut conflicts: Vec<(String, u8, Blob)> = Vec::new();
+        let mut worktree: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut notes = String::new();
+        let mut conflicted = Vec::new();
+        for path in paths {
+            let (b, o, t) = (base.get(path), ours.get(path), theirs.get(path));
+            if o == t || b == t {
+                continue;
+            }
+            if b == o {
+                match t {
+                    Some(blob) => result.insert(path.clone(), blob.clone()),
+                    None => result.remove(path),
+                };
+                continue;
+            }
+            match (o, t) {
+                (Some(o), Some(t)) => {
+                    let _ = writeln!(notes, "Auto-merging {path}");
+                    let base_text = match b {
+                        Some(b) => repo.blob(&b.oid).await.map_err(failed)?,
+                        None => Vec::new(),
+                    };
+                    let mine = repo.blob(&o.oid).await.map_err(failed)?;
+                    let other = repo.blob(&t.oid).await.map_err(failed)?;
+                    let texts = (
+                        String::from_utf8(base_text),
+                        String::from_utf8(mine.clone()),
+                        String::from_utf8(other),
+                    );
+                    let merged = match texts {
+                        (Ok(bt), Ok(mt), Ok(tt)) if !mt.contains('\0') && !tt.contains('\0') => {
+                            Some(crate::git::merge::text(&bt, &mt, &tt, "HEAD", target))
+                        }
+                        _ => None,
+                    };
+                    let mode = match b {
+                        Some(b) if b.mode == o.mode => t.mode,
+                        _ => o.mode,
+                    };
+                    match merged {
+                        Some((text, false)) => {
+                            let oid = repo
+                                .write_object("blob", text.as_bytes())
+                                .await
+                                .map_err(failed)?;
+                            result.insert(path.clone(), Blob { mode, oid });
+                        }
+                        other => {
+                            let kind = if b.is_none() { "add/add" } else { "content" };
+                            if other.is_none() {
+                                let _ = writeln!(
+                                    notes,
+                                    "warning: Cannot merge binary files: {path} (HEAD vs. {target})"
+                                );
+                            }
+                            let _ = writeln!(notes, "CONFLICT ({kind}): Merge conflict in {path}");
+                            let text = other.map_or(mine, |(text, _)| text.into_bytes());
+                            worktree.insert(path.clone(), text);
+                            if let Some(b) = b {
+                                conflicts.push((path.clone(), 1, b.clone()));
+                            }
+                            conflicts.push((path.clone(), 2, o.clone()));
+                            conflicts.push((path.clone(), 3, t.clone()));
+                            result.remove(path);
+                            conflicted.push(path.clone());
+                        }
+                    }
+                }
+                (kept, _) => {
+                    // Changed on one side, deleted on the other.
+                    let (deleted_in, changed_in, version) = match kept {
+                        Some(_) => (target.to_string(), "HEAD".to_string(), "HEAD"),
+                        None => ("HEAD".to_string(), target.to_string(), target),
+                    };
+                    let _ = writeln!(
+                        notes,
+                        "CONFLICT (modify/delete): {path} deleted in {deleted_in} and modified in {changed_in}.  Version {version} of {path} left in tree."
+                    );
+                    if let Some(b) = b {
+                        conflicts.push((path.clone(), 1, b.clone()));
+                    }
+                    if let Some(o) = o {
+                        conflicts.push((path.clone(), 2, o.clone()));
+                    }
+                    if let Some(t) = t {
+                        conflicts.push((path.clone(), 3, t.clone()));
+                    }
+                    let kept = o.or(t).expect("one side kept it");
+                    worktree.insert(path.clone(), repo.blob(&kept.oid).await.map_err(failed)?);
+                    result.remove(path);
+                    conflicted.push(path.clone());
+                }
+            }
+        }
+        Ok(Merged {
+            result,
+            conflicts,
+            worktree,
+            notes,
+            conflicted,
+        })
+    }
+
     /// Writes a commit object: the author given (who, when) or the
     /// environment's, the committer always the environment's.
     pub(in crate::git) async fn write_commit(
@@ -407,7 +434,7 @@ impl Ctx<'_> {
     /// directory one side moved follow it. This merge does not, so where
     /// that would change the result it is refused before anything is
     /// written.
-    async fn refuse_renames_that_matter(
+    pub(super) async fn refuse_renames_that_matter(
         &self,
         base: &Files,
         ours: &Files,
@@ -602,4 +629,17 @@ impl Ctx<'_> {
             }),
         }
     }
+}
+
+/// What a three-way merge of trees comes to.
+pub(super) struct Merged {
+    /// Every path's merged blob; a conflicted path is not there.
+    pub(super) result: Files,
+    /// The stages (1 base, 2 ours, 3 theirs) of each conflicted path.
+    pub(super) conflicts: Vec<(String, u8, Blob)>,
+    /// What each conflicted path's work-tree file holds.
+    pub(super) worktree: BTreeMap<String, Vec<u8>>,
+    /// `Auto-merging …` and `CONFLICT …` lines.
+    pub(super) notes: String,
+    pub(super) conflicted: Vec<String>,
 }
