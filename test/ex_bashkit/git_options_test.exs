@@ -41,6 +41,14 @@ defmodule ExBashkit.GitOptionsTest do
     end
   end
 
+  # A session on a repository of the test's own, at /repo.
+  defp session_on(dir, access \\ :read_only) do
+    Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, access}])
+  end
+
+  # A directory beside the shared repository, for one test's copy.
+  defp beside(ctx, name), do: Path.join(Path.dirname(ctx.repo), name)
+
   defp session(ctx) do
     Session.new(
       git: true,
@@ -326,7 +334,7 @@ defmodule ExBashkit.GitOptionsTest do
   @tag timeout: 300_000
   test "abbreviated object names grow with the repository, as git's do", ctx do
     # More than 2^14 packed objects: git abbreviates to 8 digits.
-    dir = Path.join(Path.dirname(ctx.repo), "many")
+    dir = beside(ctx, "many")
     File.mkdir_p!(dir)
 
     stream =
@@ -349,8 +357,7 @@ defmodule ExBashkit.GitOptionsTest do
       identity()
     )
 
-    session =
-      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+    session = session_on(dir)
 
     for command <- [
           "git log --oneline",
@@ -369,7 +376,7 @@ defmodule ExBashkit.GitOptionsTest do
   end
 
   test "branch -vv shows each branch's upstream, as git does", ctx do
-    dir = Path.join(Path.dirname(ctx.repo), "cloned")
+    dir = beside(ctx, "cloned")
 
     git!(Path.dirname(dir), "git clone -q --no-local #{ctx.repo} #{dir}", identity())
 
@@ -383,8 +390,7 @@ defmodule ExBashkit.GitOptionsTest do
       identity()
     )
 
-    session =
-      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+    session = session_on(dir)
 
     for command <- [
           "git branch -vv",
@@ -403,7 +409,7 @@ defmodule ExBashkit.GitOptionsTest do
 
   @tag timeout: 300_000
   test "describe names every commit as git does, past ten candidate tags", ctx do
-    dir = Path.join(Path.dirname(ctx.repo), "tagged")
+    dir = beside(ctx, "tagged")
     File.mkdir_p!(dir)
 
     # Branches merged back, more than ten tags (lightweight and annotated,
@@ -430,8 +436,7 @@ defmodule ExBashkit.GitOptionsTest do
       identity()
     )
 
-    session =
-      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+    session = session_on(dir)
 
     script =
       "for c in $(git rev-list --all); do " <>
@@ -547,10 +552,9 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "Merge branch 'side'\n\n"
 
     # The sandbox's copy, where the resolved merge is HEAD.
-    copy = Path.join(Path.dirname(ctx.repo), "merge_show_sandbox")
+    copy = beside(ctx, "merge_show_sandbox")
 
-    session =
-      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", copy, :read_only}])
+    session = session_on(copy)
 
     assert %Result{exit_code: 128, stderr: "fatal: not supported by the sandbox's git: the" <> _} =
              run(session, "git show HEAD")
@@ -576,7 +580,7 @@ defmodule ExBashkit.GitOptionsTest do
 
     # A tab in a name: the sandbox makes no such file, but reads one a
     # repository real git made has.
-    dir = Path.join(Path.dirname(ctx.repo), "quoting_tab")
+    dir = beside(ctx, "quoting_tab")
     File.mkdir_p!(dir)
 
     git!(
@@ -589,15 +593,14 @@ defmodule ExBashkit.GitOptionsTest do
     {expected, 0} = System.cmd("bash", ["-c", reads], cd: dir, env: host_env())
     assert expected =~ ~s("tab\\tname.txt")
 
-    session =
-      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+    session = session_on(dir)
 
     assert %Result{stdout: ^expected} = run(session, reads)
   end
 
   test "remote lists and remote show -n print what real git prints", ctx do
     # Made by real git: the sandbox's shell writes nothing under .git.
-    dir = Path.join(Path.dirname(ctx.repo), "remotes")
+    dir = beside(ctx, "remotes")
     File.mkdir_p!(dir)
 
     git!(
@@ -626,8 +629,7 @@ defmodule ExBashkit.GitOptionsTest do
     assert expected =~ "    topic rebases onto remote t\n"
     assert expected =~ "  Remote branches: (status not queried)\n    dev\n    t\n"
 
-    session =
-      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_only}])
+    session = session_on(dir)
 
     assert %Result{stdout: ^expected} = run(session, reads)
   end
@@ -681,10 +683,9 @@ defmodule ExBashkit.GitOptionsTest do
 
     # Where git would stop half-way (here: nothing left to commit), the
     # sandbox's git refuses and leaves everything as it was.
-    dir = Path.join(Path.dirname(ctx.repo), "picking_sandbox")
+    dir = beside(ctx, "picking_sandbox")
 
-    session =
-      Session.new(git: true, cwd: "/repo", env: identity(), mounts: [{"/repo", dir, :read_write}])
+    session = session_on(dir, :read_write)
 
     before = run(session, "git rev-parse HEAD && git status --short").stdout
 
@@ -741,8 +742,8 @@ defmodule ExBashkit.GitOptionsTest do
     """
 
     [_, _] = on_copies(ctx, "rename_merge", setup)
-    real_dir = Path.join(Path.dirname(ctx.repo), "rename_merge_real")
-    ours_dir = Path.join(Path.dirname(ctx.repo), "rename_merge_sandbox")
+    real_dir = beside(ctx, "rename_merge_real")
+    ours_dir = beside(ctx, "rename_merge_sandbox")
     # Real git carries main's edit into the renamed file.
     merged = git!(real_dir, "git merge -q --no-edit moved && cat src/app.rs", identity())
     assert merged =~ "// edit"
