@@ -667,8 +667,7 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "another needle"
   end
 
-  test "cherry-pick and revert make the commits real git makes, and refuse where git would stop",
-       ctx do
+  test "cherry-pick and revert make the commits real git makes", ctx do
     script = """
     git revert --no-edit HEAD && git log --format='%an|%s|%b' -1
     git revert --no-edit HEAD && git log --format=%s -1
@@ -680,21 +679,89 @@ defmodule ExBashkit.GitOptionsTest do
     [real, ours] = on_copies(ctx, "picking", script)
     assert ours == real
     assert real =~ "Reapply \""
+  end
 
-    # Where git would stop half-way (here: nothing left to commit), the
-    # sandbox's git refuses and leaves everything as it was.
-    dir = beside(ctx, "picking_sandbox")
+  # What is left while a merge, cherry-pick or revert waits, as git shows it.
+  @waiting "git status; git status --porcelain=v2; ls .git | grep -E '^(CHERRY|REVERT|MERGE)_'; cat .git/MERGE_MSG"
 
-    session = session_on(dir, :read_write)
+  test "a cherry-pick with nothing left to commit stops as git's does, until skipped or committed",
+       ctx do
+    script = """
+    echo n > new.txt && git add new.txt && git commit -qm new && echo z >> a.txt && git commit -qam z
+    git cherry-pick HEAD~1 2> ../pick_err; echo "exit $?"; cat ../pick_err
+    #{@waiting}
+    git cherry-pick HEAD~1 2> ../pick_err; cat ../pick_err; git merge HEAD~2 2>&1; git cherry-pick --skip; #{@waiting}
+    git cherry-pick --skip 2>&1; git cherry-pick HEAD~1 > /dev/null 2>&1
+    git commit --allow-empty --no-edit && git log --format='%an|%s' -2 && git reflog -1
+    git cherry-pick --abort 2>&1; git revert --skip 2>&1; git cherry-pick --quit; echo "exit $?"
+    """
 
-    before = run(session, "git rev-parse HEAD && git status --short").stdout
+    [real, ours] = on_copies(ctx, "pick_empty", script)
+    assert ours == real
+    assert real =~ "You are currently cherry-picking commit"
+    assert real =~ "commit (cherry-pick)"
+  end
 
-    assert %Result{
-             exit_code: 128,
-             stderr: "fatal: not supported by the sandbox's git: a cherry-pick" <> _
-           } = run(session, "git cherry-pick HEAD~1")
+  @conflicting """
+    git checkout -q -b other HEAD~1 && echo theirs > numbers.txt && git commit -qam theirs
+    git checkout -q main && echo ours > numbers.txt && git commit -qam ours
+  """
 
-    assert %Result{stdout: ^before} = run(session, "git rev-parse HEAD && git status --short")
+  test "a cherry-pick or revert that conflicts stops as git's does; --continue, --abort and --quit end it",
+       ctx do
+    script = """
+    #{@conflicting}
+    git cherry-pick other 2>&1; echo "exit $?"
+    #{@waiting}; git diff HEAD; cat numbers.txt
+    git cherry-pick other 2>&1; git revert --no-edit HEAD 2>&1; git merge other 2>&1; git commit -m x 2>/dev/null
+    git cherry-pick --continue 2>/dev/null; echo resolved > numbers.txt && git add numbers.txt && #{@waiting}
+    git cherry-pick --continue && git log --format='%an|%s|%b' -1 && git reflog -1 && git status --short
+    echo local >> a.txt && git cherry-pick other 2>&1; git cherry-pick --abort && git status --short
+    git checkout -q a.txt && git cherry-pick other > /dev/null 2>&1; git cherry-pick --quit; #{@waiting}
+    git reset -q --hard && git revert --no-edit HEAD~1 2>&1; #{@waiting}; git revert --abort; git status
+    """
+
+    [real, ours] = on_copies(ctx, "pick_conflict", script)
+    assert ours == real
+    assert real =~ "error: could not apply"
+    assert real =~ "error: could not revert"
+    assert real =~ "Unmerged paths:"
+  end
+
+  test "a reset ends a waiting merge and its conflicts, as git's does", ctx do
+    script = """
+    #{@conflicting}
+    echo staged > new.txt && git add new.txt && git merge other 2>&1; echo "exit $?"; git reset -q new.txt
+    rm new.txt; git merge other 2>&1; #{@waiting}; git reset -q --soft HEAD 2>&1; git reset -q --hard
+    #{@waiting}; git merge other > /dev/null 2>&1; git reset -q numbers.txt; git status --short
+    git reset -q; #{@waiting}; git merge --abort 2>&1; echo "exit $?"
+    """
+
+    [real, ours] = on_copies(ctx, "merge_reset", script)
+    assert ours == real
+    assert real =~ "Cannot do a soft reset in the middle of a merge."
+  end
+
+  test "diff of the index refuses while paths are unmerged; diff against HEAD shows them", ctx do
+    dir = beside(ctx, "diff_unmerged")
+    {_, 0} = System.cmd("cp", ["-a", ctx.repo, dir])
+    git!(dir, String.trim(@conflicting) <> "\ngit merge other || true", identity())
+    session = session_on(dir)
+
+    for command <- ["git diff", "git diff --cached", "git diff --stat -- numbers.txt"] do
+      assert %Result{
+               exit_code: 128,
+               stderr: "fatal: not supported by the sandbox's git: diff" <> _
+             } = run(session, command)
+    end
+
+    for command <- ["git diff HEAD", "git diff HEAD~2 -- a.txt numbers.txt"] do
+      {real, 0} = real_git(dir, command)
+      assert run(session, command).stdout == real
+    end
+
+    assert %Result{exit_code: 128, stderr: "fatal: ambiguous argument 'nothere'" <> _} =
+             run(session, "git diff nothere")
   end
 
   test "grep names the binary files that match, as real git does", ctx do

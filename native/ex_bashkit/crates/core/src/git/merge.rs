@@ -104,46 +104,64 @@ async fn paint_down_to_common(repo: &Repo, one: &str, two: &str) -> Vec<Oid> {
     found
 }
 
-/// A change one side made: base lines `start..end` became `lines`.
-struct Hunk<'a> {
-    start: usize,
-    end: usize,
-    lines: Vec<&'a str>,
+/// One change of a three-way merge, as git's xmerge keeps it: the lines
+/// it covers in the base (`i0`, `chg0`), in ours (`i1`, `chg1`) and in
+/// theirs (`i2`, `chg2`), and whose it is.
+#[derive(Clone, Copy)]
+struct Change {
+    mode: Mode,
+    i0: usize,
+    chg0: usize,
+    i1: usize,
+    chg1: usize,
+    i2: usize,
+    chg2: usize,
 }
 
-/// What `side` changed of `base`, as git's xdiff pairs their lines.
-fn hunks<'a>(base: &[&'a str], side: &[&'a str]) -> Vec<Hunk<'a>> {
-    let bytes =
-        |lines: &[&'a str]| -> Vec<&'a [u8]> { lines.iter().map(|l| l.as_bytes()).collect() };
-    super::xdiff::hunks(&bytes(base), &bytes(side))
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Conflict,
+    Ours,
+    Theirs,
+    /// Both sides made the same change (found when a conflict is refined).
+    Same,
+}
+
+/// A side's changes against the base: base lines `i1..i1+chg1` became
+/// the side's `i2..i2+chg2` (git's `xdchange_t`).
+fn script(old: &[&str], new: &[&str]) -> Vec<(usize, usize, usize, usize)> {
+    let old: Vec<&[u8]> = old.iter().map(|l| l.as_bytes()).collect();
+    let new: Vec<&[u8]> = new.iter().map(|l| l.as_bytes()).collect();
+    super::xdiff::hunks(&old, &new)
         .into_iter()
-        .map(|(removed, added)| Hunk {
-            start: removed.start,
-            end: removed.end,
-            lines: side[added].to_vec(),
-        })
+        .map(|(removed, added)| (removed.start, removed.len(), added.start, added.len()))
         .collect()
 }
 
-/// A side's text for base lines `start..end`, its hunks there applied.
-fn side_text<'a>(base: &[&'a str], hunks: &[&Hunk<'a>], start: usize, end: usize) -> Vec<&'a str> {
-    let mut out = Vec::new();
-    let mut at = start;
-    for hunk in hunks {
-        out.extend_from_slice(&base[at..hunk.start]);
-        out.extend_from_slice(&hunk.lines);
-        at = hunk.end;
+/// git's `xdl_append_merge`: a change that touches the last one joins it
+/// (a conflict if they are not the same side's).
+fn append(changes: &mut Vec<Change>, change: Change) {
+    if let Some(last) = changes.last_mut() {
+        if change.i1 <= last.i1 + last.chg1 || change.i2 <= last.i2 + last.chg2 {
+            if change.mode != last.mode {
+                last.mode = Mode::Conflict;
+            }
+            last.chg0 = change.i0 + change.chg0 - last.i0;
+            last.chg1 = change.i1 + change.chg1 - last.i1;
+            last.chg2 = change.i2 + change.chg2 - last.i2;
+            return;
+        }
     }
-    out.extend_from_slice(&base[at..end]);
-    out
+    changes.push(change);
 }
 
 fn lines(text: &str) -> Vec<&str> {
     text.split_inclusive('\n').collect()
 }
 
-/// Merges text: the result, and whether it has conflicts (marked as git
-/// marks them, `ours`/`theirs` naming the sides).
+/// Merges text as git's xmerge does at its default level (`zealous`):
+/// the result, and whether it has conflicts (marked as git marks them,
+/// `ours`/`theirs` naming the sides).
 pub fn text(
     base: &str,
     ours: &str,
@@ -152,84 +170,246 @@ pub fn text(
     theirs_name: &str,
 ) -> (String, bool) {
     let (b, o, t) = (lines(base), lines(ours), lines(theirs));
-    let (ho, ht) = (hunks(&b, &o), hunks(&b, &t));
-    let (mut i, mut j, mut at) = (0, 0, 0);
+    let (mut x1, mut x2) = (
+        script(&b, &o).into_iter().peekable(),
+        script(&b, &t).into_iter().peekable(),
+    );
+    let (n0, n1, n2) = (b.len() as isize, o.len() as isize, t.len() as isize);
+    let mut changes: Vec<Change> = Vec::new();
+    // Walk both sides' changes in base order, as `xdl_do_merge` does.
+    loop {
+        let (a, c) = match (x1.peek().copied(), x2.peek().copied()) {
+            (Some(a), Some(c)) => (a, c),
+            (Some(a), None) => {
+                let shift = n2 - n0;
+                append(
+                    &mut changes,
+                    Change {
+                        mode: Mode::Ours,
+                        i0: a.0,
+                        chg0: a.1,
+                        i1: a.2,
+                        chg1: a.3,
+                        i2: (a.0 as isize + shift) as usize,
+                        chg2: a.1,
+                    },
+                );
+                x1.next();
+                continue;
+            }
+            (None, Some(c)) => {
+                let shift = n1 - n0;
+                append(
+                    &mut changes,
+                    Change {
+                        mode: Mode::Theirs,
+                        i0: c.0,
+                        chg0: c.1,
+                        i1: (c.0 as isize + shift) as usize,
+                        chg1: c.1,
+                        i2: c.2,
+                        chg2: c.3,
+                    },
+                );
+                x2.next();
+                continue;
+            }
+            (None, None) => break,
+        };
+        if a.0 + a.1 < c.0 {
+            let i2 = (c.2 as isize - c.0 as isize + a.0 as isize) as usize;
+            append(
+                &mut changes,
+                Change {
+                    mode: Mode::Ours,
+                    i0: a.0,
+                    chg0: a.1,
+                    i1: a.2,
+                    chg1: a.3,
+                    i2,
+                    chg2: a.1,
+                },
+            );
+            x1.next();
+            continue;
+        }
+        if c.0 + c.1 < a.0 {
+            let i1 = (a.2 as isize - a.0 as isize + c.0 as isize) as usize;
+            append(
+                &mut changes,
+                Change {
+                    mode: Mode::Theirs,
+                    i0: c.0,
+                    chg0: c.1,
+                    i1,
+                    chg1: c.1,
+                    i2: c.2,
+                    chg2: c.3,
+                },
+            );
+            x2.next();
+            continue;
+        }
+        let same = a.0 == c.0 && a.1 == c.1 && a.3 == c.3 && o[a.2..a.2 + a.3] == t[c.2..c.2 + c.3];
+        if !same {
+            let off = a.0 as isize - c.0 as isize;
+            let ffo = off + a.1 as isize - c.1 as isize;
+            let (mut i0, mut i1, mut i2) = (a.0 as isize, a.2 as isize, c.2 as isize);
+            if off > 0 {
+                i0 -= off;
+                i1 -= off;
+            } else {
+                i2 += off;
+            }
+            let mut chg0 = a.0 as isize + a.1 as isize - i0;
+            let mut chg1 = a.2 as isize + a.3 as isize - i1;
+            let mut chg2 = c.2 as isize + c.3 as isize - i2;
+            if ffo < 0 {
+                chg0 -= ffo;
+                chg1 -= ffo;
+            } else {
+                chg2 += ffo;
+            }
+            append(
+                &mut changes,
+                Change {
+                    mode: Mode::Conflict,
+                    i0: i0 as usize,
+                    chg0: chg0 as usize,
+                    i1: i1 as usize,
+                    chg1: chg1 as usize,
+                    i2: i2 as usize,
+                    chg2: chg2 as usize,
+                },
+            );
+        }
+        let (end1, end2) = (a.0 + a.1, c.0 + c.1);
+        if end1 >= end2 {
+            x2.next();
+        }
+        if end2 >= end1 {
+            x1.next();
+        }
+    }
+    let changes = simplify(refine(changes, &o, &t));
+    // Out: ours' lines, each change as its mode says (git's
+    // `xdl_fill_merge_buffer`).
     let mut out = String::new();
-    let mut conflicted = false;
-    let push = |out: &mut String, lines: &[&str]| {
+    let copy = |out: &mut String, lines: &[&str], newline: bool| {
         for line in lines {
             out.push_str(line);
         }
+        if newline && !lines.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
     };
-    while i < ho.len() || j < ht.len() {
-        // A group: hunks of either side that overlap or touch.
-        let first_ours = match (ho.get(i), ht.get(j)) {
-            (Some(a), Some(b)) => a.start <= b.start,
-            (Some(_), None) => true,
-            _ => false,
-        };
-        let (mut start, mut end) = if first_ours {
-            (ho[i].start, ho[i].end)
-        } else {
-            (ht[j].start, ht[j].end)
-        };
-        let (oi, tj) = (i, j);
-        loop {
-            if ho.get(i).is_some_and(|h| h.start <= end && h.end >= start) {
-                start = start.min(ho[i].start);
-                end = end.max(ho[i].end);
-                i += 1;
-            } else if ht.get(j).is_some_and(|h| h.start <= end && h.end >= start) {
-                start = start.min(ht[j].start);
-                end = end.max(ht[j].end);
-                j += 1;
-            } else {
-                break;
+    let mut at = 0;
+    let mut conflicted = false;
+    for m in &changes {
+        match m.mode {
+            Mode::Same => continue,
+            Mode::Conflict => {
+                conflicted = true;
+                copy(&mut out, &o[at..m.i1], false);
+                out.push_str(&format!("<<<<<<< {ours_name}\n"));
+                copy(&mut out, &o[m.i1..m.i1 + m.chg1], true);
+                out.push_str("=======\n");
+                copy(&mut out, &t[m.i2..m.i2 + m.chg2], true);
+                out.push_str(&format!(">>>>>>> {theirs_name}\n"));
+            }
+            Mode::Ours => {
+                copy(&mut out, &o[at..m.i1], false);
+                copy(&mut out, &o[m.i1..m.i1 + m.chg1], false);
+            }
+            Mode::Theirs => {
+                copy(&mut out, &o[at..m.i1], false);
+                copy(&mut out, &t[m.i2..m.i2 + m.chg2], false);
             }
         }
-        push(&mut out, &b[at..start]);
-        let ours_hunks: Vec<&Hunk> = ho[oi..i].iter().collect();
-        let theirs_hunks: Vec<&Hunk> = ht[tj..j].iter().collect();
-        let mine = side_text(&b, &ours_hunks, start, end);
-        let other = side_text(&b, &theirs_hunks, start, end);
-        if theirs_hunks.is_empty() || mine == other {
-            push(&mut out, &mine);
-        } else if ours_hunks.is_empty() {
-            push(&mut out, &other);
-        } else {
-            // Lines both sides agree on at either end stay out of the
-            // conflict, as git's zealous merge leaves them.
-            let head = mine.iter().zip(&other).take_while(|(a, b)| a == b).count();
-            let tail = mine[head..]
-                .iter()
-                .rev()
-                .zip(other[head..].iter().rev())
-                .take_while(|(a, b)| a == b)
-                .count();
-            push(&mut out, &mine[..head]);
-            conflicted = true;
-            let marker = |out: &mut String, text: String| {
-                if !out.is_empty() && !out.ends_with('\n') {
-                    out.push('\n');
-                }
-                out.push_str(&text);
-            };
-            marker(&mut out, format!("<<<<<<< {ours_name}\n"));
-            push(&mut out, &mine[head..mine.len() - tail]);
-            marker(&mut out, "=======\n".to_string());
-            push(&mut out, &other[head..other.len() - tail]);
-            marker(&mut out, format!(">>>>>>> {theirs_name}\n"));
-            push(&mut out, &mine[mine.len() - tail..]);
-        }
-        at = end;
+        at = m.i1 + m.chg1;
     }
-    push(&mut out, &b[at..]);
+    copy(&mut out, &o[at..], false);
     (out, conflicted)
+}
+
+/// git's `xdl_refine_conflicts`: each conflict narrowed to the lines the
+/// two sides really differ in (a diff of the one against the other),
+/// split where they agree.
+fn refine(changes: Vec<Change>, ours: &[&str], theirs: &[&str]) -> Vec<Change> {
+    let mut out = Vec::with_capacity(changes.len());
+    for mut m in changes {
+        if m.mode != Mode::Conflict || m.chg1 == 0 || m.chg2 == 0 {
+            out.push(m);
+            continue;
+        }
+        let found = script(&ours[m.i1..m.i1 + m.chg1], &theirs[m.i2..m.i2 + m.chg2]);
+        if found.is_empty() {
+            m.mode = Mode::Same;
+            out.push(m);
+            continue;
+        }
+        for (i1, chg1, i2, chg2) in found {
+            out.push(Change {
+                mode: Mode::Conflict,
+                i1: m.i1 + i1,
+                chg1,
+                i2: m.i2 + i2,
+                chg2,
+                ..m
+            });
+        }
+    }
+    out
+}
+
+/// git's `xdl_simplify_non_conflicts`: two conflicts with at most three
+/// lines between them become one (it reads shorter that way).
+fn simplify(mut changes: Vec<Change>) -> Vec<Change> {
+    let mut k = 0;
+    while k + 1 < changes.len() {
+        let (m, next) = (changes[k], changes[k + 1]);
+        let (begin, end) = (m.i1 + m.chg1, next.i1);
+        if m.mode != Mode::Conflict || next.mode != Mode::Conflict || end.saturating_sub(begin) > 3
+        {
+            k += 1;
+        } else {
+            changes[k].chg1 = next.i1 + next.chg1 - m.i1;
+            changes[k].chg2 = next.i2 + next.chg2 - m.i2;
+            changes.remove(k + 1);
+        }
+    }
+    changes
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conflict_splits_where_the_sides_agree_for_more_than_three_lines() {
+        let base = "x\n1\n2\n3\ny\n";
+        let ours = "x\nO1\nk1\nk2\nk3\nk4\nO2\ny\n";
+        let theirs = "x\nT1\nk1\nk2\nk3\nk4\nT2\ny\n";
+        let (out, conflict) = text(base, ours, theirs, "ours", "theirs");
+        assert!(conflict);
+        assert_eq!(
+            out,
+            "x\n<<<<<<< ours\nO1\n=======\nT1\n>>>>>>> theirs\nk1\nk2\nk3\nk4\n\
+             <<<<<<< ours\nO2\n=======\nT2\n>>>>>>> theirs\ny\n"
+        );
+    }
+
+    #[test]
+    fn conflicts_three_lines_apart_or_closer_are_one() {
+        let base = "x\n1\n2\n3\ny\n";
+        let ours = "x\nO1\nend\n\nO2\ny\n";
+        let theirs = "x\nT1\nend\n\nT2\ny\n";
+        let (out, _) = text(base, ours, theirs, "ours", "theirs");
+        assert_eq!(
+            out,
+            "x\n<<<<<<< ours\nO1\nend\n\nO2\n=======\nT1\nend\n\nT2\n>>>>>>> theirs\ny\n"
+        );
+    }
 
     #[test]
     fn changes_to_different_lines_merge_cleanly() {

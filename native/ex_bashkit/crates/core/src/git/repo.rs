@@ -973,9 +973,11 @@ impl Repo {
             format!("refs/remotes/{name}"),
             format!("refs/remotes/{name}/HEAD"),
         ];
-        // `HEAD`, `FETCH_HEAD`, `ORIG_HEAD`, `MERGE_HEAD`: git's pseudo-refs.
+        // `HEAD`, `FETCH_HEAD`, `ORIG_HEAD`, `MERGE_HEAD`, `AUTO_MERGE`:
+        // git's pseudo-refs.
         let pseudo = |name: &str| {
-            name.ends_with("HEAD") && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+            (name.ends_with("HEAD") || name == "AUTO_MERGE")
+                && name.bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
         };
         for candidate in candidates {
             if candidate.starts_with("refs/") || pseudo(&candidate) {
@@ -1152,7 +1154,8 @@ impl Repo {
         Ok(())
     }
 
-    /// Unmerged paths (a conflicted merge's), sorted.
+    /// Unmerged paths (a conflicted merge's), sorted, as the index was last
+    /// read (a writing command reads it first).
     pub fn unmerged(&self) -> Vec<String> {
         let rest = self.rest.lock().unwrap();
         let mut paths: Vec<String> = rest
@@ -1211,6 +1214,14 @@ impl Repo {
             .collect();
     }
 
+    /// Forgets the conflicts of the paths `drop` picks (their stages
+    /// leave the index with the next `save_index`).
+    pub fn drop_unmerged(&self, drop: impl Fn(&str) -> bool) {
+        let mut rest = self.rest.lock().unwrap();
+        rest.unmerged
+            .retain(|entry| !drop(&String::from_utf8_lossy(&entry.path)));
+    }
+
     /// A file of `.git` (`MERGE_HEAD`, `MERGE_MSG`), if there.
     pub async fn state_file(&self, name: &str) -> Option<String> {
         self.read_text(&self.git.join(name)).await
@@ -1228,6 +1239,22 @@ impl Repo {
         for name in names {
             let _ = self.io.remove(&self.git.join(name), false).await;
         }
+    }
+
+    /// Ends whatever merge, cherry-pick or revert was waiting, as git's
+    /// `remove_branch_state` does after a commit or a reset.
+    pub async fn clear_operation_state(&self) {
+        self.remove_state_files(&[
+            "MERGE_HEAD",
+            "MERGE_RR",
+            "MERGE_MSG",
+            "MERGE_MODE",
+            "AUTO_MERGE",
+            "SQUASH_MSG",
+            "CHERRY_PICK_HEAD",
+            "REVERT_HEAD",
+        ])
+        .await;
     }
 
     /// Writes `index` as `.git/index`, through `index.lock` as git does,

@@ -303,15 +303,30 @@ impl Ctx<'_> {
                     }
                 }
             }
+            repo.drop_unmerged(|path| Self::any_match(&specs, path));
             repo.save_index(&index).await.map_err(failed)?;
             return Ok(Out::ok(""));
         }
         let hard = args.has(&["--hard"]);
         let soft = args.has(&["--soft"]);
+        if soft && (!repo.unmerged().is_empty() || repo.state_file("MERGE_HEAD").await.is_some()) {
+            return Err(Out::fatal(
+                "Cannot do a soft reset in the middle of a merge.",
+            ));
+        }
+        let conflicted = repo.unmerged();
+        if !soft {
+            // The index is rebuilt whole: no conflict is left in it.
+            repo.set_unmerged(Vec::new());
+        }
         if hard {
             let state = self.state().await?;
-            let tracked: BTreeSet<&String> =
-                state.index.keys().chain(state.head_files.keys()).collect();
+            let tracked: BTreeSet<&String> = state
+                .index
+                .keys()
+                .chain(state.head_files.keys())
+                .chain(&conflicted)
+                .collect();
             let mut index = Index::new();
             for path in tracked {
                 if !target.contains_key(path) && state.work.contains_key(path) {
@@ -342,6 +357,7 @@ impl Ctx<'_> {
                 .await
                 .map_err(failed)?;
         }
+        repo.clear_operation_state().await;
         if quiet {
             return Ok(Out::ok(""));
         }

@@ -329,12 +329,19 @@ impl Ctx<'_> {
             repo.set_unmerged(Vec::new());
             repo.save_index(&index).await.map_err(failed)?;
         }
-        if !repo.unmerged().is_empty() {
+        let unmerged = repo.unmerged();
+        if !unmerged.is_empty() {
+            // The index's refresh names each conflicted path first.
+            let listed: String = unmerged.iter().map(|p| format!("U\t{p}\n")).collect();
             let message = "error: Committing is not possible because you have unmerged files.\n\
                  hint: Fix them up in the work tree, and then use 'git add/rm <file>'\n\
                  hint: as appropriate to mark resolution and make a commit.\n\
                  fatal: Exiting because of an unresolved conflict.\n";
-            return Err(Out::error(message, 128));
+            return Err(Out {
+                stdout: listed,
+                stderr: message.to_string(),
+                code: 128,
+            });
         }
         let amend = args.has(&["--amend"]);
         let head = repo.head_commit().await;
@@ -360,9 +367,15 @@ impl Ctx<'_> {
                 None => String::new(),
             },
         };
+        let given = args.value("-m").is_some() || args.value("-F").is_some();
         message = cleanup.apply(&message);
         // Concluding a merge: its other parent and its message.
         let merging = repo.state_file("MERGE_HEAD").await;
+        // Concluding a cherry-pick: the picked commit's author.
+        let picking = match repo.state_file("CHERRY_PICK_HEAD").await {
+            Some(oid) if !amend => Some(repo.commit(oid.trim()).await.map_err(failed)?),
+            _ => None,
+        };
         let mut parents = match (&head, &amended) {
             (_, Some(commit)) => commit.parents.clone(),
             (Some(head), None) => vec![head.clone()],
@@ -375,10 +388,13 @@ impl Ctx<'_> {
                     .map(|l| l.trim().to_string())
                     .filter(|l| !l.is_empty()),
             );
-            if message.is_empty() {
-                // As `--no-edit` takes it: comments and all.
-                let saved = repo.state_file("MERGE_MSG").await.unwrap_or_default();
-                message = text::clean_message(&saved);
+        }
+        if !given && amended.is_none() {
+            // A merge's, cherry-pick's or revert's prepared message, as
+            // `--no-edit` takes it (comments and all unless `--cleanup`
+            // says otherwise).
+            if let Some(saved) = repo.state_file("MERGE_MSG").await {
+                message = cleanup.apply(&saved);
             }
         }
         let index = repo.index().await.map_err(failed)?;
@@ -390,9 +406,16 @@ impl Ctx<'_> {
             .map_err(failed)?;
         if files == parent_files && !args.has(&["--allow-empty"]) && !amend && merging.is_none() {
             let status = self.long_status(&self.state().await?).await;
+            let advice = if picking.is_some() {
+                "The previous cherry-pick is now empty, possibly due to conflict resolution.\n\
+                 If you wish to commit it anyway, use:\n\n    git commit --allow-empty\n\n\
+                 Otherwise, please use 'git cherry-pick --skip'\n"
+            } else {
+                ""
+            };
             return Err(Out {
                 stdout: status,
-                stderr: String::new(),
+                stderr: advice.to_string(),
                 code: 1,
             });
         }
@@ -404,8 +427,9 @@ impl Ctx<'_> {
         }
         let tree = repo.write_tree(&files).await.map_err(failed)?;
         let mut author = None;
-        if let Some(commit) = &amended {
-            // --amend keeps the author and the authored date.
+        if let Some(commit) = amended.as_ref().or(picking.as_ref()) {
+            // --amend keeps the author and the authored date; so does the
+            // commit that concludes a cherry-pick.
             let a = &commit.author;
             author = Some((
                 format!("{} <{}>", a.name, a.email),
@@ -429,13 +453,11 @@ impl Ctx<'_> {
             author = Some((who, format!("{seconds} {zone}")));
         }
         let oid = self.write_commit(&tree, &parents, &message, author).await?;
-        if merging.is_some() {
-            repo.remove_state_files(&["MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"])
-                .await;
-        }
+        repo.clear_operation_state().await;
         let what = match (amend, parents.len()) {
             (true, _) => "commit (amend)",
             (false, 0) => "commit (initial)",
+            (false, 1) if picking.is_some() => "commit (cherry-pick)",
             (false, 1) => "commit",
             (false, _) => "commit (merge)",
         };
@@ -444,7 +466,7 @@ impl Ctx<'_> {
         if args.has(&["-q", "--quiet"]) {
             return Ok(Out::ok(""));
         }
-        let shows_date = amend || args.value("--date").is_some();
+        let shows_date = amend || picking.is_some() || args.value("--date").is_some();
         let out = self
             .commit_summary(&oid, &parent_files, &files, shows_date)
             .await?;
@@ -489,7 +511,10 @@ impl Ctx<'_> {
             insertions += added;
             deletions += removed;
         }
-        out.push_str(&diff::summary(changes.len(), insertions, deletions));
+        // An empty commit's summary stops at its title, as git's does.
+        if !changes.is_empty() {
+            out.push_str(&diff::summary(changes.len(), insertions, deletions));
+        }
         out.push_str(&Self::mode_summary(&changes));
         Ok(out)
     }

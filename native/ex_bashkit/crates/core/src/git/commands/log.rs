@@ -355,17 +355,25 @@ impl Ctx<'_> {
                 revisions.push(or_head(b));
             } else if self.repo.resolve(operand).await.is_some() {
                 revisions.push(operand.to_string());
-            } else {
+            } else if operand.contains(['*', '?', '['])
+                || operand.starts_with(':')
+                || self
+                    .repo
+                    .fs
+                    .exists(&resolve(&self.here.cwd, operand))
+                    .await
+                    .unwrap_or(false)
+            {
                 specs.push(self.pathspec(operand));
+            } else {
+                return Err(Out::fatal(format!(
+                    "ambiguous argument '{operand}': unknown revision or path not in the working tree.\n\
+                     Use '--' to separate paths from revisions, like this:\n\
+                     'git <command> [<revision>...] -- [<file>...]'"
+                )));
             }
         }
         let cached = args.has(&["--cached", "--staged"]);
-        if cached && revisions.len() > 1 {
-            return Err(Out::error(
-                "usage: git diff [<options>] [<commit> [<commit>]] [--] [<path>...]\n",
-                129,
-            ));
-        }
         // Only what the comparison needs: the work tree's tracked files
         // for the plain diff, no work tree at all for --cached.
         let state = match (revisions.len(), cached) {
@@ -374,6 +382,28 @@ impl Ctx<'_> {
             (1, true) | (2, _) => self.state_of(false, None).await?,
             _ => self.state().await?,
         };
+        // (The index is read by now.) A conflicted path's index holds its stages, which git shows as a
+        // combined diff (or `* Unmerged path`): not done here.
+        if revisions.is_empty() || cached {
+            let conflicted: Vec<String> = self
+                .repo
+                .unmerged()
+                .into_iter()
+                .filter(|p| specs.is_empty() || Self::any_match(&specs, p))
+                .collect();
+            if !conflicted.is_empty() {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: diff of the index while paths are unmerged ({}); `git diff HEAD` and `git status` show them",
+                    conflicted.join(", ")
+                )));
+            }
+        }
+        if cached && revisions.len() > 1 {
+            return Err(Out::error(
+                "usage: git diff [<options>] [<commit> [<commit>]] [--] [<path>...]\n",
+                129,
+            ));
+        }
         let index_files = index_files(&state.index);
         let changes = match (revisions.as_slice(), cached) {
             ([], false) => {

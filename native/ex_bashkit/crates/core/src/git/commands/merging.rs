@@ -48,7 +48,8 @@ impl Ctx<'_> {
         if args.has(&["--abort"]) {
             return self.merge_abort().await;
         }
-        if repo.state_file("MERGE_HEAD").await.is_some() {
+        // git's order: conflicts first, then an operation still open.
+        if !repo.unmerged().is_empty() {
             return Err(Out::error(
                 "error: Merging is not possible because you have unmerged files.\n\
                  hint: Fix them up in the work tree, and then use 'git add/rm <file>'\n\
@@ -56,6 +57,14 @@ impl Ctx<'_> {
                  fatal: Exiting because of an unresolved conflict.\n",
                 128,
             ));
+        }
+        for (file, what) in [("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick")] {
+            if repo.state_file(file).await.is_some() {
+                return Err(Out::fatal(format!(
+                    "You have not concluded your {what} ({file} exists).\n\
+                     Please, commit your changes before you merge."
+                )));
+            }
         }
         let Some(target) = args.operands.first() else {
             return Err(Out::fatal("No remote for the current branch."));
@@ -117,15 +126,35 @@ impl Ctx<'_> {
         self.refuse_renames_that_matter(&base_files, &before, &their_files)
             .await?;
         let state = self.state().await?;
-        let Merged {
-            result,
-            conflicts,
-            worktree,
-            mut notes,
-            conflicted,
-        } = self
+        // merge-ort merges only onto an index that matches HEAD.
+        let staged: Vec<&String> = before
+            .keys()
+            .chain(state.index.keys())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .filter(|p| state.index.get(*p).map(|e| &e.blob) != before.get(*p))
+            .collect();
+        if !staged.is_empty() {
+            let names: Vec<&str> = staged.iter().map(|p| p.as_str()).collect();
+            return Err(Out::error(
+                format!(
+                    "error: Your local changes to the following files would be overwritten by merge:\n  {}\n\
+                     Merge with strategy ort failed.\n",
+                    names.join(" ")
+                ),
+                2,
+            ));
+        }
+        let merged = self
             .three_way(&base_files, &before, &their_files, target)
             .await?;
+        let Merged {
+            result,
+            worktree,
+            conflicted,
+            ..
+        } = &merged;
+        let mut notes = merged.notes.clone();
         // Local changes in the way stop the merge before it touches anything.
         let touched: Vec<&String> = before
             .keys()
@@ -142,21 +171,7 @@ impl Ctx<'_> {
             return Err(overwritten_by_merge(&touched, 2));
         }
         let mut index = state.index.clone();
-        for path in before.keys().chain(result.keys()).collect::<BTreeSet<_>>() {
-            if worktree.contains_key(path) || before.get(path) == result.get(path) {
-                continue;
-            }
-            match result.get(path) {
-                Some(blob) => {
-                    let entry = repo.checkout_file(path, blob).await.map_err(failed)?;
-                    index.insert(path.clone(), entry);
-                }
-                None => {
-                    repo.remove_file(path).await.map_err(failed)?;
-                    index.remove(path);
-                }
-            }
-        }
+        self.apply_merged(&mut index, &before, &merged).await?;
         let current = self.branch_name().await;
         let message = match args.value("-m") {
             Some(message) => text::clean_message(message),
@@ -179,31 +194,11 @@ impl Ctx<'_> {
             }
         };
         if !conflicted.is_empty() {
-            for (path, text) in &worktree {
-                let full = repo.root.join(path);
-                if let Some(parent) = full.parent() {
-                    repo.fs
-                        .mkdir(parent, true)
-                        .await
-                        .map_err(|e| failed(e.to_string()))?;
-                }
-                repo.fs
-                    .write_file(&full, text)
-                    .await
-                    .map_err(|e| failed(e.to_string()))?;
-                index.remove(path);
-            }
-            repo.set_unmerged(conflicts);
-            repo.save_index(&index).await.map_err(failed)?;
-            let mut merge_msg = message.clone();
-            merge_msg.push_str("\n# Conflicts:\n");
-            for path in &conflicted {
-                let _ = writeln!(merge_msg, "#\t{path}");
-            }
+            self.stop_on_conflicts(index, &merged).await?;
             repo.write_state_file("MERGE_HEAD", &format!("{theirs}\n"))
                 .await
                 .map_err(failed)?;
-            repo.write_state_file("MERGE_MSG", &merge_msg)
+            repo.write_state_file("MERGE_MSG", &with_conflicts(&message, conflicted))
                 .await
                 .map_err(failed)?;
             repo.write_state_file("MERGE_MODE", "")
@@ -220,7 +215,7 @@ impl Ctx<'_> {
             });
         }
         repo.save_index(&index).await.map_err(failed)?;
-        let tree = repo.write_tree(&result).await.map_err(failed)?;
+        let tree = repo.write_tree(result).await.map_err(failed)?;
         let oid = self
             .write_commit(&tree, &[ours.clone(), theirs.clone()], &message, None)
             .await?;
@@ -233,7 +228,7 @@ impl Ctx<'_> {
         )
         .await
         .map_err(failed)?;
-        let changes = self.changes(&before, &result, None, &[]).await?;
+        let changes = self.changes(&before, result, None, &[]).await?;
         Ok(Out::ok(format!(
             "{notes}Merge made by the 'ort' strategy.\n{}{}",
             diff::stat(&changes),
@@ -363,6 +358,83 @@ impl Ctx<'_> {
         })
     }
 
+    /// Takes a merge's cleanly merged paths (those that differ from
+    /// `before`) into the work tree and `index`; conflicted ones are left
+    /// to `stop_on_conflicts`.
+    pub(super) async fn apply_merged(
+        &self,
+        index: &mut Index,
+        before: &Files,
+        merged: &Merged,
+    ) -> Result<(), Out> {
+        let repo = &self.repo;
+        let result = &merged.result;
+        for path in before.keys().chain(result.keys()).collect::<BTreeSet<_>>() {
+            if merged.worktree.contains_key(path) || before.get(path) == result.get(path) {
+                continue;
+            }
+            match result.get(path) {
+                Some(blob) => {
+                    let entry = repo.checkout_file(path, blob).await.map_err(failed)?;
+                    index.insert(path.clone(), entry);
+                }
+                None => {
+                    repo.remove_file(path).await.map_err(failed)?;
+                    index.remove(path);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Leaves a merge stopped on its conflicts as git leaves it: each
+    /// conflicted path's markers in the work tree and its stages in the
+    /// index, and `AUTO_MERGE` naming the tree of what the work tree now
+    /// holds (what `git diff AUTO_MERGE` compares with).
+    pub(super) async fn stop_on_conflicts(
+        &self,
+        mut index: Index,
+        merged: &Merged,
+    ) -> Result<(), Out> {
+        let repo = &self.repo;
+        let mut shown = merged.result.clone();
+        for (path, text) in &merged.worktree {
+            let full = repo.root.join(path);
+            if let Some(parent) = full.parent() {
+                repo.fs
+                    .mkdir(parent, true)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+            }
+            repo.fs
+                .write_file(&full, text)
+                .await
+                .map_err(|e| failed(e.to_string()))?;
+            index.remove(path);
+            let mode = merged
+                .conflicts
+                .iter()
+                .filter(|(p, stage, _)| p == path && *stage > 1)
+                .map(|(_, _, blob)| blob.mode)
+                .next()
+                .unwrap_or(0o100644);
+            let oid = repo.write_object("blob", text).await.map_err(failed)?;
+            shown.insert(path.clone(), Blob { mode, oid });
+        }
+        repo.set_unmerged(merged.conflicts.clone());
+        repo.save_index(&index).await.map_err(failed)?;
+        self.write_auto_merge(&shown).await
+    }
+
+    /// `AUTO_MERGE`: the tree of a merge's result as the work tree has it.
+    pub(super) async fn write_auto_merge(&self, files: &Files) -> Result<(), Out> {
+        let tree = self.repo.write_tree(files).await.map_err(failed)?;
+        self.repo
+            .write_state_file("AUTO_MERGE", &format!("{tree}\n"))
+            .await
+            .map_err(failed)
+    }
+
     /// Writes a commit object: the author given (who, when) or the
     /// environment's, the committer always the environment's.
     pub(in crate::git) async fn write_commit(
@@ -393,40 +465,65 @@ impl Ctx<'_> {
 
     /// `git merge --abort`: back to `HEAD`, the merge's files gone.
     pub(super) async fn merge_abort(&self) -> Run {
-        let repo = &self.repo;
-        if repo.state_file("MERGE_HEAD").await.is_none() {
+        if self.repo.state_file("MERGE_HEAD").await.is_none() {
             return Err(Out::fatal(
                 "There is no merge to abort (MERGE_HEAD missing).",
             ));
         }
-        let head = repo.head_commit().await;
-        let target = repo.commit_files(head.as_deref()).await.map_err(failed)?;
+        self.reset_merge_to_head().await?;
+        Ok(Out::ok(""))
+    }
+
+    /// Back to `HEAD` as `git reset --merge HEAD` goes (how git aborts a
+    /// merge, cherry-pick or revert): conflicted paths and staged changes
+    /// return to `HEAD`'s, while a file changed only in the work tree keeps
+    /// its changes; a staged file changed again since is refused before
+    /// anything is written. The waiting operation's files go too.
+    pub(super) async fn reset_merge_to_head(&self) -> Result<(), Out> {
+        let repo = &self.repo;
         let state = self.state().await?;
-        let mut index = Index::new();
-        let unmerged = repo.unmerged_stages();
-        for path in state.index.keys().chain(unmerged.keys()) {
-            if !target.contains_key(path) {
-                repo.remove_file(path).await.map_err(failed)?;
+        let target = &state.head_files;
+        let paths: BTreeSet<&String> = state
+            .index
+            .keys()
+            .chain(state.unmerged.keys())
+            .chain(target.keys())
+            .collect();
+        let mut back = Vec::new();
+        for path in paths {
+            let indexed = state.index.get(path).map(|e| &e.blob);
+            let conflicted = state.unmerged.contains_key(path);
+            if !conflicted && indexed == target.get(path) {
+                continue;
             }
+            if !conflicted && indexed.is_some() && state.work_blobs.get(path) != indexed {
+                return Err(Out::error(
+                    format!(
+                        "error: Entry '{path}' not uptodate. Cannot merge.\n\
+                         fatal: Could not reset index file to revision 'HEAD'.\n"
+                    ),
+                    128,
+                ));
+            }
+            back.push(path);
         }
-        for (path, blob) in &target {
-            let entry = if state.work_blobs.get(path) == Some(blob) && !unmerged.contains_key(path)
-            {
-                state.index.get(path).cloned()
-            } else {
-                None
-            };
-            let entry = match entry {
-                Some(entry) => entry,
-                None => repo.checkout_file(path, blob).await.map_err(failed)?,
-            };
-            index.insert(path.clone(), entry);
+        let mut index = state.index.clone();
+        for path in back {
+            match target.get(path) {
+                Some(blob) => {
+                    let entry = repo.checkout_file(path, blob).await.map_err(failed)?;
+                    index.insert(path.clone(), entry);
+                }
+                None => {
+                    repo.remove_file(path).await.map_err(failed)?;
+                    index.remove(path);
+                }
+            }
         }
         repo.set_unmerged(Vec::new());
         repo.save_index(&index).await.map_err(failed)?;
-        repo.remove_state_files(&["MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"])
-            .await;
-        Ok(Out::ok(""))
+        repo.clear_operation_state().await;
+        Ok(())
     }
 
     /// git's merge follows renames: a file one side renamed takes the
@@ -629,6 +726,16 @@ impl Ctx<'_> {
             }),
         }
     }
+}
+
+/// A merge's message with the conflicts listed after it, as git leaves
+/// it in `MERGE_MSG` for the commit that concludes the merge.
+pub(super) fn with_conflicts(message: &str, conflicted: &[String]) -> String {
+    let mut text = format!("{message}\n# Conflicts:\n");
+    for path in conflicted {
+        let _ = writeln!(text, "#\t{path}");
+    }
+    text
 }
 
 /// What a three-way merge of trees comes to.

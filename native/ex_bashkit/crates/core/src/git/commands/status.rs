@@ -374,8 +374,12 @@ impl Ctx<'_> {
             Some(list) => list.to_vec(),
             None => state.untracked(),
         };
-        let merging = self.repo.state_file("MERGE_HEAD").await.is_some();
-        if merging && !state.unmerged.is_empty() {
+        let repo = &self.repo;
+        let merging = repo.state_file("MERGE_HEAD").await.is_some();
+        let picking = repo.state_file("CHERRY_PICK_HEAD").await;
+        let reverting = repo.state_file("REVERT_HEAD").await;
+        let conflicts = !state.unmerged.is_empty();
+        if merging && conflicts {
             out.push_str(
                 "You have unmerged paths.\n  (fix conflicts and run \"git commit\")\n  (use \"git merge --abort\" to abort the merge)\n\n",
             );
@@ -383,29 +387,64 @@ impl Ctx<'_> {
             out.push_str(
                 "All conflicts fixed but you are still merging.\n  (use \"git commit\" to conclude merge)\n\n",
             );
+        } else if let Some((oid, command, doing)) = match (&picking, &reverting) {
+            (Some(oid), _) => Some((oid, "cherry-pick", "cherry-picking")),
+            (None, Some(oid)) => Some((oid, "revert", "reverting")),
+            _ => None,
+        } {
+            let short = repo.short(oid.trim()).await;
+            let next = if conflicts {
+                format!("fix conflicts and run \"git {command} --continue\"")
+            } else {
+                format!("all conflicts fixed: run \"git {command} --continue\"")
+            };
+            let _ = write!(
+                out,
+                "You are currently {doing} commit {short}.\n  ({next})\n  \
+                 (use \"git {command} --skip\" to skip this patch)\n  \
+                 (use \"git {command} --abort\" to cancel the {command} operation)\n\n"
+            );
         }
+        // Hints on unstaging are for a commit in the making, not one that
+        // concludes a merge or a cherry-pick.
+        let unstage_hint = if merging || picking.is_some() {
+            ""
+        } else if unborn {
+            "  (use \"git rm --cached <file>...\" to unstage)\n"
+        } else {
+            "  (use \"git restore --staged <file>...\" to unstage)\n"
+        };
         if !staged.is_empty() {
             out.push_str("Changes to be committed:\n");
-            out.push_str(if unborn {
-                "  (use \"git rm --cached <file>...\" to unstage)\n"
-            } else {
-                "  (use \"git restore --staged <file>...\" to unstage)\n"
-            });
+            out.push_str(unstage_hint);
             for (code, path) in &staged {
                 let _ = writeln!(out, "\t{}{}", label(*code), self.shown(path));
             }
             out.push('\n');
         }
-        if !state.unmerged.is_empty() {
+        if conflicts {
             out.push_str("Unmerged paths:\n");
-            let deletion = state
-                .unmerged
-                .values()
-                .any(|stages| !(stages.contains(&2) && stages.contains(&3)));
-            out.push_str(if deletion {
-                "  (use \"git add/rm <file>...\" as appropriate to mark resolution)\n"
-            } else {
+            out.push_str(unstage_hint);
+            // git's three kinds: both deleted (only a base), deleted on
+            // one side (a base and one side), and the rest.
+            let (mut both_deleted, mut deleted_one_side, mut kept) = (false, false, false);
+            for stages in state.unmerged.values() {
+                match (
+                    stages.contains(&1),
+                    stages.contains(&2),
+                    stages.contains(&3),
+                ) {
+                    (true, false, false) => both_deleted = true,
+                    (true, true, false) | (true, false, true) => deleted_one_side = true,
+                    _ => kept = true,
+                }
+            }
+            out.push_str(if !both_deleted && !deleted_one_side {
                 "  (use \"git add <file>...\" to mark resolution)\n"
+            } else if both_deleted && !deleted_one_side && !kept {
+                "  (use \"git rm <file>...\" to mark resolution)\n"
+            } else {
+                "  (use \"git add/rm <file>...\" as appropriate to mark resolution)\n"
             });
             for (path, stages) in &state.unmerged {
                 let _ = writeln!(out, "\t{}{}", unmerged_code(stages).1, self.shown(path));
@@ -436,7 +475,7 @@ impl Ctx<'_> {
             out.push('\n');
         }
         if staged.is_empty() {
-            out.push_str(if !unstaged.is_empty() || !state.unmerged.is_empty() {
+            out.push_str(if !unstaged.is_empty() || conflicts {
                 "no changes added to commit (use \"git add\" and/or \"git commit -a\")\n"
             } else if !untracked.is_empty() {
                 "nothing added to commit but untracked files present (use \"git add\" to track)\n"
