@@ -728,6 +728,20 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "Unmerged paths:"
   end
 
+  test "NAME@{N} and @{-N} name what the reflog says, as real git reads them", ctx do
+    script = """
+    git checkout -q -b x HEAD~2 && git commit -q --allow-empty -m e && git checkout -q main
+    git rev-parse HEAD@{1} @{1} x@{0} x@{1} @{-1} HEAD@{2}~1 main@{0}^
+    git log --oneline -1 @{-1}; git rev-parse x@{5} 2>&1; git rev-parse HEAD@{99} 2>&1
+    git reset -q --soft HEAD~2 && git merge HEAD@{1} && git status --short
+    """
+
+    [real, ours] = on_copies(ctx, "reflog_revisions", script)
+    assert ours == real
+    assert real =~ "log for 'x' only has 2 entries"
+    assert real =~ "Fast-forward"
+  end
+
   test "a reset ends a waiting merge and its conflicts, as git's does", ctx do
     script = """
     #{@conflicting}

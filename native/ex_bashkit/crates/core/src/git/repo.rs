@@ -822,6 +822,7 @@ impl Repo {
         let (base, mut suffix) = revision.split_at(split);
         let mut oid = match base {
             "HEAD" | "@" => self.head_commit().await?,
+            name if Self::reflog_index(name).is_some() => self.reflog_at(name).await?,
             name => match self.upstream_named(name).await {
                 Some(Ok((_, oid))) => oid?,
                 Some(Err(())) => return None,
@@ -885,6 +886,66 @@ impl Repo {
             }
         }
         Some(oid)
+    }
+
+    /// `NAME@{N}` / `NAME@{-N}`: the name and the number, if `name` is
+    /// of that form.
+    fn reflog_index(name: &str) -> Option<(&str, i64)> {
+        let (name, n) = name.strip_suffix('}')?.rsplit_once("@{")?;
+        let digits = n.strip_prefix('-').unwrap_or(n);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        Some((name, n.parse().ok()?))
+    }
+
+    /// Why a revision of the form `NAME@{N}` names nothing, in git's
+    /// words (`log for 'main' only has 2 entries`).
+    pub async fn reflog_shortfall(&self, revision: &str) -> Option<String> {
+        let base = &revision[..revision.find(['~', '^', ':']).unwrap_or(revision.len())];
+        let (name, n) = Self::reflog_index(base)?;
+        if n < 0 {
+            return None;
+        }
+        let (shown, file) = match name {
+            "HEAD" => ("HEAD".to_string(), "HEAD".to_string()),
+            "" => match self.head().await {
+                Head::Branch(branch) => (branch.clone(), format!("refs/heads/{branch}")),
+                Head::Detached(_) => ("HEAD".to_string(), "HEAD".to_string()),
+            },
+            name => (name.to_string(), self.ref_named(name).await?.0),
+        };
+        let log = self.read_text(&self.git.join("logs").join(file)).await?;
+        Some(format!(
+            "log for '{shown}' only has {} entries",
+            log.lines().count()
+        ))
+    }
+
+    /// `NAME@{N}`: where `NAME` (`HEAD`, a branch; none: the current
+    /// branch) was N moves ago, from its reflog; `@{-N}`: the branch (or
+    /// commit) checked out N checkouts ago.
+    async fn reflog_at(&self, name: &str) -> Option<Oid> {
+        let (name, n) = Self::reflog_index(name)?;
+        if n < 0 {
+            if !name.is_empty() {
+                return None;
+            }
+            let previous = self.previous_checkout(n.unsigned_abs() as usize).await?;
+            return Box::pin(self.resolve_revision(&previous)).await;
+        }
+        let file = match name {
+            "HEAD" => "HEAD".to_string(),
+            "" => match self.head().await {
+                Head::Branch(branch) => format!("refs/heads/{branch}"),
+                Head::Detached(_) => "HEAD".to_string(),
+            },
+            name => self.ref_named(name).await?.0,
+        };
+        let log = self.read_text(&self.git.join("logs").join(file)).await?;
+        let entry = log.lines().rev().nth(usize::try_from(n).ok()?)?;
+        let new = entry.split(' ').nth(1)?;
+        (new.len() == 40 && new.bytes().any(|b| b != b'0')).then(|| new.to_string())
     }
 
     /// `NAME@{upstream}` / `NAME@{u}` (`NAME` empty or `HEAD`: the current

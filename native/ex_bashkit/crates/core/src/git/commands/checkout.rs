@@ -116,9 +116,12 @@ impl Ctx<'_> {
             .filter(|p| {
                 let indexed = state.index.get(*p).map(|e| &e.blob);
                 let head = state.head_files.get(*p);
-                indexed != head
-                    || state.work_blobs.get(*p) != indexed
-                    || (indexed.is_none() && state.work.contains_key(*p))
+                // git's two-way merge: a path staged as the target has it
+                // already; one changed otherwise is in the way.
+                indexed != target.get(*p)
+                    && (indexed != head
+                        || state.work_blobs.get(*p) != indexed
+                        || (indexed.is_none() && state.work.contains_key(*p)))
             })
             .collect();
         if !conflicts.is_empty() {
@@ -133,6 +136,9 @@ impl Ctx<'_> {
         }
         let mut index = state.index.clone();
         for path in differing {
+            if state.index.get(path).map(|e| &e.blob) == target.get(path) {
+                continue;
+            }
             match target.get(path) {
                 Some(blob) => {
                     let entry = self.repo.checkout_file(path, blob).await.map_err(failed)?;

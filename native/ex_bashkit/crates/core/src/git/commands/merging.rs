@@ -69,7 +69,7 @@ impl Ctx<'_> {
         let Some(target) = args.operands.first() else {
             return Err(Out::fatal("No remote for the current branch."));
         };
-        if repo.resolve(target).await.is_none() {
+        if self.revision(target).await.is_err() {
             let mut message = format!("merge: {target} - not something we can merge\n");
             let similar: Vec<String> = repo
                 .refs("remotes")

@@ -177,6 +177,13 @@ impl Ctx<'_> {
                 continue;
             }
             let Some(oid) = repo.resolve(name).await else {
+                if let Some(why) = repo.reflog_shortfall(name).await {
+                    return Err(Out {
+                        stdout: out,
+                        stderr: format!("fatal: {why}\n"),
+                        code: 128,
+                    });
+                }
                 if verify {
                     return Err(match quiet {
                         true => Out::error("", 1),
