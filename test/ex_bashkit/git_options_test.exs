@@ -742,6 +742,40 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "Fast-forward"
   end
 
+  test "merge and cherry-pick follow a file one side renamed, as merge-ort does", ctx do
+    script = """
+    git checkout -q -b ren HEAD~1 && git mv numbers.txt renamed.txt && git commit -qm rename
+    git checkout -q main && echo tail >> numbers.txt && git commit -qam 'edit numbers'
+    git merge --no-edit ren && git log --stat -1 --format=%s && git status --short && tail -2 renamed.txt
+    git reset -q --hard HEAD~1 && git cherry-pick ren && git status --short && git ls-files | grep -c numbers
+    git reset -q --hard HEAD~1 && git checkout -q -b r2 HEAD~1 && sed -i '1s/.*/theirs/' numbers.txt
+    git mv numbers.txt moved.txt && git commit -qam 'rename and edit' && git checkout -q main
+    sed -i '1s/.*/ours/' numbers.txt && git commit -qam 'edit first' && git merge r2 2>&1; echo "exit $?"
+    git status; head -7 moved.txt; git ls-files -s | grep -E 'moved|numbers'; git merge --abort
+    git checkout -q r2 && git merge main 2>&1; head -7 moved.txt; git merge --abort; git status --short
+    """
+
+    [real, ours] = on_copies(ctx, "merge_renames", script)
+    assert ours == real
+    assert real =~ "<<<<<<< HEAD:numbers.txt"
+    assert real =~ "r2:moved.txt"
+  end
+
+  test "mv moves files and directories, into a directory when it is one, as real git does", ctx do
+    script = """
+    mkdir -p d/s && echo 1 > d/a && echo 2 > d/s/b && git add d && git commit -qm d
+    git mv -v d e && git mv -n e/a e/s && git mv e/a a.txt e/s 2>&1; git mv e/a a.txt e/s
+    git status --short; mkdir empty; git mv empty z 2>&1; git mv nothere z 2>&1; git mv -v e q
+    git mv q/s q/a && git status --short && git mv numbers.txt q/a/a 2>&1; echo u > u; git mv u v 2>&1
+    git mv 2>&1 | head -1; git mv -n q r; git ls-files -s q | cut -c 50-
+    """
+
+    [real, ours] = on_copies(ctx, "mv_dirs", script)
+    assert ours == real
+    assert real =~ "Renaming d/s/b to e/s/b"
+    assert real =~ "fatal: source directory is empty"
+  end
+
   test "a reset ends a waiting merge and its conflicts, as git's does", ctx do
     script = """
     #{@conflicting}
@@ -816,18 +850,26 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "Binary files a/b.dat and b/b.dat differ"
   end
 
-  test "a merge whose result depends on following a rename is refused, untouched", ctx do
+  test "a merge that depends on a directory one side moved is refused, untouched", ctx do
     setup = """
-    git checkout -q -b moved && git mv src/main.rs src/app.rs && git commit -q -m moved
-    git checkout -q main && echo '// edit' >> src/main.rs && git commit -q -am edit
+    git checkout -q -b moved && git mv src lib && git commit -q -m moved
+    git checkout -q main && echo '// new' > src/extra.rs && git add src && git commit -q -m extra
     """
 
-    [_, _] = on_copies(ctx, "rename_merge", setup)
     real_dir = beside(ctx, "rename_merge_real")
     ours_dir = beside(ctx, "rename_merge_sandbox")
-    # Real git carries main's edit into the renamed file.
-    merged = git!(real_dir, "git merge -q --no-edit moved && cat src/app.rs", identity())
-    assert merged =~ "// edit"
+    {_, 0} = System.cmd("cp", ["-a", ctx.repo, real_dir])
+    git!(real_dir, setup, identity())
+    {_, 0} = System.cmd("cp", ["-a", real_dir, ours_dir])
+    # Real git stops: the file main added belongs, it reckons, where the
+    # other side moved its directory.
+    {merged, 1} =
+      System.cmd("git", ["merge", "--no-edit", "moved"],
+        cd: real_dir,
+        env: host_env() ++ [{"HOME", real_dir} | Enum.to_list(identity())]
+      )
+
+    assert merged =~ "CONFLICT (file location)"
 
     session =
       Session.new(
@@ -843,7 +885,7 @@ defmodule ExBashkit.GitOptionsTest do
     assert %Result{exit_code: 128, stderr: stderr} = run(session, "git merge --no-edit moved")
 
     assert stderr ==
-             "fatal: not supported by the sandbox's git: a merge across renames (src/main.rs => src/app.rs)\n"
+             "fatal: not supported by the sandbox's git: a merge across renames (src/main.rs => lib/main.rs)\n"
 
     assert %Result{stdout: ^head} = run(session, "git rev-parse HEAD")
 

@@ -128,11 +128,12 @@ enum Mode {
 }
 
 /// A side's changes against the base: base lines `i1..i1+chg1` became
-/// the side's `i2..i2+chg2` (git's `xdchange_t`).
+/// the side's `i2..i2+chg2` (git's `xdchange_t`), found as merge-ort
+/// finds them.
 fn script(old: &[&str], new: &[&str]) -> Vec<(usize, usize, usize, usize)> {
     let old: Vec<&[u8]> = old.iter().map(|l| l.as_bytes()).collect();
     let new: Vec<&[u8]> = new.iter().map(|l| l.as_bytes()).collect();
-    super::xdiff::hunks(&old, &new)
+    super::xdiff::merge_hunks(&old, &new)
         .into_iter()
         .map(|(removed, added)| (removed.start, removed.len(), added.start, added.len()))
         .collect()

@@ -30,8 +30,8 @@ pub fn changed_lines(old: &[&[u8]], new: &[&[u8]]) -> (Vec<bool>, Vec<bool>) {
     let mut b = Side::new(new, new_classes);
     prepare(&mut a, &mut b, count);
     compare(&mut a, &mut b);
-    compact(&mut a, &mut b);
-    compact(&mut b, &mut a);
+    compact(&mut a, &mut b, true);
+    compact(&mut b, &mut a, true);
     (a.changed_lines(), b.changed_lines())
 }
 
@@ -39,6 +39,25 @@ pub fn changed_lines(old: &[&[u8]], new: &[&[u8]]) -> (Vec<bool>, Vec<bool>) {
 /// and the new lines it adds, in order.
 pub fn hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<(Range<usize>, Range<usize>)> {
     let (removed, added) = changed_lines(old, new);
+    runs(&removed, &added)
+}
+
+/// The changes as git's merges find them (merge-ort diffs with the
+/// histogram algorithm, and slides changes without the indent
+/// heuristic), as runs like [`hunks`]'.
+pub fn merge_hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<(Range<usize>, Range<usize>)> {
+    let mut classes: HashMap<&[u8], usize> = HashMap::new();
+    let old_classes = classify(&mut classes, old);
+    let new_classes = classify(&mut classes, new);
+    let mut a = Side::new(old, old_classes);
+    let mut b = Side::new(new, new_classes);
+    histogram(&mut a, &mut b, 1, old.len(), 1, new.len());
+    compact(&mut a, &mut b, false);
+    compact(&mut b, &mut a, false);
+    runs(&a.changed_lines(), &b.changed_lines())
+}
+
+fn runs(removed: &[bool], added: &[bool]) -> Vec<(Range<usize>, Range<usize>)> {
     let mut hunks = Vec::new();
     let (mut i, mut j) = (0, 0);
     while i < removed.len() || j < added.len() {
@@ -57,6 +76,181 @@ pub fn hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<(Range<usize>, Range<usize>)> 
         hunks.push((from_i..i, from_j..j));
     }
     hunks
+}
+
+/// Myers as git's `xdl_do_diff` runs it: prepared and searched, not yet
+/// slid into place.
+fn myers(old: &[&[u8]], new: &[&[u8]]) -> (Vec<bool>, Vec<bool>) {
+    let mut classes: HashMap<&[u8], usize> = HashMap::new();
+    let old_classes = classify(&mut classes, old);
+    let new_classes = classify(&mut classes, new);
+    let count = classes.len();
+    let mut a = Side::new(old, old_classes);
+    let mut b = Side::new(new, new_classes);
+    prepare(&mut a, &mut b, count);
+    compare(&mut a, &mut b);
+    (a.changed_lines(), b.changed_lines())
+}
+
+/// git's xhistogram.c over lines `line1..line1+count1` of `a` and
+/// `line2..line2+count2` of `b` (numbered from 1, as there): the longest
+/// run of lines common to both that are rarest in `a` splits the
+/// ranges, each side of it diffed the same way; where every common line
+/// is too frequent (more than 64 times), Myers decides.
+fn histogram(
+    a: &mut Side,
+    b: &mut Side,
+    mut line1: usize,
+    mut count1: usize,
+    mut line2: usize,
+    mut count2: usize,
+) {
+    loop {
+        if count1 == 0 && count2 == 0 {
+            return;
+        }
+        if count1 == 0 || count2 == 0 {
+            for l in line1..line1 + count1 {
+                a.set_changed(l as i64 - 1, true);
+            }
+            for l in line2..line2 + count2 {
+                b.set_changed(l as i64 - 1, true);
+            }
+            return;
+        }
+        match find_lcs(a, b, line1, count1, line2, count2) {
+            Lcs::FallBack => {
+                let (old, new) = (
+                    &a.lines[line1 - 1..line1 - 1 + count1],
+                    &b.lines[line2 - 1..line2 - 1 + count2],
+                );
+                let (removed, added) = myers(old, new);
+                for (k, changed) in removed.into_iter().enumerate() {
+                    a.set_changed((line1 - 1 + k) as i64, changed);
+                }
+                for (k, changed) in added.into_iter().enumerate() {
+                    b.set_changed((line2 - 1 + k) as i64, changed);
+                }
+                return;
+            }
+            Lcs::None => {
+                for l in line1..line1 + count1 {
+                    a.set_changed(l as i64 - 1, true);
+                }
+                for l in line2..line2 + count2 {
+                    b.set_changed(l as i64 - 1, true);
+                }
+                return;
+            }
+            Lcs::Found {
+                begin1,
+                end1,
+                begin2,
+                end2,
+            } => {
+                histogram(a, b, line1, begin1 - line1, line2, begin2 - line2);
+                let (last1, last2) = (line1 + count1 - 1, line2 + count2 - 1);
+                count1 = last1 - end1;
+                line1 = end1 + 1;
+                count2 = last2 - end2;
+                line2 = end2 + 1;
+            }
+        }
+    }
+}
+
+enum Lcs {
+    Found {
+        begin1: usize,
+        end1: usize,
+        begin2: usize,
+        end2: usize,
+    },
+    None,
+    FallBack,
+}
+
+/// xhistogram.c's `find_lcs` (with `scanA` and `try_lcs`).
+fn find_lcs(a: &Side, b: &Side, line1: usize, count1: usize, line2: usize, count2: usize) -> Lcs {
+    const MAX_CHAIN_LENGTH: usize = 64;
+    let last1 = line1 + count1 - 1;
+    let last2 = line2 + count2 - 1;
+    let class_a = |l: usize| a.class[l - 1];
+    let class_b = |l: usize| b.class[l - 1];
+    // Each class of `a`'s range: its first line there and how often it
+    // occurs; each line: the next line of its class.
+    let mut records: HashMap<usize, (usize, usize)> = HashMap::new();
+    let mut next = vec![0usize; count1];
+    for ptr in (line1..=last1).rev() {
+        let record = records.entry(class_a(ptr)).or_insert((0, 0));
+        if record.1 > 0 {
+            next[ptr - line1] = record.0;
+        }
+        record.0 = ptr;
+        record.1 += 1;
+    }
+    let count_of = |l: usize| records[&class_a(l)].1;
+    let (mut begin1, mut end1, mut begin2, mut end2) = (0usize, 0usize, 0usize, 0usize);
+    let mut best = MAX_CHAIN_LENGTH + 1;
+    let mut has_common = false;
+    let mut b_ptr = line2;
+    while b_ptr <= last2 {
+        let mut b_next = b_ptr + 1;
+        if let Some(&(first, count)) = records.get(&class_b(b_ptr)) {
+            has_common = true;
+            if count <= best {
+                let mut at = first;
+                loop {
+                    let mut np = next[at - line1];
+                    let (mut as_, mut bs, mut ae, mut be, mut rc) = (at, b_ptr, at, b_ptr, count);
+                    while line1 < as_ && line2 < bs && class_a(as_ - 1) == class_b(bs - 1) {
+                        as_ -= 1;
+                        bs -= 1;
+                        if 1 < rc {
+                            rc = rc.min(count_of(as_));
+                        }
+                    }
+                    while ae < last1 && be < last2 && class_a(ae + 1) == class_b(be + 1) {
+                        ae += 1;
+                        be += 1;
+                        if 1 < rc {
+                            rc = rc.min(count_of(ae));
+                        }
+                    }
+                    if b_next <= be {
+                        b_next = be + 1;
+                    }
+                    if end1 - begin1 < ae - as_ || rc < best {
+                        (begin1, begin2, end1, end2) = (as_, bs, ae, be);
+                        best = rc;
+                    }
+                    if np == 0 {
+                        break;
+                    }
+                    while np != 0 && np <= ae {
+                        np = next[np - line1];
+                    }
+                    if np == 0 {
+                        break;
+                    }
+                    at = np;
+                }
+            }
+        }
+        b_ptr = b_next;
+    }
+    if has_common && MAX_CHAIN_LENGTH < best {
+        Lcs::FallBack
+    } else if begin1 == 0 && begin2 == 0 {
+        Lcs::None
+    } else {
+        Lcs::Found {
+            begin1,
+            end1,
+            begin2,
+            end2,
+        }
+    }
 }
 
 /// Each line's class: lines of equal bytes share one, across both files.
@@ -589,7 +783,7 @@ fn group_slide_up(side: &mut Side, g: &mut Group) -> bool {
 /// Slides each run of changes in `side` as git does: merged with runs it
 /// bumps into, lined up with a run of the other file where it can be,
 /// else placed where the indent heuristic scores best.
-fn compact(side: &mut Side, other: &mut Side) {
+fn compact(side: &mut Side, other: &mut Side, indent_heuristic: bool) {
     const MAX_SLIDING: i64 = 100;
     let mut g = group_init(side);
     let mut go = group_init(other);
@@ -625,7 +819,7 @@ fn compact(side: &mut Side, other: &mut Side) {
                     group_slide_up(side, &mut g);
                     group_previous(other, &mut go);
                 }
-            } else {
+            } else if indent_heuristic {
                 let mut shift = earliest_end
                     .max(g.end - groupsize - 1)
                     .max(g.end - MAX_SLIDING);
@@ -800,5 +994,14 @@ mod tests {
         let (removed, added) = changed_lines(&lines("a\nb\n"), &lines("c\nd\ne\n"));
         assert_eq!(removed, [true, true]);
         assert_eq!(added, [true, true, true]);
+    }
+
+    #[test]
+    fn merges_pair_lines_with_the_histogram_algorithm() {
+        // As `git diff --diff-algorithm=histogram --no-indent-heuristic`
+        // and `--diff-algorithm=myers` pair these (checked with git 2.47).
+        let (old, new) = (lines("b\nx\na\na\ny\na\n"), lines("y\na\ny\nb\na\na\n"));
+        assert_eq!(merge_hunks(&old, &new), vec![(0..4, 0..0), (6..6, 2..6)]);
+        assert_eq!(hunks(&old, &new), vec![(0..3, 0..1), (5..5, 3..5)]);
     }
 }

@@ -212,46 +212,122 @@ impl Ctx<'_> {
         }
     }
 
+    /// `git mv SOURCE... DESTINATION`: files and directories (each tracked
+    /// path under one moves with it), into a directory when the
+    /// destination is one; every move checked, as git checks them,
+    /// before any is made. `-n` only says what it would do; `-v` says it.
     pub(super) async fn mv(&self, args: &[String]) -> Run {
         let args = Args::parse(
             args,
             &Spec {
                 command: "mv",
-                flags: &[],
+                flags: &["-n", "--dry-run", "-v", "--verbose"],
                 valued: &[],
             },
         )?;
-        let [from, to] = args.operands.as_slice() else {
-            return Err(Out::error("usage: git mv <source> <destination>\n", 129));
+        let dry_run = args.has(&["-n", "--dry-run"]);
+        let verbose = args.has(&["-v", "--verbose"]) || dry_run;
+        let operands: Vec<&str> = args.operands.iter().chain(&args.paths).copied().collect();
+        let Some((dest, sources)) = operands.split_last().filter(|(_, s)| !s.is_empty()) else {
+            return Err(Out::error(
+                "usage: git mv [<options>] <source>... <destination>\n",
+                129,
+            ));
         };
-        let (from, mut to) = (self.pathspec(from), self.pathspec(to));
-        let mut index = self.repo.index().await.map_err(failed)?;
-        let Some(entry) = index.remove(&from) else {
+        let repo = &self.repo;
+        let fs = &repo.fs;
+        let is_dir = |path: String| async move {
+            fs.stat(&repo.root.join(path))
+                .await
+                .is_ok_and(|m| m.file_type.is_dir())
+        };
+        let dest = self.pathspec(dest);
+        let into_dir = is_dir(dest.clone()).await;
+        if sources.len() > 1 && !into_dir {
             return Err(Out::fatal(format!(
-                "not under version control, source={from}, destination={to}"
+                "destination '{dest}' is not a directory"
             )));
-        };
-        let fs = &self.repo.fs;
-        if fs
-            .stat(&self.repo.root.join(&to))
-            .await
-            .is_ok_and(|m| m.file_type.is_dir())
-        {
-            let name = from.rsplit('/').next().unwrap_or(&from);
-            to = format!("{to}/{name}");
         }
-        // git's rule before the work tree changes: never into a git
-        // directory, never outside the work tree (a path outside stays
-        // absolute, and fails for its empty first component).
-        if !crate::git_paths::verify_path(&to, entry.blob.mode) {
-            return Err(Out::fatal(format!("invalid path '{to}'")));
+        let mut index = repo.index().await.map_err(failed)?;
+        // Each move: the source, where it goes, and the tracked paths it
+        // carries (a file's own path; a directory's paths under it).
+        let mut moves: Vec<(String, String, Vec<String>)> = Vec::new();
+        for source in sources {
+            let from = self.pathspec(source);
+            let to = match into_dir {
+                true => format!("{dest}/{}", from.rsplit('/').next().unwrap_or(&from)),
+                false => dest.clone(),
+            };
+            let refused = |why: &str| Out::fatal(format!("{why}, source={from}, destination={to}"));
+            let carried: Vec<String> = if index.contains_key(&from) {
+                vec![from.clone()]
+            } else if is_dir(from.clone()).await {
+                let under: Vec<String> = index
+                    .keys()
+                    .filter(|p| p.starts_with(&format!("{from}/")))
+                    .cloned()
+                    .collect();
+                if under.is_empty() {
+                    return Err(refused("source directory is empty"));
+                }
+                under
+            } else if fs.exists(&repo.root.join(&from)).await.unwrap_or(false) {
+                return Err(refused("not under version control"));
+            } else {
+                return Err(refused("bad source"));
+            };
+            // git's rule before the work tree changes: never into a git
+            // directory, never outside the work tree.
+            for path in &carried {
+                let moved = format!("{to}{}", &path[from.len()..]);
+                if !crate::git_paths::verify_path(&moved, index[path].blob.mode) {
+                    return Err(Out::fatal(format!("invalid path '{moved}'")));
+                }
+            }
+            if fs.exists(&repo.root.join(&to)).await.unwrap_or(false) || index.contains_key(&to) {
+                return Err(refused("destination exists"));
+            }
+            moves.push((from, to, carried));
         }
-        fs.rename(&self.repo.root.join(&from), &self.repo.root.join(&to))
-            .await
-            .map_err(|e| failed(format!("renaming '{from}' failed: {e}")))?;
-        index.insert(to, entry);
-        self.repo.save_index(&index).await.map_err(failed)?;
-        Ok(Out::ok(""))
+        let mut out = String::new();
+        for (from, to, carried) in &moves {
+            let each: Vec<(String, String)> = carried
+                .iter()
+                .map(|path| (path.clone(), format!("{to}{}", &path[from.len()..])))
+                .collect();
+            let directory = carried.first() != Some(from);
+            if dry_run {
+                if directory {
+                    let _ = writeln!(out, "Checking rename of '{from}' to '{to}'");
+                }
+                for (a, b) in &each {
+                    let _ = writeln!(out, "Checking rename of '{a}' to '{b}'");
+                }
+            }
+            if verbose {
+                if directory {
+                    let _ = writeln!(out, "Renaming {from} to {to}");
+                }
+                for (a, b) in &each {
+                    let _ = writeln!(out, "Renaming {a} to {b}");
+                }
+            }
+            if dry_run {
+                continue;
+            }
+            fs.rename(&repo.root.join(from), &repo.root.join(to))
+                .await
+                .map_err(|e| failed(format!("renaming '{from}' failed: {e}")))?;
+            for (a, b) in each {
+                if let Some(entry) = index.remove(&a) {
+                    index.insert(b, entry);
+                }
+            }
+        }
+        if !dry_run {
+            repo.save_index(&index).await.map_err(failed)?;
+        }
+        Ok(Out::ok(out))
     }
 
     // ---- commit ------------------------------------------------------------

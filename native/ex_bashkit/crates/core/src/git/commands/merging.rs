@@ -123,8 +123,6 @@ impl Ctx<'_> {
         };
         let base_files = repo.commit_files(Some(&base)).await.map_err(failed)?;
         let their_files = repo.commit_files(Some(&theirs)).await.map_err(failed)?;
-        self.refuse_renames_that_matter(&base_files, &before, &their_files)
-            .await?;
         let state = self.state().await?;
         // merge-ort merges only onto an index that matches HEAD.
         let staged: Vec<&String> = before
@@ -249,6 +247,8 @@ impl Ctx<'_> {
         target: &str,
     ) -> Result<Merged, Out> {
         let repo = &self.repo;
+        let (base, ours, theirs, renamed) = self.follow_renames(base, ours, theirs).await?;
+        let (base, ours, theirs) = (&base, &ours, &theirs);
         let mut paths: BTreeSet<&String> = base.keys().collect();
         paths.extend(ours.keys());
         paths.extend(theirs.keys());
@@ -284,9 +284,21 @@ impl Ctx<'_> {
                         String::from_utf8(mine.clone()),
                         String::from_utf8(other),
                     );
+                    // A file renamed on one side is named with its path on
+                    // each, as merge-ort names it.
+                    let (mine_label, other_label) = match renamed.get(path) {
+                        Some((o, t)) => (format!("HEAD:{o}"), format!("{target}:{t}")),
+                        None => ("HEAD".to_string(), target.to_string()),
+                    };
                     let merged = match texts {
                         (Ok(bt), Ok(mt), Ok(tt)) if !mt.contains('\0') && !tt.contains('\0') => {
-                            Some(crate::git::merge::text(&bt, &mt, &tt, "HEAD", target))
+                            Some(crate::git::merge::text(
+                                &bt,
+                                &mt,
+                                &tt,
+                                &mine_label,
+                                &other_label,
+                            ))
                         }
                         _ => None,
                     };
@@ -527,41 +539,86 @@ impl Ctx<'_> {
     }
 
     /// git's merge follows renames: a file one side renamed takes the
-    /// other side's edits of it, and files the other side added to a
-    /// directory one side moved follow it. This merge does not, so where
-    /// that would change the result it is refused before anything is
-    /// written.
-    pub(super) async fn refuse_renames_that_matter(
+    /// other side's edits of it. Here the base's and the other side's
+    /// copies of such a file are named by its new path before the paths
+    /// are merged (the returned map gives each such path's name on ours
+    /// and theirs, for conflict markers). What a rename makes harder —
+    /// both sides renaming one file differently, a file renamed on one
+    /// side and deleted or re-added on the other, files the other side
+    /// added to a directory one side moved away (git's directory
+    /// renames) — is refused before anything is written.
+    async fn follow_renames(
         &self,
         base: &Files,
         ours: &Files,
         theirs: &Files,
-    ) -> Result<(), Out> {
-        for (side, other) in [(ours, theirs), (theirs, ours)] {
-            for change in self.changes(base, side, None, &[]).await? {
-                let Some(from) = &change.from else {
-                    continue;
+    ) -> Result<(Files, Files, Files, Renamed), Out> {
+        let renames = |side: &Files| {
+            let side = side.clone();
+            async move {
+                let changes = self.changes(base, &side, None, &[]).await?;
+                Ok::<_, Out>(
+                    changes
+                        .into_iter()
+                        .filter_map(|c| Some((c.from?, c.path)))
+                        .collect::<Vec<_>>(),
+                )
+            }
+        };
+        let (ours_renames, theirs_renames) = (renames(ours).await?, renames(theirs).await?);
+        let (mut base2, mut ours2, mut theirs2) = (base.clone(), ours.clone(), theirs.clone());
+        let mut renamed = Renamed::new();
+        let parent = |path: &str| path.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+        for (by_ours, done, side, other, other_done) in [
+            (true, &ours_renames, ours, theirs, &theirs_renames),
+            (false, &theirs_renames, theirs, ours, &ours_renames),
+        ] {
+            for (from, to) in done {
+                let refused = || {
+                    Out::fatal(format!(
+                        "not supported by the sandbox's git: a merge across renames ({from} => {to})"
+                    ))
                 };
-                let parent =
-                    |path: &str| path.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
                 let dir = parent(from);
-                let edited = other.get(from) != base.get(from);
                 // A directory this side emptied by moving it elsewhere.
-                let moved_away =
-                    dir != parent(&change.path) && !side.keys().any(|path| parent(path) == dir);
-                let added_beside = moved_away
+                let moved_away = dir != parent(to) && !side.keys().any(|path| parent(path) == dir);
+                if moved_away
                     && other
                         .keys()
-                        .any(|path| !base.contains_key(path) && parent(path) == dir);
-                if edited || added_beside {
-                    return Err(Out::fatal(format!(
-                        "not supported by the sandbox's git: a merge across renames ({from} => {})",
-                        change.path
-                    )));
+                        .any(|path| !base.contains_key(path) && parent(path) == dir)
+                {
+                    return Err(refused());
                 }
+                if other.get(from) == base.get(from) {
+                    // Left alone there: the paths' merge renames it.
+                    continue;
+                }
+                if let Some((_, other_to)) = other_done.iter().find(|(f, _)| f == from) {
+                    if other_to == to && side.get(to) == other.get(to) {
+                        continue;
+                    }
+                    return Err(refused());
+                }
+                let (Some(edited), Some(original)) = (other.get(from), base.get(from)) else {
+                    return Err(refused());
+                };
+                if other.contains_key(to) {
+                    return Err(refused());
+                }
+                base2.remove(from);
+                base2.insert(to.clone(), original.clone());
+                let other2 = if by_ours { &mut theirs2 } else { &mut ours2 };
+                other2.remove(from);
+                other2.insert(to.clone(), edited.clone());
+                let names = if by_ours {
+                    (to.clone(), from.clone())
+                } else {
+                    (from.clone(), to.clone())
+                };
+                renamed.insert(to.clone(), names);
             }
         }
-        Ok(())
+        Ok((base2, ours2, theirs2, renamed))
     }
 
     /// `create mode`/`delete mode`/`mode change` lines, as `commit` and
@@ -737,6 +794,10 @@ pub(super) fn with_conflicts(message: &str, conflicted: &[String]) -> String {
     }
     text
 }
+
+/// Paths a merge took to a file's new name: its name on ours and on
+/// theirs.
+type Renamed = BTreeMap<String, (String, String)>;
 
 /// What a three-way merge of trees comes to.
 pub(super) struct Merged {

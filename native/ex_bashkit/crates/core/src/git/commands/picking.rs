@@ -165,7 +165,6 @@ impl Ctx<'_> {
                 format!("parent of {short} ({first_line})"),
             ),
         };
-        self.refuse_renames_that_matter(base, &ours, theirs).await?;
         let state = self.state().await?;
         if state
             .index

@@ -20,6 +20,8 @@ impl Ctx<'_> {
                     "--deleted",
                     "-s",
                     "--stage",
+                    "-u",
+                    "--unmerged",
                 ],
                 valued: &[],
             },
@@ -62,6 +64,11 @@ impl Ctx<'_> {
         }
         if args.has(&["-m", "--modified", "-d", "--deleted"]) {
             let state = self.state().await?;
+            if !state.unmerged.is_empty() {
+                return Err(Out::fatal(
+                    "not supported by the sandbox's git: ls-files -m or -d while paths are unmerged",
+                ));
+            }
             let wanted = if args.has(&["-d", "--deleted"]) {
                 'D'
             } else {
@@ -77,11 +84,28 @@ impl Ctx<'_> {
             }
             return Ok(Out::ok(out));
         }
-        let stage = args.has(&["-s", "--stage"]);
-        for (path, entry) in self.repo.index().await.map_err(failed)? {
+        // Every entry of the index in its order: by path, then stage (a
+        // conflicted path has one line per stage).
+        let only_unmerged = args.has(&["-u", "--unmerged"]);
+        let stage = args.has(&["-s", "--stage"]) || only_unmerged;
+        let index = self.repo.index().await.map_err(failed)?;
+        let mut entries: Vec<(String, u8, Blob)> = index
+            .into_iter()
+            .map(|(path, entry)| (path, 0, entry.blob))
+            .collect();
+        for path in self.repo.unmerged() {
+            for (number, blob) in self.repo.unmerged_blobs(&path) {
+                entries.push((path.clone(), number, blob));
+            }
+        }
+        entries.sort_by(|a, b| (a.0.as_bytes(), a.1).cmp(&(b.0.as_bytes(), b.1)));
+        for (path, number, blob) in entries {
+            if only_unmerged && number == 0 {
+                continue;
+            }
             if let Some(shown) = shown(&path) {
                 if stage {
-                    let _ = writeln!(out, "{:o} {} 0\t{shown}", entry.blob.mode, entry.blob.oid);
+                    let _ = writeln!(out, "{:o} {} {number}\t{shown}", blob.mode, blob.oid);
                 } else {
                     let _ = writeln!(out, "{shown}");
                 }
@@ -430,6 +454,15 @@ impl Ctx<'_> {
             .size_limit(1 << 20)
             .build()
             .map_err(|e| Out::fatal(format!("command line, '{pattern}': {e}")))?;
+        // The whole file searched at once first (lines as `(?m)` sees
+        // them): a file with no match anywhere has no line that matches,
+        // and most files have none, so only those that do are read by line.
+        let anywhere = regex::bytes::RegexBuilder::new(&source)
+            .case_insensitive(args.has(&["-i", "--ignore-case"]))
+            .multi_line(true)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| Out::fatal(format!("command line, '{pattern}': {e}")))?;
         let numbered = args.has(&["-n", "--line-number"]);
         let names_only = args.has(&["-l", "--files-with-matches", "--name-only"]);
         let count = args.has(&["-c", "--count"]);
@@ -442,6 +475,10 @@ impl Ctx<'_> {
             let Ok(bytes) = self.repo.content(&path, entry.blob.mode).await else {
                 continue;
             };
+            // (Bytes that are not UTF-8 read differently by line: no skip.)
+            if !invert && std::str::from_utf8(&bytes).is_ok() && !anywhere.is_match(&bytes) {
+                continue;
+            }
             let name = self.quoted(&path);
             // A binary file: searched line by line as bytes; a match is
             // named (`Binary file X matches`), never printed. `-I` skips it.
