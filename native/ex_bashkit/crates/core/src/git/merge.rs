@@ -67,7 +67,7 @@ async fn paint_down_to_common(repo: &Repo, one: &str, two: &str) -> Vec<Oid> {
     };
     let time_of = |oid: &str| {
         let oid = oid.to_string();
-        async move { repo.commit(&oid).await.map_or(0, |c| c.committer.time) }
+        async move { repo.commit_links(&oid).await.map_or(0, |(time, _)| time) }
     };
     marks.insert(one.to_string(), FROM_ONE);
     push(&mut queue, time_of(one).await, one.to_string());
@@ -88,10 +88,10 @@ async fn paint_down_to_common(repo: &Repo, one: &str, two: &str) -> Vec<Oid> {
             }
             flags |= STALE;
         }
-        let Ok(commit) = repo.commit(&oid).await else {
+        let Ok((_, parents)) = repo.commit_links(&oid).await else {
             continue;
         };
-        for parent in commit.parents {
+        for parent in parents {
             let mark = marks.entry(parent.clone()).or_default();
             if *mark & flags == flags {
                 continue;

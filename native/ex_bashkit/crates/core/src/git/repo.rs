@@ -611,6 +611,31 @@ impl Repo {
         Ok(commit)
     }
 
+    /// A commit's committer time and parents only, for walks that need
+    /// no more (its message and idents are not read out).
+    pub async fn commit_links(&self, oid: &str) -> Res<(i64, Vec<Oid>)> {
+        let (kind, body) = self.odb.read(oid).await?;
+        if kind != "commit" {
+            let commit = self.commit(oid).await?;
+            return Ok((commit.committer.time, commit.parents));
+        }
+        let (mut time, mut parents) = (0, Vec::new());
+        for line in body.split(|&b| b == b'\n') {
+            if line.is_empty() {
+                break;
+            }
+            if let Some(parent) = line.strip_prefix(b"parent ") {
+                parents.push(String::from_utf8_lossy(parent).into_owned());
+            } else if let Some(committer) = line.strip_prefix(b"committer ") {
+                time = Signature::parse(&String::from_utf8_lossy(committer)).time;
+            }
+        }
+        if !parents.is_empty() && self.shallow().await.contains(oid) {
+            parents.clear();
+        }
+        Ok((time, parents))
+    }
+
     /// A tree's entries: name → (mode, object).
     /// The entry `name` of `tree`, found in the tree's bytes without
     /// reading the rest out (a path-limited walk asks this of every
@@ -1064,8 +1089,8 @@ impl Repo {
         let mut pending = vec![oid.to_string()];
         while let Some(next) = pending.pop() {
             if seen.insert(next.clone()) {
-                if let Ok(commit) = self.commit(&next).await {
-                    pending.extend(commit.parents);
+                if let Ok((_, parents)) = self.commit_links(&next).await {
+                    pending.extend(parents);
                 }
             }
         }

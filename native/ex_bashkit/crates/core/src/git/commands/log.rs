@@ -540,9 +540,6 @@ impl Ctx<'_> {
         out
     }
 
-    /// The commits `log` walks from `start`, as git orders them by
-    /// default: the newest commit date first among those reached so far
-    /// (ties in the order they were reached), without `stop`'s ancestors.
     /// The commits `log --graph`/`--topo-order` walks: no parent before
     /// all its children, a merge's later parents' lines first, as git's
     /// topological walk orders them.
@@ -551,17 +548,15 @@ impl Ctx<'_> {
         start: &str,
         stop: Option<&str>,
     ) -> Result<Vec<Oid>, Out> {
-        let all = self.history(start, stop).await?;
-        let set: std::collections::HashSet<&Oid> = all.iter().collect();
-        let mut parents: BTreeMap<&Oid, Vec<Oid>> = BTreeMap::new();
-        let mut children: BTreeMap<Oid, usize> = BTreeMap::new();
-        for oid in &all {
-            let commit = self.repo.commit(oid).await.map_err(failed)?;
-            let kept: Vec<Oid> = commit
-                .parents
-                .into_iter()
-                .filter(|p| set.contains(p))
-                .collect();
+        // Each commit's parents as the walk read them: no commit read twice.
+        let linked = self.walk_history(start, stop, None).await?;
+        let all: Vec<&Oid> = linked.iter().map(|(oid, _)| oid).collect();
+        let set: std::collections::HashSet<&Oid> = all.iter().copied().collect();
+        let mut parents: std::collections::HashMap<&Oid, Vec<Oid>> =
+            std::collections::HashMap::with_capacity(linked.len());
+        let mut children: std::collections::HashMap<Oid, usize> = std::collections::HashMap::new();
+        for (oid, its) in &linked {
+            let kept: Vec<Oid> = its.iter().filter(|p| set.contains(p)).cloned().collect();
             for parent in &kept {
                 *children.entry(parent.clone()).or_default() += 1;
             }
@@ -569,9 +564,9 @@ impl Ctx<'_> {
         }
         let mut stack: Vec<Oid> = all
             .iter()
-            .filter(|o| !children.contains_key(*o))
+            .filter(|o| !children.contains_key(**o))
             .rev()
-            .cloned()
+            .map(|o| (*o).clone())
             .collect();
         let mut order = Vec::with_capacity(all.len());
         while let Some(oid) = stack.pop() {
@@ -587,21 +582,16 @@ impl Ctx<'_> {
         Ok(order)
     }
 
-    pub(in crate::git) async fn history(
-        &self,
-        start: &str,
-        stop: Option<&str>,
-    ) -> Result<Vec<Oid>, Out> {
-        self.history_upto(start, stop, None).await
-    }
-
-    /// `history`, stopping once `limit` commits are found (`log -n`).
-    pub(super) async fn history_upto(
+    /// The commits `log` walks from `start`, as git orders them by
+    /// default (the newest commit date first among those reached so far,
+    /// ties in the order they were reached), without `stop`'s ancestors,
+    /// up to `limit` of them; each with its parents.
+    async fn walk_history(
         &self,
         start: &str,
         stop: Option<&str>,
         limit: Option<usize>,
-    ) -> Result<Vec<Oid>, Out> {
+    ) -> Result<Vec<(Oid, Vec<Oid>)>, Out> {
         let repo = &self.repo;
         let excluded = match stop {
             Some(stop) => repo.ancestors(&self.revision(stop).await?).await,
@@ -631,19 +621,14 @@ impl Ctx<'_> {
             if excluded.contains(&oid) {
                 continue;
             }
-            for parent in parents {
+            for parent in &parents {
                 if seen.insert(parent.clone()) {
-                    let commit = repo.commit(&parent).await.map_err(failed)?;
+                    let (time, its) = repo.commit_links(parent).await.map_err(failed)?;
                     reached += 1;
-                    queue.push((
-                        commit.committer.time,
-                        std::cmp::Reverse(reached),
-                        parent,
-                        commit.parents,
-                    ));
+                    queue.push((time, std::cmp::Reverse(reached), parent.clone(), its));
                 }
             }
-            commits.push(oid);
+            commits.push((oid, parents));
         }
         Ok(commits)
     }
@@ -941,17 +926,59 @@ impl Ctx<'_> {
                 "options '--reverse' and '--graph' cannot be used together",
             ));
         }
+        // What the pickaxe found in each commit searched so far.
+        let mut searched: std::collections::HashMap<Oid, Vec<Change>> =
+            std::collections::HashMap::new();
         let steps: Vec<(Oid, crate::git::repo::Commit)> = if topo {
             let start = walk.include[0].clone();
             let stop = walk.exclude.first().cloned();
             let mut steps = Vec::new();
-            for oid in self.topo_history(&start, stop.as_deref()).await? {
+            // Only the commits shown are read out (no filter applies here).
+            let order = self.topo_history(&start, stop.as_deref()).await?;
+            for oid in order.into_iter().take(limit.unwrap_or(usize::MAX)) {
                 let commit = self.repo.commit(&oid).await.map_err(failed)?;
                 steps.push((oid, commit));
             }
             steps
+        } else if let (Some(pickaxe), Some(n)) = (&pickaxe, limit) {
+            // How far the walk must go to find `n` is not known ahead: it
+            // goes four times further each time until they are found or
+            // history ends, each commit searched once.
+            let mut batch = (n + skip).max(8) * 4;
+            loop {
+                let steps =
+                    Self::walk_until(&self.repo, &walk, filter.as_ref(), Some(batch)).await?;
+                let (mut passed, mut skipped, mut hits) = (0, 0, 0);
+                for step in &steps {
+                    if filter.as_ref().is_some_and(|f| !f.passes(&step.commit)) {
+                        continue;
+                    }
+                    passed += 1;
+                    if skipped < skip {
+                        skipped += 1;
+                        continue;
+                    }
+                    if step.commit.parents.len() > 1 || hits >= n {
+                        continue;
+                    }
+                    if !searched.contains_key(&step.oid) {
+                        let changes = self.commit_changes(&step.commit, &walk.paths).await?;
+                        let picked: Vec<Change> =
+                            changes.into_iter().filter(|c| pickaxe.finds(c)).collect();
+                        searched.insert(step.oid.clone(), picked);
+                    }
+                    if searched[&step.oid].is_empty() {
+                        continue;
+                    }
+                    hits += 1;
+                }
+                if hits >= n || passed < batch {
+                    break steps.into_iter().map(|s| (s.oid, s.commit)).collect();
+                }
+                batch *= 4;
+            }
         } else {
-            // With a pickaxe, how far the walk goes is not known ahead.
+            // With a pickaxe and no limit, every commit is searched.
             let wanted = limit.map(|n| n + skip).filter(|_| pickaxe.is_none());
             Self::walk_until(&self.repo, &walk, filter.as_ref(), wanted)
                 .await?
@@ -989,9 +1016,13 @@ impl Ctx<'_> {
                 None => None,
                 Some(_) if merge => continue,
                 Some(pickaxe) => {
-                    let changes = self.commit_changes(&commit, &walk.paths).await?;
-                    let picked: Vec<Change> =
-                        changes.into_iter().filter(|c| pickaxe.finds(c)).collect();
+                    let picked = match searched.remove(&oid) {
+                        Some(picked) => picked,
+                        None => {
+                            let changes = self.commit_changes(&commit, &walk.paths).await?;
+                            changes.into_iter().filter(|c| pickaxe.finds(c)).collect()
+                        }
+                    };
                     if picked.is_empty() {
                         continue;
                     }

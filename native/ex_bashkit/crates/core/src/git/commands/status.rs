@@ -273,11 +273,11 @@ impl Ctx<'_> {
         let mut marks: std::collections::HashMap<Oid, u8> = std::collections::HashMap::new();
         let mut queue = std::collections::BinaryHeap::new();
         for (oid, mark) in [(ours, OURS), (theirs, THEIRS)] {
-            let Ok(commit) = repo.commit(oid).await else {
+            let Ok((time, parents)) = repo.commit_links(oid).await else {
                 return (0, 0);
             };
             marks.insert(oid.to_string(), mark);
-            queue.push((commit.committer.time, oid.to_string(), commit.parents));
+            queue.push((time, oid.to_string(), parents));
         }
         while queue.iter().any(|(_, oid, _)| marks[oid] != OURS | THEIRS) {
             let Some((_, oid, parents)) = queue.pop() else {
@@ -288,8 +288,8 @@ impl Ctx<'_> {
                 let before = marks.get(&parent).copied().unwrap_or(0);
                 if before | mark != before {
                     marks.insert(parent.clone(), before | mark);
-                    if let Ok(commit) = repo.commit(&parent).await {
-                        queue.push((commit.committer.time, parent, commit.parents));
+                    if let Ok((time, parents)) = repo.commit_links(&parent).await {
+                        queue.push((time, parent, parents));
                     }
                 }
             }
