@@ -366,9 +366,9 @@ impl Ctx<'_> {
             list.insert(at, (date, oid));
         };
         let date_of = |oid: Oid| async move {
-            repo.commit(&oid)
+            repo.commit_links(&oid)
                 .await
-                .map(|c| c.committer.time)
+                .map(|(time, _)| time)
                 .unwrap_or(0)
         };
         flags.insert(target.to_string(), SEEN);
@@ -408,8 +408,8 @@ impl Ctx<'_> {
             if annotated > 0 && list.is_empty() {
                 break;
             }
-            let commit = repo.commit(&oid).await.map_err(failed)?;
-            for parent in commit.parents {
+            let (_, parents) = repo.commit_links(&oid).await.map_err(failed)?;
+            for parent in parents {
                 let mark = flags.entry(parent.clone()).or_default();
                 let fresh = *mark & SEEN == 0;
                 *mark |= here | SEEN;
@@ -441,8 +441,8 @@ impl Ctx<'_> {
             } else {
                 depth += 1;
             }
-            let commit = repo.commit(&oid).await.map_err(failed)?;
-            for parent in commit.parents {
+            let (_, parents) = repo.commit_links(&oid).await.map_err(failed)?;
+            for parent in parents {
                 let mark = flags.entry(parent.clone()).or_default();
                 let fresh = *mark & SEEN == 0;
                 *mark |= here | SEEN;

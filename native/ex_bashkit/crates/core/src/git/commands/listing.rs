@@ -220,9 +220,9 @@ impl Reach {
                 continue;
             }
             let parents = repo
-                .commit(&oid)
+                .commit_links(&oid)
                 .await
-                .map(|c| c.parents)
+                .map(|(_, parents)| parents)
                 .unwrap_or_default();
             if expanded {
                 let found = parents
