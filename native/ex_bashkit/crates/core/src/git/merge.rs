@@ -139,6 +139,33 @@ fn script(old: &[&str], new: &[&str]) -> Vec<(usize, usize, usize, usize)> {
         .collect()
 }
 
+/// A change one side made alone (`change` in its script), placed at `at`
+/// in the other side, which keeps the base's lines there.
+fn one_side(mode: Mode, change: (usize, usize, usize, usize), at: isize) -> Change {
+    let (i0, chg0, i, chg) = change;
+    let at = at as usize;
+    match mode {
+        Mode::Theirs => Change {
+            mode,
+            i0,
+            chg0,
+            i1: at,
+            chg1: chg0,
+            i2: i,
+            chg2: chg,
+        },
+        _ => Change {
+            mode,
+            i0,
+            chg0,
+            i1: i,
+            chg1: chg,
+            i2: at,
+            chg2: chg0,
+        },
+    }
+}
+
 /// git's `xdl_append_merge`: a change that touches the last one joins it
 /// (a conflict if they are not the same side's).
 fn append(changes: &mut Vec<Change>, change: Change) {
@@ -182,35 +209,17 @@ pub fn text(
         let (a, c) = match (x1.peek().copied(), x2.peek().copied()) {
             (Some(a), Some(c)) => (a, c),
             (Some(a), None) => {
-                let shift = n2 - n0;
                 append(
                     &mut changes,
-                    Change {
-                        mode: Mode::Ours,
-                        i0: a.0,
-                        chg0: a.1,
-                        i1: a.2,
-                        chg1: a.3,
-                        i2: (a.0 as isize + shift) as usize,
-                        chg2: a.1,
-                    },
+                    one_side(Mode::Ours, a, a.0 as isize + n2 - n0),
                 );
                 x1.next();
                 continue;
             }
             (None, Some(c)) => {
-                let shift = n1 - n0;
                 append(
                     &mut changes,
-                    Change {
-                        mode: Mode::Theirs,
-                        i0: c.0,
-                        chg0: c.1,
-                        i1: (c.0 as isize + shift) as usize,
-                        chg1: c.1,
-                        i2: c.2,
-                        chg2: c.3,
-                    },
+                    one_side(Mode::Theirs, c, c.0 as isize + n1 - n0),
                 );
                 x2.next();
                 continue;
@@ -218,36 +227,14 @@ pub fn text(
             (None, None) => break,
         };
         if a.0 + a.1 < c.0 {
-            let i2 = (c.2 as isize - c.0 as isize + a.0 as isize) as usize;
-            append(
-                &mut changes,
-                Change {
-                    mode: Mode::Ours,
-                    i0: a.0,
-                    chg0: a.1,
-                    i1: a.2,
-                    chg1: a.3,
-                    i2,
-                    chg2: a.1,
-                },
-            );
+            let at = c.2 as isize - c.0 as isize + a.0 as isize;
+            append(&mut changes, one_side(Mode::Ours, a, at));
             x1.next();
             continue;
         }
         if c.0 + c.1 < a.0 {
-            let i1 = (a.2 as isize - a.0 as isize + c.0 as isize) as usize;
-            append(
-                &mut changes,
-                Change {
-                    mode: Mode::Theirs,
-                    i0: c.0,
-                    chg0: c.1,
-                    i1,
-                    chg1: c.1,
-                    i2: c.2,
-                    chg2: c.3,
-                },
-            );
+            let at = a.2 as isize - a.0 as isize + c.0 as isize;
+            append(&mut changes, one_side(Mode::Theirs, c, at));
             x2.next();
             continue;
         }

@@ -228,6 +228,10 @@ pub struct Repo {
     abbrev: tokio::sync::OnceCell<Arc<Abbrev>>,
     /// The commits `.git/shallow` cuts history at, read once.
     shallow: Mutex<Option<Arc<HashSet<Oid>>>>,
+    /// Each `.gitattributes` (and `info/attributes`) read so far, by path:
+    /// a walk diffing thousands of commits reads each once. This git's
+    /// own writes of one forget it.
+    attribute_files: Mutex<HashMap<String, Option<Arc<str>>>>,
     /// `git -c key=value`: read after the config file, so they win.
     overrides: Vec<(String, String)>,
 }
@@ -347,6 +351,7 @@ impl Repo {
             default_email: here.git.email.clone(),
             abbrev: tokio::sync::OnceCell::new(),
             shallow: Mutex::new(None),
+            attribute_files: Mutex::new(HashMap::new()),
             overrides: here.overrides.to_vec(),
         }
     }
@@ -1510,14 +1515,44 @@ impl Repo {
                 true => ".gitattributes".to_string(),
                 false => format!("{dir}/.gitattributes"),
             };
-            if let Ok(bytes) = self.read_work(&file).await {
-                attributes.add(&String::from_utf8_lossy(&bytes), &dir);
+            if let Some(text) = self.attribute_file(&file, false).await {
+                attributes.add(&text, &dir);
             }
         }
-        if let Ok(bytes) = self.io.read_file(&self.git.join("info/attributes")).await {
-            attributes.add(&String::from_utf8_lossy(&bytes), "");
+        if let Some(text) = self.attribute_file("info/attributes", true).await {
+            attributes.add(&text, "");
         }
         attributes
+    }
+
+    /// An attributes file's text (`in_git`: under `.git`), read once.
+    async fn attribute_file(&self, file: &str, in_git: bool) -> Option<Arc<str>> {
+        let key = if in_git {
+            format!(".git/{file}")
+        } else {
+            file.to_string()
+        };
+        if let Some(known) = self.attribute_files.lock().unwrap().get(&key) {
+            return known.clone();
+        }
+        let bytes = match in_git {
+            true => self.io.read_file(&self.git.join(file)).await,
+            false => self.read_work(file).await,
+        };
+        let text: Option<Arc<str>> = bytes.ok().map(|b| String::from_utf8_lossy(&b).into());
+        self.attribute_files
+            .lock()
+            .unwrap()
+            .insert(key, text.clone());
+        text
+    }
+
+    /// Forgets what was read of `path` if it is an attributes file (this
+    /// git is about to write or remove it).
+    fn forget_attributes(&self, path: &str) {
+        if path == ".gitattributes" || path.ends_with("/.gitattributes") {
+            self.attribute_files.lock().unwrap().remove(path);
+        }
     }
 
     /// The pattern that decides whether `path` (relative to the root) is
@@ -1788,6 +1823,7 @@ impl Repo {
 
     /// Writes `blob` at `path` in the work tree; answers its index entry.
     pub async fn checkout_file(&self, path: &str, blob: &Blob) -> Res<IndexEntry> {
+        self.forget_attributes(path);
         let full = self.root.join(path);
         if let Some(parent) = full.parent() {
             self.io.mkdir_all(parent).await?;
@@ -1811,6 +1847,7 @@ impl Repo {
 
     /// Removes a work-tree file and the directories it leaves empty.
     pub async fn remove_file(&self, path: &str) -> Res<()> {
+        self.forget_attributes(path);
         let full = self.root.join(path);
         let _ = self.io.remove(&full, false).await;
         let mut dir = full.parent();

@@ -22,12 +22,7 @@ const LINE_MAX: i64 = i64::MAX;
 /// The changed lines of `old` and `new` (lines as split at `\n`, each
 /// with its newline), as git marks them.
 pub fn changed_lines(old: &[&[u8]], new: &[&[u8]]) -> (Vec<bool>, Vec<bool>) {
-    let mut classes: HashMap<&[u8], usize> = HashMap::new();
-    let old_classes = classify(&mut classes, old);
-    let new_classes = classify(&mut classes, new);
-    let count = classes.len();
-    let mut a = Side::new(old, old_classes);
-    let mut b = Side::new(new, new_classes);
+    let (mut a, mut b, count) = sides(old, new);
     prepare(&mut a, &mut b, count);
     compare(&mut a, &mut b);
     compact(&mut a, &mut b, true);
@@ -46,11 +41,7 @@ pub fn hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<(Range<usize>, Range<usize>)> 
 /// histogram algorithm, and slides changes without the indent
 /// heuristic), as runs like [`hunks`]'.
 pub fn merge_hunks(old: &[&[u8]], new: &[&[u8]]) -> Vec<(Range<usize>, Range<usize>)> {
-    let mut classes: HashMap<&[u8], usize> = HashMap::new();
-    let old_classes = classify(&mut classes, old);
-    let new_classes = classify(&mut classes, new);
-    let mut a = Side::new(old, old_classes);
-    let mut b = Side::new(new, new_classes);
+    let (mut a, mut b, _) = sides(old, new);
     histogram(&mut a, &mut b, 1, old.len(), 1, new.len());
     compact(&mut a, &mut b, false);
     compact(&mut b, &mut a, false);
@@ -81,12 +72,7 @@ fn runs(removed: &[bool], added: &[bool]) -> Vec<(Range<usize>, Range<usize>)> {
 /// Myers as git's `xdl_do_diff` runs it: prepared and searched, not yet
 /// slid into place.
 fn myers(old: &[&[u8]], new: &[&[u8]]) -> (Vec<bool>, Vec<bool>) {
-    let mut classes: HashMap<&[u8], usize> = HashMap::new();
-    let old_classes = classify(&mut classes, old);
-    let new_classes = classify(&mut classes, new);
-    let count = classes.len();
-    let mut a = Side::new(old, old_classes);
-    let mut b = Side::new(new, new_classes);
+    let (mut a, mut b, count) = sides(old, new);
     prepare(&mut a, &mut b, count);
     compare(&mut a, &mut b);
     (a.changed_lines(), b.changed_lines())
@@ -251,6 +237,20 @@ fn find_lcs(a: &Side, b: &Side, line1: usize, count1: usize, line2: usize, count
             end2,
         }
     }
+}
+
+/// The two files as sides to diff, their lines classed together, and how
+/// many classes there are.
+fn sides<'a>(old: &'a [&'a [u8]], new: &'a [&'a [u8]]) -> (Side<'a>, Side<'a>, usize) {
+    let mut classes: HashMap<&[u8], usize> = HashMap::new();
+    let old_classes = classify(&mut classes, old);
+    let new_classes = classify(&mut classes, new);
+    let count = classes.len();
+    (
+        Side::new(old, old_classes),
+        Side::new(new, new_classes),
+        count,
+    )
 }
 
 /// Each line's class: lines of equal bytes share one, across both files.

@@ -139,16 +139,7 @@ impl Ctx<'_> {
             if state.index.get(path).map(|e| &e.blob) == target.get(path) {
                 continue;
             }
-            match target.get(path) {
-                Some(blob) => {
-                    let entry = self.repo.checkout_file(path, blob).await.map_err(failed)?;
-                    index.insert(path.clone(), entry);
-                }
-                None => {
-                    self.repo.remove_file(path).await.map_err(failed)?;
-                    index.remove(path);
-                }
-            }
+            self.put(&mut index, path, target.get(path)).await?;
         }
         self.repo.save_index(&index).await.map_err(failed)
     }

@@ -379,21 +379,32 @@ impl Ctx<'_> {
         before: &Files,
         merged: &Merged,
     ) -> Result<(), Out> {
-        let repo = &self.repo;
         let result = &merged.result;
         for path in before.keys().chain(result.keys()).collect::<BTreeSet<_>>() {
             if merged.worktree.contains_key(path) || before.get(path) == result.get(path) {
                 continue;
             }
-            match result.get(path) {
-                Some(blob) => {
-                    let entry = repo.checkout_file(path, blob).await.map_err(failed)?;
-                    index.insert(path.clone(), entry);
-                }
-                None => {
-                    repo.remove_file(path).await.map_err(failed)?;
-                    index.remove(path);
-                }
+            self.put(index, path, result.get(path)).await?;
+        }
+        Ok(())
+    }
+
+    /// `path` as `blob` in the work tree and `index`, or gone from both.
+    pub(super) async fn put(
+        &self,
+        index: &mut Index,
+        path: &String,
+        blob: Option<&Blob>,
+    ) -> Result<(), Out> {
+        let repo = &self.repo;
+        match blob {
+            Some(blob) => {
+                let entry = repo.checkout_file(path, blob).await.map_err(failed)?;
+                index.insert(path.clone(), entry);
+            }
+            None => {
+                repo.remove_file(path).await.map_err(failed)?;
+                index.remove(path);
             }
         }
         Ok(())
@@ -521,16 +532,7 @@ impl Ctx<'_> {
         }
         let mut index = state.index.clone();
         for path in back {
-            match target.get(path) {
-                Some(blob) => {
-                    let entry = repo.checkout_file(path, blob).await.map_err(failed)?;
-                    index.insert(path.clone(), entry);
-                }
-                None => {
-                    repo.remove_file(path).await.map_err(failed)?;
-                    index.remove(path);
-                }
-            }
+            self.put(&mut index, path, target.get(path)).await?;
         }
         repo.set_unmerged(Vec::new());
         repo.save_index(&index).await.map_err(failed)?;
