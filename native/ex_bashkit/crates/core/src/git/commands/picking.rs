@@ -39,8 +39,10 @@ impl Pick {
     }
 }
 
-/// The options that go on with, or end, a pick that stopped.
-const CONTROLS: [&str; 4] = ["--continue", "--skip", "--abort", "--quit"];
+/// The options both commands take: `--no-edit`, then those that go on
+/// with, or end, a pick that stopped.
+const FLAGS: [&str; 5] = ["--no-edit", "--continue", "--skip", "--abort", "--quit"];
+const CONTROLS: [&str; 4] = [FLAGS[1], FLAGS[2], FLAGS[3], FLAGS[4]];
 
 impl Ctx<'_> {
     /// `git cherry-pick COMMIT`.
@@ -49,7 +51,7 @@ impl Ctx<'_> {
             args,
             &Spec {
                 command: "cherry-pick",
-                flags: &["--no-edit", "--continue", "--skip", "--abort", "--quit"],
+                flags: &FLAGS,
                 valued: &[],
             },
         )?;
@@ -63,7 +65,7 @@ impl Ctx<'_> {
             args,
             &Spec {
                 command: "revert",
-                flags: &["--no-edit", "--continue", "--skip", "--abort", "--quit"],
+                flags: &FLAGS,
                 valued: &[],
             },
         )?;
