@@ -9,7 +9,7 @@
 # `log`, `show`, `diff` and `rev-list` take the revision and diff options,
 # listed below from git's documentation (git-log(1), git-diff(1)).
 
-out = "native/ex_bashkit/crates/core/src/git/commands/git_options.txt"
+out = "native/ex_bashkit/crates/git/src/commands/git_options.txt"
 
 parse_options =
   ~w(

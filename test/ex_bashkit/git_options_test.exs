@@ -279,7 +279,7 @@ defmodule ExBashkit.GitOptionsTest do
   }
 
   defp git_options do
-    "native/ex_bashkit/crates/core/src/git/commands/git_options.txt"
+    "native/ex_bashkit/crates/git/src/commands/git_options.txt"
     |> File.read!()
     |> String.split("\n", trim: true)
     |> Enum.reject(&String.starts_with?(&1, "#"))

@@ -16,10 +16,6 @@ pub mod file_kind;
 pub mod fs;
 #[cfg(feature = "git")]
 pub mod git;
-#[cfg(any(feature = "git", feature = "mounts"))]
-pub mod git_paths;
-#[cfg(any(feature = "git", feature = "mounts"))]
-pub mod host_tree;
 pub mod job;
 pub mod limits;
 pub mod memory;

@@ -10,7 +10,7 @@
 //! of the mount, which refuses, with a message naming the rule:
 //!
 //! - any change inside a git directory: one named `.git` in any spelling
-//!   (`git_paths.rs`) or one git would take for a repository (`HEAD` with
+//!   (crates/git's `paths.rs`) or one git would take for a repository (`HEAD` with
 //!   `objects/` and `refs/`, or a `commondir`), and the whole mount when it
 //!   lies inside one;
 //! - creating, renaming or changing a `.git` entry anywhere (removing a
@@ -20,7 +20,7 @@
 //! A path is checked where it lands on the host (links on the way followed
 //! as the kernel follows them, so a link to `.git` or a `..` walk is the
 //! path it leads to), and the write then walks that resolved path from the
-//! mount's root with `O_NOFOLLOW` (`host_tree.rs`): a link swapped in after
+//! mount's root with `O_NOFOLLOW` (crates/jail's `host_tree.rs`): a link swapped in after
 //! the check fails the write instead of redirecting it. Creations that
 //! could complete a git directory are checked and made under one lock.
 //! Our git runs its commands inside [`as_git`] and may write its own
@@ -41,8 +41,8 @@ use std::time::SystemTime;
 
 use bashkit::{async_trait, DirEntry, FsBackend, FsLimits, FsUsage, Metadata, RealFs};
 
-use crate::git_paths::is_dot_git;
-use crate::host_tree::{HostTree, Kind};
+use ex_bashkit_git::paths::is_dot_git;
+use ex_bashkit_jail::host_tree::{HostTree, Kind};
 
 tokio::task_local! {
     static OUR_GIT: ();

@@ -267,8 +267,8 @@ fn git(
     options: &SessionOptions,
     credentials: &Credentials,
     egress: Option<&Egress>,
-) -> crate::git::Git {
-    crate::git::Git {
+) -> crate::git::GitBuiltin {
+    crate::git::GitBuiltin(ex_bashkit_git::Git {
         #[cfg(feature = "network")]
         http: git_client(options, credentials, egress.cloned()),
         name: options.username.clone(),
@@ -283,7 +283,7 @@ fn git(
                 Some((std::path::PathBuf::from(point), host, writable))
             })
             .collect(),
-    }
+    })
 }
 
 /// How long one of git's requests may take (bashkit's most); the script's

@@ -1,5 +1,7 @@
 //! OS hardening of worker processes: what a script that took over its
-//! worker (a bug in bashkit or in our code) still cannot do.
+//! worker (a bug in bashkit or in our code) still cannot do; and
+//! [`host_tree`], a host directory no path leaves, for the mounts of
+//! sessions in the VM.
 //!
 //! Each layer is applied once per worker, before any script runs, and
 //! reported to the VM as in force or missing with the reason
@@ -24,6 +26,8 @@ mod cgroup;
 mod landlock;
 pub mod seccomp;
 pub mod syscalls;
+
+pub mod host_tree;
 
 use std::ffi::CString;
 use std::time::Duration;

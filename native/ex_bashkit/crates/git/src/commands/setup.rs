@@ -62,9 +62,7 @@ pub(super) async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -
             .find(|(k, _)| *k == format!("remote.{named}.url"))
         {
             Some((_, url)) => url.clone(),
-            None if crate::git::is_path_remote(named) => {
-                return Err(crate::git::path_remote_refused(named))
-            }
+            None if crate::is_path_remote(named) => return Err(crate::path_remote_refused(named)),
             None => {
                 return Err(Out::fatal(format!(
                     "'{named}' does not appear to be a git repository"
@@ -72,21 +70,7 @@ pub(super) async fn remote_io(here: &Here<'_>, command: &str, args: &[String]) -
             }
         }
     };
-    let allowed = match &here.git.remotes {
-        AllowNet::None => {
-            return Err(Out::fatal(format!(
-                "remote URL {url} is not allowed: no remote URLs are allowed in this \
-                 session (give the session :allow_net for it)"
-            )))
-        }
-        AllowNet::All => true,
-        AllowNet::Only(patterns) => patterns.iter().any(|p| url.starts_with(p.as_str())),
-    };
-    if !allowed {
-        return Err(Out::fatal(format!(
-            "remote URL {url} is not allowed: it matches no pattern of the session's :allow_net"
-        )));
-    }
+    crate::check_allowed(here.git, &url)?;
     Err(Out::fatal(format!(
         "unable to access '{url}': the sandbox's git has no network transport; \
          put the repository's files in the session instead (write_file/3, mounts)"

@@ -181,7 +181,7 @@ impl Ctx<'_> {
                 None => out.push_str("# branch.head (detached)\n"),
             }
         }
-        let zero = crate::git::repo::NULL_OID;
+        let zero = crate::repo::NULL_OID;
         let quote = |path: &str| text::quote_path(path, self.quote_high).into_owned();
         let mut lines: BTreeMap<String, String> = BTreeMap::new();
         let mut codes: BTreeMap<String, (char, char, Option<String>)> = BTreeMap::new();
@@ -325,7 +325,7 @@ impl Ctx<'_> {
         }
     }
 
-    pub(in crate::git) async fn long_status(&self, state: &State) -> String {
+    pub(crate) async fn long_status(&self, state: &State) -> String {
         self.long_status_with(state, None).await
     }
 

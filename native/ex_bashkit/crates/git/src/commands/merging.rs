@@ -118,7 +118,7 @@ impl Ctx<'_> {
         if args.has(&["--ff-only"]) {
             return Err(Out::fatal("Not possible to fast-forward, aborting."));
         }
-        let Some(base) = crate::git::merge::base(repo, &ours, &theirs).await else {
+        let Some(base) = crate::merge::base(repo, &ours, &theirs).await else {
             return Err(Out::fatal("refusing to merge unrelated histories"));
         };
         let base_files = repo.commit_files(Some(&base)).await.map_err(failed)?;
@@ -292,13 +292,7 @@ impl Ctx<'_> {
                     };
                     let merged = match texts {
                         (Ok(bt), Ok(mt), Ok(tt)) if !mt.contains('\0') && !tt.contains('\0') => {
-                            Some(crate::git::merge::text(
-                                &bt,
-                                &mt,
-                                &tt,
-                                &mine_label,
-                                &other_label,
-                            ))
+                            Some(crate::merge::text(&bt, &mt, &tt, &mine_label, &other_label))
                         }
                         _ => None,
                     };
@@ -460,7 +454,7 @@ impl Ctx<'_> {
 
     /// Writes a commit object: the author given (who, when) or the
     /// environment's, the committer always the environment's.
-    pub(in crate::git) async fn write_commit(
+    pub(crate) async fn write_commit(
         &self,
         tree: &str,
         parents: &[Oid],
@@ -625,7 +619,7 @@ impl Ctx<'_> {
 
     /// `create mode`/`delete mode`/`mode change` lines, as `commit` and
     /// `merge` print them after the stat.
-    pub(in crate::git) fn mode_summary(changes: &[Change]) -> String {
+    pub(crate) fn mode_summary(changes: &[Change]) -> String {
         let mut out = String::new();
         for change in changes {
             match (&change.old, &change.new) {
@@ -697,17 +691,17 @@ impl Ctx<'_> {
                 .await
                 .unwrap_or_else(|| "origin".to_string()),
         };
-        let fetched = crate::git::transfer::fetch_into(
+        let fetched = crate::transfer::fetch_into(
             self.here,
             repo,
             &remote,
-            crate::git::transfer::Fetching::default(),
+            crate::transfer::Fetching::default(),
         )
         .await?;
         let mut err = String::new();
         if !fetched.lines.is_empty() && !quiet {
             let _ = writeln!(err, "From {}", fetched.url);
-            err.push_str(&crate::git::transfer::report(&fetched.lines));
+            err.push_str(&crate::transfer::report(&fetched.lines));
         }
         let merge = match given.get(1) {
             Some(name) => Some(format!("refs/heads/{name}")),

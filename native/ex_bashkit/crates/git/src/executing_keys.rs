@@ -5,6 +5,7 @@
 //! already there stays, a new one is refused before anything is written.
 
 use super::config;
+use super::error::Error;
 
 /// Why setting `key` (canonical: `section[.sub].name`, section and name
 /// lowercased) to `value` would make git run a program, if it would.
@@ -80,7 +81,7 @@ fn is_boolean(value: &str) -> bool {
 
 /// Refuses a config edit (`old` to `new`) that adds a key git would run
 /// a program for; those already in `old` stay as they are.
-pub fn check_edit(old: &str, new: &str) -> Result<(), String> {
+pub fn check_edit(old: &str, new: &str) -> Result<(), Error> {
     let mut kept: Vec<(String, String)> = config::parse(old)
         .into_iter()
         .map(|(k, v)| (config::canonical(&k), v))
@@ -92,10 +93,7 @@ pub fn check_edit(old: &str, new: &str) -> Result<(), String> {
             continue;
         }
         if let Some(reason) = why(&key, &value) {
-            return Err(format!(
-                "refusing to set {key}: it makes git run a program ({reason}); the sandbox's \
-                 git never writes such keys, so real git on the host cannot be made to run one"
-            ));
+            return Err(Error::RunsProgram { key, reason });
         }
     }
     Ok(())
@@ -199,6 +197,9 @@ mod tests {
         assert!(check_edit(old, &config::set(old, "core.pager", "less")).is_err());
         assert!(check_edit(old, &config::set(old, "core.editor", "nano")).is_err());
         let aliased = config::add(old, "alias.x", "!touch /tmp/p");
-        assert!(check_edit(old, &aliased).unwrap_err().contains("alias.x"));
+        assert!(check_edit(old, &aliased)
+            .unwrap_err()
+            .to_string()
+            .contains("alias.x"));
     }
 }

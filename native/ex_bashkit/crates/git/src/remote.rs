@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use bashkit::{HttpClient, HttpMethod};
 
+use super::error::Error;
 use super::odb::Oid;
 
 const AGENT: &str = "agent=git/2.47.3-ex_bashkit";
@@ -79,19 +80,19 @@ pub const FLUSH: &[u8] = b"0000";
 
 /// Reads pkt-lines from `data` until a flush or the data's end: the lines
 /// and where reading stopped.
-fn read_pkt_lines(data: &[u8]) -> Result<(Vec<Vec<u8>>, usize), String> {
+fn read_pkt_lines(data: &[u8]) -> Result<(Vec<Vec<u8>>, usize), Error> {
     let mut lines = Vec::new();
     let mut at = 0;
     while at + 4 <= data.len() {
         let len = std::str::from_utf8(&data[at..at + 4])
             .ok()
             .and_then(|h| usize::from_str_radix(h, 16).ok())
-            .ok_or("protocol error: bad line length")?;
+            .ok_or_else(|| Error::Remote("protocol error: bad line length".into()))?;
         if len == 0 {
             return Ok((lines, at + 4));
         }
         if len < 4 || at + len > data.len() {
-            return Err("protocol error: bad line length".into());
+            return Err(Error::Remote("protocol error: bad line length".into()));
         }
         lines.push(data[at + 4..at + len].to_vec());
         at += len;
@@ -119,7 +120,7 @@ impl Remote {
         url: &str,
         body: Option<&[u8]>,
         headers: &[(String, String)],
-    ) -> Result<(bashkit::HttpResponse, String), String> {
+    ) -> Result<(bashkit::HttpResponse, String), Error> {
         let mut url = url.to_string();
         // Redirects are followed here, each one a request of its own, so
         // the allowlist judges every place the server sends us.
@@ -129,13 +130,15 @@ impl Remote {
                 .request_with_headers(method, &url, body, headers)
                 .await
                 .map_err(|e| match e.to_string() {
-                    too_large if too_large.contains("response too large") => format!(
-                        "unable to access '{}/': the server sent more than the session's \
+                    too_large if too_large.contains("response too large") => {
+                        Error::Remote(format!(
+                            "unable to access '{}/': the server sent more than the session's \
                          :max_git_transfer_bytes allows ({} bytes; raise it in :limits)",
-                        self.url,
-                        self.client.max_response_bytes()
-                    ),
-                    other => format!("unable to access '{}/': {other}", self.url),
+                            self.url,
+                            self.client.max_response_bytes()
+                        ))
+                    }
+                    other => Error::Remote(format!("unable to access '{}/': {other}", self.url)),
                 })?;
             match response.status {
                 301 | 302 | 303 | 307 | 308 => {
@@ -145,20 +148,20 @@ impl Remote {
                         .find(|(k, _)| k.eq_ignore_ascii_case("location"))
                         .map(|(_, v)| v.clone())
                         .ok_or_else(|| {
-                            format!(
+                            Error::Remote(format!(
                                 "unable to access '{}/': redirect without a location",
                                 self.url
-                            )
+                            ))
                         })?;
                     url = join_url(&url, &location);
                 }
                 _ => return Ok((response, url)),
             }
         }
-        Err(format!(
+        Err(Error::Remote(format!(
             "unable to access '{}/': too many redirects",
             self.url
-        ))
+        )))
     }
 
     /// A service's request (`git-upload-pack`, `git-receive-pack`).
@@ -167,7 +170,7 @@ impl Remote {
         advert: &Advert,
         service: &str,
         body: &[u8],
-    ) -> Result<bashkit::HttpResponse, String> {
+    ) -> Result<bashkit::HttpResponse, Error> {
         let url = format!("{}/{service}", advert.base);
         let headers = [
             (
@@ -183,28 +186,38 @@ impl Remote {
             .request(HttpMethod::Post, &url, Some(body), &headers)
             .await?;
         if response.status != 200 {
-            return Err(format!(
+            return Err(Error::Remote(format!(
                 "unable to access '{}/': The requested URL returned error: {}",
                 self.url, response.status
-            ));
+            )));
         }
         Ok(response)
     }
 
     /// The refs a service (`git-upload-pack`, `git-receive-pack`) offers.
-    pub async fn discover(&self, service: &str) -> Result<Advert, String> {
+    pub async fn discover(&self, service: &str) -> Result<Advert, Error> {
         let suffix = format!("/info/refs?service={service}");
         let url = format!("{}{suffix}", self.url);
         let (response, landed) = self.request(HttpMethod::Get, &url, None, &[]).await?;
         match response.status {
             200 => {}
-            401 | 403 => return Err(format!("Authentication failed for '{}/'", self.url)),
-            404 => return Err(format!("repository '{}/' not found", self.url)),
+            401 | 403 => {
+                return Err(Error::Remote(format!(
+                    "Authentication failed for '{}/'",
+                    self.url
+                )))
+            }
+            404 => {
+                return Err(Error::Remote(format!(
+                    "repository '{}/' not found",
+                    self.url
+                )))
+            }
             status => {
-                return Err(format!(
+                return Err(Error::Remote(format!(
                     "unable to access '{}/': The requested URL returned error: {status}",
                     self.url
-                ))
+                )))
             }
         }
         let smart = response.headers.iter().any(|(k, v)| {
@@ -212,15 +225,17 @@ impl Remote {
                 && v == &format!("application/x-{service}-advertisement")
         });
         if !smart {
-            return Err(format!(
+            return Err(Error::Remote(format!(
                 "'{}/' does not speak git's smart HTTP protocol (the sandbox's git has no dumb HTTP)",
                 self.url
-            ));
+            )));
         }
         let body = &response.body;
         let (header, used) = read_pkt_lines(body)?;
         if header.first().map(|l| l.starts_with(b"# service=")) != Some(true) {
-            return Err("protocol error: no service announcement".into());
+            return Err(Error::Remote(
+                "protocol error: no service announcement".into(),
+            ));
         }
         let (lines, _) = read_pkt_lines(&body[used..])?;
         let mut refs = Vec::new();
@@ -271,10 +286,12 @@ impl Remote {
         wants: &[Oid],
         haves: &[Oid],
         want: &Want<'_>,
-    ) -> Result<Pack, String> {
+    ) -> Result<Pack, Error> {
         let cut = want.depth.is_some() || !want.shallow.is_empty();
         if cut && !advert.offers("shallow") {
-            return Err("Server does not support shallow clients".into());
+            return Err(Error::Remote(
+                "Server does not support shallow clients".into(),
+            ));
         }
         let mut capabilities = String::new();
         for (capability, asked) in [
@@ -316,12 +333,12 @@ impl Remote {
             let len = pkt_len(&data[at..])?;
             let line = data
                 .get(at + 4..at + len)
-                .ok_or("protocol error: truncated")?;
+                .ok_or_else(|| Error::Remote("protocol error: truncated".into()))?;
             if let Some(message) = line.strip_prefix(b"ERR ") {
-                return Err(format!(
+                return Err(Error::Remote(format!(
                     "remote error: {}",
                     String::from_utf8_lossy(message).trim_end()
-                ));
+                )));
             }
             let text = String::from_utf8_lossy(line);
             if let Some(oid) = text.trim_end().strip_prefix("shallow ") {
@@ -332,7 +349,9 @@ impl Remote {
             at += len;
         }
         if data.get(at..at + 4) != Some(b"PACK") {
-            return Err("protocol error: the server sent no pack".into());
+            return Err(Error::Remote(
+                "protocol error: the server sent no pack".into(),
+            ));
         }
         let mut data = data;
         data.drain(..at);
@@ -350,7 +369,7 @@ impl Remote {
         advert: &Advert,
         updates: &[(Oid, Oid, String)],
         pack: Option<Vec<u8>>,
-    ) -> Result<Vec<(String, Result<(), String>)>, String> {
+    ) -> Result<Vec<(String, Result<(), String>)>, Error> {
         let mut body = Vec::new();
         for (i, (old, new, name)) in updates.iter().enumerate() {
             let line = if i == 0 {
@@ -371,7 +390,7 @@ impl Remote {
             let line = String::from_utf8_lossy(&line).trim_end().to_string();
             if let Some(status) = line.strip_prefix("unpack ") {
                 if status != "ok" {
-                    return Err(format!("remote unpack failed: {status}"));
+                    return Err(Error::Remote(format!("remote unpack failed: {status}")));
                 }
             } else if let Some(name) = line.strip_prefix("ok ") {
                 outcomes.push((name.to_string(), Ok(())));
@@ -384,12 +403,14 @@ impl Remote {
     }
 }
 
-fn pkt_len(data: &[u8]) -> Result<usize, String> {
-    let head = data.get(..4).ok_or("protocol error: truncated")?;
+fn pkt_len(data: &[u8]) -> Result<usize, Error> {
+    let head = data
+        .get(..4)
+        .ok_or_else(|| Error::Remote("protocol error: truncated".into()))?;
     let len = std::str::from_utf8(head)
         .ok()
         .and_then(|h| usize::from_str_radix(h, 16).ok())
-        .ok_or("protocol error: bad line length")?;
+        .ok_or_else(|| Error::Remote("protocol error: bad line length".into()))?;
     Ok(if len == 0 { 4 } else { len })
 }
 

@@ -347,13 +347,13 @@ impl Ctx<'_> {
         };
         let (a, b) = (self.revision(a).await?, self.revision(b).await?);
         if args.has(&["--is-ancestor"]) {
-            let is = a == b || crate::git::merge::is_ancestor(&self.repo, &a, &b).await;
+            let is = a == b || crate::merge::is_ancestor(&self.repo, &a, &b).await;
             return Err(Out::error("", i32::from(!is))).or_else(|out| match out.code {
                 0 => Ok(Out::ok("")),
                 _ => Err(out),
             });
         }
-        match crate::git::merge::base(&self.repo, &a, &b).await {
+        match crate::merge::base(&self.repo, &a, &b).await {
             Some(oid) => Ok(Out::ok(format!("{oid}\n"))),
             None => Err(Out::error("", 1)),
         }

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
 use super::*;
-use crate::git::repo::{Commit, Signature};
+use crate::repo::{Commit, Signature};
 
 /// One ref a listing shows, with the object it names read.
 pub(super) struct Listed {

@@ -8,11 +8,11 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use super::commands::{Args, Spec};
+use super::error::Error;
 use super::odb::Oid;
 use super::remote::{Advert, Pack, Remote, Want};
 use super::repo::{Repo, NULL_OID};
 use super::{config, resolve, Here, Out, Run};
-use crate::network::AllowNet;
 
 fn fatal(message: impl std::fmt::Display) -> Out {
     Out::fatal(message)
@@ -25,21 +25,7 @@ fn connect(here: &Here<'_>, url: &str) -> Result<Remote, Out> {
             "'{url}': the sandbox's git reaches remotes over http(s) only"
         )));
     }
-    let allowed = match &here.git.remotes {
-        AllowNet::None => {
-            return Err(fatal(format!(
-                "remote URL {url} is not allowed: no remote URLs are allowed in this \
-                 session (give the session :allow_net for it)"
-            )))
-        }
-        AllowNet::All => true,
-        AllowNet::Only(patterns) => patterns.iter().any(|p| url.starts_with(p.as_str())),
-    };
-    if !allowed {
-        return Err(fatal(format!(
-            "remote URL {url} is not allowed: it matches no pattern of the session's :allow_net"
-        )));
-    }
+    crate::check_allowed(here.git, url)?;
     match &here.http {
         Some(client) => Ok(Remote::new(client.clone(), url)),
         None => Err(fatal(format!(
@@ -430,7 +416,7 @@ async fn store(repo: &Repo, pack: Pack) -> Result<(), Out> {
     } = pack;
     repo.add_pack(&data)
         .await
-        .map_err(|e| match e.contains("file too large") {
+        .map_err(|e| match e.to_string().contains("file too large") {
             true => fatal(format!(
                 "the pack of {} bytes is larger than one file of the session may be \
              (:max_file_bytes; raise it in :limits)",
@@ -915,7 +901,7 @@ async fn objects_to_send(
     repo: &Repo,
     tips: &[Oid],
     theirs: &[Oid],
-) -> Result<Vec<(String, Arc<Vec<u8>>)>, String> {
+) -> Result<Vec<(String, Arc<Vec<u8>>)>, Error> {
     let mut known = HashSet::new();
     for oid in theirs {
         if repo.has_object(oid).await {
@@ -973,7 +959,7 @@ async fn collect_tree(
     tree: &str,
     seen: &mut HashSet<Oid>,
     mut sink: Sink<'_>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let mut pending = vec![tree.to_string()];
     while let Some(oid) = pending.pop() {
         if let Some((excluded, _)) = &sink {

@@ -15,6 +15,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::error::Error;
 use super::io::Io;
 use flate2::read::ZlibDecoder;
 use flate2::write::ZlibEncoder;
@@ -54,12 +55,12 @@ pub fn from_hex(oid: &str) -> Option<[u8; 20]> {
     Some(out)
 }
 
-fn bad(oid: &str) -> String {
-    format!("bad object {oid}")
+fn bad(oid: &str) -> Error {
+    Error::BadObject(oid.to_string())
 }
 
-fn corrupt(what: &str) -> String {
-    format!("corrupt {what}")
+fn corrupt(what: &str) -> Error {
+    Error::CorruptObject(what.to_string())
 }
 
 /// Kinds by their number in a pack.
@@ -205,10 +206,11 @@ impl Abbrev {
 /// their bytes on disk.
 pub const MAX_OBJECT_BYTES: u64 = 100 << 20;
 
-fn too_large(size: u64) -> String {
-    format!(
-        "object of {size} bytes is larger than the sandbox's git reads ({MAX_OBJECT_BYTES} bytes)"
-    )
+fn too_large(size: u64) -> Error {
+    Error::TooLarge {
+        size,
+        max: MAX_OBJECT_BYTES,
+    }
 }
 
 /// Bases kept per pack; past that the cache starts over.
@@ -219,14 +221,14 @@ fn be32(bytes: &[u8], at: usize) -> Option<u32> {
 }
 
 impl Pack {
-    fn new(idx: Vec<u8>, data: PackData) -> Result<Pack, String> {
+    fn new(idx: Vec<u8>, data: PackData) -> Result<Pack, Error> {
         if *data.bytes(0, 4) != *b"PACK" {
             return Err(corrupt("pack"));
         }
         let (version, fanout) = if idx.get(..4) == Some(b"\xfftOc") {
             let version = be32(&idx, 4).ok_or_else(|| corrupt("pack index"))?;
             if version != 2 {
-                return Err(format!("pack index version {version} is not supported"));
+                return Err(Error::Unsupported(format!("pack index version {version}")));
             }
             (2, 8)
         } else {
@@ -347,7 +349,7 @@ impl Pack {
         offset: u64,
         odb: &'a Odb,
         depth: usize,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Object, String>> + Send + 'a>>
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Object, Error>> + Send + 'a>>
     {
         Box::pin(async move {
             if depth > 10_000 {
@@ -438,7 +440,7 @@ impl Pack {
     }
 }
 
-fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, String> {
+fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, Error> {
     use flate2::{Decompress, FlushDecompress, Status};
     if size > MAX_OBJECT_BYTES {
         return Err(too_large(size));
@@ -485,10 +487,10 @@ fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, String> {
 
 /// Git's delta: the sizes of base and result, then copies from the base
 /// and literal inserts.
-pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, String> {
+pub fn apply_delta(base: &[u8], delta: &[u8]) -> Result<Vec<u8>, Error> {
     let bad = || corrupt("delta");
     let mut at = 0;
-    let varint = |at: &mut usize| -> Result<u64, String> {
+    let varint = |at: &mut usize| -> Result<u64, Error> {
         let (mut value, mut shift) = (0u64, 0);
         loop {
             let byte = *delta.get(*at).ok_or_else(bad)?;
@@ -635,7 +637,7 @@ impl Odb {
     /// Stores a pack and its index as `pack-<name>.pack`/`.idx`, as
     /// `git index-pack` leaves them.
     #[cfg(feature = "network")]
-    pub async fn add_pack(&self, pack: &[u8], idx: &[u8], name: &str) -> Result<(), String> {
+    pub async fn add_pack(&self, pack: &[u8], idx: &[u8], name: &str) -> Result<(), Error> {
         let dir = self.dirs[0].join("pack");
         self.io.mkdir_all(&dir).await?;
         for (ext, bytes) in [("pack", pack), ("idx", idx)] {
@@ -668,7 +670,7 @@ impl Odb {
         false
     }
 
-    pub async fn read(&self, oid: &str) -> Result<Object, String> {
+    pub async fn read(&self, oid: &str) -> Result<Object, Error> {
         self.read_depth(oid, 0).await
     }
 
@@ -676,7 +678,7 @@ impl Odb {
         &'a self,
         oid: &'a str,
         depth: usize,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Object, String>> + Send + 'a>>
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Object, Error>> + Send + 'a>>
     {
         Box::pin(async move {
             let name = from_hex(oid).ok_or_else(|| bad(oid))?;
@@ -698,7 +700,7 @@ impl Odb {
 
     /// Writes an object loose (unless the database has it) and answers
     /// its name.
-    pub async fn write(&self, kind: &str, body: &[u8]) -> Result<Oid, String> {
+    pub async fn write(&self, kind: &str, body: &[u8]) -> Result<Oid, Error> {
         let oid = hash(kind, body);
         if self.contains(&oid).await {
             return Ok(oid);
@@ -707,8 +709,8 @@ impl Odb {
         encoder
             .write_all(format!("{kind} {}\0", body.len()).as_bytes())
             .and_then(|()| encoder.write_all(body))
-            .map_err(|e| e.to_string())?;
-        let compressed = encoder.finish().map_err(|e| e.to_string())?;
+            .map_err(Error::Host)?;
+        let compressed = encoder.finish().map_err(Error::Host)?;
         let path = Self::loose_path(&self.dirs[0], &oid);
         self.io
             .mkdir_all(path.parent().expect("objects/xx"))
@@ -838,20 +840,20 @@ impl Odb {
     }
 }
 
-fn parse_loose(compressed: &[u8], oid: &str) -> Result<Object, String> {
+fn parse_loose(compressed: &[u8], oid: &str) -> Result<Object, Error> {
     let mut raw = Vec::new();
     // The header and the largest body read, and one byte more to know.
     ZlibDecoder::new(compressed)
         .take(MAX_OBJECT_BYTES + 64)
         .read_to_end(&mut raw)
-        .map_err(|_| format!("corrupt object {oid}"))?;
+        .map_err(|_| corrupt(&format!("object {oid}")))?;
     if raw.len() as u64 >= MAX_OBJECT_BYTES + 64 {
         return Err(too_large(raw.len() as u64));
     }
     let nul = raw
         .iter()
         .position(|&b| b == 0)
-        .ok_or_else(|| format!("corrupt object {oid}"))?;
+        .ok_or_else(|| corrupt(&format!("object {oid}")))?;
     let header = String::from_utf8_lossy(&raw[..nul]).into_owned();
     let kind = header.split(' ').next().unwrap_or("").to_string();
     raw.drain(..=nul);
@@ -886,12 +888,14 @@ mod tests {
             size >>= 7;
         }
         delta.push(size as u8);
-        assert!(apply_delta(b"abc", &delta)
-            .unwrap_err()
-            .contains("larger than"));
-        assert!(inflate(b"", MAX_OBJECT_BYTES + 1)
-            .unwrap_err()
-            .contains("larger than"));
+        assert!(matches!(
+            apply_delta(b"abc", &delta),
+            Err(Error::TooLarge { .. })
+        ));
+        assert!(matches!(
+            inflate(b"", MAX_OBJECT_BYTES + 1),
+            Err(Error::TooLarge { .. })
+        ));
     }
 
     #[test]

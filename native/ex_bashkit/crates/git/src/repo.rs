@@ -11,6 +11,7 @@ use std::time::UNIX_EPOCH;
 
 use bashkit::FileSystem;
 
+use super::error::Error;
 use super::ignore::Ignores;
 use super::index_file::{self, CacheNode, IndexFile, Stat};
 use super::io::{HostRoot, Io};
@@ -18,7 +19,7 @@ pub use super::odb::Abbrev;
 use super::odb::{from_hex, to_hex, Odb};
 pub use super::odb::{hash, Oid};
 use super::{config, dates, Here};
-use crate::host_tree::{self as host, HostTree};
+use ex_bashkit_jail::host_tree::{self as host, HostTree};
 
 /// A file as a tree or the index holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,12 +187,7 @@ pub enum Head {
     Detached(Oid),
 }
 
-pub type Failure = String;
-pub type Res<T> = Result<T, Failure>;
-
-fn io<E: std::fmt::Display>(error: E) -> Failure {
-    error.to_string()
-}
+pub type Res<T> = Result<T, Error>;
 
 /// What of `.git/index` lives beside its merged entries.
 #[derive(Default)]
@@ -299,7 +295,7 @@ impl<'a> Iterator for RawEntries<'a> {
         }
         let corrupt = || {
             // Nothing more is read after a corrupt entry.
-            Some(Err("corrupt tree".to_string()))
+            Some(Err(Error::CorruptObject("tree".into())))
         };
         let (Some(space), Some(nul)) = (
             rest.iter().position(|&b| b == b' '),
@@ -387,12 +383,9 @@ impl Repo {
     pub fn outside_git_dirs(root: &Path) -> Res<()> {
         match root
             .iter()
-            .any(|part| crate::git_paths::is_dot_git(&part.to_string_lossy()))
+            .any(|part| crate::paths::is_dot_git(&part.to_string_lossy()))
         {
-            true => Err(format!(
-                "refusing to make a repository in {}: it is inside a git directory",
-                root.display()
-            )),
+            true => Err(Error::InsideGitDir(root.to_path_buf())),
             false => Ok(()),
         }
     }
@@ -410,7 +403,7 @@ impl Repo {
             "info",
             "hooks",
         ] {
-            fs.mkdir(&git.join(dir), true).await.map_err(io)?;
+            fs.mkdir(&git.join(dir), true).await.map_err(Error::from)?;
         }
         let repo = Repo::open(here, root, git);
         if !existed {
@@ -517,10 +510,12 @@ impl Repo {
                 .lines()
                 .next()
                 .and_then(|l| l.strip_prefix("object "))
-                .ok_or_else(|| format!("corrupt tag {oid}"))?
+                .ok_or_else(|| Error::CorruptObject(format!("tag {oid}")))?
                 .to_string();
         }
-        Err(format!("tag chain too long at {oid}"))
+        Err(Error::CorruptObject(format!(
+            "tag chain (too long) at {oid}"
+        )))
     }
 
     /// The commits history is cut at (`.git/shallow`, a shallow clone's):
@@ -553,7 +548,7 @@ impl Repo {
         let mut set: HashSet<Oid> = (*self.shallow().await).clone();
         for oid in shallow {
             if super::odb::from_hex(oid).is_none() {
-                return Err(format!("protocol error: bad shallow line: {oid}"));
+                return Err(Error::BadShallow(oid.clone()));
             }
             set.insert(oid.clone());
         }
@@ -585,7 +580,11 @@ impl Repo {
             (kind, body) = self.odb.read(&named).await?;
         }
         if kind != "commit" {
-            return Err(format!("{oid} is a {kind}, not a commit"));
+            return Err(Error::WrongKind {
+                oid: oid.to_string(),
+                kind: kind.to_string(),
+                wanted: "commit",
+            });
         }
         let text = String::from_utf8_lossy(&body);
         let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
@@ -641,37 +640,45 @@ impl Repo {
         Ok((time, parents))
     }
 
-    /// A tree's entries: name → (mode, object).
+    /// A tree's bytes; anything else is refused as git does.
+    async fn tree_body(&self, tree: &str) -> Res<Arc<Vec<u8>>> {
+        let (kind, body) = self.odb.read(tree).await?;
+        match kind.as_str() {
+            "tree" => Ok(body),
+            _ => Err(Error::WrongKind {
+                oid: tree.to_string(),
+                kind,
+                wanted: "tree",
+            }),
+        }
+    }
+
     /// The entry `name` of `tree`, found in the tree's bytes without
     /// reading the rest out (a path-limited walk asks this of every
     /// commit).
     pub async fn tree_entry(&self, tree: &str, name: &str) -> Res<Option<(u32, Oid)>> {
-        let (kind, body) = self.odb.read(tree).await?;
-        if kind != "tree" {
-            return Err(format!("{tree} is a {kind}, not a tree"));
-        }
+        let body = self.tree_body(tree).await?;
         for entry in RawEntries(&body) {
             let (mode, entry_name, raw) = entry?;
             if entry_name == name.as_bytes() {
                 let mode = std::str::from_utf8(mode)
                     .ok()
                     .and_then(|m| u32::from_str_radix(m, 8).ok())
-                    .ok_or("corrupt tree")?;
+                    .ok_or_else(|| Error::CorruptObject("tree".into()))?;
                 return Ok(Some((mode, to_hex(raw))));
             }
         }
         Ok(None)
     }
 
+    /// A tree's entries: (name, mode, object).
     pub async fn tree_entries(&self, tree: &str) -> Res<Vec<(String, u32, Oid)>> {
-        let (kind, body) = self.odb.read(tree).await?;
-        if kind != "tree" {
-            return Err(format!("{tree} is a {kind}, not a tree"));
-        }
+        let body = self.tree_body(tree).await?;
         let mut entries = Vec::new();
         for entry in RawEntries(&body) {
             let (mode, name, raw) = entry?;
-            let mode = u32::from_str_radix(&String::from_utf8_lossy(mode), 8).map_err(io)?;
+            let mode = u32::from_str_radix(&String::from_utf8_lossy(mode), 8)
+                .map_err(|_| Error::CorruptObject("tree".into()))?;
             let name = String::from_utf8_lossy(name).into_owned();
             entries.push((name, mode, to_hex(raw)));
         }
@@ -687,8 +694,8 @@ impl Repo {
                 let path = format!("{prefix}{name}");
                 // git's own rule before anything of a tree reaches the
                 // work tree or the index (checkout refuses the tree whole).
-                if !crate::git_paths::verify_path(&path, mode) {
-                    return Err(format!("invalid path '{path}'"));
+                if !crate::paths::verify_path(&path, mode) {
+                    return Err(Error::InvalidPath(path.to_string()));
                 }
                 if mode == 0o40000 {
                     pending.push((format!("{path}/"), child));
@@ -733,8 +740,8 @@ impl Repo {
                 }
                 for (files, side) in [(&mut before, was), (&mut after, is)] {
                     if let Some((mode, oid)) = side.filter(|(m, _)| *m != 0o40000) {
-                        if !crate::git_paths::verify_path(&path, mode) {
-                            return Err(format!("invalid path '{path}'"));
+                        if !crate::paths::verify_path(&path, mode) {
+                            return Err(Error::InvalidPath(path.to_string()));
                         }
                         files.insert(path.clone(), Blob { mode, oid });
                     }
@@ -1153,7 +1160,7 @@ impl Repo {
             Err(_) if !self.io.exists(&path).await => {
                 return Ok(self.legacy_index().await);
             }
-            Err(e) => return Err(format!("index file open failed: {e}")),
+            Err(e) => return Err(Error::IndexOpen(Box::new(e))),
         };
         let file = IndexFile::parse(&bytes)?;
         let written = self.io.mtime(&path).await.unwrap_or((u32::MAX, 0));
@@ -1164,9 +1171,8 @@ impl Repo {
         };
         for (signature, data) in file.extensions {
             if signature[0].is_ascii_lowercase() && !matches!(&signature, b"link" | b"sdir") {
-                return Err(format!(
-                    "index uses {} extension, which we do not understand",
-                    String::from_utf8_lossy(&signature)
+                return Err(Error::IndexExtension(
+                    String::from_utf8_lossy(&signature).into_owned(),
                 ));
             }
             match &signature {
@@ -1189,7 +1195,7 @@ impl Repo {
         let mut index = Index::new();
         for entry in file.entries {
             let path = String::from_utf8(entry.path.clone())
-                .map_err(|_| "the index names a path that is not UTF-8".to_string())?;
+                .map_err(|_| Error::CorruptIndex("a path that is not UTF-8".into()))?;
             if entry.stage != 0 {
                 rest.unmerged.push(entry);
                 continue;
@@ -1237,10 +1243,10 @@ impl Repo {
     pub async fn check_writable(&self) -> Res<()> {
         self.index().await?;
         if let Some(why) = &self.rest.lock().unwrap().unwritable {
-            return Err(why.clone());
+            return Err(Error::IndexUnwritable(why.clone()));
         }
         if self.bare().await {
-            return Err("this operation must be run in a work tree".to_string());
+            return Err(Error::NoWorkTree);
         }
         Ok(())
     }
@@ -1355,9 +1361,9 @@ impl Repo {
         // git's own rule: no path it would refuse to check out is staged.
         if let Some((path, _)) = index
             .iter()
-            .find(|(path, entry)| !crate::git_paths::verify_path(path, entry.blob.mode))
+            .find(|(path, entry)| !crate::paths::verify_path(path, entry.blob.mode))
         {
-            return Err(format!("invalid path '{path}'"));
+            return Err(Error::InvalidPath(path.to_string()));
         }
         let (mut cache, _) = trees(&committed_files(index));
         let mut unsure: Vec<String> = index
@@ -1370,7 +1376,7 @@ impl Repo {
         let bytes = {
             let rest = self.rest.lock().unwrap();
             if let Some(why) = &rest.unwritable {
-                return Err(why.clone());
+                return Err(Error::IndexUnwritable(why.clone()));
             }
             let mut entries: Vec<index_file::Entry> = index
                 .iter()
@@ -1403,10 +1409,7 @@ impl Repo {
         };
         let lock = self.git.join("index.lock");
         if self.io.exists(&lock).await {
-            return Err(format!(
-                "Unable to create '{}': File exists.\n\nAnother git process seems to be running in this repository",
-                lock.display()
-            ));
+            return Err(Error::Locked(lock.to_path_buf()));
         }
         self.write(&lock, &bytes).await?;
         if let Err(e) = self.io.rename(&lock, &self.index_path()).await {
@@ -1678,7 +1681,7 @@ impl Repo {
     /// A work-tree directory's entries: name, kind, git mode, stat.
     async fn list(&self, prefix: &str) -> Res<Vec<(String, host::Kind, u32, Stat)>> {
         if let Some(host) = self.io.host() {
-            let entries = host.list(Path::new(prefix)).map_err(io)?;
+            let entries = host.list(Path::new(prefix)).map_err(Error::from)?;
             return Ok(entries
                 .into_iter()
                 .map(|e| {
@@ -1691,7 +1694,7 @@ impl Repo {
             .fs
             .read_dir(&self.root.join(prefix))
             .await
-            .map_err(io)?;
+            .map_err(Error::from)?;
         Ok(entries
             .into_iter()
             .map(|e| {
@@ -1712,12 +1715,12 @@ impl Repo {
 
     async fn read_work(&self, relative: &str) -> Res<Vec<u8>> {
         match self.io.host() {
-            Some(host) => host.read(Path::new(relative)).map_err(io),
+            Some(host) => host.read(Path::new(relative)).map_err(Error::from),
             None => self
                 .fs
                 .read_file(&self.root.join(relative))
                 .await
-                .map_err(io),
+                .map_err(Error::from),
         }
     }
 
@@ -1747,14 +1750,14 @@ impl Repo {
                 0o120000 => host.read_link(Path::new(path)),
                 _ => host.read(Path::new(path)),
             }
-            .map_err(io);
+            .map_err(Error::from);
         }
         let full = self.root.join(path);
         if mode == 0o120000 {
-            let target = self.fs.read_link(&full).await.map_err(io)?;
+            let target = self.fs.read_link(&full).await.map_err(Error::from)?;
             return Ok(target.to_string_lossy().into_owned().into_bytes());
         }
-        self.fs.read_file(&full).await.map_err(io)
+        self.fs.read_file(&full).await.map_err(Error::from)
     }
 
     /// The blob a work-tree file would be: the index's when its stat says
@@ -1789,7 +1792,7 @@ impl Repo {
     pub async fn mailmap(&self) -> Res<super::mailmap::Mailmap> {
         for key in ["mailmap.file", "mailmap.blob"] {
             if self.config_value(key).await.is_some() {
-                return Err(format!("not supported by the sandbox's git: {key}"));
+                return Err(Error::Unsupported(key.to_string()));
             }
         }
         let mut map = super::mailmap::Mailmap::default();
@@ -1814,10 +1817,14 @@ impl Repo {
     /// tree is the host's).
     async fn lstat(&self, path: &str) -> Res<(u32, Stat)> {
         if let Some(host) = self.io.host() {
-            let entry = host.lstat(Path::new(path)).map_err(io)?;
+            let entry = host.lstat(Path::new(path)).map_err(Error::from)?;
             return Ok((host_mode(&entry), entry.stat));
         }
-        let meta = self.fs.lstat(&self.root.join(path)).await.map_err(io)?;
+        let meta = self
+            .fs
+            .lstat(&self.root.join(path))
+            .await
+            .map_err(Error::from)?;
         Ok((file_mode(&meta), stat_of(&meta)))
     }
 
@@ -1835,7 +1842,7 @@ impl Repo {
             self.fs
                 .symlink(Path::new(&target), &full)
                 .await
-                .map_err(io)?;
+                .map_err(Error::from)?;
         } else {
             self.write(&full, &content).await?;
             let mode = if blob.mode == 0o100755 { 0o755 } else { 0o644 };

@@ -11,10 +11,11 @@ use flate2::write::ZlibEncoder;
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 use sha1::{Digest, Sha1};
 
+use super::error::Error;
 use super::odb::{apply_delta, to_hex};
 
-fn corrupt(why: &str) -> String {
-    format!("fatal: the pack from the remote is corrupt ({why})")
+fn corrupt(why: &str) -> Error {
+    Error::CorruptPack(why.to_string())
 }
 
 /// What one entry of a pack is: an object whole, or a delta on a base
@@ -38,7 +39,7 @@ struct Entry {
 
 /// Inflates one zlib stream at the start of `data`: its bytes, and how
 /// many compressed bytes it took.
-fn inflate_stream(data: &[u8], size: usize) -> Result<(Vec<u8>, usize), String> {
+fn inflate_stream(data: &[u8], size: usize) -> Result<(Vec<u8>, usize), Error> {
     let mut out = Vec::with_capacity(size.min(1 << 26));
     let mut inflater = Decompress::new(true);
     loop {
@@ -72,7 +73,7 @@ pub struct Indexed {
     pub name: String,
 }
 
-pub fn index(pack: &[u8]) -> Result<Indexed, String> {
+pub fn index(pack: &[u8]) -> Result<Indexed, Error> {
     if pack.len() < 32 || &pack[..4] != b"PACK" {
         return Err(corrupt("no PACK header"));
     }
@@ -91,7 +92,7 @@ pub fn index(pack: &[u8]) -> Result<Indexed, String> {
     let mut at = 12usize;
     for _ in 0..count {
         let offset = at;
-        let next = |at: &mut usize| -> Result<u8, String> {
+        let next = |at: &mut usize| -> Result<u8, Error> {
             let byte = *body.get(*at).ok_or_else(|| corrupt("truncated"))?;
             *at += 1;
             Ok(byte)
@@ -203,13 +204,12 @@ impl Children {
 /// contents. Refused whole, as `transfer.fsckObjects` does, before
 /// anything of it is kept: a tree git would never check out, or a
 /// `.gitmodules` one of them names with a submodule git refuses.
-fn resolve(body: &[u8], entries: &[Entry]) -> Result<Vec<[u8; 20]>, String> {
+fn resolve(body: &[u8], entries: &[Entry]) -> Result<Vec<[u8; 20]>, Error> {
     let inflate = |entry: &Entry| inflate_stream(&body[entry.data..], entry.size).map(|(d, _)| d);
-    let refused = |name: &[u8; 20], (id, text): super::fsck::Problem| {
-        format!(
-            "fsck error in packed object: object {}: {id}: {text}",
-            to_hex(name)
-        )
+    let refused = |name: &[u8; 20], (id, text): super::fsck::Problem| Error::Fsck {
+        oid: to_hex(name),
+        id,
+        text,
     };
     let mut children = Children::default();
     for (i, entry) in entries.iter().enumerate() {
@@ -222,7 +222,7 @@ fn resolve(body: &[u8], entries: &[Entry]) -> Result<Vec<[u8; 20]>, String> {
     let mut names: Vec<Option<[u8; 20]>> = vec![None; entries.len()];
     let mut kinds: Vec<&'static str> = vec![""; entries.len()];
     let mut gitmodules = std::collections::HashSet::new();
-    let mut check = |name: &[u8; 20], kind: &str, data: &[u8]| -> Result<(), String> {
+    let mut check = |name: &[u8; 20], kind: &str, data: &[u8]| -> Result<(), Error> {
         if kind == "tree" {
             let named = super::fsck::check_tree(data).map_err(|p| refused(name, p))?;
             gitmodules.extend(named);
@@ -274,12 +274,7 @@ fn resolve(body: &[u8], entries: &[Entry]) -> Result<Vec<[u8; 20]>, String> {
 
 /// Entry `i`'s content: its chain of deltas applied from the object whole
 /// at its root.
-fn rebuild(
-    body: &[u8],
-    entries: &[Entry],
-    names: &[[u8; 20]],
-    i: usize,
-) -> Result<Vec<u8>, String> {
+fn rebuild(body: &[u8], entries: &[Entry], names: &[[u8; 20]], i: usize) -> Result<Vec<u8>, Error> {
     let by_offset = |offset: u64| entries.iter().position(|e| e.offset == offset);
     let by_name = |name: &[u8; 20]| names.iter().position(|n| n == name);
     let mut chain = vec![i];
@@ -449,7 +444,9 @@ mod tests {
         write_entry(&mut orphan, 7, delta_c.len(), &b_name, &delta_c);
         let checksum = Sha1::digest(&orphan);
         orphan.extend_from_slice(&checksum);
-        assert!(index(&orphan).err().unwrap().contains("base is missing"));
+        assert!(
+            matches!(index(&orphan), Err(Error::CorruptPack(why)) if why.contains("base is missing"))
+        );
     }
 
     #[test]

@@ -28,8 +28,6 @@ use super::repo::{
 };
 use super::{config, text};
 use super::{resolve, Here, Out, Run};
-#[cfg(not(feature = "network"))]
-use crate::network::AllowNet;
 
 const SUPPORTED: &str = "init, clone, fetch, pull, push, ls-remote, remote, config, add, rm, \
 mv, commit, status, log, show, diff, branch, checkout, switch, reset, restore, merge, stash, tag, \
@@ -147,7 +145,7 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
     }
 }
 
-pub(super) fn failed(message: String) -> Out {
+pub(super) fn failed(message: impl std::fmt::Display) -> Out {
     Out::fatal(message)
 }
 
@@ -754,11 +752,7 @@ impl Ctx<'_> {
     /// default rules when nothing defines it; refused when git would use
     /// a definition this git does not read (a built-in it has not built,
     /// or `diff.NAME.*` settings).
-    async fn other_driver(
-        &self,
-        name: &str,
-        path: &str,
-    ) -> Result<crate::git::userdiff::Driver, Out> {
+    async fn other_driver(&self, name: &str, path: &str) -> Result<crate::userdiff::Driver, Out> {
         let prefix = format!("diff.{}.", name.to_ascii_lowercase());
         let defined = self
             .repo
@@ -766,12 +760,12 @@ impl Ctx<'_> {
             .await
             .iter()
             .any(|(key, _)| key.to_ascii_lowercase().starts_with(&prefix));
-        if defined || crate::git::userdiff::NOT_BUILT.contains(&name) {
+        if defined || crate::userdiff::NOT_BUILT.contains(&name) {
             return Err(Out::fatal(format!(
                 "not supported by the sandbox's git: the diff driver '{name}' (.gitattributes, for {path})"
             )));
         }
-        Ok(crate::git::userdiff::Driver::Default)
+        Ok(crate::userdiff::Driver::Default)
     }
 
     async fn files_at(&self, revision: &str) -> Result<Files, Out> {
@@ -1043,7 +1037,7 @@ impl Block {
     /// A person's line (and their date's, in `medium` and `fuller`) as
     /// git's `pp_user_info` writes it: `what` is `Author`, `Commit` or
     /// `Tagger`.
-    fn person(self, what: &str, who: &crate::git::repo::Signature, shown: &Shown) -> String {
+    fn person(self, what: &str, who: &crate::repo::Signature, shown: &Shown) -> String {
         let date = || shown.date.show(who.time, &who.zone, shown.now);
         let pad = if self == Block::Fuller { "    " } else { "" };
         let mut out = format!("{what}: {pad}{} <{}>\n", who.name, who.email);

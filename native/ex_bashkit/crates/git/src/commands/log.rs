@@ -1,7 +1,7 @@
 //! `log`, `show` and `diff`, and the history walks they share.
 
 use super::*;
-use crate::git::walk::Walk;
+use crate::walk::Walk;
 
 /// The options `diff` takes: what it compares, how it prints the changes
 /// (the same as `show`'s), its exit status.
@@ -140,14 +140,14 @@ pub(super) struct Filter {
     min_parents: usize,
     max_parents: Option<usize>,
     /// `log`'s mailmap: authors and committers matched as it names them.
-    mailmap: Option<std::sync::Arc<crate::git::mailmap::Mailmap>>,
+    mailmap: Option<std::sync::Arc<crate::mailmap::Mailmap>>,
 }
 
 impl Filter {
     /// Authors and committers matched as `mailmap` names them.
     pub(super) fn through(
         mut self,
-        mailmap: Option<std::sync::Arc<crate::git::mailmap::Mailmap>>,
+        mailmap: Option<std::sync::Arc<crate::mailmap::Mailmap>>,
     ) -> Filter {
         self.mailmap = mailmap;
         self
@@ -217,8 +217,8 @@ impl Filter {
         Ok((!none).then_some(filter))
     }
 
-    pub(super) fn passes(&self, commit: &crate::git::repo::Commit) -> bool {
-        let who = |s: &crate::git::repo::Signature| format!("{} <{}>", s.name, s.email);
+    pub(super) fn passes(&self, commit: &crate::repo::Commit) -> bool {
+        let who = |s: &crate::repo::Signature| format!("{} <{}>", s.name, s.email);
         let parents = commit.parents.len();
         if parents < self.min_parents || self.max_parents.is_some_and(|m| parents > m) {
             return false;
@@ -229,7 +229,7 @@ impl Filter {
         {
             return false;
         }
-        let any = |patterns: &[regex::Regex], s: &crate::git::repo::Signature| {
+        let any = |patterns: &[regex::Regex], s: &crate::repo::Signature| {
             let mapped;
             let s = match &self.mailmap {
                 Some(map) if !patterns.is_empty() => {
@@ -345,7 +345,7 @@ impl Ctx<'_> {
                 // From where the two histories met.
                 let (a, b) = (or_head(a), or_head(b));
                 let (ours, theirs) = (self.revision(&a).await?, self.revision(&b).await?);
-                let Some(base) = crate::git::merge::base(&self.repo, &ours, &theirs).await else {
+                let Some(base) = crate::merge::base(&self.repo, &ours, &theirs).await else {
                     return Err(Out::fatal(format!("{a}...{b}: no merge base")));
                 };
                 revisions.push(base);
@@ -639,7 +639,7 @@ impl Ctx<'_> {
     pub(super) fn formatted(
         format: &str,
         oid: &str,
-        commit: &crate::git::repo::Commit,
+        commit: &crate::repo::Commit,
         shown: &Shown,
     ) -> Result<String, Out> {
         let abbrev = &shown.abbrev;
@@ -744,7 +744,7 @@ impl Ctx<'_> {
         walk: &Walk,
         filter: Option<&Filter>,
         wanted: Option<usize>,
-    ) -> Result<Vec<crate::git::walk::Step>, Out> {
+    ) -> Result<Vec<crate::walk::Step>, Out> {
         let mut passed = 0usize;
         walk.run(repo, |step| {
             if filter.is_none_or(|f| f.passes(&step.commit)) {
@@ -760,7 +760,7 @@ impl Ctx<'_> {
     pub(super) fn entry(
         style: &Style,
         oid: &str,
-        commit: &crate::git::repo::Commit,
+        commit: &crate::repo::Commit,
         shown: &Shown,
     ) -> Result<String, Out> {
         let abbrev = &shown.abbrev;
@@ -801,7 +801,7 @@ impl Ctx<'_> {
     /// `A`, `^A`, `A..B`, `A...B`, `--all`/`--branches`/`--tags`/`--remotes`,
     /// then operands that name files (before `--` as git takes them) and
     /// everything after `--`. `HEAD` when no revision is named.
-    pub(in crate::git) async fn walk_of(&self, args: &Args<'_>) -> Result<Walk, Out> {
+    pub(crate) async fn walk_of(&self, args: &Args<'_>) -> Result<Walk, Out> {
         let repo = &self.repo;
         let mut walk = Walk::default();
         let mut named = false;
@@ -836,8 +836,7 @@ impl Ctx<'_> {
                     self.revision(&or_head(a)).await?,
                     self.revision(&or_head(b)).await?,
                 );
-                walk.exclude
-                    .extend(crate::git::merge::bases(repo, &a, &b).await);
+                walk.exclude.extend(crate::merge::bases(repo, &a, &b).await);
                 walk.include.extend([a, b]);
             } else if let Some((a, b)) = operand.split_once("..") {
                 walk.exclude.push(self.revision(&or_head(a)).await?);
@@ -929,7 +928,7 @@ impl Ctx<'_> {
         // What the pickaxe found in each commit searched so far.
         let mut searched: std::collections::HashMap<Oid, Vec<Change>> =
             std::collections::HashMap::new();
-        let steps: Vec<(Oid, crate::git::repo::Commit)> = if topo {
+        let steps: Vec<(Oid, crate::repo::Commit)> = if topo {
             let start = walk.include[0].clone();
             let stop = walk.exclude.first().cloned();
             let mut steps = Vec::new();
@@ -1061,7 +1060,7 @@ impl Ctx<'_> {
         }
         if graph {
             let separated = !matches!(style, Style::Oneline | Style::Format(_, false));
-            return Ok(Out::ok(crate::git::history::graph(
+            return Ok(Out::ok(crate::history::graph(
                 &entries,
                 &parents_of,
                 separated,
@@ -1124,7 +1123,7 @@ impl Ctx<'_> {
                             .unwrap_or("")
                             .to_string()
                     };
-                    let tagger = crate::git::repo::Signature::parse(&field("tagger "));
+                    let tagger = crate::repo::Signature::parse(&field("tagger "));
                     let _ = writeln!(out, "tag {}", field("tag "));
                     // The tagger as git's show_tagger prints it per format.
                     match &style {
@@ -1168,7 +1167,7 @@ impl Ctx<'_> {
             if shows_entry {
                 out.push('\n');
             }
-            let shown_file = crate::git::combined::first_shown(&self.repo, &commit)
+            let shown_file = crate::combined::first_shown(&self.repo, &commit)
                 .await
                 .map_err(failed)?;
             if let Some(path) = shown_file {

@@ -6,9 +6,6 @@
 //! our git (trees it checks out, packs it receives) and for the mounts'
 //! guard (`metadata_guard.rs`, which refuses such names to every writer).
 
-// A build with host mounts but no `git` uses only part of this.
-#![cfg_attr(not(feature = "git"), allow(dead_code))]
-
 /// Code points HFS+ ignores when it compares names, so `.g\u{200c}it`
 /// is `.git` there (git's `is_hfs_dotgit`).
 fn hfs_ignorable(c: char) -> bool {

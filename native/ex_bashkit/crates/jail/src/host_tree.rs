@@ -4,14 +4,12 @@
 //! planted or swapped in meanwhile, leads anywhere else; a symlink in the
 //! tree is read as a link, never followed.
 //!
-//! Two users: our git on a work tree in a host mount (listing a directory
-//! with its entries' `lstat` in one pass, where bashkit's asynchronous
-//! `FileSystem` costs a thread hop a call), and every write into a
-//! read-write mount (`metadata_guard.rs`), which checks a path and then
-//! writes it with no lookup a script could redirect in between.
-
-// A build with host mounts but no `git` uses only part of this.
-#![cfg_attr(not(feature = "git"), allow(dead_code))]
+//! Two users: the sandbox's git on a work tree in a host mount (listing a
+//! directory with its entries' `lstat` in one pass, where bashkit's
+//! asynchronous `FileSystem` costs a thread hop a call), and every write
+//! into a read-write mount (the core's `metadata_guard.rs`), which checks a
+//! path and then writes it with no lookup a script could redirect in
+//! between.
 
 use std::ffi::CString;
 use std::io;

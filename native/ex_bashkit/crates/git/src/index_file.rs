@@ -13,8 +13,10 @@
 
 use sha1::{Digest, Sha1};
 
+use super::error::Error;
+
 /// What `lstat` said of a file when it was last staged.
-pub use crate::host_tree::Stat;
+pub use ex_bashkit_jail::host_tree::Stat;
 
 pub const ASSUME_VALID: u16 = 0x8000;
 const EXTENDED: u16 = 0x4000;
@@ -43,8 +45,8 @@ pub struct IndexFile {
     pub extensions: Vec<([u8; 4], Vec<u8>)>,
 }
 
-fn corrupt(why: &str) -> String {
-    format!("index file corrupt ({why})")
+fn corrupt(why: &str) -> Error {
+    Error::CorruptIndex(why.to_string())
 }
 
 struct Reader<'a> {
@@ -53,7 +55,7 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
         let end = self.at.checked_add(n).ok_or_else(|| corrupt("size"))?;
         let out = self
             .bytes
@@ -63,16 +65,16 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32, Error> {
         Ok(u32::from_be_bytes(self.take(4)?.try_into().unwrap()))
     }
 
-    fn u16(&mut self) -> Result<u16, String> {
+    fn u16(&mut self) -> Result<u16, Error> {
         Ok(u16::from_be_bytes(self.take(2)?.try_into().unwrap()))
     }
 
     /// Git's offset varint (version 4's strip count).
-    fn varint(&mut self) -> Result<usize, String> {
+    fn varint(&mut self) -> Result<usize, Error> {
         let mut byte = self.take(1)?[0];
         let mut value = usize::from(byte & 0x7f);
         while byte & 0x80 != 0 {
@@ -88,7 +90,7 @@ impl<'a> Reader<'a> {
 }
 
 impl IndexFile {
-    pub fn parse(bytes: &[u8]) -> Result<IndexFile, String> {
+    pub fn parse(bytes: &[u8]) -> Result<IndexFile, Error> {
         if bytes.len() < 32 || &bytes[..4] != b"DIRC" {
             return Err(corrupt("bad signature"));
         }
@@ -104,7 +106,7 @@ impl IndexFile {
         };
         let version = r.u32()?;
         if !(2..=4).contains(&version) {
-            return Err(format!("index file has unknown version {version}"));
+            return Err(Error::CorruptIndex(format!("unknown version {version}")));
         }
         let count = r.u32()? as usize;
         let mut entries = Vec::with_capacity(count.min(1 << 20));
@@ -410,7 +412,10 @@ mod tests {
         }
         .render();
         bytes[20] ^= 1;
-        assert!(IndexFile::parse(&bytes).unwrap_err().contains("checksum"));
+        assert!(matches!(
+            IndexFile::parse(&bytes),
+            Err(Error::CorruptIndex(why)) if why.contains("checksum")
+        ));
         assert!(IndexFile::parse(b"DIRC").is_err());
     }
 

@@ -1,13 +1,13 @@
 //! What git's `transfer.fsckObjects` checks of each tree a fetch or clone
 //! receives, before any of it is kept: entry names git would never check
-//! out (`git_paths.rs`: `.git` in any spelling, `.`, `..`, empty, with `/`
+//! out (`paths.rs`: `.git` in any spelling, `.`, `..`, empty, with `/`
 //! or `\`), the same name twice, `.gitmodules` as a symlink, and modes
 //! of no kind git knows. Old tools' `100664` and zero-padded `040000`
 //! pass, as git checks them out.
 
 use std::collections::HashSet;
 
-use crate::git_paths::{bad_component, is_dot_gitmodules};
+use crate::paths::{bad_component, is_dot_gitmodules};
 
 /// A problem as fsck names it: its message id and text.
 pub type Problem = (&'static str, String);

@@ -102,7 +102,7 @@ impl Ctx<'_> {
 
     /// Moves the index and work tree from `HEAD`'s files to `target`'s,
     /// refusing where a local change would be lost.
-    pub(in crate::git) async fn move_to(&self, target: &Files) -> Result<(), Out> {
+    pub(crate) async fn move_to(&self, target: &Files) -> Result<(), Out> {
         let state = self.state().await?;
         let mut paths: BTreeSet<&String> = state.head_files.keys().collect();
         paths.extend(target.keys());

@@ -11,25 +11,20 @@ use std::sync::Arc;
 
 use bashkit::FileSystem;
 
-use crate::host_tree::{HostTree, Kind};
+use ex_bashkit_jail::host_tree::{HostTree, Kind};
 
-fn text<E: std::fmt::Display>(error: E) -> String {
-    error.to_string()
-}
+use crate::error::{Error, Result};
 
 /// Every path git writes is plain: a name with `..` (a branch called
 /// `../hooks/x`) never walks out of where it belongs.
-fn plain(path: &Path) -> Result<(), String> {
+fn plain(path: &Path) -> Result<()> {
     use std::path::Component;
     match path
         .components()
         .all(|c| matches!(c, Component::RootDir | Component::Normal(_)))
     {
         true => Ok(()),
-        false => Err(format!(
-            "refusing to write {}: it walks out of its directory",
-            path.display()
-        )),
+        false => Err(Error::OutsidePath(path.to_path_buf())),
     }
 }
 
@@ -67,10 +62,10 @@ impl Io {
         self.on_host(path)
     }
 
-    pub async fn read_file(&self, path: &Path) -> Result<Vec<u8>, String> {
+    pub async fn read_file(&self, path: &Path) -> Result<Vec<u8>> {
         match self.on_host(path) {
-            Some((tree, below)) => tree.read(&below).map_err(text),
-            None => self.fs.read_file(path).await.map_err(text),
+            Some((tree, below)) => tree.read(&below).map_err(Error::from),
+            None => self.fs.read_file(path).await.map_err(Error::from),
         }
     }
 
@@ -89,11 +84,14 @@ impl Io {
     }
 
     /// The modification time, as `(seconds, nanoseconds)`.
-    pub async fn mtime(&self, path: &Path) -> Result<(u32, u32), String> {
+    pub async fn mtime(&self, path: &Path) -> Result<(u32, u32)> {
         match self.on_host(path) {
-            Some((tree, below)) => tree.lstat(&below).map(|e| e.stat.mtime).map_err(text),
+            Some((tree, below)) => tree
+                .lstat(&below)
+                .map(|e| e.stat.mtime)
+                .map_err(Error::from),
             None => {
-                let meta = self.fs.stat(path).await.map_err(text)?;
+                let meta = self.fs.stat(path).await.map_err(Error::from)?;
                 Ok(meta
                     .modified
                     .duration_since(std::time::UNIX_EPOCH)
@@ -104,25 +102,25 @@ impl Io {
 
     /// A file's size, and the bytes it takes on disk as git counts them
     /// (its blocks; in the session's own filesystem, 4 KiB blocks).
-    pub async fn sizes(&self, path: &Path) -> Result<(u64, u64), String> {
+    pub async fn sizes(&self, path: &Path) -> Result<(u64, u64)> {
         match self.on_host(path) {
             Some((tree, below)) => tree
                 .lstat(&below)
                 .map(|e| (e.bytes, e.disk_bytes))
-                .map_err(text),
+                .map_err(Error::from),
             None => {
-                let size = self.fs.stat(path).await.map_err(text)?.size;
+                let size = self.fs.stat(path).await.map_err(Error::from)?.size;
                 Ok((size, size.div_ceil(4096) * 4096))
             }
         }
     }
 
     /// A directory's entries: name and whether it is a directory.
-    pub async fn read_dir(&self, path: &Path) -> Result<Vec<(String, bool)>, String> {
+    pub async fn read_dir(&self, path: &Path) -> Result<Vec<(String, bool)>> {
         match self.on_host(path) {
             Some((tree, below)) => Ok(tree
                 .list(&below)
-                .map_err(text)?
+                .map_err(Error::from)?
                 .into_iter()
                 .map(|e| (e.name, e.kind == Kind::Dir))
                 .collect()),
@@ -130,60 +128,60 @@ impl Io {
                 .fs
                 .read_dir(path)
                 .await
-                .map_err(text)?
+                .map_err(Error::from)?
                 .into_iter()
                 .map(|e| (e.name, e.metadata.file_type.is_dir()))
                 .collect()),
         }
     }
 
-    pub async fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+    pub async fn write_file(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         plain(path)?;
         match self.on_writable_host(path) {
-            Some((tree, below)) => tree.write(&below, bytes).map_err(text),
-            None => self.fs.write_file(path, bytes).await.map_err(text),
+            Some((tree, below)) => tree.write(&below, bytes).map_err(Error::from),
+            None => self.fs.write_file(path, bytes).await.map_err(Error::from),
         }
     }
 
-    pub async fn append_file(&self, path: &Path, bytes: &[u8]) -> Result<(), String> {
+    pub async fn append_file(&self, path: &Path, bytes: &[u8]) -> Result<()> {
         plain(path)?;
         match self.on_writable_host(path) {
-            Some((tree, below)) => tree.append(&below, bytes).map_err(text),
-            None => self.fs.append_file(path, bytes).await.map_err(text),
+            Some((tree, below)) => tree.append(&below, bytes).map_err(Error::from),
+            None => self.fs.append_file(path, bytes).await.map_err(Error::from),
         }
     }
 
-    pub async fn mkdir_all(&self, path: &Path) -> Result<(), String> {
+    pub async fn mkdir_all(&self, path: &Path) -> Result<()> {
         plain(path)?;
         match self.on_writable_host(path) {
-            Some((tree, below)) => tree.mkdir_all(&below).map_err(text),
-            None => self.fs.mkdir(path, true).await.map_err(text),
+            Some((tree, below)) => tree.mkdir_all(&below).map_err(Error::from),
+            None => self.fs.mkdir(path, true).await.map_err(Error::from),
         }
     }
 
     /// Removes a file, or an empty directory (`dir`).
-    pub async fn remove(&self, path: &Path, dir: bool) -> Result<(), String> {
+    pub async fn remove(&self, path: &Path, dir: bool) -> Result<()> {
         plain(path)?;
         match self.on_writable_host(path) {
-            Some((tree, below)) => tree.remove(&below, dir).map_err(text),
-            None => self.fs.remove(path, false).await.map_err(text),
+            Some((tree, below)) => tree.remove(&below, dir).map_err(Error::from),
+            None => self.fs.remove(path, false).await.map_err(Error::from),
         }
     }
 
-    pub async fn rename(&self, from: &Path, to: &Path) -> Result<(), String> {
+    pub async fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         plain(from)?;
         plain(to)?;
         match (self.on_writable_host(from), self.on_writable_host(to)) {
-            (Some((tree, from)), Some((_, to))) => tree.rename(&from, &to).map_err(text),
-            _ => self.fs.rename(from, to).await.map_err(text),
+            (Some((tree, from)), Some((_, to))) => tree.rename(&from, &to).map_err(Error::from),
+            _ => self.fs.rename(from, to).await.map_err(Error::from),
         }
     }
 
-    pub async fn chmod(&self, path: &Path, mode: u32) -> Result<(), String> {
+    pub async fn chmod(&self, path: &Path, mode: u32) -> Result<()> {
         plain(path)?;
         match self.on_writable_host(path) {
-            Some((tree, below)) => tree.chmod(&below, mode).map_err(text),
-            None => self.fs.chmod(path, mode).await.map_err(text),
+            Some((tree, below)) => tree.chmod(&below, mode).map_err(Error::from),
+            None => self.fs.chmod(path, mode).await.map_err(Error::from),
         }
     }
 }

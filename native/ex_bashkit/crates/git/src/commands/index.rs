@@ -280,7 +280,7 @@ impl Ctx<'_> {
             // directory, never outside the work tree.
             for path in &carried {
                 let moved = format!("{to}{}", &path[from.len()..]);
-                if !crate::git_paths::verify_path(&moved, index[path].blob.mode) {
+                if !crate::paths::verify_path(&moved, index[path].blob.mode) {
                     return Err(Out::fatal(format!("invalid path '{moved}'")));
                 }
             }
