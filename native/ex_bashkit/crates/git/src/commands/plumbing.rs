@@ -475,8 +475,9 @@ impl Ctx<'_> {
             let Ok(bytes) = self.repo.content(&path, entry.blob.mode).await else {
                 continue;
             };
+            let utf8 = std::str::from_utf8(&bytes).ok();
             // (Bytes that are not UTF-8 read differently by line: no skip.)
-            if !invert && std::str::from_utf8(&bytes).is_ok() && !anywhere.is_match(&bytes) {
+            if !invert && utf8.is_some() && !anywhere.is_match(&bytes) {
                 continue;
             }
             let name = self.quoted(&path);
@@ -501,7 +502,10 @@ impl Ctx<'_> {
                 }
                 continue;
             }
-            let content = String::from_utf8_lossy(&bytes);
+            let content = match utf8 {
+                Some(text) => std::borrow::Cow::Borrowed(text),
+                None => String::from_utf8_lossy(&bytes),
+            };
             let mut hits = 0;
             let lines = content
                 .split_inclusive('\n')
@@ -521,7 +525,7 @@ impl Ctx<'_> {
                 }
             }
             // git prints the file's bytes as they are; these would not be.
-            if hits > 0 && !(names_only || count) && std::str::from_utf8(&bytes).is_err() {
+            if hits > 0 && !(names_only || count) && utf8.is_none() {
                 return Err(Out::fatal(format!(
                     "not supported by the sandbox's git: grep printing lines of {path}, which is not UTF-8 text"
                 )));
