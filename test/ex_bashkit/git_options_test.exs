@@ -467,6 +467,90 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ " .../that/goes/on/and/on/with_a_long_file_name.txt  | 200 "
   end
 
+  # The commit-graph file real git wrote for `repo`, then the committer
+  # date of `commit` in it (its CDAT entry) set to `time`: git reads
+  # dates from the graph, so what it orders by date then follows the file.
+  defp write_commit_graph!(repo, args \\ []) do
+    {_, 0} = System.cmd("git", ["commit-graph", "write", "--reachable" | args], cd: repo)
+  end
+
+  defp set_graph_date!(repo, commit, time) do
+    {oid, 0} = System.cmd("git", ["rev-parse", commit], cd: repo)
+    oid = oid |> String.trim() |> Base.decode16!(case: :lower)
+    path = Path.join(repo, ".git/objects/info/commit-graph")
+    graph = File.read!(path)
+    <<"CGPH", 1, 1, chunks, _bases, _::binary>> = graph
+
+    offsets =
+      Map.new(0..(chunks - 1), fn i ->
+        <<id::binary-4, offset::64>> = binary_part(graph, 8 + i * 12, 12)
+        {id, offset}
+      end)
+
+    <<count::32>> = binary_part(graph, offsets["OIDF"] + 255 * 4, 4)
+    at = Enum.find(0..(count - 1), &(binary_part(graph, offsets["OIDL"] + &1 * 20, 20) == oid))
+    date = offsets["CDAT"] + at * 36 + 32
+    File.chmod!(path, 0o644)
+
+    File.write!(
+      path,
+      [
+        binary_part(graph, 0, date),
+        <<time::32>>,
+        binary_part(graph, date + 4, byte_size(graph) - date - 4)
+      ]
+    )
+  end
+
+  @walks """
+  git log --oneline && git -c core.commitGraph=false log --oneline
+  git rev-list --count HEAD && git rev-list HEAD~2 && git describe --tags
+  git merge-base main feature && git branch --contains HEAD~7 && git log --oneline -3 -- a.txt
+  git tag --contains feature && git log --oneline main..feature && git log --oneline feature..main
+  """
+
+  test "a commit-graph real git wrote is read as git reads it: dates and parents from the file",
+       ctx do
+    src = beside(ctx, "graph_src")
+    {_, 0} = System.cmd("cp", ["-a", ctx.repo, src])
+    write_commit_graph!(src)
+    # "feature work" dated after "main work" in the graph only.
+    set_graph_date!(src, "feature", 1_600_000_000 + 9 * 3600)
+    [real, ours] = on_copies(%{ctx | repo: src}, "graph_read", @walks)
+    assert ours == real
+    # The graph's date, not the commit's, ordered real git's log.
+    {count, 0} = System.cmd("git", ["rev-list", "--count", "HEAD"], cd: src)
+    count = count |> String.trim() |> String.to_integer()
+
+    [with_graph, without] =
+      real |> String.split("\n") |> Enum.take(2 * count) |> Enum.chunk_every(count)
+
+    assert Enum.sort(with_graph) == Enum.sort(without) and with_graph != without
+  end
+
+  test "a split commit-graph chain, one gone stale, and one that is not git's format", ctx do
+    src = beside(ctx, "graph_chain")
+    {_, 0} = System.cmd("cp", ["-a", ctx.repo, src])
+    write_commit_graph!(src, ["--split"])
+
+    git!(
+      src,
+      "echo more >> a.txt && git commit -qam more && git commit-graph write --reachable --split=no-merge",
+      identity()
+    )
+
+    git!(src, "echo stale >> a.txt && git commit -qam 'not in the graph'", identity())
+    assert File.ls!(Path.join(src, ".git/objects/info/commit-graphs")) |> length() == 3
+    [real, ours] = on_copies(%{ctx | repo: src}, "graph_chain", @walks)
+    assert ours == real
+
+    bad = beside(ctx, "graph_bad")
+    {_, 0} = System.cmd("cp", ["-a", ctx.repo, bad])
+    File.write!(Path.join(bad, ".git/objects/info/commit-graph"), :binary.copy("CGPH", 4096))
+    [real, ours] = on_copies(%{ctx | repo: bad}, "graph_bad", @walks)
+    assert ours == real
+  end
+
   test "renames of edited files are found, named and blamed as real git finds them", ctx do
     script = """
     seq 1 40 > src/numbers.rs && git add -A && git commit -q -m 'numbers'

@@ -364,7 +364,7 @@ async fn blame_lines(
         commit: start.clone(),
         path: path.to_string(),
     };
-    let time = first.committer.time;
+    let time = first.date;
     waiting.hand(
         origin,
         time,
@@ -423,7 +423,7 @@ async fn blame_lines(
             }
         }
         if let Some(there) = whole {
-            let time = commits[&there.commit].committer.time;
+            let time = commits[&there.commit].date;
             let lines = left;
             waiting.hand(there, time, Suspect { lines, ..suspect });
             continue;
@@ -449,7 +449,7 @@ async fn blame_lines(
                     .into_iter()
                     .map(|(line, here)| (line, same[&here]))
                     .collect();
-                let time = commits[&there.commit].committer.time;
+                let time = commits[&there.commit].date;
                 let (blob, text, lines) = (parent_blob, parent_text, passed);
                 waiting.hand(there, time, Suspect { blob, text, lines });
             }

@@ -589,7 +589,7 @@ impl Parents {
             return Ok(known.clone());
         }
         let commit = repo.commit(oid).await.map_err(failed)?;
-        let known = (commit.committer.time, commit.parents);
+        let known = (commit.date, commit.parents);
         self.0.insert(oid.clone(), known.clone());
         Ok(known)
     }

@@ -21,6 +21,8 @@ mod combined;
 #[cfg(feature = "commands")]
 mod commands;
 #[cfg(feature = "commands")]
+mod commit_graph;
+#[cfg(feature = "commands")]
 mod config;
 #[cfg(feature = "commands")]
 mod dates;

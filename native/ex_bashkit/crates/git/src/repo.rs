@@ -11,6 +11,7 @@ use std::time::UNIX_EPOCH;
 
 use bashkit::FileSystem;
 
+use super::commit_graph::CommitGraph;
 use super::error::Error;
 use super::ignore::Ignores;
 use super::index_file::{self, CacheNode, IndexFile, Stat};
@@ -126,12 +127,16 @@ impl Signature {
     }
 }
 
+#[derive(Default)]
 pub struct Commit {
     pub tree: Oid,
     pub parents: Vec<Oid>,
     pub author: Signature,
     pub committer: Signature,
     pub message: String,
+    /// The date history is walked and filtered by (`--since`): git's, from
+    /// the commit-graph where that has the commit, else the committer's.
+    pub date: i64,
 }
 
 impl Commit {
@@ -222,6 +227,8 @@ pub struct Repo {
     default_name: String,
     default_email: String,
     abbrev: tokio::sync::OnceCell<Arc<Abbrev>>,
+    /// The commit-graph file, read once where git would read it.
+    commit_graph: tokio::sync::OnceCell<Option<CommitGraph>>,
     /// The commits `.git/shallow` cuts history at, read once.
     shallow: Mutex<Option<Arc<HashSet<Oid>>>>,
     /// Each `.gitattributes` (and `info/attributes`) read so far, by path:
@@ -346,6 +353,7 @@ impl Repo {
             default_name: here.git.name.clone(),
             default_email: here.git.email.clone(),
             abbrev: tokio::sync::OnceCell::new(),
+            commit_graph: tokio::sync::OnceCell::new(),
             shallow: Mutex::new(None),
             attribute_files: Mutex::new(HashMap::new()),
             overrides: here.overrides.to_vec(),
@@ -594,6 +602,7 @@ impl Repo {
             author: Signature::default(),
             committer: Signature::default(),
             message: message.to_string(),
+            date: 0,
         };
         for line in headers.lines() {
             if let Some(tree) = line.strip_prefix("tree ") {
@@ -612,12 +621,23 @@ impl Repo {
                 commit.parents.clear();
             }
         }
+        commit.date = match self.commit_graph().await {
+            Some(graph) => graph.date(&named).unwrap_or(commit.committer.time),
+            None => commit.committer.time,
+        };
         Ok(commit)
     }
 
     /// A commit's committer time and parents only, for walks that need
     /// no more (its message and idents are not read out).
     pub async fn commit_links(&self, oid: &str) -> Res<(i64, Vec<Oid>)> {
+        if let Some((time, mut parents)) = self.commit_graph().await.and_then(|g| g.links(oid)) {
+            // (A fetch may cut history after the graph was read.)
+            if !parents.is_empty() && self.shallow().await.contains(oid) {
+                parents.clear();
+            }
+            return Ok((time, parents));
+        }
         let (kind, body) = self.odb.read(oid).await?;
         if kind != "commit" {
             let commit = self.commit(oid).await?;
@@ -638,6 +658,22 @@ impl Repo {
             parents.clear();
         }
         Ok((time, parents))
+    }
+
+    /// The commit-graph, where git would read one: `core.commitGraph` not
+    /// off, no history cut (`.git/shallow`) or grafted, no replace refs.
+    async fn commit_graph(&self) -> Option<&CommitGraph> {
+        let load = || async {
+            if !self.config_bool("core.commitgraph", true).await
+                || !self.shallow().await.is_empty()
+                || self.io.exists(&self.git.join("info/grafts")).await
+                || !self.refs("replace").await.is_empty()
+            {
+                return None;
+            }
+            CommitGraph::load(&self.io, &self.git.join("objects")).await
+        };
+        self.commit_graph.get_or_init(load).await.as_ref()
     }
 
     /// A tree's bytes; anything else is refused as git does.

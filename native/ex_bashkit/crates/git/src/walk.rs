@@ -25,6 +25,10 @@ pub struct Walk {
     /// Paths (from the repository's root; a directory stands for all it
     /// holds) the history is simplified to.
     pub paths: Vec<String>,
+    /// Whether only the commits' names are wanted (`rev-list` unfiltered):
+    /// each is read for its parents and date alone (from the commit-graph,
+    /// where there is one), its tree, people and message left unread.
+    pub names_only: bool,
 }
 
 /// A commit the walk shows, read once.
@@ -37,6 +41,17 @@ const EXCLUDED: u8 = 1;
 const SEEN: u8 = 2;
 
 impl Walk {
+    async fn read(&self, repo: &Repo, oid: &str) -> Res<Commit> {
+        match self.names_only && self.paths.is_empty() {
+            true => repo.commit_links(oid).await.map(|(date, parents)| Commit {
+                parents,
+                date,
+                ..Commit::default()
+            }),
+            false => repo.commit(oid).await,
+        }
+    }
+
     /// The commits shown, in git's default order; `keep` stops the walk
     /// once it says no (`-n` without filters).
     pub async fn run(&self, repo: &Repo, mut keep: impl FnMut(&Step) -> bool) -> Res<Vec<Step>> {
@@ -56,9 +71,9 @@ impl Walk {
                     continue;
                 }
                 *entry |= SEEN | mark;
-                let commit = repo.commit(&oid).await?;
+                let commit = self.read(repo, &oid).await?;
                 reached += 1;
-                queue.push((commit.committer.time, Reverse(reached), oid.clone()));
+                queue.push((commit.date, Reverse(reached), oid.clone()));
                 commits.insert(oid, commit);
             }
         }
@@ -77,9 +92,7 @@ impl Walk {
                 live -= 1;
             }
             let commit = commits.remove(&oid).expect("queued commits are read");
-            let too_old = self
-                .since
-                .is_some_and(|since| commit.committer.time < since);
+            let too_old = self.since.is_some_and(|since| commit.date < since);
             let mut parents = commit.parents.clone();
             if self.first_parent {
                 parents.truncate(1);
@@ -134,13 +147,9 @@ impl Walk {
                         continue;
                     }
                     *entry |= SEEN | if excluded { EXCLUDED } else { 0 };
-                    let parent_commit = repo.commit(&parent).await?;
+                    let parent_commit = self.read(repo, &parent).await?;
                     reached += 1;
-                    queue.push((
-                        parent_commit.committer.time,
-                        Reverse(reached),
-                        parent.clone(),
-                    ));
+                    queue.push((parent_commit.date, Reverse(reached), parent.clone()));
                     commits.insert(parent, parent_commit);
                     if !excluded {
                         live += 1;

@@ -55,6 +55,7 @@ impl Ctx<'_> {
                         author: item.tagger.clone().unwrap_or_else(|| Signature::parse("")),
                         committer: item.tagger.clone().unwrap_or_else(|| Signature::parse("")),
                         message: message.to_string(),
+                        date: 0,
                     };
                     if item.tagger.is_none() {
                         as_commit.author.time = 0;
@@ -641,8 +642,9 @@ impl Ctx<'_> {
                 129,
             ));
         }
-        let walk = self.walk_of(&args).await?;
+        let mut walk = self.walk_of(&args).await?;
         let filter = super::log::Filter::of(&args)?;
+        walk.names_only = filter.is_none();
         let wanted = limit.map(|n| n + skip);
         let steps = Self::walk_until(&self.repo, &walk, filter.as_ref(), wanted).await?;
         let mut oids: Vec<Oid> = steps

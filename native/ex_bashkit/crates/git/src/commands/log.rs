@@ -223,10 +223,7 @@ impl Filter {
         if parents < self.min_parents || self.max_parents.is_some_and(|m| parents > m) {
             return false;
         }
-        if self
-            .until
-            .is_some_and(|until| commit.committer.time > until)
-        {
+        if self.until.is_some_and(|until| commit.date > until) {
             return false;
         }
         let any = |patterns: &[regex::Regex], s: &crate::repo::Signature| {
@@ -609,7 +606,7 @@ impl Ctx<'_> {
         let commit = repo.commit(&first).await.map_err(failed)?;
         seen.insert(first.clone());
         queue.push((
-            commit.committer.time,
+            commit.date,
             std::cmp::Reverse(reached),
             first,
             commit.parents,
