@@ -528,6 +528,27 @@ defmodule ExBashkit.GitOptionsTest do
     assert Enum.sort(with_graph) == Enum.sort(without) and with_graph != without
   end
 
+  test "refs are listed by name without reading their objects; a missing one fails where read",
+       ctx do
+    src = beside(ctx, "broken_ref")
+    {_, 0} = System.cmd("cp", ["-a", ctx.repo, src])
+
+    File.write!(
+      Path.join(src, ".git/refs/tags/broken"),
+      String.duplicate("1234567890", 4) <> "\n"
+    )
+
+    script = """
+    git tag && git tag --sort=-v:refname && git for-each-ref --format='%(refname:short) %(objectname:short)'
+    git for-each-ref --format='%(objecttype) %(refname)' refs/tags || echo "exit $?"
+    git tag --sort=-creatordate || echo "exit $?"
+    """
+
+    [real, ours] = on_copies(%{ctx | repo: src}, "broken_ref", script)
+    assert ours == real
+    assert real =~ "broken\nv1\nv2\n" and real =~ "exit 128\nexit 128\n"
+  end
+
   test "a split commit-graph chain, one gone stale, and one that is not git's format", ctx do
     src = beside(ctx, "graph_chain")
     {_, 0} = System.cmd("cp", ["-a", ctx.repo, src])

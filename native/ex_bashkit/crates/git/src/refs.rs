@@ -3,6 +3,7 @@
 //! reflogs git appends to on each update.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::odb::Oid;
 use super::repo::{Head, Repo, Res};
@@ -13,7 +14,18 @@ fn is_oid(text: &str) -> bool {
 
 impl Repo {
     /// `packed-refs`: full ref name → object.
-    async fn packed_refs(&self) -> BTreeMap<String, Oid> {
+    /// `packed-refs`, read once per command (a listing of hundreds of
+    /// tags asks it of each); this git's own writes of it forget it.
+    async fn packed_refs(&self) -> Arc<BTreeMap<String, Oid>> {
+        if let Some(known) = &*self.packed.lock().unwrap() {
+            return known.clone();
+        }
+        let refs = Arc::new(self.read_packed_refs().await);
+        *self.packed.lock().unwrap() = Some(refs.clone());
+        refs
+    }
+
+    async fn read_packed_refs(&self) -> BTreeMap<String, Oid> {
         let mut refs = BTreeMap::new();
         let Some(text) = self.read_text(&self.git.join("packed-refs")).await else {
             return refs;
@@ -50,7 +62,7 @@ impl Repo {
                     }
                 }
             }
-            return self.packed_refs().await.remove(&name);
+            return self.packed_refs().await.get(&name).cloned();
         }
         None
     }
@@ -195,6 +207,7 @@ impl Repo {
                 }
             }
             if out != text {
+                *self.packed.lock().unwrap() = None;
                 self.write(&packed, out.as_bytes()).await?;
             }
         }
@@ -216,6 +229,7 @@ impl Repo {
                 }
             }
         }
+        *self.packed.lock().unwrap() = None;
         self.write(&self.git.join("packed-refs"), text.as_bytes())
             .await
     }
@@ -247,7 +261,7 @@ impl Repo {
             }
         }
         let prefix = format!("refs/{kind}/");
-        for name in self.packed_refs().await.into_keys() {
+        for name in self.packed_refs().await.keys() {
             if let Some(short) = name.strip_prefix(&prefix) {
                 names.insert(short.to_string());
             }
@@ -270,7 +284,7 @@ impl Repo {
                 }
             }
         }
-        names.extend(self.packed_refs().await.into_keys());
+        names.extend(self.packed_refs().await.keys().cloned());
         names.into_iter().collect()
     }
 

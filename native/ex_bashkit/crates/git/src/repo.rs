@@ -229,6 +229,8 @@ pub struct Repo {
     abbrev: tokio::sync::OnceCell<Arc<Abbrev>>,
     /// The commit-graph file, read once where git would read it.
     commit_graph: tokio::sync::OnceCell<Option<CommitGraph>>,
+    /// `packed-refs` as read (`refs.rs`).
+    pub(super) packed: Mutex<Option<Arc<BTreeMap<String, Oid>>>>,
     /// The commits `.git/shallow` cuts history at, read once.
     shallow: Mutex<Option<Arc<HashSet<Oid>>>>,
     /// Each `.gitattributes` (and `info/attributes`) read so far, by path:
@@ -355,6 +357,7 @@ impl Repo {
             abbrev: tokio::sync::OnceCell::new(),
             commit_graph: tokio::sync::OnceCell::new(),
             shallow: Mutex::new(None),
+            packed: Mutex::new(None),
             attribute_files: Mutex::new(HashMap::new()),
             overrides: here.overrides.to_vec(),
         }

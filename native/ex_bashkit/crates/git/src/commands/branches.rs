@@ -207,10 +207,10 @@ impl Ctx<'_> {
                         None if locals => format!("refs/heads/{name}"),
                         None => format!("refs/remotes/{name}"),
                     };
-                    let mut items = self
-                        .listed(listed.iter().map(|(n, _)| full(n)).collect())
-                        .await?;
-                    listing::sort_listed(&mut items, &keys.split('\n').collect::<Vec<_>>())?;
+                    let keys: Vec<&str> = keys.split('\n').collect();
+                    let names = listed.iter().map(|(n, _)| full(n)).collect();
+                    let mut items = self.listed(names, "", &keys).await?;
+                    listing::sort_listed(&mut items, &keys)?;
                     let order: Vec<String> = items.into_iter().map(|i| i.name).collect();
                     listed.sort_by_key(|(name, _)| order.iter().position(|o| *o == full(name)));
                 }
@@ -367,12 +367,12 @@ impl Ctx<'_> {
                     }
                     names.push(format!("refs/tags/{tag}"));
                 }
-                let mut items = self.listed(names).await?;
                 let keys: Vec<&str> = args
                     .value("--sort")
                     .map_or(Vec::new(), |k| k.split('\n').collect());
-                listing::sort_listed(&mut items, &keys)?;
                 let format = args.value("--format").unwrap_or("%(refname:strip=2)");
+                let mut items = self.listed(names, format, &keys).await?;
+                listing::sort_listed(&mut items, &keys)?;
                 let shown = Shown::of(repo, &args).await?;
                 let mut out = String::new();
                 for item in &items {

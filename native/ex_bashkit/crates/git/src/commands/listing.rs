@@ -22,13 +22,47 @@ pub(super) struct Listed {
 
 impl Ctx<'_> {
     /// `refs` (full names) read for a listing.
-    pub(super) async fn listed(&self, refs: Vec<String>) -> Result<Vec<Listed>, Out> {
+    /// Each ref of `refs` with what `format` and the sort `keys` show of
+    /// it: its object read only when they need more than names (a plain
+    /// `git tag` lists hundreds of tags without reading one); as in git, a
+    /// ref whose object is missing is listed by name, and is an error only
+    /// where its object is read.
+    pub(super) async fn listed(
+        &self,
+        refs: Vec<String>,
+        format: &str,
+        keys: &[&str],
+    ) -> Result<Vec<Listed>, Out> {
+        let by_name = |atom: &str| atom.starts_with("refname") || atom.starts_with("objectname");
+        let names_only = format.split("%(").skip(1).all(by_name)
+            && keys.iter().all(|key| {
+                let key = key.trim_start_matches('-');
+                by_name(
+                    key.strip_prefix("v:")
+                        .or(key.strip_prefix("version:"))
+                        .unwrap_or(key),
+                )
+            });
         let repo = &self.repo;
         let mut items = Vec::with_capacity(refs.len());
         for name in refs {
             let Some(oid) = repo.read_ref(&name).await else {
                 continue;
             };
+            if names_only {
+                items.push(Listed {
+                    name,
+                    oid,
+                    kind: String::new(),
+                    commit: None,
+                    tagger: None,
+                    peeled: None,
+                });
+                continue;
+            }
+            if !repo.has_object(&oid).await {
+                return Err(Out::fatal(format!("missing object {oid} for {name}")));
+            }
             let (kind, body) = repo.read_object(&oid).await.map_err(failed)?;
             let mut item = Listed {
                 name,
@@ -498,10 +532,13 @@ impl Ctx<'_> {
                     })
             })
             .collect();
-        let mut items = self.listed(refs).await?;
         let keys: Vec<&str> = args
             .value("--sort")
             .map_or(Vec::new(), |k| k.split('\n').collect());
+        let format = args
+            .value("--format")
+            .unwrap_or("%(objectname) %(objecttype)\t%(refname)");
+        let mut items = self.listed(refs, format, &keys).await?;
         sort_listed(&mut items, &keys)?;
         if let Some(count) = args.value("--count") {
             let count: usize = count
@@ -509,9 +546,6 @@ impl Ctx<'_> {
                 .map_err(|_| Out::fatal(format!("invalid --count argument: `{count}'")))?;
             items.truncate(count);
         }
-        let format = args
-            .value("--format")
-            .unwrap_or("%(objectname) %(objecttype)\t%(refname)");
         let shown = Shown::of(&self.repo, &args).await?;
         let head = match self.repo.head().await {
             Head::Branch(branch) => Some(format!("refs/heads/{branch}")),
