@@ -32,6 +32,7 @@ defmodule ExBashkit.Native do
 
   def egress_credentials(_egress, _credentials), do: err()
   def egress_request(_egress, _request, _to, _id), do: err()
+  def egress_took(_egress, _id, _wanted), do: err()
   def callback_reply(_call, _reply), do: err()
   def exec_abandon(_handle), do: err()
   def exec_output_so_far(_handle), do: err()

@@ -79,6 +79,65 @@ defmodule ExBashkit.GitTransferSizeTest do
     end
   end
 
+  for isolation <- [:none, :process] do
+    test "into a host directory, the pack is written as it arrives and real git reads it " <>
+           "(isolation: #{isolation})",
+         ctx do
+      dir = host_dir!("git_big_mount")
+
+      session =
+        agent(ctx,
+          isolation: unquote(isolation),
+          cwd: "/mnt",
+          mounts: [{"/mnt", dir, :read_write}]
+        )
+
+      assert %Result{exit_code: 0, stderr: ""} = run(session, "git clone -q #{ctx.url}")
+      repo = Path.join(dir, "project")
+
+      # The pack and its index, named as git names them; nothing else.
+      assert [idx, pack] = Path.wildcard(Path.join(repo, ".git/objects/pack/*"))
+      assert Path.basename(pack) =~ ~r/^pack-[0-9a-f]{40}\.pack$/
+      assert Path.rootname(idx) == Path.rootname(pack)
+      assert File.stat!(pack).size == ctx.pack_bytes
+
+      {fsck, 0} =
+        System.cmd("git", ["fsck", "--strict", "--no-dangling"],
+          cd: repo,
+          env: host_env(),
+          stderr_to_stdout: true
+        )
+
+      assert fsck == ""
+      {expected, 0} = System.cmd("git", ["log", "--format=%H %s"], cd: ctx.work, env: host_env())
+      {theirs, 0} = System.cmd("git", ["log", "--format=%H %s"], cd: repo, env: host_env())
+      assert theirs == expected
+    end
+
+    test "a fetch cut short by :max_git_transfer_bytes leaves no part of its pack " <>
+           "(isolation: #{isolation})",
+         ctx do
+      dir = host_dir!("git_big_cut")
+
+      session =
+        agent(ctx,
+          isolation: unquote(isolation),
+          cwd: "/mnt",
+          mounts: [{"/mnt", dir, :read_write}],
+          limits: [max_git_transfer_bytes: 5 * @mib]
+        )
+
+      assert %Result{exit_code: 0} =
+               run(session, "git init -q p && cd p && git remote add origin #{ctx.url}")
+
+      assert %Result{exit_code: 128, stderr: stderr} =
+               run(session, "cd /mnt/p && git fetch origin")
+
+      assert stderr =~ ":max_git_transfer_bytes"
+      assert File.ls!(Path.join(dir, "p/.git/objects/pack")) == []
+    end
+  end
+
   test "past :max_git_transfer_bytes a clone is refused, naming the limit, and leaves nothing",
        ctx do
     session = agent(ctx, limits: big_files(max_git_transfer_bytes: 5 * @mib))
@@ -96,7 +155,7 @@ defmodule ExBashkit.GitTransferSizeTest do
     assert %Result{exit_code: 128, stderr: stderr} = run(session, "git clone -q #{ctx.url}")
 
     assert stderr =~
-             "fatal: the pack of #{ctx.pack_bytes} bytes is larger than one file " <>
+             "fatal: the pack is larger than one file " <>
                "of the session may be (:max_file_bytes"
 
     assert %Result{stdout: ""} = run(session, "ls")

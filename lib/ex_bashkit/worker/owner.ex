@@ -225,6 +225,18 @@ defmodule ExBashkit.Worker.Owner do
     end
   end
 
+  def handle_info({:ex_bashkit_egress_part, id, part}, state) do
+    # A part of a pack (a megabyte), passed on as it arrives. Collected
+    # right away: the owner's heap stays small, so it would otherwise
+    # keep the parts it passed on until a collection comes much later.
+    wanted = alive?(state) and MapSet.member?(state.http, id)
+    if wanted, do: Egress.part(state.port, id, part)
+    # One more may come; or the worker stopped waiting, and it ends.
+    Native.egress_took(state.egress, id, wanted)
+    :erlang.garbage_collect()
+    {:noreply, state}
+  end
+
   def handle_info({:ex_bashkit_egress, id, answer}, state) do
     if alive?(state) and MapSet.member?(state.http, id) do
       Egress.reply(state.port, id, answer)

@@ -9,7 +9,9 @@
 //! (bashkit's client pins the check to the connection), the credential
 //! headers of matching `:allow_net` entries are added here (their values
 //! never reach the worker), and the response is cut at its size cap while
-//! it streams in. Requests run on the interpreter threads, so a slow
+//! it streams in. A git transfer's body is passed on as it arrives, a
+//! megabyte at a time, each part sent once the owner took an earlier one
+//! (`egress_took`), so neither the VM nor the worker holds a pack whole. Requests run on the interpreter threads, so a slow
 //! server holds no scheduler; the answer comes back by message.
 
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, Resource, ResourceArc, Term};
@@ -17,15 +19,30 @@ use rustler::{Atom, Binary, Encoder, Env, LocalPid, Resource, ResourceArc, Term}
 use ex_bashkit_core::network::{AllowNet, CredentialRules, Credentials};
 
 use crate::convert::Protocol;
+#[cfg(all(feature = "network", feature = "git"))]
+use ex_bashkit_core::sync::lock;
 
 mod atoms {
-    rustler::atoms! { ex_bashkit_egress }
+    rustler::atoms! { ex_bashkit_egress, ex_bashkit_egress_part }
 }
 
 /// The largest response the host reads for a worker: bashkit's own
 /// default for sessions, which the in-VM path applies too.
 #[cfg(feature = "network")]
 const MAX_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
+
+/// The size of the parts a pack is passed on to a worker in.
+#[cfg(all(feature = "network", feature = "git"))]
+const PART_BYTES: usize = 1 << 20;
+
+/// How many parts may be on their way to the worker at once.
+#[cfg(all(feature = "network", feature = "git"))]
+const PARTS_IN_FLIGHT: usize = 4;
+
+/// How long the owner may go without taking a part before the request
+/// is given up (it died, or its worker stopped reading).
+#[cfg(all(feature = "network", feature = "git"))]
+const OWNER_SILENCE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// bashkit's default request timeout, which a worker's request carries
 /// unless the script set `--max-time`.
@@ -41,6 +58,11 @@ pub struct EgressResource {
     #[cfg(feature = "network")]
     transfers: bashkit::HttpClient,
     credentials: Credentials,
+    /// For each pack being passed on, how many more parts the owner may
+    /// be sent before it says it took one (`egress_took`).
+    #[cfg(all(feature = "network", feature = "git"))]
+    credits:
+        std::sync::Mutex<std::collections::HashMap<u64, std::sync::Arc<tokio::sync::Semaphore>>>,
 }
 
 #[rustler::resource_impl]
@@ -86,10 +108,13 @@ fn egress(
             client
         };
         let transfers = usize::try_from(max_git_transfer_bytes).unwrap_or(usize::MAX);
+        let transfers = streaming(client(transfers.max(MAX_RESPONSE_BYTES)), block_private_ips);
         Some(ResourceArc::new(EgressResource {
             client: client(MAX_RESPONSE_BYTES),
-            transfers: client(transfers.max(MAX_RESPONSE_BYTES)),
+            transfers,
             credentials,
+            #[cfg(feature = "git")]
+            credits: Default::default(),
         }))
     }
     #[cfg(not(feature = "network"))]
@@ -99,11 +124,43 @@ fn egress(
     }
 }
 
+/// git's transfers through the transport that passes a pack on to the
+/// worker as it arrives (`egress_request`).
+#[cfg(all(feature = "network", feature = "git"))]
+fn streaming(mut client: bashkit::HttpClient, block_private_ips: bool) -> bashkit::HttpClient {
+    if let Ok(transport) = ex_bashkit_core::pack_transport::PackTransport::new(block_private_ips) {
+        client.set_transport(std::sync::Arc::new(transport));
+    }
+    client
+}
+
+/// Without git, no transfers to stream.
+#[cfg(all(feature = "network", not(feature = "git")))]
+fn streaming(client: bashkit::HttpClient, _block_private_ips: bool) -> bashkit::HttpClient {
+    client
+}
+
 /// A call's fresh credential values (header functions): they replace the
 /// session's from now on, as in the VM.
 #[rustler::nif]
 fn egress_credentials(egress: ResourceArc<EgressResource>, rules: CredentialRules) -> Atom {
     egress.credentials.replace(&rules);
+    crate::atoms::ok()
+}
+
+/// The owner passed part of request `id`'s pack on to the worker, and one
+/// more may come; or (`wanted` false) the worker stopped waiting for it,
+/// and the request ends.
+#[rustler::nif]
+fn egress_took(egress: ResourceArc<EgressResource>, id: u64, wanted: bool) -> Atom {
+    #[cfg(all(feature = "network", feature = "git"))]
+    if let Some(credit) = lock(&egress.credits).get(&id) {
+        match wanted {
+            true => credit.add_permits(1),
+            false => credit.close(),
+        }
+    }
+    let _ = (egress, id, wanted);
     crate::atoms::ok()
 }
 
@@ -139,7 +196,7 @@ fn egress_request(
             timeout_ms,
             max_bytes,
         };
-        let outcome = send(&egress, request).await;
+        let outcome = send_streaming(&egress, request, &to, id).await;
         let _ = crate::envs::send(&to, |env| {
             let outcome = match outcome {
                 Ok((status, headers, body)) => {
@@ -154,6 +211,61 @@ fn egress_request(
 }
 
 type Answer = Result<(u16, Vec<(String, String)>, Vec<u8>), String>;
+
+/// The request, made with the session's policy; the body of a successful
+/// git transfer is sent on as it arrives, each part as
+/// `{:ex_bashkit_egress_part, id, part}` before the answer (whose body is
+/// then empty), so the host never holds a pack whole.
+async fn send_streaming(
+    egress: &EgressResource,
+    request: Outgoing<'_>,
+    to: &LocalPid,
+    id: u64,
+) -> Answer {
+    #[cfg(all(feature = "network", feature = "git"))]
+    if request.max_bytes > MAX_RESPONSE_BYTES as u64 {
+        use ex_bashkit_core::pack_transport::streamed;
+        let (answer, mut parts) = streamed::streaming(send(egress, request));
+        let credit = std::sync::Arc::new(tokio::sync::Semaphore::new(PARTS_IN_FLIGHT));
+        lock(&egress.credits).insert(id, credit.clone());
+        // One part sent once the owner took an earlier one, so a worker
+        // slower than the network holds the network back, not the VM.
+        let pass_on = |part: Vec<u8>| {
+            let credit = credit.clone();
+            async move {
+                let waited = tokio::time::timeout(OWNER_SILENCE, credit.acquire_owned()).await;
+                let Ok(Ok(permit)) = waited else {
+                    return false;
+                };
+                permit.forget();
+                crate::envs::send(to, |env| {
+                    let part = crate::terms::bytes(env, &part);
+                    (atoms::ex_bashkit_egress_part(), id, part).encode(env)
+                })
+                .is_ok()
+            }
+        };
+        let forward = async {
+            // Parts of a megabyte: one message each, not one per read.
+            let mut held = Vec::new();
+            while let Some(part) = parts.recv().await {
+                held.extend_from_slice(&part);
+                if held.len() >= PART_BYTES && !pass_on(std::mem::take(&mut held)).await {
+                    // The owner is gone or stuck: the request ends here.
+                    return;
+                }
+            }
+            if !held.is_empty() {
+                pass_on(held).await;
+            }
+        };
+        let outcome = tokio::join!(answer, forward).0;
+        lock(&egress.credits).remove(&id);
+        return outcome;
+    }
+    let _ = (to, id);
+    send(egress, request).await
+}
 
 /// A worker's request as the host makes it.
 #[cfg_attr(not(feature = "network"), allow(dead_code))]

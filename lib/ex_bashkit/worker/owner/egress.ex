@@ -24,7 +24,11 @@ defmodule ExBashkit.Worker.Owner.Egress do
     )
   end
 
-  @doc "Makes the worker's request `id`; its answer comes as `{:ex_bashkit_egress, id, answer}`."
+  @doc """
+  Makes the worker's request `id`; its answer comes as `{:ex_bashkit_egress,
+  id, answer}`, after the parts of a git transfer's body as
+  `{:ex_bashkit_egress_part, id, part}`.
+  """
   def request(egress, port, id, request) do
     %{method: method, url: url, headers: headers, body: body, timeout_ms: timeout, max_bytes: max} =
       request
@@ -33,6 +37,9 @@ defmodule ExBashkit.Worker.Owner.Egress do
            Native.egress_request(egress, {method, url, headers, body, timeout, max}, self(), id),
          do: reply(port, id, {:error, message})
   end
+
+  @doc "Passes on a part of a successful response's body as it arrives (a git pack)."
+  def part(port, id, part), do: frame(port, Request.http_part(id, part))
 
   @doc "Sends a response back, in frames of at most #{@http_chunk} bytes."
   def reply(port, id, {:ok, {status, headers, body}}) do

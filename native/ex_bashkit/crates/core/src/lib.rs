@@ -27,6 +27,8 @@ pub mod mounts;
 pub mod nesting;
 pub mod network;
 pub mod options;
+#[cfg(all(feature = "network", feature = "git"))]
+pub mod pack_transport;
 pub mod policy;
 #[cfg(feature = "escape_probe")]
 pub mod probes;

@@ -314,7 +314,16 @@ fn git_client(
     );
     match egress {
         Some(egress) => client.set_transport(egress),
-        None => client.set_before_http(vec![credentials.hook()]),
+        None => {
+            client.set_before_http(vec![credentials.hook()]);
+            // Without it (a TLS setup that fails), bashkit's own client
+            // makes the requests, each body read whole.
+            if let Ok(transport) =
+                crate::pack_transport::PackTransport::new(options.block_private_ips)
+            {
+                client.set_transport(Arc::new(transport));
+            }
+        }
     }
     Some(Arc::new(client))
 }

@@ -58,6 +58,8 @@ mod remote;
 mod repo;
 #[cfg(feature = "commands")]
 mod stash;
+#[cfg(all(feature = "commands", feature = "network"))]
+pub mod streamed;
 #[cfg(feature = "commands")]
 mod text;
 #[cfg(all(feature = "commands", feature = "network"))]

@@ -77,14 +77,14 @@ fn kind_name(kind: u8) -> Option<&'static str> {
 /// A pack's bytes: read whole from the session's filesystem, or read a
 /// part at a time from its file on the host, as each object is wanted
 /// (a pack of hundreds of megabytes costs no more than what is read).
-enum PackData {
+pub(crate) enum PackData {
     Whole(Vec<u8>),
     OnHost(std::fs::File),
 }
 
 impl PackData {
     /// The bytes `at..at + n` (fewer at the end of the pack).
-    fn bytes(&self, at: u64, n: usize) -> std::borrow::Cow<'_, [u8]> {
+    pub(crate) fn bytes(&self, at: u64, n: usize) -> std::borrow::Cow<'_, [u8]> {
         match self {
             PackData::Whole(bytes) => {
                 let start = usize::try_from(at).unwrap_or(usize::MAX).min(bytes.len());
@@ -107,7 +107,7 @@ impl PackData {
         }
     }
 
-    fn len(&self) -> u64 {
+    pub(crate) fn len(&self) -> u64 {
         match self {
             PackData::Whole(bytes) => bytes.len() as u64,
             PackData::OnHost(file) => file.metadata().map_or(0, |m| m.len()),
@@ -634,19 +634,24 @@ impl Odb {
         packs
     }
 
-    /// Stores a pack and its index as `pack-<name>.pack`/`.idx`, as
-    /// `git index-pack` leaves them.
+    /// A pack about to arrive: written to `objects/pack/tmp_pack_*` as
+    /// its parts come, as `git index-pack` does, so that it is never held
+    /// whole in memory.
     #[cfg(feature = "network")]
-    pub async fn add_pack(&self, pack: &[u8], idx: &[u8], name: &str) -> Result<(), Error> {
+    pub async fn incoming_pack(&self) -> Result<IncomingPack<'_>, Error> {
         let dir = self.dirs[0].join("pack");
         self.io.mkdir_all(&dir).await?;
-        for (ext, bytes) in [("pack", pack), ("idx", idx)] {
-            let path = dir.join(format!("pack-{name}.{ext}"));
-            self.io.write_file(&path, bytes).await?;
-            let _ = self.io.chmod(&path, 0o444).await;
-        }
-        *self.packs.lock().unwrap() = None;
-        Ok(())
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let suffix = to_hex(&Sha1::digest(format!("{nanos} {:p}", &dir))[..3]);
+        Ok(IncomingPack {
+            odb: self,
+            path: dir.join(format!("tmp_pack_{suffix}")),
+            dir,
+            pending: Vec::new(),
+            stored: 0,
+        })
     }
 
     fn loose_path(dir: &Path, oid: &str) -> PathBuf {
@@ -858,6 +863,91 @@ fn parse_loose(compressed: &[u8], oid: &str) -> Result<Object, Error> {
     let kind = header.split(' ').next().unwrap_or("").to_string();
     raw.drain(..=nul);
     Ok((kind, Arc::new(raw)))
+}
+
+/// A pack being received (`Odb::incoming_pack`): its parts appended to
+/// its temporary file a megabyte at a time, then indexed from that file
+/// and named as git names it, or removed.
+#[cfg(feature = "network")]
+pub struct IncomingPack<'a> {
+    odb: &'a Odb,
+    dir: PathBuf,
+    path: PathBuf,
+    pending: Vec<u8>,
+    stored: u64,
+}
+
+#[cfg(feature = "network")]
+impl IncomingPack<'_> {
+    /// What is buffered before it is written.
+    const PART: usize = 1 << 20;
+
+    pub async fn write(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() >= Self::PART {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    async fn flush(&mut self) -> Result<(), Error> {
+        if self.stored == 0 {
+            self.odb.io.write_file(&self.path, &self.pending).await?;
+        } else {
+            self.odb.io.append_file(&self.path, &self.pending).await?;
+        }
+        self.stored += self.pending.len() as u64;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// The pack indexed and kept as `pack-<name>.pack` beside its `.idx`;
+    /// nothing of it is left when it is refused. A pack of no objects
+    /// (a fetch that brings nothing new) is not kept.
+    pub async fn keep(mut self) -> Result<(), Error> {
+        let kept = self.index_and_name().await;
+        if kept.is_err() {
+            self.discard().await;
+        }
+        kept
+    }
+
+    async fn index_and_name(&mut self) -> Result<(), Error> {
+        if self.stored == 0 && self.pending.get(8..12) == Some(&[0, 0, 0, 0]) {
+            return Ok(());
+        }
+        let data = match self.stored {
+            0 => PackData::Whole(std::mem::take(&mut self.pending)),
+            _ => {
+                self.flush().await?;
+                match self.odb.io.open_on_host(&self.path) {
+                    Some(file) => PackData::OnHost(file),
+                    None => PackData::Whole(self.odb.io.read_file(&self.path).await?),
+                }
+            }
+        };
+        let indexed = super::pack::index(&data)?;
+        let io = &self.odb.io;
+        let stem = self.dir.join(format!("pack-{}", indexed.name));
+        let (pack, idx) = (stem.with_extension("pack"), stem.with_extension("idx"));
+        match data {
+            PackData::Whole(bytes) if self.stored == 0 => io.write_file(&pack, &bytes).await?,
+            _ => io.rename(&self.path, &pack).await?,
+        }
+        io.write_file(&idx, &indexed.idx).await?;
+        for path in [&pack, &idx] {
+            let _ = io.chmod(path, 0o444).await;
+        }
+        *self.odb.packs.lock().unwrap() = None;
+        Ok(())
+    }
+
+    /// Its temporary file removed.
+    pub async fn discard(self) {
+        if self.stored > 0 {
+            let _ = self.odb.io.remove(&self.path, false).await;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use flate2::{Crc, Decompress, FlushDecompress, Status};
 use sha1::{Digest, Sha1};
 
 use super::error::Error;
-use super::odb::{apply_delta, to_hex};
+use super::odb::{apply_delta, to_hex, PackData};
 
 fn corrupt(why: &str) -> Error {
     Error::CorruptPack(why.to_string())
@@ -33,13 +33,14 @@ struct Entry {
     crc: u32,
     kind: Kind,
     /// Where its compressed bytes start.
-    data: usize,
+    data: u64,
     size: usize,
 }
 
 /// Inflates one zlib stream at the start of `data`: its bytes, and how
-/// many compressed bytes it took.
-fn inflate_stream(data: &[u8], size: usize) -> Result<(Vec<u8>, usize), Error> {
+/// many compressed bytes it took. `Ok(None)` when `data` ends before the
+/// stream does.
+fn inflate_stream(data: &[u8], size: usize) -> Result<Option<(Vec<u8>, usize)>, Error> {
     let mut out = Vec::with_capacity(size.min(1 << 26));
     let mut inflater = Decompress::new(true);
     loop {
@@ -52,7 +53,7 @@ fn inflate_stream(data: &[u8], size: usize) -> Result<(Vec<u8>, usize), Error> {
         match status {
             Status::StreamEnd => break,
             _ if inflater.total_in() as usize == before_in && out.len() == before_out => {
-                return Err(corrupt("truncated object"));
+                return Ok(None);
             }
             _ => {}
         }
@@ -63,7 +64,24 @@ fn inflate_stream(data: &[u8], size: usize) -> Result<(Vec<u8>, usize), Error> {
     if out.len() != size {
         return Err(corrupt("object size"));
     }
-    Ok((out, inflater.total_in() as usize))
+    Ok(Some((out, inflater.total_in() as usize)))
+}
+
+/// The zlib stream at `at` of a pack whose objects end at `end`, inflated
+/// to its declared `size`, and how many bytes it took. A pack in a file is
+/// read a window at a time: one a little larger than `size`, which holds
+/// any stream zlib writes for it, grown if a stream takes more.
+fn inflate_at(pack: &PackData, at: u64, end: u64, size: usize) -> Result<(Vec<u8>, usize), Error> {
+    let left = end.saturating_sub(at);
+    let mut window = (size as u64 + size as u64 / 1024 + 64).min(left);
+    loop {
+        let bytes = pack.bytes(at, window as usize);
+        match inflate_stream(&bytes, size)? {
+            Some(inflated) => return Ok(inflated),
+            None if window >= left => return Err(corrupt("truncated object")),
+            None => window = (window * 2).min(left),
+        }
+    }
 }
 
 /// A received pack, indexed: its `.idx` bytes and the pack's own name
@@ -73,36 +91,56 @@ pub struct Indexed {
     pub name: String,
 }
 
-pub fn index(pack: &[u8]) -> Result<Indexed, Error> {
-    if pack.len() < 32 || &pack[..4] != b"PACK" {
+/// The checksum of a pack's first `end` bytes, read a part at a time.
+fn checksum(pack: &PackData, end: u64) -> [u8; 20] {
+    const PART: u64 = 1 << 20;
+    let mut hasher = Sha1::new();
+    let mut at = 0;
+    while at < end {
+        let n = PART.min(end - at);
+        hasher.update(pack.bytes(at, n as usize));
+        at += n;
+    }
+    hasher.finalize().into()
+}
+
+/// Indexes a pack as `git index-pack` does, reading it where it is (in
+/// memory, or a part at a time from its file on the host).
+pub fn index(pack: &PackData) -> Result<Indexed, Error> {
+    let len = pack.len();
+    if len < 32 || *pack.bytes(0, 4) != *b"PACK" {
         return Err(corrupt("no PACK header"));
     }
-    let body_end = pack.len() - 20;
-    let checksum = Sha1::digest(&pack[..body_end]);
-    if checksum[..] != pack[body_end..] {
+    let body_end = len - 20;
+    let checksum = checksum(pack, body_end);
+    let trailer = pack.bytes(body_end, 20);
+    if checksum[..] != trailer[..] {
         return Err(corrupt("bad checksum"));
     }
-    let version = u32::from_be_bytes(pack[4..8].try_into().unwrap());
+    let header = pack.bytes(4, 8);
+    let version = u32::from_be_bytes(header[..4].try_into().unwrap());
     if version != 2 && version != 3 {
         return Err(corrupt("unknown version"));
     }
-    let count = u32::from_be_bytes(pack[8..12].try_into().unwrap()) as usize;
-    let body = &pack[..body_end];
+    let count = u32::from_be_bytes(header[4..].try_into().unwrap()) as usize;
     let mut entries = Vec::with_capacity(count.min(1 << 20));
-    let mut at = 12usize;
+    let mut at = 12u64;
     for _ in 0..count {
         let offset = at;
-        let next = |at: &mut usize| -> Result<u8, Error> {
-            let byte = *body.get(*at).ok_or_else(|| corrupt("truncated"))?;
-            *at += 1;
+        // The longest entry header: a size of 64 bits, then a base's name.
+        let head = pack.bytes(at, 10 + 20).into_owned();
+        let mut used = 0;
+        let mut next = || -> Result<u8, Error> {
+            let byte = *head.get(used).ok_or_else(|| corrupt("truncated"))?;
+            used += 1;
             Ok(byte)
         };
-        let mut byte = next(&mut at)?;
+        let mut byte = next()?;
         let kind = (byte >> 4) & 7;
         let mut size = u64::from(byte & 15);
         let mut shift = 4;
         while byte & 0x80 != 0 {
-            byte = next(&mut at)?;
+            byte = next()?;
             if shift > 60 {
                 return Err(corrupt("size"));
             }
@@ -116,42 +154,45 @@ pub fn index(pack: &[u8]) -> Result<Indexed, Error> {
         let kind = match kind {
             1..=4 => Kind::Whole(["commit", "tree", "blob", "tag"][kind as usize - 1]),
             6 => {
-                byte = next(&mut at)?;
+                byte = next()?;
                 let mut back = u64::from(byte & 0x7f);
                 while byte & 0x80 != 0 {
-                    byte = next(&mut at)?;
+                    byte = next()?;
                     back = back
                         .checked_add(1)
                         .and_then(|b| b.checked_mul(128))
                         .ok_or_else(|| corrupt("delta base"))?
                         | u64::from(byte & 0x7f);
                 }
-                let base = (offset as u64)
+                let base = offset
                     .checked_sub(back)
                     .filter(|_| back > 0)
                     .ok_or_else(|| corrupt("delta base"))?;
                 Kind::OfsDelta(base)
             }
             7 => {
-                let base: [u8; 20] = body
-                    .get(at..at + 20)
+                let base: [u8; 20] = head
+                    .get(used..used + 20)
                     .ok_or_else(|| corrupt("truncated"))?
                     .try_into()
                     .unwrap();
-                at += 20;
+                used += 20;
                 Kind::RefDelta(base)
             }
             _ => return Err(corrupt("unknown object type")),
         };
+        let data = at + used as u64;
+        if data > body_end {
+            return Err(corrupt("truncated"));
+        }
         // Inflated once here to find where it ends (and checked), then
         // dropped: a pack's objects are never all held at once.
-        let (_, used) = inflate_stream(&body[at..], size)?;
-        let data = at;
-        at += used;
+        let (_, compressed) = inflate_at(pack, data, body_end, size)?;
+        at = data + compressed as u64;
         let mut crc = Crc::new();
-        crc.update(&body[offset..at]);
+        crc.update(&pack.bytes(offset, (at - offset) as usize));
         entries.push(Entry {
-            offset: offset as u64,
+            offset,
             crc: crc.sum(),
             kind,
             data,
@@ -161,14 +202,14 @@ pub fn index(pack: &[u8]) -> Result<Indexed, Error> {
     if at != body_end {
         return Err(corrupt("trailing bytes"));
     }
-    let names = resolve(body, &entries)?;
+    let names = resolve(pack, body_end, &entries)?;
     let mut table: Vec<([u8; 20], u32, u64)> = entries
         .iter()
         .zip(&names)
         .map(|(e, name)| (*name, e.crc, e.offset))
         .collect();
     table.sort_by_key(|entry| entry.0);
-    let idx = write_idx(&table, &pack[body_end..]);
+    let idx = write_idx(&table, &trailer);
     Ok(Indexed {
         idx,
         name: to_hex(&checksum),
@@ -204,8 +245,8 @@ impl Children {
 /// contents. Refused whole, as `transfer.fsckObjects` does, before
 /// anything of it is kept: a tree git would never check out, or a
 /// `.gitmodules` one of them names with a submodule git refuses.
-fn resolve(body: &[u8], entries: &[Entry]) -> Result<Vec<[u8; 20]>, Error> {
-    let inflate = |entry: &Entry| inflate_stream(&body[entry.data..], entry.size).map(|(d, _)| d);
+fn resolve(pack: &PackData, end: u64, entries: &[Entry]) -> Result<Vec<[u8; 20]>, Error> {
+    let inflate = |entry: &Entry| inflate_at(pack, entry.data, end, entry.size).map(|(d, _)| d);
     let refused = |name: &[u8; 20], (id, text): super::fsck::Problem| Error::Fsck {
         oid: to_hex(name),
         id,
@@ -265,7 +306,7 @@ fn resolve(body: &[u8], entries: &[Entry]) -> Result<Vec<[u8; 20]>, Error> {
     // The `.gitmodules` blobs the trees named, rebuilt one at a time.
     for (i, name) in names.iter().enumerate() {
         if kinds[i] == "blob" && gitmodules.contains(name) {
-            let data = rebuild(body, entries, &names, i)?;
+            let data = rebuild(pack, end, entries, &names, i)?;
             super::fsck::check_gitmodules(&data).map_err(|p| refused(name, p))?;
         }
     }
@@ -274,7 +315,13 @@ fn resolve(body: &[u8], entries: &[Entry]) -> Result<Vec<[u8; 20]>, Error> {
 
 /// Entry `i`'s content: its chain of deltas applied from the object whole
 /// at its root.
-fn rebuild(body: &[u8], entries: &[Entry], names: &[[u8; 20]], i: usize) -> Result<Vec<u8>, Error> {
+fn rebuild(
+    pack: &PackData,
+    end: u64,
+    entries: &[Entry],
+    names: &[[u8; 20]],
+    i: usize,
+) -> Result<Vec<u8>, Error> {
     let by_offset = |offset: u64| entries.iter().position(|e| e.offset == offset);
     let by_name = |name: &[u8; 20]| names.iter().position(|n| n == name);
     let mut chain = vec![i];
@@ -290,7 +337,7 @@ fn rebuild(body: &[u8], entries: &[Entry], names: &[[u8; 20]], i: usize) -> Resu
             _ => return Err(corrupt("a delta's base is missing")),
         }
     }
-    let inflate = |entry: &Entry| inflate_stream(&body[entry.data..], entry.size).map(|(d, _)| d);
+    let inflate = |entry: &Entry| inflate_at(pack, entry.data, end, entry.size).map(|(d, _)| d);
     let mut data = inflate(&entries[chain.pop().expect("a root")])?;
     while let Some(next) = chain.pop() {
         data = apply_delta(&data, &inflate(&entries[next])?)
@@ -406,6 +453,10 @@ mod tests {
         delta
     }
 
+    fn index_bytes(pack: &[u8]) -> Result<Indexed, Error> {
+        index(&PackData::Whole(pack.to_vec()))
+    }
+
     #[test]
     fn deltas_on_offsets_and_names_resolve_in_any_order() {
         let a = b"line one\n".repeat(50);
@@ -429,7 +480,7 @@ mod tests {
         let checksum = Sha1::digest(&pack);
         pack.extend_from_slice(&checksum);
 
-        let idx = index(&pack).unwrap().idx;
+        let idx = index_bytes(&pack).unwrap().idx;
         let names: Vec<String> = (0..3)
             .map(|i| to_hex(&idx[1032 + i * 20..1052 + i * 20]))
             .collect();
@@ -445,7 +496,7 @@ mod tests {
         let checksum = Sha1::digest(&orphan);
         orphan.extend_from_slice(&checksum);
         assert!(
-            matches!(index(&orphan), Err(Error::CorruptPack(why)) if why.contains("base is missing"))
+            matches!(index_bytes(&orphan), Err(Error::CorruptPack(why)) if why.contains("base is missing"))
         );
     }
 
@@ -456,7 +507,7 @@ mod tests {
             ("blob".into(), Arc::new(vec![7u8; 70_000])),
         ];
         let pack = build(&objects);
-        let indexed = index(&pack).unwrap();
+        let indexed = index_bytes(&pack).unwrap();
         let idx = &indexed.idx;
         assert_eq!(&idx[..4], b"\xfftOc");
         let count = u32::from_be_bytes(idx[8 + 255 * 4..8 + 256 * 4].try_into().unwrap());
@@ -476,7 +527,78 @@ mod tests {
         let mut pack = build(&[("blob".into(), Arc::new(b"x".to_vec()))]);
         let last = pack.len() - 1;
         pack[last] ^= 1;
-        assert!(index(&pack).is_err());
-        assert!(index(b"PACK").is_err());
+        assert!(index_bytes(&pack).is_err());
+        assert!(index_bytes(b"PACK").is_err());
+    }
+
+    /// One blob's entry whose zlib stream is padded with empty stored
+    /// blocks: far longer than the object, as a hostile server may send.
+    fn padded_entry(pack: &mut Vec<u8>, data: &[u8], padding: usize) {
+        write_entry_header(pack, 3, data.len());
+        pack.extend([0x78, 0x01]);
+        for _ in 0..padding {
+            // A stored block, not the last, of no bytes.
+            pack.extend([0x00, 0x00, 0x00, 0xff, 0xff]);
+        }
+        let len = data.len() as u16;
+        pack.push(0x01);
+        pack.extend(len.to_le_bytes());
+        pack.extend((!len).to_le_bytes());
+        pack.extend_from_slice(data);
+        let mut adler = (1u32, 0u32);
+        for byte in data {
+            adler.0 = (adler.0 + u32::from(*byte)) % 65521;
+            adler.1 = (adler.1 + adler.0) % 65521;
+        }
+        pack.extend(((adler.1 << 16) | adler.0).to_be_bytes());
+    }
+
+    fn write_entry_header(pack: &mut Vec<u8>, code: u8, size: usize) {
+        let mut byte = (code << 4) | (size & 15) as u8;
+        let mut rest = size >> 4;
+        while rest > 0 {
+            pack.push(byte | 0x80);
+            byte = (rest & 0x7f) as u8;
+            rest >>= 7;
+        }
+        pack.push(byte);
+    }
+
+    #[test]
+    fn a_pack_in_a_file_indexes_as_one_in_memory() {
+        let objects: Vec<(String, Arc<Vec<u8>>)> = vec![
+            ("blob".into(), Arc::new(b"hello\n".to_vec())),
+            (
+                "blob".into(),
+                Arc::new((0..200_000u32).map(|i| (i * 7919 % 251) as u8).collect()),
+            ),
+        ];
+        let mut pack = build(&objects);
+        // A third entry whose stream is longer than a window first read.
+        pack.truncate(pack.len() - 20);
+        pack[8..12].copy_from_slice(&3u32.to_be_bytes());
+        padded_entry(&mut pack, b"padded\n", 4000);
+        let checksum = Sha1::digest(&pack);
+        pack.extend_from_slice(&checksum);
+
+        let path = std::env::temp_dir().join(format!("ex_bashkit_pack_{}", std::process::id()));
+        std::fs::write(&path, &pack).unwrap();
+        let on_host = index(&PackData::OnHost(std::fs::File::open(&path).unwrap()));
+        std::fs::remove_file(&path).unwrap();
+        let on_host = on_host.unwrap();
+        let in_memory = index_bytes(&pack).unwrap();
+        assert_eq!(on_host.idx, in_memory.idx);
+        assert_eq!(on_host.name, in_memory.name);
+        let idx = &in_memory.idx;
+        let names: Vec<String> = (0..3)
+            .map(|i| to_hex(&idx[1032 + i * 20..1052 + i * 20]))
+            .collect();
+        assert!(names.contains(&hash("blob", b"padded\n")));
+
+        // Cut inside the padded stream, it is refused, not read past.
+        let mut cut = pack[..pack.len() - 20 - 9000].to_vec();
+        let checksum = Sha1::digest(&cut);
+        cut.extend_from_slice(&checksum);
+        assert!(matches!(index_bytes(&cut), Err(Error::CorruptPack(_))));
     }
 }

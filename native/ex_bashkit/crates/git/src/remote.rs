@@ -8,7 +8,7 @@ use std::sync::Arc;
 use bashkit::{HttpClient, HttpMethod};
 
 use super::error::Error;
-use super::odb::Oid;
+use super::odb::{IncomingPack, Oid};
 
 const AGENT: &str = "agent=git/2.47.3-ex_bashkit";
 
@@ -62,12 +62,78 @@ pub struct Want<'a> {
     pub include_tag: bool,
 }
 
-/// A fetched pack, and where the server says history is now cut
-/// (`shallow`) or no longer cut (`unshallow`).
-pub struct Pack {
-    pub data: Vec<u8>,
+/// Where the server says history is now cut (`shallow`) or no longer cut
+/// (`unshallow`), told before the pack.
+#[derive(Default)]
+pub struct Cut {
     pub shallow: Vec<Oid>,
     pub unshallow: Vec<Oid>,
+}
+
+/// What comes before the pack: pkt-lines up to the one that starts with
+/// `PACK`. Read as the response's parts arrive, which may split a line.
+#[derive(Default)]
+struct Preamble {
+    held: Vec<u8>,
+    cut: Cut,
+    done: bool,
+}
+
+impl Preamble {
+    /// Takes `part`; what follows the preamble goes to the pack.
+    async fn take(&mut self, part: &[u8], pack: &mut IncomingPack<'_>) -> Result<(), Error> {
+        if self.done {
+            return pack.write(part).await;
+        }
+        self.held.extend_from_slice(part);
+        let mut at = 0;
+        while self.held.len() >= at + 4 {
+            if &self.held[at..at + 4] == b"PACK" {
+                self.done = true;
+                let rest = self.held.split_off(at);
+                self.held = Vec::new();
+                return pack.write(&rest).await;
+            }
+            let len = pkt_len(&self.held[at..])?;
+            if len < 4 {
+                return Err(Error::Remote("protocol error: bad line length".into()));
+            }
+            let Some(line) = self.held.get(at + 4..at + len) else {
+                break;
+            };
+            if let Some(message) = line.strip_prefix(b"ERR ") {
+                return Err(Error::Remote(format!(
+                    "remote error: {}",
+                    String::from_utf8_lossy(message).trim_end()
+                )));
+            }
+            let text = String::from_utf8_lossy(line);
+            if let Some(oid) = text.trim_end().strip_prefix("shallow ") {
+                self.cut.shallow.push(oid.to_string());
+            } else if let Some(oid) = text.trim_end().strip_prefix("unshallow ") {
+                self.cut.unshallow.push(oid.to_string());
+            }
+            at += len;
+        }
+        self.held.drain(..at);
+        // Past the longest pkt-line without a pack, the server is not
+        // sending one.
+        if self.held.len() > 65_520 {
+            return Err(Error::Remote(
+                "protocol error: the server sent no pack".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Cut, Error> {
+        match self.done {
+            true => Ok(self.cut),
+            false => Err(Error::Remote(
+                "protocol error: the server sent no pack".into(),
+            )),
+        }
+    }
 }
 
 pub fn pkt_line(data: &str) -> Vec<u8> {
@@ -279,14 +345,15 @@ impl Remote {
     }
 
     /// The pack of what `wants` reaches beyond `haves`, cut where
-    /// `want` asks.
+    /// `want` asks, written `into` storage as it arrives.
     pub async fn fetch_pack(
         &self,
         advert: &Advert,
         wants: &[Oid],
         haves: &[Oid],
         want: &Want<'_>,
-    ) -> Result<Pack, Error> {
+        into: &mut IncomingPack<'_>,
+    ) -> Result<Cut, Error> {
         let cut = want.depth.is_some() || !want.shallow.is_empty();
         if cut && !advert.offers("shallow") {
             return Err(Error::Remote(
@@ -324,42 +391,27 @@ impl Remote {
             body.extend(pkt_line(&format!("have {have}\n")));
         }
         body.extend(pkt_line("done\n"));
-        let response = self.post(advert, "git-upload-pack", &body).await?;
-        // Where history is cut (when asked), ACK/NAK, then the pack itself.
-        let data = response.body;
-        let (mut shallow, mut unshallow) = (Vec::new(), Vec::new());
-        let mut at = 0;
-        while data.get(at..at + 4).is_some_and(|head| head != b"PACK") {
-            let len = pkt_len(&data[at..])?;
-            let line = data
-                .get(at + 4..at + len)
-                .ok_or_else(|| Error::Remote("protocol error: truncated".into()))?;
-            if let Some(message) = line.strip_prefix(b"ERR ") {
-                return Err(Error::Remote(format!(
-                    "remote error: {}",
-                    String::from_utf8_lossy(message).trim_end()
-                )));
+        // The response is taken as it arrives: where history is cut
+        // (when asked), ACK/NAK, then the pack, written to storage in parts.
+        let mut preamble = Preamble::default();
+        let storage = &mut *into;
+        let (request, mut parts) =
+            super::streamed::streaming(self.post(advert, "git-upload-pack", &body));
+        let receive = async move {
+            while let Some(part) = parts.recv().await {
+                // On a failure the receiver goes, which ends the request.
+                preamble.take(&part, storage).await?;
             }
-            let text = String::from_utf8_lossy(line);
-            if let Some(oid) = text.trim_end().strip_prefix("shallow ") {
-                shallow.push(oid.to_string());
-            } else if let Some(oid) = text.trim_end().strip_prefix("unshallow ") {
-                unshallow.push(oid.to_string());
-            }
-            at += len;
-        }
-        if data.get(at..at + 4) != Some(b"PACK") {
-            return Err(Error::Remote(
-                "protocol error: the server sent no pack".into(),
-            ));
-        }
-        let mut data = data;
-        data.drain(..at);
-        Ok(Pack {
-            data,
-            shallow,
-            unshallow,
-        })
+            Ok::<_, Error>(preamble)
+        };
+        let (response, received) = tokio::join!(request, receive);
+        // Why the pack could not be stored comes before how the request
+        // ended (which is then that it was cut short).
+        let mut preamble = received?;
+        let response = response?;
+        // A transport that does not stream answers with the body whole.
+        preamble.take(&response.body, into).await?;
+        preamble.finish()
     }
 
     /// Sends ref updates (`old new name`) and the pack they need; answers

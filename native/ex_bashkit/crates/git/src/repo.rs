@@ -465,15 +465,11 @@ impl Repo {
         Ok((kind, Arc::unwrap_or_clone(body)))
     }
 
-    /// Indexes a pack a server sent and stores it beside its `.idx`.
+    /// A pack a server is about to send, written to storage as it
+    /// arrives (`IncomingPack::keep` indexes and names it).
     #[cfg(feature = "network")]
-    pub async fn add_pack(&self, pack: &[u8]) -> Res<()> {
-        // A fetch that brings nothing new may still get an empty pack.
-        if pack.get(8..12) == Some(&[0, 0, 0, 0]) {
-            return Ok(());
-        }
-        let indexed = super::pack::index(pack)?;
-        self.odb.add_pack(pack, &indexed.idx, &indexed.name).await
+    pub async fn incoming_pack(&self) -> Res<super::odb::IncomingPack<'_>> {
+        self.odb.incoming_pack().await
     }
 
     /// How this repository abbreviates object names (`core.abbrev`, or

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::commands::{Args, Spec};
 use super::error::Error;
 use super::odb::Oid;
-use super::remote::{Advert, Pack, Remote, Want};
+use super::remote::{Advert, Remote, Want};
 use super::repo::{Repo, NULL_OID};
 use super::{config, resolve, Here, Out, Run};
 
@@ -349,11 +349,7 @@ async fn clone_into(
         shallow: &[],
         include_tag: follow,
     };
-    let pack = remote
-        .fetch_pack(advert, &wants, &[], &want)
-        .await
-        .map_err(fatal)?;
-    store(&repo, pack).await?;
+    fetch_and_store(&repo, remote, advert, &wants, &[], &want).await?;
     repo.write_packed_refs(mapped.clone())
         .await
         .map_err(fatal)?;
@@ -406,26 +402,37 @@ async fn clone_into(
     Ok(Out::ok("").with_stderr(err))
 }
 
-/// Keeps a fetched pack (indexed, beside its `.idx`) and where the server
-/// cut history; the pack's bytes in memory go as soon as they are stored.
-async fn store(repo: &Repo, pack: Pack) -> Result<(), Out> {
-    let Pack {
-        data,
-        shallow,
-        unshallow,
-    } = pack;
-    repo.add_pack(&data)
-        .await
-        .map_err(|e| match e.to_string().contains("file too large") {
-            true => fatal(format!(
-                "the pack of {} bytes is larger than one file of the session may be \
+/// Fetches the pack of what `wants` reaches beyond `haves` into storage
+/// as it arrives, keeps it indexed beside its `.idx`, and records where the
+/// server cut history. Nothing of a refused pack is left.
+async fn fetch_and_store(
+    repo: &Repo,
+    remote: &Remote,
+    advert: &Advert,
+    wants: &[Oid],
+    haves: &[Oid],
+    want: &Want<'_>,
+) -> Result<(), Out> {
+    let too_large = |e: Error| match e.to_string().contains("file too large") {
+        true => fatal(
+            "the pack is larger than one file of the session may be \
              (:max_file_bytes; raise it in :limits)",
-                data.len()
-            )),
-            false => fatal(e),
-        })?;
-    drop(data);
-    repo.update_shallow(&shallow, &unshallow)
+        ),
+        false => fatal(e),
+    };
+    let mut incoming = repo.incoming_pack().await.map_err(fatal)?;
+    let cut = match remote
+        .fetch_pack(advert, wants, haves, want, &mut incoming)
+        .await
+    {
+        Ok(cut) => cut,
+        Err(e) => {
+            incoming.discard().await;
+            return Err(too_large(e));
+        }
+    };
+    incoming.keep().await.map_err(too_large)?;
+    repo.update_shallow(&cut.shallow, &cut.unshallow)
         .await
         .map_err(fatal)
 }
@@ -617,11 +624,7 @@ pub async fn fetch_into(
             shallow: &shallow,
             include_tag: follow,
         };
-        let pack = remote
-            .fetch_pack(&advert, &wants, &haves, &want)
-            .await
-            .map_err(fatal)?;
-        store(repo, pack).await?;
+        fetch_and_store(repo, &remote, &advert, &wants, &haves, &want).await?;
     }
     let mut lines = Vec::new();
     let mut seen = HashSet::new();

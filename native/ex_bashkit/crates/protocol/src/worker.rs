@@ -32,6 +32,9 @@ pub enum Request {
     Fs(u64, FileOp),
     Reply(u64, Reply),
     HttpBody(u64, ByteBuf),
+    /// A part of a successful response's body, sent on as it arrives:
+    /// to git's pack reader where one takes it.
+    HttpPart(u64, ByteBuf),
     HttpReply(u64, HttpAnswer),
 }
 
@@ -104,7 +107,7 @@ mod tests {
             .lines()
             .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
             .collect();
-        assert_eq!(rows.len(), 12);
+        assert_eq!(rows.len(), 13);
         for row in rows {
             let fields: Vec<&str> = row.split('|').map(str::trim).collect();
             let mut frame = vec![atom(fields[0])];

@@ -6,14 +6,16 @@
 //! checks it again against the session's policy, adds the credentials it
 //! keeps to itself, makes it, and answers with the body in bounded
 //! `{:http_body, id, chunk}` frames and a final `{:http_reply, id, answer}`
-//! (`src/egress.rs` on the VM's side).
+//! (`src/egress.rs` on the VM's side). The body of a git transfer comes in
+//! `{:http_part, id, chunk}` frames as it arrives, each handed to git's
+//! pack reader, which writes it to storage.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bashkit::{HttpResponse, HttpTransport, HttpTransportError, HttpTransportRequest};
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::frame::Outbox;
 use crate::protocol::{Event, HttpAnswer};
@@ -29,8 +31,13 @@ pub struct HostEgress {
 
 struct Pending {
     body: Vec<u8>,
+    /// What came so far, in `body` or passed on.
+    received: usize,
     max: usize,
     answer: oneshot::Sender<Answer>,
+    /// Where a successful body goes as it arrives, when the request's
+    /// maker takes it so (git's pack reader).
+    parts: Option<mpsc::Sender<Vec<u8>>>,
 }
 
 impl HostEgress {
@@ -46,19 +53,44 @@ impl HostEgress {
     /// ends the request (the host caps it too).
     pub fn body(&self, id: u64, chunk: &[u8]) {
         let mut pending = lock(&self.pending);
-        let Some(request) = pending.get_mut(&id) else {
+        let Some(request) = Self::counted(&mut pending, id, chunk.len()) else {
             return;
         };
-        if request.body.len() + chunk.len() > request.max {
+        request.body.extend_from_slice(chunk);
+    }
+
+    /// A part of a successful response's body, sent on as it arrives: to
+    /// the request's reader where there is one. This thread waits while the
+    /// reader's queue is full, which holds the host's frames back.
+    pub fn part(&self, id: u64, chunk: Vec<u8>) {
+        let parts = {
+            let mut pending = lock(&self.pending);
+            let Some(request) = Self::counted(&mut pending, id, chunk.len()) else {
+                return;
+            };
+            match &request.parts {
+                Some(parts) => parts.clone(),
+                None => return request.body.extend_from_slice(&chunk),
+            }
+        };
+        // A reader that stopped ends its request itself.
+        let _ = parts.blocking_send(chunk);
+    }
+
+    /// Request `id`, with `n` more bytes counted; past its cap it ends.
+    fn counted(pending: &mut HashMap<u64, Pending>, id: u64, n: usize) -> Option<&mut Pending> {
+        let request = pending.get_mut(&id)?;
+        request.received += n;
+        if request.received > request.max {
             if let Some(request) = pending.remove(&id) {
                 let message = format!("exceeded {} bytes limit", request.max);
                 let _ = request
                     .answer
                     .send(Err(HttpTransportError::TooLarge(message)));
             }
-            return;
+            return None;
         }
-        request.body.extend_from_slice(chunk);
+        pending.get_mut(&id)
     }
 
     /// The end of request `id`: its status and headers, or why it failed.
@@ -75,6 +107,15 @@ impl HostEgress {
             .map_err(transport_error);
         let _ = request.answer.send(answer);
     }
+}
+
+/// The reader of the request being made on this task, when it takes the
+/// body as it arrives (git's clones and fetches).
+fn reader() -> Option<mpsc::Sender<Vec<u8>>> {
+    #[cfg(feature = "git")]
+    return ex_bashkit_core::pack_transport::streamed::sender();
+    #[cfg(not(feature = "git"))]
+    None
 }
 
 /// The host's message, as the transport error whose words curl reads for
@@ -100,8 +141,10 @@ impl HttpTransport for HostEgress {
             id,
             Pending {
                 body: Vec::new(),
+                received: 0,
                 max: request.max_response_bytes,
                 answer: sender,
+                parts: reader(),
             },
         );
         // Forgotten when the request is dropped (its deadline, a cancel).

@@ -279,10 +279,12 @@ impl Worker {
             #[cfg(feature = "network")]
             (Request::HttpBody(id, chunk), _) => self.egress.body(id, &chunk),
             #[cfg(feature = "network")]
+            (Request::HttpPart(id, chunk), _) => self.egress.part(id, chunk.into_vec()),
+            #[cfg(feature = "network")]
             (Request::HttpReply(id, answer), _) => self.egress.reply(id, answer),
             // Answers to requests this build never makes.
             #[cfg(not(feature = "network"))]
-            (Request::HttpBody(..) | Request::HttpReply(..), _) => {}
+            (Request::HttpBody(..) | Request::HttpPart(..) | Request::HttpReply(..), _) => {}
             // Anything else is a bug in ExBashkit.Worker; the VM's deadline
             // for it ends this process.
             _ => {}
