@@ -13,6 +13,10 @@ use super::{text, Out, Run};
 /// commit, `|` a line of history, `|\` a merge opening a lane, `|/` two
 /// lanes meeting). Entries in topological order; `separated` puts a
 /// lane-prefixed blank line between them, as the medium format has.
+/// A commit queued by date in `describe`'s walk: its date, its name, its
+/// parents.
+type Queued = (i64, Oid, Vec<Oid>);
+
 pub fn graph(entries: &[String], parents: &[(Oid, Vec<Oid>)], separated: bool) -> String {
     let mut lanes: Vec<Oid> = Vec::new();
     let mut out = String::new();
@@ -356,33 +360,28 @@ impl Ctx<'_> {
             return Ok((None, false, false));
         }
         let mut flags: HashMap<Oid, u32> = HashMap::new();
-        // Newest first; equal dates in the order they came.
-        let mut list: VecDeque<(i64, Oid)> = VecDeque::new();
-        let insert = |list: &mut VecDeque<(i64, Oid)>, date: i64, oid: Oid| {
+        // Newest first; equal dates in the order they came. Each commit
+        // with its parents, read once, when it is queued.
+        let mut list: VecDeque<Queued> = VecDeque::new();
+        let insert = |list: &mut VecDeque<Queued>, queued: Queued| {
             let at = list
                 .iter()
-                .position(|(d, _)| *d < date)
+                .position(|(d, _, _)| *d < queued.0)
                 .unwrap_or(list.len());
-            list.insert(at, (date, oid));
+            list.insert(at, queued);
         };
-        let date_of = |oid: Oid| async move {
-            repo.commit_links(&oid)
-                .await
-                .map(|(time, _)| time)
-                .unwrap_or(0)
+        let queued = |oid: Oid| async move {
+            let (date, parents) = repo.commit_links(&oid).await.map_err(failed)?;
+            Ok::<_, Out>((date, oid, parents))
         };
         flags.insert(target.to_string(), SEEN);
-        insert(
-            &mut list,
-            date_of(target.to_string()).await,
-            target.to_string(),
-        );
+        insert(&mut list, queued(target.to_string()).await?);
         // (name, depth, flag, found order)
         let mut matches: Vec<(String, usize, u32, usize)> = Vec::new();
         let (mut annotated, mut unannotated) = (0, false);
         let mut seen_commits = 0usize;
         let mut gave_up_on = None;
-        while let Some((date, oid)) = list.pop_front() {
+        while let Some((date, oid, parents)) = list.pop_front() {
             seen_commits += 1;
             if let Some((prio, _, name)) = named.get(&oid) {
                 if !usable(*prio) {
@@ -395,7 +394,7 @@ impl Ctx<'_> {
                         annotated += 1;
                     }
                 } else {
-                    gave_up_on = Some((date, oid));
+                    gave_up_on = Some((date, oid, parents));
                     break;
                 }
             }
@@ -408,14 +407,12 @@ impl Ctx<'_> {
             if annotated > 0 && list.is_empty() {
                 break;
             }
-            let (_, parents) = repo.commit_links(&oid).await.map_err(failed)?;
             for parent in parents {
                 let mark = flags.entry(parent.clone()).or_default();
                 let fresh = *mark & SEEN == 0;
                 *mark |= here | SEEN;
                 if fresh {
-                    let date = date_of(parent.clone()).await;
-                    insert(&mut list, date, parent);
+                    insert(&mut list, queued(parent).await?);
                 }
             }
         }
@@ -424,31 +421,29 @@ impl Ctx<'_> {
         }
         matches.sort_by_key(|(_, depth, _, order)| (*depth, *order));
         let (name, mut depth, flag, _) = matches.swap_remove(0);
-        if let Some((date, oid)) = gave_up_on {
-            insert(&mut list, date, oid);
+        if let Some(queued) = gave_up_on {
+            insert(&mut list, queued);
         }
         // The rest of the count: commits still queued that the best
         // candidate does not reach.
-        while let Some((_, oid)) = list.pop_front() {
+        while let Some((_, oid, parents)) = list.pop_front() {
             let here = flags.get(&oid).copied().unwrap_or(0);
             if here & flag != 0 {
                 if list
                     .iter()
-                    .all(|(_, o)| flags.get(o).copied().unwrap_or(0) & flag != 0)
+                    .all(|(_, o, _)| flags.get(o).copied().unwrap_or(0) & flag != 0)
                 {
                     break;
                 }
             } else {
                 depth += 1;
             }
-            let (_, parents) = repo.commit_links(&oid).await.map_err(failed)?;
             for parent in parents {
                 let mark = flags.entry(parent.clone()).or_default();
                 let fresh = *mark & SEEN == 0;
                 *mark |= here | SEEN;
                 if fresh {
-                    let date = date_of(parent.clone()).await;
-                    insert(&mut list, date, parent);
+                    insert(&mut list, queued(parent).await?);
                 }
             }
         }

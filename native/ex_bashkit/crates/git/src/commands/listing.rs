@@ -244,9 +244,18 @@ impl Reach {
     /// on the way is kept for the next ref, so a list walks each commit
     /// once.
     async fn reaches(&mut self, repo: &Repo, from: &Oid, target: &Oid) -> bool {
-        let mut stack = vec![(from.clone(), false)];
+        // Each commit with its parents once they are read: read once,
+        // looked at again when its parents are settled.
+        let mut stack: Vec<(Oid, Option<Vec<Oid>>)> = vec![(from.clone(), None)];
         while let Some((oid, expanded)) = stack.pop() {
             let key = (oid.clone(), target.clone());
+            if let Some(parents) = expanded {
+                let found = parents
+                    .iter()
+                    .any(|p| self.reaches.get(&(p.clone(), target.clone())) == Some(&true));
+                self.reaches.insert(key, found);
+                continue;
+            }
             if self.reaches.contains_key(&key) {
                 continue;
             }
@@ -259,19 +268,13 @@ impl Reach {
                 .await
                 .map(|(_, parents)| parents)
                 .unwrap_or_default();
-            if expanded {
-                let found = parents
-                    .iter()
-                    .any(|p| self.reaches.get(&(p.clone(), target.clone())) == Some(&true));
-                self.reaches.insert(key, found);
-                continue;
-            }
-            stack.push((oid, true));
-            for parent in parents {
-                if !self.reaches.contains_key(&(parent.clone(), target.clone())) {
-                    stack.push((parent, false));
-                }
-            }
+            let unsettled: Vec<Oid> = parents
+                .iter()
+                .filter(|p| !self.reaches.contains_key(&((*p).clone(), target.clone())))
+                .cloned()
+                .collect();
+            stack.push((oid, Some(parents)));
+            stack.extend(unsettled.into_iter().map(|p| (p, None)));
         }
         self.reaches.get(&(from.clone(), target.clone())) == Some(&true)
     }
