@@ -221,8 +221,6 @@ defmodule ExBashkit.GitOptionsTest do
           {"git stash push --keep-index", "--keep-index"},
           {"git log --format=%N -n 1", "the --format placeholder %N"},
           {"git log --format=raw -n 1", "--format=raw"},
-          {"git ls-remote --heads .",
-           "a repository on a path as a remote ('.'); remotes are reached over HTTP(S)"},
           {"git remote show origin",
            "remote show without -n (asking the remote); git remote show -n NAME shows what the repository knows"},
           {"git commit --fixup HEAD", "--fixup"},

@@ -153,14 +153,74 @@ defmodule ExBashkit.GitRemoteTest do
     assert server_git(ctx, ["rev-parse", "main"]) == before
   end
 
-  test "ls-remote lists what real git's ls-remote lists", ctx do
+  test "ls-remote lists what real git's ls-remote lists, annotated tags peeled", ctx do
+    session = agent(ctx)
+    assert %Result{exit_code: 0} = run(session, "git clone -q #{ctx.url}")
+
+    # Options, then the repository, then patterns, as git takes them.
+    for {options, patterns} <- [
+          {[], []},
+          {["--heads"], []},
+          {["--tags"], []},
+          {["--refs"], []},
+          {["-t", "--refs"], []},
+          {["--heads", "--tags"], []},
+          {["--exit-code"], ["nothing-is-called-this"]},
+          {[], ["v2"]},
+          {[], ["v*", "main"]}
+        ] do
+      args = options ++ [ctx.url | patterns]
+      {theirs, status} = System.cmd("git", ["ls-remote" | args], env: host_env())
+      line = Enum.join(["git ls-remote" | args], " ")
+      assert %Result{exit_code: ^status, stdout: ^theirs} = run(session, line), line
+    end
+
+    # The remote by its name, and without one (origin, named on stderr).
     {theirs, 0} = System.cmd("git", ["ls-remote", ctx.url], env: host_env())
+    assert theirs =~ "\trefs/tags/v2^{}\n"
 
-    theirs =
-      theirs |> String.split("\n", trim: true) |> Enum.reject(&String.ends_with?(&1, "^{}"))
+    assert %Result{stdout: ^theirs, stderr: ""} =
+             run(session, "cd /home/user/project && git ls-remote origin")
 
-    assert %Result{exit_code: 0, stdout: ours} = run(agent(ctx), "git ls-remote #{ctx.url}")
-    assert String.split(ours, "\n", trim: true) == theirs
+    expected_stderr = "From #{ctx.url}\n"
+
+    assert %Result{stdout: ^theirs, stderr: ^expected_stderr} =
+             run(session, "cd /home/user/project && git ls-remote")
+  end
+
+  test "ls-remote of a repository on a path lists what real git lists of it", ctx do
+    # The repository real git made, mounted, and the bare one the server
+    # serves: options, then the path, then patterns, as git takes them.
+    session =
+      agent(ctx,
+        mounts: [{"/work", ctx.work, :read_only}, {"/served", ctx.server, :read_only}]
+      )
+
+    on_host = %{"/work" => ctx.work, "/served" => ctx.server}
+
+    for {cwd, path, options, patterns} <- [
+          {"/work", ".", [], []},
+          {"/work", ".", ["--heads"], []},
+          {"/work", ".", ["--tags"], []},
+          {"/work", "/work", ["--refs"], []},
+          {"/work", "./", [], ["main"]},
+          {"/served", ".", [], []},
+          {"/work", "/served", ["-t"], ["v*"]}
+        ] do
+      {theirs, 0} =
+        System.cmd("git", ["ls-remote" | options] ++ [Map.get(on_host, path, path) | patterns],
+          cd: on_host[cwd],
+          env: host_env()
+        )
+
+      line = Enum.join(["cd #{cwd} && git ls-remote" | options] ++ [path | patterns], " ")
+      assert %Result{exit_code: 0, stdout: ^theirs} = run(session, line), line
+    end
+
+    assert %Result{exit_code: 128, stderr: stderr} =
+             run(session, "cd /work && git ls-remote ./nowhere")
+
+    assert stderr =~ "fatal: './nowhere' does not appear to be a git repository\n"
   end
 
   test "credentials are added on the host's side of every request; the sandbox never holds them",

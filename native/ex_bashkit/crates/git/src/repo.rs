@@ -388,6 +388,28 @@ impl Repo {
         None
     }
 
+    /// The repository exactly at `dir`, as `git upload-pack` finds one on
+    /// a path: its `.git` (a directory, or a file naming one), or `dir`
+    /// itself when it is a bare repository. Never a directory above it.
+    pub async fn at(here: &Here<'_>, dir: &Path) -> Option<Repo> {
+        let fs = &here.fs;
+        let git = dir.join(".git");
+        match fs.stat(&git).await {
+            Ok(meta) if meta.file_type.is_dir() => return Some(Repo::open(here, dir, git)),
+            Ok(_) => {
+                let text = fs.read_file(&git).await.ok()?;
+                let text = String::from_utf8_lossy(&text);
+                let target = text.trim().strip_prefix("gitdir:")?.trim();
+                return Some(Repo::open(here, dir, super::resolve(dir, target)));
+            }
+            Err(_) => {}
+        }
+        let bare = fs.exists(&dir.join("HEAD")).await.unwrap_or(false)
+            && fs.exists(&dir.join("objects")).await.unwrap_or(false)
+            && fs.exists(&dir.join("refs")).await.unwrap_or(false);
+        bare.then(|| Repo::open(here, dir, dir.to_path_buf()))
+    }
+
     /// Refuses a work tree inside a git directory, which would put files
     /// of its own where git reads metadata; `init` and `clone` ask before
     /// they make anything.

@@ -858,44 +858,164 @@ pub async fn ls_remote(here: &Here<'_>, repo: Option<&Repo>, args: &[String]) ->
         args,
         &Spec {
             command: "ls-remote",
-            flags: &["--heads", "-h", "--branches", "-b", "--tags", "-t"],
+            flags: &[
+                "--heads",
+                "-h",
+                "--branches",
+                "-b",
+                "--tags",
+                "-t",
+                "--refs",
+                "--quiet",
+                "-q",
+                "--exit-code",
+            ],
             valued: &[],
         },
     )?;
-    if let Some(pattern) = args.operands.get(1) {
-        return Err(fatal(format!(
-            "not supported by the sandbox's git: ls-remote with patterns ({pattern})"
-        )));
-    }
-    let given = args
-        .operands
-        .first()
-        .map_or_else(|| "origin".to_string(), |r| r.to_string());
+    let given = args.operands.first();
+    let named: &str = given.map_or("origin", |g| g);
+    let none_configured = || fatal("No remote configured to list refs from.");
+    // A remote's name, else (as git takes it) a URL or a path.
     let url = match repo {
-        Some(repo) => named_remote(repo, &given).await?.1,
-        None if given.contains("://") => given,
-        None => {
-            return Err(fatal(
-                "not a git repository (or any of the parent directories): .git",
-            ))
-        }
+        _ if super::is_path_remote(named) || named.contains("://") => named.to_string(),
+        Some(repo) => match repo.config_value(&format!("remote.{named}.url")).await {
+            Some(url) => url,
+            None if given.is_none() => return Err(none_configured()),
+            None => named.to_string(),
+        },
+        None if given.is_none() => return Err(none_configured()),
+        None => named.to_string(),
     };
-    let remote = connect(here, &url)?;
-    let advert = remote.discover("git-upload-pack").await.map_err(fatal)?;
-    let heads_only = args.has(&["--heads", "-h", "--branches", "-b"]);
-    let tags_only = args.has(&["--tags", "-t"]);
-    let mut out = String::new();
-    for (name, oid) in &advert.refs {
-        let keep = match (heads_only, tags_only) {
-            (true, _) => name.starts_with("refs/heads/"),
-            (_, true) => name.starts_with("refs/tags/"),
-            _ => true,
+    let listed = match url.contains("://") && !url.starts_with("file://") {
+        true => advertised(here, &url).await?,
+        false => local_refs(here, url.trim_start_matches("file://")).await?,
+    };
+    let heads = args.has(&["--heads", "-h", "--branches", "-b"]);
+    let tags = args.has(&["--tags", "-t"]);
+    let refs_only = args.has(&["--refs"]);
+    // A ref is kept as git's `check_ref` keeps it, then if it ends as a
+    // pattern does (`git ls-remote origin main` is every `*/main`).
+    let patterns: Vec<String> = args
+        .operands
+        .iter()
+        .skip(1)
+        .map(|p| format!("*/{p}"))
+        .collect();
+    let kept = |name: &str| {
+        let typed = match (heads || tags || refs_only, name.strip_prefix("refs/")) {
+            (false, _) => true,
+            (true, None) => false,
+            (true, Some(rest)) => {
+                if refs_only && !valid_refname(rest) {
+                    false
+                } else if (heads && rest.starts_with("heads/"))
+                    || (tags && rest.starts_with("tags/"))
+                {
+                    true
+                } else {
+                    !(heads || tags)
+                }
+            }
         };
-        if keep {
-            let _ = writeln!(out, "{oid}\t{name}");
+        let slashed = format!("/{name}");
+        typed
+            && (patterns.is_empty()
+                || patterns.iter().any(|p| {
+                    gix_glob::wildmatch(
+                        p.as_str().into(),
+                        slashed.as_str().into(),
+                        Default::default(),
+                    )
+                }))
+    };
+    let mut out = String::new();
+    for (name, oid) in listed.iter().filter(|(name, _)| kept(name)) {
+        let _ = writeln!(out, "{oid}\t{name}");
+    }
+    let code = match out.is_empty() && args.has(&["--exit-code"]) {
+        true => 2,
+        false => 0,
+    };
+    let from = match given.is_none() && !args.has(&["--quiet", "-q"]) {
+        true => format!("From {url}\n"),
+        false => String::new(),
+    };
+    Ok(Out {
+        stdout: out,
+        stderr: from,
+        code,
+    })
+}
+
+/// A name git's `check_refname_format` accepts (below `refs/`): at least
+/// two levels, no component starting with `.` or ending with `.lock`, none
+/// of `..`, `@{`, control characters, spaces or `~^:?*[\`, no trailing
+/// `/` or `.`. The peeled `^{}` lines are not.
+fn valid_refname(name: &str) -> bool {
+    name.contains('/')
+        && !name.contains("..")
+        && !name.contains("@{")
+        && name != "@"
+        && !name.ends_with(['/', '.'])
+        && !name
+            .chars()
+            .any(|c| c.is_control() || " ~^:?*[\\".contains(c))
+        && name
+            .split('/')
+            .all(|part| !part.is_empty() && !part.starts_with('.') && !part.ends_with(".lock"))
+}
+
+/// What a server over HTTP advertises: each ref in its order, an annotated
+/// tag followed by what it peels to (`name^{}`).
+async fn advertised(here: &Here<'_>, url: &str) -> Result<Vec<(String, Oid)>, Out> {
+    let remote = connect(here, url)?;
+    let advert = remote.discover("git-upload-pack").await.map_err(fatal)?;
+    let peeled: std::collections::HashMap<&str, &Oid> =
+        advert.peeled.iter().map(|(n, o)| (n.as_str(), o)).collect();
+    let mut listed = Vec::new();
+    for (name, oid) in &advert.refs {
+        listed.push((name.clone(), oid.clone()));
+        if let Some(target) = peeled.get(name.as_str()) {
+            listed.push((format!("{name}^{{}}"), (*target).clone()));
         }
     }
-    Ok(Out::ok(out))
+    Ok(listed)
+}
+
+/// What `git upload-pack` advertises of the repository at `path` (its
+/// work tree or, bare, itself): `HEAD`, then every ref by name, each one
+/// whose object is a tag followed by what it peels to.
+async fn local_refs(here: &Here<'_>, path: &str) -> Result<Vec<(String, Oid)>, Out> {
+    let dir = resolve(&here.cwd, path);
+    let Some(repo) = Repo::at(here, &dir).await else {
+        return Err(Out::error(
+            format!(
+                "fatal: '{path}' does not appear to be a git repository\n\
+                 fatal: Could not read from remote repository.\n\n\
+                 Please make sure you have the correct access rights\n\
+                 and the repository exists.\n"
+            ),
+            128,
+        ));
+    };
+    let mut refs = Vec::new();
+    if let Some(head) = repo.read_ref("HEAD").await {
+        refs.push(("HEAD".to_string(), head));
+    }
+    refs.extend(repo.refs_with_objects().await);
+    let mut listed = Vec::new();
+    for (name, oid) in refs {
+        let peeled = match repo.read_object(&oid).await {
+            Ok((kind, _)) if kind == "tag" => Some(repo.peel(&oid).await.map_err(fatal)?),
+            _ => None,
+        };
+        listed.push((name.clone(), oid));
+        if let Some(target) = peeled {
+            listed.push((format!("{name}^{{}}"), target));
+        }
+    }
+    Ok(listed)
 }
 
 /// The commits and their trees and blobs that `tips` reach and the
