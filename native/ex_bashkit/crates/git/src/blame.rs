@@ -4,12 +4,14 @@
 //! turn; renames followed), printed in git's default and porcelain
 //! formats.
 
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::fmt::Write as _;
 
 use super::commands::{failed, Args, Ctx, Spec};
 use super::odb::Oid;
-use super::repo::{Commit, Repo};
+use super::repo::{Commit, Repo, Shape};
 use super::walk::Trees;
 use super::{dates, text, Out, Run};
 
@@ -355,11 +357,12 @@ async fn blame_lines(
 ) -> Result<Blamed, Out> {
     let lines_total = content.split_inclusive('\n').count();
     let mut owners: Vec<Option<(Origin, usize)>> = vec![None; lines_total];
-    let mut previous: HashMap<Origin, Origin> = HashMap::new();
+    let mut previous: HashMap<Origin, Origin> = HashMap::default();
     let mut trees = Trees::default();
     let mut waiting = Waiting::default();
-    let mut commits: HashMap<Oid, Commit> = HashMap::new();
-    let first = repo.commit(start).await.map_err(failed)?;
+    // What the walk reads of each commit: its tree, parents and date.
+    let mut shapes: HashMap<Oid, Shape> = HashMap::default();
+    let first = repo.commit_shape(start).await.map_err(failed)?;
     let origin = Origin {
         commit: start.clone(),
         path: path.to_string(),
@@ -374,13 +377,13 @@ async fn blame_lines(
             lines: wanted,
         },
     );
-    commits.insert(start.clone(), first);
+    shapes.insert(start.clone(), first);
     while let Some((origin, suspect)) = waiting.next() {
-        let commit = match commits.get(&origin.commit) {
+        let commit = match shapes.get(&origin.commit) {
             Some(commit) => commit,
             None => {
-                let read = repo.commit(&origin.commit).await.map_err(failed)?;
-                commits.entry(origin.commit.clone()).or_insert(read)
+                let read = repo.commit_shape(&origin.commit).await.map_err(failed)?;
+                shapes.entry(origin.commit.clone()).or_insert(read)
             }
         };
         let parents = commit.parents.clone();
@@ -389,11 +392,11 @@ async fn blame_lines(
         let mut versions: Vec<(Origin, Oid)> = Vec::new();
         let mut whole = None;
         for parent in &parents {
-            let parent_commit = match commits.get(parent) {
+            let parent_commit = match shapes.get(parent) {
                 Some(commit) => commit,
                 None => {
-                    let read = repo.commit(parent).await.map_err(failed)?;
-                    commits.entry(parent.clone()).or_insert(read)
+                    let read = repo.commit_shape(parent).await.map_err(failed)?;
+                    shapes.entry(parent.clone()).or_insert(read)
                 }
             };
             let tree = parent_commit.tree.clone();
@@ -423,7 +426,7 @@ async fn blame_lines(
             }
         }
         if let Some(there) = whole {
-            let time = commits[&there.commit].date;
+            let time = shapes[&there.commit].date;
             let lines = left;
             waiting.hand(there, time, Suspect { lines, ..suspect });
             continue;
@@ -438,18 +441,23 @@ async fn blame_lines(
             let parent_text =
                 String::from_utf8_lossy(&repo.blob(&parent_blob).await.map_err(failed)?)
                     .into_owned();
-            let same: HashMap<usize, usize> = super::diff::kept_lines(&parent_text, &suspect.text)
-                .into_iter()
-                .collect();
+            // Per line here: its line in the parent, where it has one.
+            let mut same: Vec<Option<usize>> =
+                vec![None; suspect.text.split_inclusive('\n').count()];
+            for (here, there) in super::diff::kept_lines(&parent_text, &suspect.text) {
+                if let Some(slot) = same.get_mut(here) {
+                    *slot = Some(there);
+                }
+            }
             let (passed, kept): (Lines, Lines) = left
                 .into_iter()
-                .partition(|(_, here)| same.contains_key(here));
+                .partition(|(_, here)| same.get(*here).copied().flatten().is_some());
             if !passed.is_empty() {
                 let passed = passed
                     .into_iter()
-                    .map(|(line, here)| (line, same[&here]))
+                    .filter_map(|(line, here)| Some((line, same[here]?)))
                     .collect();
-                let time = commits[&there.commit].date;
+                let time = shapes[&there.commit].date;
                 let (blob, text, lines) = (parent_blob, parent_text, passed);
                 waiting.hand(there, time, Suspect { blob, text, lines });
             }
@@ -457,6 +465,14 @@ async fn blame_lines(
         }
         for (line, here) in left {
             owners[line] = Some((origin.clone(), here));
+        }
+    }
+    // Whole commits only of those that wrote a line, for what is printed.
+    let mut commits = HashMap::default();
+    for (origin, _) in owners.iter().flatten() {
+        if !commits.contains_key(&origin.commit) {
+            let commit = repo.commit(&origin.commit).await.map_err(failed)?;
+            commits.insert(origin.commit.clone(), commit);
         }
     }
     Ok(Blamed {
@@ -648,14 +664,14 @@ fn human(
 fn porcelain(out: &mut String, blamed: &Blamed, runs: &[Stretch], lines: &[&str], style: &Style) {
     // A commit whose lines came under more than one name names its file
     // every time.
-    let mut paths: HashMap<&Oid, HashSet<&str>> = HashMap::new();
+    let mut paths: HashMap<&Oid, HashSet<&str>> = HashMap::default();
     for run in runs {
         paths
             .entry(&run.origin.commit)
             .or_default()
             .insert(&run.origin.path);
     }
-    let mut shown: HashSet<&Oid> = HashSet::new();
+    let mut shown: HashSet<&Oid> = HashSet::default();
     for run in runs {
         let oid = &run.origin.commit;
         let commit = &blamed.commits[oid];

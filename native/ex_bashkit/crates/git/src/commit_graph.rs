@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use gix_commitgraph::{File, Graph};
 
 use super::io::Io;
-use super::odb::{from_hex, to_hex, Oid};
+use super::odb::{from_hex, to_hex};
+use super::repo::Shape;
 
 pub struct CommitGraph(Graph);
 
@@ -59,15 +60,20 @@ impl CommitGraph {
         i64::try_from(self.commit(oid)?.committer_timestamp()).ok()
     }
 
-    /// A commit's committer date and parents, if the graph has the commit.
-    pub fn links(&self, oid: &str) -> Option<(i64, Vec<Oid>)> {
+    /// A commit's tree, parents and committer date, if the graph has it.
+    pub fn shape(&self, oid: &str) -> Option<Shape> {
         let commit = self.commit(oid)?;
-        let time = i64::try_from(commit.committer_timestamp()).ok()?;
+        let date = i64::try_from(commit.committer_timestamp()).ok()?;
         let parents = commit
             .iter_parents()
             .map(|parent| parent.ok().map(|at| to_hex(self.0.id_at(at).as_bytes())))
             .collect::<Option<Vec<_>>>()?;
-        Some((time, parents))
+        let tree = to_hex(commit.root_tree_id().as_bytes());
+        Some(Shape {
+            tree,
+            parents,
+            date,
+        })
     }
 }
 

@@ -127,6 +127,15 @@ impl Signature {
     }
 }
 
+/// A commit as walks over history see it: no message, no people.
+#[derive(Default, Clone)]
+pub struct Shape {
+    pub tree: Oid,
+    pub parents: Vec<Oid>,
+    /// Its date, as [`Commit::date`].
+    pub date: i64,
+}
+
 #[derive(Default)]
 pub struct Commit {
     pub tree: Oid,
@@ -391,6 +400,7 @@ impl Repo {
     /// The repository exactly at `dir`, as `git upload-pack` finds one on
     /// a path: its `.git` (a directory, or a file naming one), or `dir`
     /// itself when it is a bare repository. Never a directory above it.
+    #[cfg(feature = "network")]
     pub async fn at(here: &Here<'_>, dir: &Path) -> Option<Repo> {
         let fs = &here.fs;
         let git = dir.join(".git");
@@ -652,33 +662,50 @@ impl Repo {
     /// A commit's committer time and parents only, for walks that need
     /// no more (its message and idents are not read out).
     pub async fn commit_links(&self, oid: &str) -> Res<(i64, Vec<Oid>)> {
-        if let Some((time, mut parents)) = self.commit_graph().await.and_then(|g| g.links(oid)) {
-            // (A fetch may cut history after the graph was read.)
-            if !parents.is_empty() && self.shallow().await.contains(oid) {
-                parents.clear();
+        let Shape { date, parents, .. } = self.commit_shape(oid).await?;
+        Ok((date, parents))
+    }
+
+    /// What a walk over history needs of a commit: its tree, parents and
+    /// date, from the commit-graph where git would read it, else from the
+    /// object's headers (its message left unread).
+    pub async fn commit_shape(&self, oid: &str) -> Res<Shape> {
+        let shape = match self.commit_graph().await.and_then(|g| g.shape(oid)) {
+            Some(shape) => shape,
+            None => {
+                let (kind, body) = self.odb.read(oid).await?;
+                if kind != "commit" {
+                    let commit = self.commit(oid).await?;
+                    return Ok(Shape {
+                        tree: commit.tree,
+                        parents: commit.parents,
+                        date: commit.committer.time,
+                    });
+                }
+                let mut shape = Shape::default();
+                for line in body.split(|&b| b == b'\n') {
+                    if line.is_empty() {
+                        break;
+                    }
+                    if let Some(parent) = line.strip_prefix(b"parent ") {
+                        shape
+                            .parents
+                            .push(String::from_utf8_lossy(parent).into_owned());
+                    } else if let Some(tree) = line.strip_prefix(b"tree ") {
+                        shape.tree = String::from_utf8_lossy(tree).into_owned();
+                    } else if let Some(committer) = line.strip_prefix(b"committer ") {
+                        shape.date = Signature::parse(&String::from_utf8_lossy(committer)).time;
+                    }
+                }
+                shape
             }
-            return Ok((time, parents));
+        };
+        // (A fetch may cut history after the graph was read.)
+        let mut shape = shape;
+        if !shape.parents.is_empty() && self.shallow().await.contains(oid) {
+            shape.parents.clear();
         }
-        let (kind, body) = self.odb.read(oid).await?;
-        if kind != "commit" {
-            let commit = self.commit(oid).await?;
-            return Ok((commit.committer.time, commit.parents));
-        }
-        let (mut time, mut parents) = (0, Vec::new());
-        for line in body.split(|&b| b == b'\n') {
-            if line.is_empty() {
-                break;
-            }
-            if let Some(parent) = line.strip_prefix(b"parent ") {
-                parents.push(String::from_utf8_lossy(parent).into_owned());
-            } else if let Some(committer) = line.strip_prefix(b"committer ") {
-                time = Signature::parse(&String::from_utf8_lossy(committer)).time;
-            }
-        }
-        if !parents.is_empty() && self.shallow().await.contains(oid) {
-            parents.clear();
-        }
-        Ok((time, parents))
+        Ok(shape)
     }
 
     /// The commit-graph, where git would read one: `core.commitGraph` not

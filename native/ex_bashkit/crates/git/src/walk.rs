@@ -7,7 +7,9 @@
 //! that parent's side is followed.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use super::odb::Oid;
 use super::repo::{Commit, Repo, Res};
@@ -55,13 +57,13 @@ impl Walk {
     /// The commits shown, in git's default order; `keep` stops the walk
     /// once it says no (`-n` without filters).
     pub async fn run(&self, repo: &Repo, mut keep: impl FnMut(&Step) -> bool) -> Res<Vec<Step>> {
-        let mut flags: HashMap<Oid, u8> = HashMap::new();
+        let mut flags: HashMap<Oid, u8> = HashMap::default();
         let mut queue: BinaryHeap<(i64, Reverse<u64>, Oid)> = BinaryHeap::new();
         let mut reached = 0u64;
-        let mut commits: HashMap<Oid, Commit> = HashMap::new();
+        let mut commits: HashMap<Oid, Commit> = HashMap::default();
         let mut trees = Trees::default();
         // The parents each walked commit went on to.
-        let mut walked: HashMap<Oid, Vec<Oid>> = HashMap::new();
+        let mut walked: HashMap<Oid, Vec<Oid>> = HashMap::default();
         for (oids, mark) in [(&self.exclude, EXCLUDED), (&self.include, 0)] {
             for oid in oids {
                 let oid = repo.peel(oid).await?;

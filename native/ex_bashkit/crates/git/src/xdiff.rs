@@ -7,7 +7,7 @@
 //! one, pairs lines differently on real files, and `diff`, `--stat`
 //! counts and `blame` would then differ from git's.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::ops::Range;
 
 const MAX_COST_MIN: i64 = 256;
@@ -165,7 +165,7 @@ fn find_lcs(a: &Side, b: &Side, line1: usize, count1: usize, line2: usize, count
     let class_b = |l: usize| b.class[l - 1];
     // Each class of `a`'s range: its first line there and how often it
     // occurs; each line: the next line of its class.
-    let mut records: HashMap<usize, (usize, usize)> = HashMap::new();
+    let mut records: HashMap<usize, (usize, usize)> = HashMap::default();
     let mut next = vec![0usize; count1];
     for ptr in (line1..=last1).rev() {
         let record = records.entry(class_a(ptr)).or_insert((0, 0));
@@ -242,7 +242,7 @@ fn find_lcs(a: &Side, b: &Side, line1: usize, count1: usize, line2: usize, count
 /// The two files as sides to diff, their lines classed together, and how
 /// many classes there are.
 fn sides<'a>(old: &'a [&'a [u8]], new: &'a [&'a [u8]]) -> (Side<'a>, Side<'a>, usize) {
-    let mut classes: HashMap<&[u8], usize> = HashMap::new();
+    let mut classes: HashMap<&[u8], usize> = HashMap::default();
     let old_classes = classify(&mut classes, old);
     let new_classes = classify(&mut classes, new);
     let count = classes.len();
