@@ -58,6 +58,13 @@ defmodule ExBashkit.GitTransferSizeTest do
     |> Session.new()
   end
 
+  # A session whose working directory is a host directory of its own.
+  defp mounted_agent(ctx, isolation, limits) do
+    dir = host_dir!("git_big_mount")
+    opts = [isolation: isolation, cwd: "/mnt", mounts: [{"/mnt", dir, :read_write}]]
+    {agent(ctx, opts ++ [limits: limits]), dir}
+  end
+
   defp big_files(limits), do: [max_file_bytes: 64 * @mib, max_fs_bytes: 256 * @mib] ++ limits
 
   for isolation <- [:none, :process] do
@@ -83,14 +90,7 @@ defmodule ExBashkit.GitTransferSizeTest do
     test "into a host directory, the pack is written as it arrives and real git reads it " <>
            "(isolation: #{isolation})",
          ctx do
-      dir = host_dir!("git_big_mount")
-
-      session =
-        agent(ctx,
-          isolation: unquote(isolation),
-          cwd: "/mnt",
-          mounts: [{"/mnt", dir, :read_write}]
-        )
+      {session, dir} = mounted_agent(ctx, unquote(isolation), [])
 
       assert %Result{exit_code: 0, stderr: ""} = run(session, "git clone -q #{ctx.url}")
       repo = Path.join(dir, "project")
@@ -117,15 +117,7 @@ defmodule ExBashkit.GitTransferSizeTest do
     test "a fetch cut short by :max_git_transfer_bytes leaves no part of its pack " <>
            "(isolation: #{isolation})",
          ctx do
-      dir = host_dir!("git_big_cut")
-
-      session =
-        agent(ctx,
-          isolation: unquote(isolation),
-          cwd: "/mnt",
-          mounts: [{"/mnt", dir, :read_write}],
-          limits: [max_git_transfer_bytes: 5 * @mib]
-        )
+      {session, dir} = mounted_agent(ctx, unquote(isolation), max_git_transfer_bytes: 5 * @mib)
 
       assert %Result{exit_code: 0} =
                run(session, "git init -q p && cd p && git remote add origin #{ctx.url}")

@@ -44,6 +44,19 @@ fn track(config_text: &str, branch: &str, remote: &str) -> String {
     )
 }
 
+/// git's words for a remote that names no repository.
+fn not_a_repository(given: &str) -> Out {
+    Out::error(
+        format!(
+            "fatal: '{given}' does not appear to be a git repository\n\
+             fatal: Could not read from remote repository.\n\n\
+             Please make sure you have the correct access rights\n\
+             and the repository exists.\n"
+        ),
+        128,
+    )
+}
+
 /// A remote's name or URL as the user gave it → (name, URL).
 async fn named_remote(repo: &Repo, given: &str) -> Result<(Option<String>, String), Out> {
     if given.contains("://") {
@@ -52,15 +65,7 @@ async fn named_remote(repo: &Repo, given: &str) -> Result<(Option<String>, Strin
     match repo.config_value(&format!("remote.{given}.url")).await {
         Some(url) => Ok((Some(given.to_string()), url)),
         None if super::is_path_remote(given) => Err(super::path_remote_refused(given)),
-        None => Err(Out::error(
-            format!(
-                "fatal: '{given}' does not appear to be a git repository\n\
-                 fatal: Could not read from remote repository.\n\n\
-                 Please make sure you have the correct access rights\n\
-                 and the repository exists.\n"
-            ),
-            128,
-        )),
+        None => Err(not_a_repository(given)),
     }
 }
 
@@ -989,15 +994,7 @@ async fn advertised(here: &Here<'_>, url: &str) -> Result<Vec<(String, Oid)>, Ou
 async fn local_refs(here: &Here<'_>, path: &str) -> Result<Vec<(String, Oid)>, Out> {
     let dir = resolve(&here.cwd, path);
     let Some(repo) = Repo::at(here, &dir).await else {
-        return Err(Out::error(
-            format!(
-                "fatal: '{path}' does not appear to be a git repository\n\
-                 fatal: Could not read from remote repository.\n\n\
-                 Please make sure you have the correct access rights\n\
-                 and the repository exists.\n"
-            ),
-            128,
-        ));
+        return Err(not_a_repository(path));
     };
     let mut refs = Vec::new();
     if let Some(head) = repo.read_ref("HEAD").await {
