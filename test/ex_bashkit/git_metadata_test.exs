@@ -68,6 +68,11 @@ defmodule ExBashkit.GitMetadataTest do
     )
 
     refute File.exists?(ctx.canary), "real git on the host ran what the sandbox planted"
+    # Real git ran as root here, where the checkout's owner and the worker's
+    # user are one: what it made (its commit's `objects/xx/`, say) goes
+    # back to that user, or the agent's next commit may meet a directory
+    # it cannot write, by its hash's first byte.
+    hand_over!(ctx.base)
   end
 
   # Whether the script failed, and what it said: a refused write fails the
