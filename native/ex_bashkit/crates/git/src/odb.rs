@@ -83,6 +83,15 @@ pub(crate) enum PackData {
 }
 
 impl PackData {
+    /// The pack at `path`: its file where it is on the host, else its
+    /// bytes read whole.
+    async fn open(io: &Io, path: &Path) -> Result<PackData, Error> {
+        match io.open_on_host(path) {
+            Some(file) => Ok(PackData::OnHost(file)),
+            None => io.read_file(path).await.map(PackData::Whole),
+        }
+    }
+
     /// The bytes `at..at + n` (fewer at the end of the pack).
     pub(crate) fn bytes(&self, at: u64, n: usize) -> std::borrow::Cow<'_, [u8]> {
         match self {
@@ -617,10 +626,7 @@ impl Odb {
                 let stem = name.trim_end_matches(".idx");
                 let idx = self.io.read_file(&pack_dir.join(&name)).await;
                 let pack = pack_dir.join(format!("{stem}.pack"));
-                let data = match self.io.open_on_host(&pack) {
-                    Some(file) => Ok(PackData::OnHost(file)),
-                    None => self.io.read_file(&pack).await.map(PackData::Whole),
-                };
+                let data = PackData::open(&self.io, &pack).await;
                 if let (Ok(idx), Ok(data)) = (idx, data) {
                     if let Ok(mut pack) = Pack::new(idx, data) {
                         (pack.dir, pack.stem) = (dir.clone(), stem.to_string());
@@ -920,10 +926,7 @@ impl IncomingPack<'_> {
             0 => PackData::Whole(std::mem::take(&mut self.pending)),
             _ => {
                 self.flush().await?;
-                match self.odb.io.open_on_host(&self.path) {
-                    Some(file) => PackData::OnHost(file),
-                    None => PackData::Whole(self.odb.io.read_file(&self.path).await?),
-                }
+                PackData::open(&self.odb.io, &self.path).await?
             }
         };
         let indexed = super::pack::index(&data)?;
