@@ -208,11 +208,11 @@ defmodule ExBashkit.GitOptionsTest do
           {"git log --since='next tuesday'",
            "--since=next tuesday (a date this git does not read)"},
           {"git log --date=human -n 1", "--date=human"},
-          {"git log --follow --oneline -- a.txt", "--follow"},
+          {"git log --follow -Shello -- a.txt", "--follow with -S or -G"},
           {"git log --decorate=full --oneline", "--decorate=full"},
           {"git log -L1,2:a.txt", "-L1,2:a.txt"},
           {"git log --pickaxe-all -Shello --oneline", "--pickaxe-all"},
-          {"git diff -U1 HEAD~1", "-U1"},
+          {"git diff -W HEAD~1", "-W"},
           {"git diff --dirstat HEAD~1", "--dirstat"},
           {"git tag -n", "-n"},
           {"git branch -c copy", "-c"},
@@ -752,6 +752,79 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "(HEAD -> main"
     assert real =~ "tag: v9"
     assert real =~ "\n---\n"
+  end
+
+  test "log --follow follows a file through its renames as real git follows it", ctx do
+    script = """
+    seq 1 30 > src/story.txt && git add -A && git commit -qm 'story'
+    echo 31 >> src/story.txt && git commit -qam 'story grows'
+    git mv src/story.txt docs/tale.txt && echo 32 >> docs/tale.txt && git commit -qam 'move the story'
+    git mv docs/tale.txt tale.txt && git commit -qm 'move it again'
+    git rm -q tale.txt && git commit -qm 'drop it' && seq 1 32 > tale.txt && git add tale.txt && git commit -qm 'back'
+    sed -i 's/^5$/five/' tale.txt && git commit -qam 'edit the tale'
+    git log --follow --oneline -- tale.txt; git log --oneline -- tale.txt; git log --follow --stat -- tale.txt
+    git log --follow --name-status --format=%s tale.txt; git log --follow -p -2 -- tale.txt
+    git log --follow --format=%s -n 3 -- tale.txt; git log --follow --format=%s --skip 2 -n 2 -- tale.txt
+    git log --follow --format=%s --reverse -- tale.txt; git log --follow --format=%s --reverse -n 6 -- tale.txt
+    git log --follow --format=%s --first-parent -- tale.txt; git log --follow --format=%s -- docs
+    git log --follow --format=%s -- docs/manual.md; git log --follow --format=%s --all -- src/main.rs
+    git -c log.follow=true log --format=%s -- tale.txt; git -c log.follow=true log --no-follow --format=%s -- tale.txt
+    git -c diff.renames=false log --follow --format=%s -- tale.txt; git log --follow --format=%s --author=nobody -- tale.txt
+    git log --follow --oneline -- a.txt numbers.txt; echo "exit $?"; git log --follow --oneline; echo "exit $?"
+    cp a.txt a-copy.txt && echo copied >> a-copy.txt && cp docs/manual.md manual2.md && git add -A && git commit -qm 'copies'
+    git log --follow --name-status --format=%s -- a-copy.txt; git log --follow -p --format=%s -- manual2.md
+    git log --follow --stat --format=%s -2 -- a-copy.txt; git -c diff.renames=false log --follow --format=%s -- manual2.md
+    """
+
+    [real, ours] = on_copies(ctx, "follow", script)
+    assert ours == real
+    assert real =~ ~r/R0[0-9]{2}\tsrc\/story.txt\tdocs\/tale.txt/
+    assert real =~ "exit 128\nexit 128\n"
+    assert real =~ ~r/C0[0-9]{2}\ta.txt\ta-copy.txt/
+    assert real =~ "copy from docs/manual.md"
+  end
+
+  test "-U, --inter-hunk-context, -M, --no-renames, their settings, and --first-parent merges print as real git's",
+       ctx do
+    script = """
+    seq 1 60 > long.txt && git add long.txt && git commit -qm 'long'
+    sed -i 's/^10$/ten/; s/^18$/eighteen/; s/^40$/forty/' long.txt && git commit -qam 'three edits'
+    git diff -U1 HEAD~1; git diff -U0 HEAD~1 HEAD; git diff --unified=5 HEAD~1 --stat
+    git diff -U HEAD~1 HEAD; git diff -U2 --inter-hunk-context=3 HEAD~1 HEAD
+    git log -U1 -1 --format=%s; git show -U0 --format=%s; git show --unified=2 HEAD~1 --format=%s -- numbers.txt
+    git -c diff.context=1 diff HEAD~1; git -c diff.context=0 log -p -1 --format=%s
+    git -c diff.interHunkContext=4 diff -U1 HEAD~1
+    git diff --no-renames --name-status HEAD~11 HEAD; git diff -M --stat HEAD~11 HEAD
+    git -c diff.renames=false diff --name-status HEAD~11 HEAD; git -c diff.renames=false show --stat HEAD~10
+    git -c diff.renames=false diff -M --name-status HEAD~11 HEAD; git log --no-renames --stat --format=%s -1 HEAD~10
+    git log --first-parent --stat --format=%s -8; git log --first-parent --name-status --format=%s -- src
+    git log --first-parent -p --format=%s -1 HEAD~8; git log --first-parent --oneline -Sfeature
+    git show -s --format=%s HEAD~1 -- numbers.txt; git show -s --format=%s HEAD~1 -- long.txt
+    git show --stat --format=%s HEAD~8 -- src; git show --format=%s HEAD~8 -- a.txt; git show --format=%s v1 -- a.txt
+    """
+
+    [real, ours] = on_copies(ctx, "context_lines", script)
+    assert ours == real
+    assert real =~ "@@ -10 +10 @@"
+    assert real =~ "Merge branch feature\n\nM\tsrc/lib/mod.rs"
+  end
+
+  test "status pairs a file moved and edited as a rename, with its likeness, as real git does",
+       ctx do
+    script = """
+    git mv src/main.rs src/app.rs && echo '// more' >> src/app.rs && git add src/app.rs
+    git rm -q --cached numbers.txt && mv numbers.txt counted.txt && git add counted.txt
+    echo 'again' >> src/app.rs
+    git status; git status --short; git status --porcelain=v2 --branch
+    git -c status.renames=false status --short; git -c diff.renames=false status --porcelain=v2
+    git -c diff.renames=false -c status.renames=true status --short
+    git commit -qm 'moved and edited' && git show --stat --format=%s
+    """
+
+    [real, ours] = on_copies(ctx, "status_renames", script)
+    assert ours == real
+    assert real =~ "renamed:    src/main.rs -> src/app.rs"
+    assert real =~ ~r/ R[0-9]{2} src\/app.rs\tsrc\/main.rs/
   end
 
   test "log -S and -G find the commits real git's pickaxe finds", ctx do

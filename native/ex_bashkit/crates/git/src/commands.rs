@@ -85,6 +85,7 @@ pub async fn run(here: &Here<'_>, args: &[String]) -> Run {
                 here,
                 repo,
                 quote_high,
+                renames: std::sync::atomic::AtomicBool::new(true),
             };
             match name {
                 #[cfg(feature = "network")]
@@ -157,7 +158,7 @@ pub(super) struct Spec {
     /// The command as git names it (`stash push`).
     pub(super) command: &'static str,
     /// Flags, by every spelling; `--name=` stands for `--name=<value>`,
-    /// `-<n>` for `-1`, `-2`, … (a count, as `log -3`).
+    /// `-<n>` for `-1`, `-2`, … (a count, as `log -3`), `-U<n>` for `-U5`.
     pub(super) flags: &'static [&'static str],
     /// Options followed by a value (`-m MSG`, or `-mMSG`, `--message=MSG`),
     /// by every name they go by, the first the key.
@@ -171,9 +172,13 @@ impl Spec {
             || flag
                 .split_once('=')
                 .is_some_and(|(name, _)| flags.iter().any(|f| f.strip_suffix('=') == Some(name)))
-            || (flags.contains(&"-<n>")
-                && flag.len() > 1
-                && flag[1..].bytes().all(|b| b.is_ascii_digit()))
+            || flags.iter().any(|f| {
+                // `-<n>` stands for `-3`, `-U<n>` for `-U5`.
+                f.strip_suffix("<n>").is_some_and(|prefix| {
+                    flag.strip_prefix(prefix)
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                })
+            })
     }
 
     /// The refusal of an option this command does not take.
@@ -429,7 +434,8 @@ impl State {
             || (indexed.is_none() && self.work.get(path).is_some_and(|f| !f.ignored))
     }
 
-    /// `A`/`M`/`D` of the index against the last commit.
+    /// `A`/`M`/`D` of the index against the last commit, file by file
+    /// (`status` pairs renames among them: [`Ctx::staged_renamed`]).
     pub(super) fn staged(&self) -> Vec<(char, String)> {
         let mut changes = Vec::new();
         for (path, entry) in &self.index {
@@ -444,32 +450,6 @@ impl State {
                 changes.push(('D', path.clone()));
             }
         }
-        // A file deleted and one added with the same content: a rename
-        // (`a -> b`, in the new name's place).
-        let mut renamed = Vec::new();
-        for (code, path) in &changes {
-            if *code != 'A' {
-                continue;
-            }
-            let oid = &self.index[path].blob.oid;
-            let from = changes.iter().find(|(c, p)| {
-                *c == 'D'
-                    && self.head_files[p].oid == *oid
-                    && !renamed
-                        .iter()
-                        .any(|(_, old, _): &(String, String, String)| old == p)
-            });
-            if let Some((_, from)) = from {
-                renamed.push((path.clone(), from.clone(), format!("{from} -> {path}")));
-            }
-        }
-        changes.retain(|(_, path)| {
-            !renamed
-                .iter()
-                .any(|(new, old, _)| path == new || path == old)
-        });
-        changes.extend(renamed.into_iter().map(|(_, _, shown)| ('R', shown)));
-        changes.sort_by(|a, b| sort_key(&a.1).cmp(sort_key(&b.1)));
         changes
     }
 
@@ -539,6 +519,10 @@ pub(super) struct Ctx<'a> {
     pub(super) repo: Repo,
     /// `core.quotePath`: paths past ASCII printed quoted, in octal.
     pub(super) quote_high: bool,
+    /// Whether changes pair deleted and added files as renames: always,
+    /// but in `diff`, `log` and `show` as `diff.renames`, `-M` and
+    /// `--no-renames` say ([`Ctx::find_renames`]).
+    pub(super) renames: std::sync::atomic::AtomicBool,
 }
 
 impl Ctx<'_> {
@@ -740,12 +724,39 @@ impl Ctx<'_> {
                 path: path.clone(),
                 from: None,
                 similarity: 0,
+                copied: false,
                 driver,
                 old: old_side,
                 new: new_side,
             });
         }
-        Ok(diff::with_renames(changes))
+        match self.renames.load(std::sync::atomic::Ordering::Relaxed) {
+            true => Ok(diff::with_renames(changes)),
+            false => Ok(changes),
+        }
+    }
+
+    /// Whether `diff`, `log` and `show` look for renames: `diff.renames`
+    /// (on unless `false`), then `-M`/`--find-renames` and `--no-renames`,
+    /// the last one given counting. Copy detection is refused.
+    pub(super) async fn find_renames(&self, args: &Args<'_>) -> Result<(), Out> {
+        let setting = self.repo.config_value("diff.renames").await;
+        let mut renames = match setting.as_deref().map(str::to_ascii_lowercase) {
+            None => true,
+            Some(v) if v == "copies" || v == "copy" => {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: diff.renames={} (copy detection)",
+                    setting.unwrap_or_default()
+                )))
+            }
+            Some(_) => self.repo.config_bool("diff.renames", true).await,
+        };
+        if let Some(flag) = args.last(&["-M", "--find-renames", "--no-renames"]) {
+            renames = flag != "--no-renames";
+        }
+        self.renames
+            .store(renames, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
     }
 
     /// A `diff=NAME` driver that is no built-in of this git: as git, the

@@ -22,6 +22,8 @@ pub struct Change {
     /// How alike a renamed file's two sides are, in percent (100: the
     /// same content).
     pub similarity: u32,
+    /// Whether `from` still exists: a copy (`C`), not a rename.
+    pub copied: bool,
     pub old: Option<(Blob, Vec<u8>)>,
     pub new: Option<(Blob, Vec<u8>)>,
     /// What the file's `diff` attribute says of it.
@@ -174,6 +176,78 @@ pub fn rename_source(target: &[u8], sources: &[(String, Vec<u8>)]) -> Option<Str
         .map(|(_, path)| path.clone())
 }
 
+/// Whether two paths end in the same name (git's `basename_same`).
+pub fn basename_same(a: &str, b: &str) -> bool {
+    a.rsplit('/').next() == b.rsplit('/').next()
+}
+
+/// The sources most alike one destination, as git's diffcore-rename
+/// keeps them when it looks for copies too (`record_if_better`: the four
+/// best by score, then by a shared basename, an earlier source kept over
+/// an equal later one), for `log --follow`'s search of where a file
+/// came from.
+pub struct Likeness {
+    target: Chunks,
+    target_size: usize,
+    /// (score, same basename, source) in git's slots; `None`: empty.
+    kept: [(u64, bool, Option<usize>); 4],
+}
+
+impl Likeness {
+    pub fn of(target: &[u8]) -> Likeness {
+        Likeness {
+            target: Chunks::of(target),
+            target_size: target.len(),
+            kept: [(0, false, None); 4],
+        }
+    }
+
+    /// Source `index` (its content, and whether its name ends as the
+    /// destination's) weighed as git weighs it.
+    pub fn consider(&mut self, index: usize, source: &[u8], same_name: bool) {
+        let score = match sizes_alike(source.len(), self.target_size) {
+            true => similarity(
+                source.len(),
+                &Chunks::of(source),
+                self.target_size,
+                &self.target,
+            ),
+            false => 0,
+        };
+        let rank = |(score, same, _): (u64, bool, Option<usize>)| (score, same);
+        let mut worst = 0;
+        for slot in 1..self.kept.len() {
+            if rank(self.kept[slot]) < rank(self.kept[worst]) {
+                worst = slot;
+            }
+        }
+        if (score, same_name) > rank(self.kept[worst]) {
+            self.kept[worst] = (score, same_name, Some(index));
+        }
+    }
+
+    /// git's choice: of the kept sources at least half alike, best first
+    /// (a shared basename breaking ties, then the slot's order), the first
+    /// that `gone` says was deleted (a rename), else the first (a copy);
+    /// with its likeness in percent.
+    pub fn chosen(&self, gone: impl Fn(usize) -> bool) -> Option<(usize, u32)> {
+        let mut ranked: Vec<(u64, bool, usize)> = self
+            .kept
+            .iter()
+            .filter_map(|&(score, same, index)| Some((score, same, index?)))
+            .filter(|(score, _, _)| *score >= MIN_SCORE)
+            .collect();
+        // Stable: equal ones keep their slots' order, as git's sort does.
+        ranked.sort_by_key(|&(score, same, _)| std::cmp::Reverse((score, same)));
+        let percent = |score: u64| (score * 100 / MAX_SCORE) as u32;
+        ranked
+            .iter()
+            .find(|(_, _, index)| gone(*index))
+            .or(ranked.first())
+            .map(|&(score, _, index)| (index, percent(score)))
+    }
+}
+
 /// A file cut as git's diffcore-delta cuts it to measure likeness: chunks
 /// ending at a newline or 64 bytes long (a trailing piece without one is
 /// not counted, as git does not count it), each hashed, with how many
@@ -209,16 +283,23 @@ impl Chunks {
     }
 }
 
+/// Whether two sizes leave a rename possible at all: git never pairs
+/// files whose sizes differ by more than half the larger one's.
+fn sizes_alike(source_size: usize, target_size: usize) -> bool {
+    let (source_size, target_size) = (source_size as u64, target_size as u64);
+    let max = source_size.max(target_size);
+    let delta = max - source_size.min(target_size);
+    max != 0 && max * (MAX_SCORE - MIN_SCORE) >= delta * MAX_SCORE
+}
+
 /// git's `estimate_similarity`: the bytes of `target` found in `source`,
 /// over the larger size, on a scale of [`MAX_SCORE`]; nothing when the
 /// sizes alone rule a rename out.
 fn similarity(source_size: usize, source: &Chunks, target_size: usize, target: &Chunks) -> u64 {
-    let (source_size, target_size) = (source_size as u64, target_size as u64);
-    let max = source_size.max(target_size);
-    let delta = max - source_size.min(target_size);
-    if max == 0 || max * (MAX_SCORE - MIN_SCORE) < delta * MAX_SCORE {
+    if !sizes_alike(source_size, target_size) {
         return 0;
     }
+    let max = source_size.max(target_size) as u64;
     let mut copied = 0;
     let mut theirs = target.0.iter().peekable();
     for &(hash, count) in &source.0 {
@@ -390,8 +471,8 @@ impl Change {
             })
     }
 
-    /// `diff --git ...` and its hunks.
-    pub fn patch(&self, abbrev: &Abbrev) -> String {
+    /// `diff --git ...` and its hunks, `context` lines around each change.
+    pub fn patch(&self, abbrev: &Abbrev, context: Context) -> String {
         let path = &self.path;
         let old_path = self.from.as_deref().unwrap_or(path);
         let high = self.quote_high;
@@ -428,9 +509,10 @@ impl Change {
                     let _ = writeln!(out, "old mode {:o}\nnew mode {:o}", old.mode, new.mode);
                 }
                 if let Some(from) = &self.from {
+                    let kind = if self.copied { "copy" } else { "rename" };
                     let _ = writeln!(
                         out,
-                        "similarity index {}%\nrename from {}\nrename to {}",
+                        "similarity index {}%\n{kind} from {}\n{kind} to {}",
                         self.similarity,
                         text::quote_path(from, high),
                         text::quote_path(path, high)
@@ -462,7 +544,7 @@ impl Change {
             return out;
         }
         let _ = writeln!(out, "--- {a}\n+++ {b}");
-        out.push_str(&hunks(&old, &new, &self.driver));
+        out.push_str(&hunks(&old, &new, &self.driver, context));
         out
     }
 }
@@ -504,11 +586,29 @@ fn function_line(lines: &[&str], start: usize, driver: &Driver) -> Option<String
         })
 }
 
-/// The unified hunks of a change, with three lines of context; changes
-/// closer than twice that share a hunk, as git's do.
-/// The headers' function lines are found by `driver`.
-pub fn hunks(old: &str, new: &str, driver: &Driver) -> String {
-    const CONTEXT: usize = 3;
+/// How many unchanged lines a patch shows around each change (`-U`,
+/// `diff.context`) and how many more may stand between two changes that
+/// still share a hunk (`--inter-hunk-context`, `diff.interHunkContext`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Context {
+    pub lines: usize,
+    pub between: usize,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            lines: 3,
+            between: 0,
+        }
+    }
+}
+
+/// The unified hunks of a change, with `context` lines around each
+/// change; changes closer than twice that (and `context.between`) share
+/// a hunk, as git's do. The headers' function lines are found by `driver`.
+pub fn hunks(old: &str, new: &str, driver: &Driver, context: Context) -> String {
+    let (lines, between) = (context.lines, context.between);
     let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
     let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
     let changes = line_diff(old, new);
@@ -516,8 +616,8 @@ pub fn hunks(old: &str, new: &str, driver: &Driver) -> String {
     let mut groups: Vec<&[(Range<usize>, Range<usize>)]> = Vec::new();
     let mut first = 0;
     for at in 1..=changes.len() {
-        let apart =
-            at == changes.len() || changes[at].0.start - changes[at - 1].0.end > 2 * CONTEXT;
+        let apart = at == changes.len()
+            || changes[at].0.start - changes[at - 1].0.end > 2 * lines + between;
         if apart {
             groups.push(&changes[first..at]);
             first = at;
@@ -528,10 +628,10 @@ pub fn hunks(old: &str, new: &str, driver: &Driver) -> String {
         let (Some(head), Some(tail)) = (group.first(), group.last()) else {
             continue;
         };
-        let lead = head.0.start.min(CONTEXT);
+        let lead = head.0.start.min(lines);
         let old_start = head.0.start - lead;
         let new_start = head.1.start - lead;
-        let trail = (old_lines.len() - tail.0.end).min(CONTEXT);
+        let trail = (old_lines.len() - tail.0.end).min(lines);
         let old_len = tail.0.end + trail - old_start;
         let new_len = tail.1.end + trail - new_start;
         let _ = write!(
@@ -718,20 +818,28 @@ mod tests {
     #[test]
     fn an_appended_line_is_one_hunk() {
         assert_eq!(
-            hunks("hello\n", "hello\nmore\n", &Driver::Default),
+            hunks(
+                "hello\n",
+                "hello\nmore\n",
+                &Driver::Default,
+                Context::default()
+            ),
             "@@ -1 +1,2 @@\n hello\n+more\n"
         );
     }
 
     #[test]
     fn a_new_file_starts_at_zero() {
-        assert_eq!(hunks("", "s\n", &Driver::Default), "@@ -0,0 +1 @@\n+s\n");
+        assert_eq!(
+            hunks("", "s\n", &Driver::Default, Context::default()),
+            "@@ -0,0 +1 @@\n+s\n"
+        );
     }
 
     #[test]
     fn a_missing_final_newline_is_said() {
         assert_eq!(
-            hunks("a\n", "a\nb", &Driver::Default),
+            hunks("a\n", "a\nb", &Driver::Default, Context::default()),
             "@@ -1 +1,2 @@\n a\n+b\n\\ No newline at end of file\n"
         );
     }
@@ -740,7 +848,8 @@ mod tests {
     fn hunk_headers_name_the_enclosing_function() {
         let old = "fn main() {\n    1;\n    2;\n    3;\n    4;\n    5;\n}\n";
         let new = "fn main() {\n    1;\n    2;\n    3;\n    4;\n    five;\n}\n";
-        assert!(hunks(old, new, &Driver::Default).starts_with("@@ -3,5 +3,5 @@ fn main() {\n"));
+        assert!(hunks(old, new, &Driver::Default, Context::default())
+            .starts_with("@@ -3,5 +3,5 @@ fn main() {\n"));
     }
 
     #[test]
@@ -750,6 +859,7 @@ mod tests {
             path: to.to_string(),
             from: Some(from.to_string()),
             similarity: 100,
+            copied: false,
             driver: Driver::Default,
             old: None,
             new: None,
@@ -765,6 +875,23 @@ mod tests {
             change("lib/x.rs", "lib/deep/x.rs").name(),
             "lib/{ => deep}/x.rs"
         );
+    }
+
+    #[test]
+    fn a_followed_file_comes_from_a_deleted_source_first_then_the_most_alike() {
+        let target = "one\ntwo\nthree\nfour\n";
+        let mut likeness = Likeness::of(target.as_bytes());
+        likeness.consider(0, b"one\ntwo\nthree\nfour\nfive\n", false);
+        likeness.consider(1, b"one\ntwo\nthree\nfour\nfive\n", false);
+        likeness.consider(2, b"nothing alike at all\n", true);
+        // Equally alike: the deleted one (a rename) over the kept (a copy).
+        assert_eq!(likeness.chosen(|i| i == 1).map(|(i, _)| i), Some(1));
+        // None deleted: the first of the best, as a copy.
+        assert_eq!(likeness.chosen(|_| false), Some((0, 79)));
+        // Nothing at least half alike: nothing.
+        let mut far = Likeness::of(target.as_bytes());
+        far.consider(0, b"x\n", true);
+        assert_eq!(far.chosen(|_| true), None);
     }
 
     #[test]

@@ -257,8 +257,12 @@ impl Ctx<'_> {
         let changes = self.commit_changes(&commit, &[]).await?;
         if args.has(&["-p", "--patch"]) {
             let abbrev = self.repo.abbrev().await;
+            let context = self.context(&args).await?;
             return Ok(Out::ok(
-                changes.iter().map(|c| c.patch(&abbrev)).collect::<String>(),
+                changes
+                    .iter()
+                    .map(|c| c.patch(&abbrev, context))
+                    .collect::<String>(),
             ));
         }
         Ok(Out::ok(diff::stat(&changes)))
@@ -375,7 +379,7 @@ impl Ctx<'_> {
         let quiet = args.has(&["-q", "--quiet"]);
         let mut out = notes;
         if !quiet {
-            out.push_str(&self.long_status(&self.state().await?).await);
+            out.push_str(&self.long_status(&self.state().await?).await?);
         }
         if pop {
             let dropped = self.stash_drop(n, quiet).await?;

@@ -481,7 +481,7 @@ impl Ctx<'_> {
             .await
             .map_err(failed)?;
         if files == parent_files && !args.has(&["--allow-empty"]) && !amend && merging.is_none() {
-            let status = self.long_status(&self.state().await?).await;
+            let status = self.long_status(&self.state().await?).await?;
             let advice = if picking.is_some() {
                 "The previous cherry-pick is now empty, possibly due to conflict resolution.\n\
                  If you wish to commit it anyway, use:\n\n    git commit --allow-empty\n\n\

@@ -22,6 +22,14 @@ const DIFF: Spec = Spec {
         "--staged",
         "--quiet",
         "--exit-code",
+        "-U",
+        "-U<n>",
+        "--unified",
+        "--unified=",
+        "--inter-hunk-context=",
+        "-M",
+        "--find-renames",
+        "--no-renames",
     ],
     valued: &[],
 };
@@ -53,6 +61,14 @@ const SHOW: Spec = Spec {
         "--mailmap",
         "--no-use-mailmap",
         "--no-mailmap",
+        "-U",
+        "-U<n>",
+        "--unified",
+        "--unified=",
+        "--inter-hunk-context=",
+        "-M",
+        "--find-renames",
+        "--no-renames",
     ],
     valued: &[&["--format", "--pretty"], &["--date"]],
 };
@@ -100,6 +116,16 @@ const LOG: Spec = Spec {
         "--no-use-mailmap",
         "--no-mailmap",
         "-<n>",
+        "-U",
+        "-U<n>",
+        "--unified",
+        "--unified=",
+        "--inter-hunk-context=",
+        "-M",
+        "--find-renames",
+        "--no-renames",
+        "--follow",
+        "--no-follow",
     ],
     valued: &[
         &["-n", "--max-count"],
@@ -327,9 +353,65 @@ fn unsupported_placeholder(token: &str) -> Out {
     ))
 }
 
+/// How `log --follow` prints a commit it shows, with its changes.
+type Printer<'a> = dyn Fn(&str, &crate::repo::Commit, &[Change]) -> Result<String, Out> + Sync + 'a;
+
+/// Whether a patch is asked for: `-p`, `-u`, `--patch`, or a count of
+/// context lines (`-U`, `--unified`), which asks for one too.
+fn patch_asked(args: &Args<'_>) -> bool {
+    args.has(&["-p", "-u", "--patch"])
+        || args
+            .flags
+            .iter()
+            .any(|f| f.starts_with("-U") || f.starts_with("--unified"))
+}
+
+/// A count of lines as a setting or an option gives it.
+fn line_count(value: &str) -> Option<usize> {
+    value.trim().parse().ok()
+}
+
 impl Ctx<'_> {
+    /// The lines of context a patch shows: `diff.context` and
+    /// `diff.interHunkContext`, then `-U`/`--unified` and
+    /// `--inter-hunk-context` as given (the last one counting).
+    pub(crate) async fn context(&self, args: &Args<'_>) -> Result<diff::Context, Out> {
+        let mut context = diff::Context::default();
+        for (key, lines) in [("diff.context", true), ("diff.interhunkcontext", false)] {
+            if let Some(value) = self.repo.config_value(key).await {
+                let n = line_count(&value).ok_or_else(|| {
+                    Out::fatal(format!("bad numeric config value '{value}' for '{key}'"))
+                })?;
+                match lines {
+                    true => context.lines = n,
+                    false => context.between = n,
+                }
+            }
+        }
+        for flag in &args.flags {
+            let (given, option) = if let Some(n) = flag.strip_prefix("--unified=") {
+                (n, "--unified")
+            } else if let Some(n) = flag.strip_prefix("--inter-hunk-context=") {
+                (n, "--inter-hunk-context")
+            } else if let Some(n) = flag.strip_prefix("-U").filter(|n| !n.is_empty()) {
+                (n, "--unified")
+            } else {
+                continue;
+            };
+            let n = line_count(given).ok_or_else(|| {
+                Out::error(format!("error: {option} expects a numerical value\n"), 129)
+            })?;
+            match option {
+                "--unified" => context.lines = n,
+                _ => context.between = n,
+            }
+        }
+        Ok(context)
+    }
+
     pub(super) async fn diff(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &DIFF)?;
+        self.find_renames(&args).await?;
         // Operands that are not revisions are paths.
         let mut revisions = Vec::new();
         let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
@@ -461,8 +543,9 @@ impl Ctx<'_> {
             });
         }
         let code = i32::from(args.has(&["--exit-code"]) && !changes.is_empty());
+        let context = self.context(&args).await?;
         Ok(Out {
-            stdout: Self::render(&changes, &args, &*self.repo.abbrev().await),
+            stdout: Self::render(&changes, &args, &*self.repo.abbrev().await, context),
             stderr: String::new(),
             code,
         })
@@ -472,7 +555,7 @@ impl Ctx<'_> {
     /// line, or `---` when a `--stat` comes before a patch.
     fn separator(args: &Args<'_>) -> &'static str {
         let names = args.has(&["--name-only", "--name-status"]);
-        match !names && args.has(&["--stat"]) && args.has(&["-p", "-u", "--patch"]) {
+        match !names && args.has(&["--stat"]) && patch_asked(args) {
             true => "---\n",
             false => "\n",
         }
@@ -483,17 +566,25 @@ impl Ctx<'_> {
     /// `--stat`, `--shortstat`, then the patch after a blank line when a
     /// stat came before it. The patch is the form when no other is asked
     /// for.
-    pub(super) fn render(changes: &[Change], args: &Args<'_>, abbrev: &Abbrev) -> String {
+    pub(super) fn render(
+        changes: &[Change],
+        args: &Args<'_>,
+        abbrev: &Abbrev,
+        context: diff::Context,
+    ) -> String {
         let names = args.has(&["--name-only", "--name-status"]);
         let stats = args.has(&["--numstat", "--stat", "--shortstat"]);
-        let patch = args.has(&["-p", "-u", "--patch"]) || !(names || stats);
+        let patch = patch_asked(args) || !(names || stats);
         let mut out = String::new();
         // Names are the only form when asked for, as git clears the others.
         if args.has(&["--name-status"]) {
             for c in changes {
                 let path = c.shown_path();
                 let _ = match (c.shown_from(), &c.old, &c.new) {
-                    (Some(from), _, _) => writeln!(out, "R{:03}\t{from}\t{path}", c.similarity),
+                    (Some(from), _, _) => {
+                        let code = if c.copied { 'C' } else { 'R' };
+                        writeln!(out, "{code}{:03}\t{from}\t{path}", c.similarity)
+                    }
                     (None, None, _) => writeln!(out, "A\t{path}"),
                     (None, _, None) => writeln!(out, "D\t{path}"),
                     _ => writeln!(out, "M\t{path}"),
@@ -532,7 +623,7 @@ impl Ctx<'_> {
             if stats {
                 out.push('\n');
             }
-            out.extend(changes.iter().map(|c| c.patch(abbrev)));
+            out.extend(changes.iter().map(|c| c.patch(abbrev, context)));
         }
         out
     }
@@ -887,6 +978,7 @@ impl Ctx<'_> {
 
     pub(super) async fn log(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &LOG)?;
+        self.find_renames(&args).await?;
         let count = |key: &str| -> Result<Option<usize>, Out> {
             match args.value(key) {
                 Some(n) => n
@@ -899,9 +991,23 @@ impl Ctx<'_> {
         let (limit, skip) = (count("-n")?, count("--skip")?.unwrap_or(0));
         let style = Style::of(&args)?;
         let shown = Shown::of(&self.repo, &args).await?;
-        let walk = self.walk_of(&args).await?;
+        let mut walk = self.walk_of(&args).await?;
         let filter = Filter::of(&args)?.map(|f| f.through(shown.idents_map()));
         let pickaxe = Pickaxe::of(&args)?;
+        let context = self.context(&args).await?;
+        // `--follow`, or `log.follow` when one path is given.
+        let follow = match args.last(&["--follow", "--no-follow"]) {
+            Some(flag) => flag == "--follow",
+            None => walk.paths.len() == 1 && self.repo.config_bool("log.follow", false).await,
+        };
+        if follow && walk.paths.len() != 1 {
+            return Err(Out::fatal("--follow requires exactly one pathspec"));
+        }
+        if follow && pickaxe.is_some() {
+            return Err(Out::fatal(
+                "not supported by the sandbox's git: --follow with -S or -G",
+            ));
+        }
         let graph = args.has(&["--graph"]);
         let topo = graph || args.has(&["--topo-order"]);
         if topo
@@ -921,6 +1027,33 @@ impl Ctx<'_> {
             return Err(Out::fatal(
                 "options '--reverse' and '--graph' cannot be used together",
             ));
+        }
+        let patch = patch_asked(&args);
+        let summary = args.has(&[
+            "--stat",
+            "--shortstat",
+            "--numstat",
+            "--name-only",
+            "--name-status",
+        ]);
+        // With `--first-parent` a merge's changes are those against its
+        // first parent, as git's `--diff-merges=first-parent`.
+        let merges_diffed = walk.first_parent;
+        if follow {
+            let path = walk.paths.pop().expect("one path");
+            // Each commit printed as it is found, its files' contents let go.
+            let print = |oid: &str, commit: &crate::repo::Commit, changes: &[Change]| {
+                let entry = Self::entry(&style, oid, commit, &shown)?;
+                Ok(match patch || summary {
+                    true => Self::with_changes(entry, changes, &style, &args, &shown, context),
+                    false => entry,
+                })
+            };
+            let limits = (skip, limit, args.has(&["--reverse"]), patch || summary);
+            let entries = self
+                .followed(&walk, path, filter.as_ref(), limits, &print)
+                .await?;
+            return Ok(Out::ok(Self::joined(&style, entries)));
         }
         // What the pickaxe found in each commit searched so far.
         let mut searched: std::collections::HashMap<Oid, Vec<Change>> =
@@ -954,7 +1087,7 @@ impl Ctx<'_> {
                         skipped += 1;
                         continue;
                     }
-                    if step.commit.parents.len() > 1 || hits >= n {
+                    if (step.commit.parents.len() > 1 && !merges_diffed) || hits >= n {
                         continue;
                     }
                     if !searched.contains_key(&step.oid) {
@@ -983,14 +1116,6 @@ impl Ctx<'_> {
                 .collect()
         };
         let mut parents_of = Vec::new();
-        let patch = args.has(&["-p", "-u", "--patch"]);
-        let summary = args.has(&[
-            "--stat",
-            "--shortstat",
-            "--numstat",
-            "--name-only",
-            "--name-status",
-        ]);
         let mut entries = Vec::new();
         let mut skipped = 0;
         for (oid, commit) in steps {
@@ -1004,7 +1129,9 @@ impl Ctx<'_> {
                 skipped += 1;
                 continue;
             }
-            let merge = commit.parents.len() > 1;
+            // A merge shows no changes unless asked (`-m`, `--cc`) or
+            // walked with `--first-parent`.
+            let merge = commit.parents.len() > 1 && !merges_diffed;
             // With a pickaxe: the commits whose changes it finds, those
             // changes only (a merge has none to look in); `--skip` counts
             // every commit, `-n` the ones shown, as git counts them.
@@ -1026,31 +1153,12 @@ impl Ctx<'_> {
                 }
             };
             let mut entry = Self::entry(&style, &oid, &commit, &shown)?;
-            // A merge shows no diff unless asked (`-m`, `--cc`).
             if !merge && (patch || summary) {
                 let changes = match picked {
                     Some(picked) => picked,
                     None => self.commit_changes(&commit, &walk.paths).await?,
                 };
-                if !changes.is_empty() {
-                    let rendered = Self::render(&changes, &args, &shown.abbrev);
-                    // Where git puts the changes after each format's entry.
-                    match &style {
-                        Style::Oneline => entry.push_str(&rendered),
-                        Style::Format(format, false) if format.is_empty() => {
-                            entry.push_str(&rendered)
-                        }
-                        Style::Block(_) | Style::Format(_, true) => {
-                            entry.push_str(Self::separator(&args));
-                            entry.push_str(&rendered);
-                        }
-                        Style::Format(_, false) => {
-                            entry.push('\n');
-                            entry.push_str(Self::separator(&args));
-                            entry.push_str(rendered.strip_suffix('\n').unwrap_or(&rendered));
-                        }
-                    }
-                }
+                entry = Self::with_changes(entry, &changes, &style, &args, &shown, context);
             }
             entries.push(entry);
             parents_of.push((oid, commit.parents));
@@ -1067,18 +1175,283 @@ impl Ctx<'_> {
         if args.has(&["--reverse"]) {
             entries.reverse();
         }
-        let joined = match &style {
+        Ok(Out::ok(Self::joined(&style, entries)))
+    }
+
+    /// Whether `commit` leaves the files `specs` match as one of its
+    /// parents had them (a root commit: has none of them): git's
+    /// TREESAME.
+    async fn leaves_paths(
+        &self,
+        commit: &crate::repo::Commit,
+        specs: &[String],
+    ) -> Result<bool, Out> {
+        let repo = &self.repo;
+        let mut parents = Vec::with_capacity(commit.parents.len().max(1));
+        for parent in &commit.parents {
+            parents.push(Some(repo.commit_shape(parent).await.map_err(failed)?.tree));
+        }
+        if parents.is_empty() {
+            parents.push(None);
+        }
+        for tree in parents {
+            let (before, after) = repo
+                .changed_files(tree.as_deref(), &commit.tree)
+                .await
+                .map_err(failed)?;
+            if !before
+                .keys()
+                .chain(after.keys())
+                .any(|p| Self::any_match(specs, p))
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// `log`'s entries as each style separates them.
+    fn joined(style: &Style, entries: Vec<String>) -> String {
+        match style {
             Style::Block(_) => entries.join("\n"),
             Style::Format(_, true) => entries.join("\n"),
             Style::Format(format, false) if format.is_empty() => entries.concat(),
             Style::Format(_, false) => entries.iter().map(|e| format!("{e}\n")).collect(),
             Style::Oneline => entries.concat(),
+        }
+    }
+
+    /// A commit's entry followed by its changes where git puts them
+    /// after each format's entry.
+    fn with_changes(
+        mut entry: String,
+        changes: &[Change],
+        style: &Style,
+        args: &Args<'_>,
+        shown: &Shown,
+        context: diff::Context,
+    ) -> String {
+        if changes.is_empty() {
+            return entry;
+        }
+        let rendered = Self::render(changes, args, &shown.abbrev, context);
+        match style {
+            Style::Oneline => entry.push_str(&rendered),
+            Style::Format(format, false) if format.is_empty() => entry.push_str(&rendered),
+            Style::Block(_) | Style::Format(_, true) => {
+                entry.push_str(Self::separator(args));
+                entry.push_str(&rendered);
+            }
+            Style::Format(_, false) => {
+                entry.push('\n');
+                entry.push_str(Self::separator(args));
+                entry.push_str(rendered.strip_suffix('\n').unwrap_or(&rendered));
+            }
+        }
+        entry
+    }
+
+    /// `log --follow PATH`: the commits whose changes touch the path, in
+    /// the walk's order with no history simplification (as git walks
+    /// them), each with those changes; where a commit created the path by
+    /// a rename, the path moves to the old name from then on (git's
+    /// `try_to_follow_renames`). A merge is shown only with
+    /// `--first-parent`, against that parent. `--skip` counts the commits
+    /// walked and `-n` the ones shown, as git counts them; with
+    /// `--reverse` the walk's commits are chosen first, then followed
+    /// oldest first.
+    async fn followed(
+        &self,
+        walk: &Walk,
+        mut path: String,
+        filter: Option<&Filter>,
+        (skip, limit, reverse, printed): (usize, Option<usize>, bool, bool),
+        print: &Printer<'_>,
+    ) -> Result<Vec<String>, Out> {
+        let mut trees = crate::walk::Trees::default();
+        let passes = |step: &crate::walk::Step| filter.is_none_or(|f| f.passes(&step.commit));
+        let mut shown = Vec::new();
+        if reverse {
+            let wanted = limit.map(|n| n + skip);
+            let steps = Self::walk_until(&self.repo, walk, filter, wanted).await?;
+            let chosen: Vec<crate::walk::Step> = steps
+                .into_iter()
+                .filter(passes)
+                .skip(skip)
+                .take(limit.unwrap_or(usize::MAX))
+                .collect();
+            for step in chosen.into_iter().rev() {
+                if let Some(changes) = self
+                    .follow_step(&step.commit, &mut path, (walk, printed), &mut trees)
+                    .await?
+                {
+                    shown.push(print(&step.oid, &step.commit, &changes)?);
+                }
+            }
+            return Ok(shown);
+        }
+        // How far the walk must go to show `-n` commits is not known
+        // ahead: it goes four times further each time, each commit
+        // followed once.
+        let mut batch = (limit.unwrap_or(0) + skip).max(16) * 4;
+        let mut done = 0;
+        loop {
+            let wanted = limit.map(|_| batch);
+            let steps = Self::walk_until(&self.repo, walk, filter, wanted).await?;
+            let passing: Vec<crate::walk::Step> = steps.into_iter().filter(passes).collect();
+            let ended = wanted.is_none_or(|n| passing.len() < n);
+            for step in passing.into_iter().skip(done) {
+                done += 1;
+                if done <= skip {
+                    continue;
+                }
+                if let Some(changes) = self
+                    .follow_step(&step.commit, &mut path, (walk, printed), &mut trees)
+                    .await?
+                {
+                    shown.push(print(&step.oid, &step.commit, &changes)?);
+                    if limit.is_some_and(|n| shown.len() >= n) {
+                        return Ok(shown);
+                    }
+                }
+            }
+            if ended {
+                return Ok(shown);
+            }
+            batch *= 4;
+        }
+    }
+
+    /// One commit of `log --follow`: its changes to `path` against its
+    /// first parent (read only when `wanted`), or nothing when it has
+    /// none (a merge has none unless walked with `--first-parent`). When
+    /// it created `path` from another file ([`Self::follow_source`]),
+    /// that rename or copy is its change and `path` becomes the old name.
+    async fn follow_step(
+        &self,
+        commit: &crate::repo::Commit,
+        path: &mut String,
+        (walk, wanted): (&Walk, bool),
+        trees: &mut crate::walk::Trees,
+    ) -> Result<Option<Vec<Change>>, Out> {
+        if commit.parents.len() > 1 && !walk.first_parent {
+            return Ok(None);
+        }
+        let repo = &self.repo;
+        let parent_tree = match commit.parents.first() {
+            Some(parent) => Some(repo.commit_shape(parent).await.map_err(failed)?.tree),
+            None => None,
         };
-        Ok(Out::ok(joined))
+        let here = trees
+            .entry_at(repo, &commit.tree, path)
+            .await
+            .map_err(failed)?;
+        let there = match &parent_tree {
+            Some(tree) => trees.entry_at(repo, tree, path).await.map_err(failed)?,
+            None => None,
+        };
+        if here == there {
+            return Ok(None);
+        }
+        // Shown, and nothing of it printed but its entry: its files' contents
+        // are read only where the path may have come from elsewhere.
+        let created = there.is_none() && here.as_ref().is_some_and(|(mode, _)| *mode != 0o40000);
+        if !wanted && !created {
+            return Ok(Some(Vec::new()));
+        }
+        let (before, after) = repo
+            .changed_files(parent_tree.as_deref(), &commit.tree)
+            .await
+            .map_err(failed)?;
+        let mut changes = self
+            .changes(&before, &after, None, std::slice::from_ref(path))
+            .await?;
+        if let ([created], Some(parent)) = (changes.as_slice(), commit.parents.first()) {
+            if created.old.is_none() && created.path == *path {
+                let gone = |p: &str| before.contains_key(p) && !after.contains_key(p);
+                if let Some(source) = self.follow_source(parent, created, gone).await? {
+                    *path = source.from.clone().expect("a source");
+                    changes = vec![source];
+                }
+            }
+        }
+        Ok(Some(changes).filter(|c| !c.is_empty() || !wanted))
+    }
+
+    /// Where a file a commit created came from, as `log --follow` asks
+    /// git's diffcore-rename (`try_to_follow_renames`: copies looked for
+    /// harder, whatever `diff.renames` says): every file of the parent a
+    /// candidate, a renamed one if `gone`, else copied; the same content
+    /// first (a deleted file, then one of the same name, preferred;
+    /// at most 100 alike weighed), else the most alike of at least half.
+    async fn follow_source(
+        &self,
+        parent: &str,
+        created: &Change,
+        gone: impl Fn(&str) -> bool,
+    ) -> Result<Option<Change>, Out> {
+        let repo = &self.repo;
+        let Some((target, target_bytes)) = &created.new else {
+            return Ok(None);
+        };
+        let path = created.path.as_str();
+        let sources = repo.commit_files(Some(parent)).await.map_err(failed)?;
+        let regular = |mode: u32| matches!(mode, 0o100644 | 0o100755);
+        let mut exact: Option<(u8, &String, &Blob)> = None;
+        let mut weighed = 0;
+        for (from, blob) in &sources {
+            if blob.oid != target.oid
+                || ((!regular(blob.mode) || !regular(target.mode)) && blob.mode != target.mode)
+            {
+                continue;
+            }
+            let score = u8::from(gone(from)) + u8::from(diff::basename_same(from, path));
+            if exact.is_none_or(|(best, _, _)| score > best) {
+                exact = Some((score, from, blob));
+                if score == 2 {
+                    break;
+                }
+            }
+            weighed += 1;
+            if weighed == 100 {
+                break;
+            }
+        }
+        let found = match exact {
+            Some((_, from, blob)) => Some((from, blob, 100)),
+            None if regular(target.mode) => {
+                let candidates: Vec<(&String, &Blob)> =
+                    sources.iter().filter(|(_, b)| regular(b.mode)).collect();
+                let mut likeness = diff::Likeness::of(target_bytes);
+                for (index, (from, blob)) in candidates.iter().enumerate() {
+                    let bytes = repo.blob(&blob.oid).await.map_err(failed)?;
+                    likeness.consider(index, &bytes, diff::basename_same(from, path));
+                }
+                likeness
+                    .chosen(|index| gone(candidates[index].0))
+                    .map(|(index, percent)| (candidates[index].0, candidates[index].1, percent))
+            }
+            None => None,
+        };
+        let Some((from, blob, similarity)) = found else {
+            return Ok(None);
+        };
+        let bytes = repo.blob(&blob.oid).await.map_err(failed)?;
+        Ok(Some(Change {
+            quote_high: created.quote_high,
+            path: path.to_string(),
+            from: Some(from.clone()),
+            similarity,
+            copied: !gone(from),
+            driver: created.driver.clone(),
+            old: Some((blob.clone(), bytes)),
+            new: created.new.clone(),
+        }))
     }
 
     pub(super) async fn show(&self, args: &[String]) -> Run {
         let args = Args::parse(args, &SHOW)?;
+        self.find_renames(&args).await?;
         if let Some(more) = args.operands.get(1) {
             return Err(Out::fatal(format!(
                 "not supported by the sandbox's git: show of more than one object ({more})"
@@ -1146,6 +1519,12 @@ impl Ctx<'_> {
             }
         }
         let commit = self.repo.commit(&oid).await.map_err(failed)?;
+        let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        // With paths, a commit that leaves them as a parent had them is
+        // not shown at all, as git's history simplification drops it.
+        if !specs.is_empty() && self.leaves_paths(&commit, &specs).await? {
+            return Ok(Out::ok(out));
+        }
         let abbrev = shown.abbrev.clone();
         out.push_str(&Self::entry(&style, &oid, &commit, &shown)?);
         // An empty `--format=` prints no line at all.
@@ -1175,7 +1554,6 @@ impl Ctx<'_> {
             }
             return Ok(Out::ok(out));
         }
-        let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
         let changes = self.commit_changes(&commit, &specs).await?;
         if !changes.is_empty() {
             // The blank line git puts between a commit and its changes
@@ -1183,7 +1561,8 @@ impl Ctx<'_> {
             if matches!(style, Style::Block(_) | Style::Format(_, false)) && shows_entry {
                 out.push_str(Self::separator(&args));
             }
-            out.push_str(&Self::render(&changes, &args, &abbrev));
+            let context = self.context(&args).await?;
+            out.push_str(&Self::render(&changes, &args, &abbrev, context));
         }
         Ok(Out::ok(out))
     }

@@ -3,6 +3,80 @@
 use super::*;
 
 impl Ctx<'_> {
+    /// What the index changed against `HEAD`, as `status` shows it: a
+    /// deleted file and an added one alike enough paired as a rename
+    /// (`R`, `old -> new`, with how alike they are in percent), as git's
+    /// diffcore-rename pairs them for `diff` (`status.renames`, else
+    /// `diff.renames`, can turn that off).
+    pub(super) async fn staged_renamed(
+        &self,
+        state: &State,
+    ) -> Result<Vec<(char, String, u32)>, Out> {
+        let repo = &self.repo;
+        let mut setting = None;
+        for key in ["status.renames", "diff.renames"] {
+            if let Some(value) = repo.config_value(key).await {
+                setting = Some((key, value));
+                break;
+            }
+        }
+        let detect = match &setting {
+            None => true,
+            Some((key, value))
+                if matches!(value.to_ascii_lowercase().as_str(), "copies" | "copy") =>
+            {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: {key}={value} (copy detection)"
+                )))
+            }
+            Some((key, _)) => repo.config_bool(key, true).await,
+        };
+        let mut staged: Vec<(char, String, u32)> =
+            state.staged().into_iter().map(|(c, p)| (c, p, 0)).collect();
+        let has = |code: char| staged.iter().any(|(c, _, _)| *c == code);
+        if detect && has('A') && has('D') {
+            let mut sides = Vec::new();
+            for (code, path, _) in staged.iter().filter(|(c, _, _)| matches!(c, 'A' | 'D')) {
+                let blob = match code {
+                    'A' => state.index[path].blob.clone(),
+                    _ => state.head_files[path].clone(),
+                };
+                let bytes = repo.blob(&blob.oid).await.map_err(failed)?;
+                let side = Some((blob, bytes));
+                let (old, new) = match code {
+                    'A' => (None, side),
+                    _ => (side, None),
+                };
+                sides.push(Change {
+                    quote_high: self.quote_high,
+                    path: path.clone(),
+                    from: None,
+                    similarity: 0,
+                    copied: false,
+                    driver: crate::userdiff::Driver::Default,
+                    old,
+                    new,
+                });
+            }
+            let renamed: Vec<(String, String, u32)> = diff::with_renames(sides)
+                .into_iter()
+                .filter_map(|c| Some((c.from?, c.path, c.similarity)))
+                .collect();
+            staged.retain(|(_, path, _)| {
+                !renamed
+                    .iter()
+                    .any(|(from, to, _)| path == from || path == to)
+            });
+            staged.extend(
+                renamed
+                    .into_iter()
+                    .map(|(from, to, similarity)| ('R', format!("{from} -> {to}"), similarity)),
+            );
+        }
+        staged.sort_by(|a, b| sort_key(&a.1).cmp(sort_key(&b.1)));
+        Ok(staged)
+    }
+
     pub(super) async fn status(&self, args: &[String]) -> Run {
         // `-u<mode>` is one option, not bundled letters.
         let mut mode_given = None;
@@ -62,14 +136,14 @@ impl Ctx<'_> {
         if args.has(&["--porcelain=v2", "--porcelain=2"]) {
             return Ok(Out::ok(
                 self.status_v2(&state, &untracked, args.has(&["-b", "--branch"]))
-                    .await,
+                    .await?,
             ));
         }
         let porcelain = args.has(&["--porcelain", "--porcelain=v1", "--porcelain=1"]);
         let short = porcelain || args.has(&["-s", "--short"]);
         if !short {
             let listed = (untracked_mode != "normal").then_some(untracked.as_slice());
-            return Ok(Out::ok(self.long_status_with(&state, listed).await));
+            return Ok(Out::ok(self.long_status_with(&state, listed).await?));
         }
         // Porcelain paths are the repository's; short ones the caller's.
         let shown = |path: &str| -> String {
@@ -118,7 +192,7 @@ impl Ctx<'_> {
         }
         // By path: the staged change's code, then the unstaged one's.
         let mut codes: BTreeMap<String, (char, char, String)> = BTreeMap::new();
-        for (code, shown) in state.staged() {
+        for (code, shown, _) in self.staged_renamed(&state).await? {
             let key = sort_key(&shown).to_string();
             codes.entry(key).or_insert((' ', ' ', shown)).0 = code;
         }
@@ -158,7 +232,7 @@ impl Ctx<'_> {
         state: &State,
         untracked: &[String],
         branch: bool,
-    ) -> String {
+    ) -> Result<String, Out> {
         let mut out = String::new();
         if branch {
             match &state.head {
@@ -184,11 +258,16 @@ impl Ctx<'_> {
         let zero = crate::repo::NULL_OID;
         let quote = |path: &str| text::quote_path(path, self.quote_high).into_owned();
         let mut lines: BTreeMap<String, String> = BTreeMap::new();
-        let mut codes: BTreeMap<String, (char, char, Option<String>)> = BTreeMap::new();
-        for (code, shown) in state.staged() {
+        // Each path's staged and unstaged codes, and a rename's source and likeness.
+        type Renamed = Option<(String, u32)>;
+        let mut codes: BTreeMap<String, (char, char, Renamed)> = BTreeMap::new();
+        for (code, shown, similarity) in self.staged_renamed(state).await? {
             match shown.split_once(" -> ") {
                 Some((from, to)) => {
-                    codes.insert(to.to_string(), (code, '.', Some(from.to_string())));
+                    codes.insert(
+                        to.to_string(),
+                        (code, '.', Some((from.to_string(), similarity))),
+                    );
                 }
                 None => {
                     codes.entry(shown).or_insert(('.', '.', None)).0 = code;
@@ -199,7 +278,9 @@ impl Ctx<'_> {
             codes.entry(path).or_insert(('.', '.', None)).1 = code;
         }
         for (path, (x, y, from)) in codes {
-            let head = state.head_files.get(from.as_ref().unwrap_or(&path));
+            let head = state
+                .head_files
+                .get(from.as_ref().map_or(&path, |(from, _)| from));
             let index = state.index.get(&path).map(|e| &e.blob);
             let work = match state.work.get(&path) {
                 Some(file) if y != 'D' && index.is_some() => file.mode,
@@ -208,8 +289,8 @@ impl Ctx<'_> {
             let mode = |b: Option<&Blob>| b.map_or(0, |b| b.mode);
             let oid = |b: Option<&Blob>| b.map_or(zero.to_string(), |b| b.oid.clone());
             let line = match from {
-                Some(from) => format!(
-                    "2 {x}{y} N... {:06o} {:06o} {work:06o} {} {} R100 {}\t{}",
+                Some((from, similarity)) => format!(
+                    "2 {x}{y} N... {:06o} {:06o} {work:06o} {} {} R{similarity} {}\t{}",
                     mode(head),
                     mode(index),
                     oid(head),
@@ -256,7 +337,7 @@ impl Ctx<'_> {
         for path in untracked {
             let _ = writeln!(out, "? {}", quote(path));
         }
-        out
+        Ok(out)
     }
 
     /// Commits on `ours` not on `theirs`, and the other way round.
@@ -325,7 +406,7 @@ impl Ctx<'_> {
         }
     }
 
-    pub(crate) async fn long_status(&self, state: &State) -> String {
+    pub(crate) async fn long_status(&self, state: &State) -> Result<String, Out> {
         self.long_status_with(state, None).await
     }
 
@@ -335,7 +416,7 @@ impl Ctx<'_> {
         &self,
         state: &State,
         shown_untracked: Option<&[String]>,
-    ) -> String {
+    ) -> Result<String, Out> {
         let mut out = match self.repo.head().await {
             Head::Branch(branch) => {
                 let tracking = self.tracking(&branch, state.head.as_deref()).await;
@@ -367,7 +448,7 @@ impl Ctx<'_> {
             'R' => "renamed:    ",
             _ => "modified:   ",
         };
-        let staged = state.staged();
+        let staged = self.staged_renamed(state).await?;
         let unstaged = state.unstaged();
         let hidden = shown_untracked.is_some_and(|u| u.is_empty());
         let untracked = match shown_untracked {
@@ -417,7 +498,7 @@ impl Ctx<'_> {
         if !staged.is_empty() {
             out.push_str("Changes to be committed:\n");
             out.push_str(unstage_hint);
-            for (code, path) in &staged {
+            for (code, path, _) in &staged {
                 let _ = writeln!(out, "\t{}{}", label(*code), self.shown(path));
             }
             out.push('\n');
@@ -487,7 +568,7 @@ impl Ctx<'_> {
                 "nothing to commit, working tree clean\n"
             });
         }
-        out
+        Ok(out)
     }
 
     // ---- diff, log, show ---------------------------------------------------
