@@ -7,7 +7,8 @@
 #
 # Commands built on git's option parser list their options in `-h`;
 # `log`, `show`, `diff` and `rev-list` take the revision and diff options,
-# listed below from git's documentation (git-log(1), git-diff(1)).
+# listed below from git's documentation (git-log(1), git-diff(1)), and
+# `shortlog` and `blame` take them beside their own.
 
 out = "native/ex_bashkit/crates/git/src/commands/git_options.txt"
 
@@ -16,7 +17,7 @@ parse_options =
   add rm mv commit status branch checkout switch reset restore merge tag
   describe shortlog blame ls-files merge-base grep cat-file clean init clone
   fetch pull push ls-remote remote ls-tree show-ref count-objects check-ignore
-  name-rev for-each-ref
+  name-rev for-each-ref cherry-pick revert
 ) ++
     [
       "remote add",
@@ -116,9 +117,14 @@ help = fn command ->
   text
 end
 
+# `shortlog` and `blame` read the revision walk's options too (`--no-merges`,
+# `--date`) beside the ones their `-h` lists.
+walking = ~w(shortlog blame)
+
 lines =
   Enum.map(parse_options, fn command ->
-    {command, options.(help.(command))}
+    extra = if command in walking, do: revision_and_diff, else: []
+    {command, options.(help.(command)) ++ extra}
   end) ++
     Enum.map(~w(log show diff rev-list reflog), fn command ->
       {command, revision_and_diff}

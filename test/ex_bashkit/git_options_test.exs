@@ -181,6 +181,17 @@ defmodule ExBashkit.GitOptionsTest do
         "git branch --no-merged",
         "git branch -a --contains feature -v",
         "git rev-parse --symbolic-full-name HEAD main v1 HEAD~1 feature",
+        # Dates in strftime's formats, and log.date.
+        "git log --date='format:%Y-%m-%d %H:%M:%S %a %A %b %B %e %j %p %I %l %k %u %w %U %W %y %C' --format=%ad -n 3",
+        "git log --date='format:%c|%D|%F|%T|%R|%r|%x|%X|%z|%Z|%s|%%|%n%t.' --format=%cd -n 2",
+        "git -c log.date=iso log -n 2",
+        "git -c log.date=short log --format='%ad %cd' -n 2",
+        "git -c 'log.date=format:%d/%m/%Y' show -s HEAD",
+        "git for-each-ref --format='%(refname) %(creatordate:format:%Y%m%d %H%M)' refs/tags",
+        # shortlog takes the revision walk's filters.
+        "git shortlog -s -n --no-merges HEAD",
+        "git shortlog --merges HEAD",
+        "git shortlog -s --grep=numbers --until=1600030000 HEAD",
         # Settings given with -c before the command.
         "git -c core.abbrev=12 log --oneline -n 2",
         "git -c a.b=c config --get a.b",
@@ -288,7 +299,8 @@ defmodule ExBashkit.GitOptionsTest do
   end
 
   defp real_git(dir, command) do
-    System.cmd("bash", ["-c", command <> " 2>/dev/null"],
+    # Standard input closed: `shortlog` without a revision reads it.
+    System.cmd("bash", ["-c", command <> " 2>/dev/null </dev/null"],
       cd: dir,
       env: host_env() ++ [{"GIT_OPTIONAL_LOCKS", "0"}, {"HOME", dir}]
     )

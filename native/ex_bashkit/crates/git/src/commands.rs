@@ -2,6 +2,56 @@
 //! arguments, the state a command reads and the helpers the commands
 //! share; the commands themselves, by concept, in the modules below.
 
+/// `$then![...]` with the given flags and those of the revision walk's
+/// filters that `log`, `rev-list` and `shortlog` share (`--merges`, the
+/// refs to walk, how `--author`/`--grep` patterns match).
+macro_rules! with_walk_flags {
+    ($then:ident; $($flag:expr),* $(,)?) => {
+        $then![
+            $($flag,)*
+            "--merges",
+            "--no-merges",
+            "--first-parent",
+            "--all",
+            "--branches",
+            "--tags",
+            "--remotes",
+            "--all-match",
+            "--invert-grep",
+            "-i",
+            "--regexp-ignore-case",
+            "-E",
+            "--extended-regexp",
+            "-F",
+            "--fixed-strings",
+        ]
+    };
+}
+
+/// The valued options of the revision walk's filters, after the given ones.
+macro_rules! with_walk_values {
+    ($($names:expr),* $(,)?) => {
+        &[
+            $($names,)*
+            &["--author"],
+            &["--committer"],
+            &["--grep"],
+            &["--since", "--after"],
+            &["--until", "--before"],
+            &["--min-parents"],
+            &["--max-parents"],
+        ]
+    };
+}
+
+/// Flags as they are: the end of a chain of the macros above.
+macro_rules! flag_list {
+    ($($flag:expr),* $(,)?) => {
+        &[$($flag,)*]
+    };
+}
+pub(crate) use {flag_list, with_walk_flags, with_walk_values};
+
 mod branches;
 mod checkout;
 mod git_options;
@@ -14,6 +64,7 @@ mod plumbing;
 mod setup;
 mod status;
 
+pub(crate) use log::Filter;
 #[cfg(not(feature = "network"))]
 use setup::remote_io;
 use setup::{config, init, remote};
@@ -824,12 +875,20 @@ pub(super) struct Shown {
 impl Shown {
     /// `--date=`, `--relative-date` and `--abbrev-commit` as `args` give them.
     async fn of(repo: &Repo, args: &Args<'_>) -> Result<Shown, Out> {
+        // `--date=`, else `log.date`, else git's default.
         let date = match args.value("--date") {
             None if args.has(&["--relative-date"]) => DateMode::Relative,
-            None => DateMode::Default,
             Some(name) => DateMode::named(name).ok_or_else(|| {
                 Out::fatal(format!("not supported by the sandbox's git: --date={name}"))
             })?,
+            None => match repo.config_value("log.date").await {
+                None => DateMode::Default,
+                Some(name) => DateMode::named(&name).ok_or_else(|| {
+                    Out::fatal(format!(
+                        "not supported by the sandbox's git: log.date={name}"
+                    ))
+                })?,
+            },
         };
         let map_idents = match args.last(&[
             "--use-mailmap",

@@ -169,7 +169,7 @@ fn civil(days: i64) -> (i64, i64, i64) {
 }
 
 /// How `--date=` shows a moment.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub enum DateMode {
     /// `Thu Nov 26 17:40:15 2026 +0100`
     Default,
@@ -187,11 +187,18 @@ pub enum DateMode {
     Unix,
     /// `3 days ago`
     Relative,
+    /// `format:%Y-%m-%d %H:%M`: strftime's conversions in the zone the
+    /// moment was recorded in, as git's `strbuf_addftime` in the C locale.
+    Format(String),
 }
 
 impl DateMode {
-    /// `--date=NAME`'s mode, for the names git takes that this git shows.
+    /// `--date=NAME`'s mode, for the names git takes that this git shows
+    /// (`format:` with the conversions [`strftime`] has).
     pub fn named(name: &str) -> Option<DateMode> {
+        if let Some(format) = name.strip_prefix("format:") {
+            return strftime(format, 0, "+0000").map(|_| DateMode::Format(format.to_string()));
+        }
         Some(match name {
             "default" => DateMode::Default,
             "iso" | "iso8601" => DateMode::Iso,
@@ -207,7 +214,7 @@ impl DateMode {
 
     /// `seconds` recorded in `zone`, shown in this mode (`now` for
     /// `relative`).
-    pub fn show(self, seconds: i64, zone: &str, now: i64) -> String {
+    pub fn show(&self, seconds: i64, zone: &str, now: i64) -> String {
         match self {
             DateMode::Default => date(seconds, zone),
             DateMode::Iso => iso_date(seconds, zone),
@@ -225,8 +232,100 @@ impl DateMode {
             DateMode::Raw => format!("{seconds} {zone}"),
             DateMode::Unix => seconds.to_string(),
             DateMode::Relative => relative(seconds, now),
+            DateMode::Format(format) => strftime(format, seconds, zone).unwrap_or_default(),
         }
     }
+}
+
+/// `format` as C's `strftime` in the C locale writes `seconds` in `zone`,
+/// with git's own `%z` (the zone as recorded), `%Z` (nothing: git has no
+/// name for a recorded zone) and `%s` (the seconds); nothing for a
+/// conversion it does not know or a flag (`%-d`, `%Ey`).
+pub fn strftime(format: &str, seconds: i64, zone: &str) -> Option<String> {
+    const DAYS: [&str; 7] = [
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+    ];
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let local = seconds + zone_offset(zone).unwrap_or(0);
+    let days = local.div_euclid(86_400);
+    let secs = local.rem_euclid(86_400);
+    let (year, month, day) = civil(days);
+    let (hour, minute, second) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    // 1970-01-01 was a Thursday.
+    let weekday = (days + 4).rem_euclid(7);
+    let yday = days - days_from_civil(year, 1, 1);
+    let hour12 = match hour % 12 {
+        0 => 12,
+        h => h,
+    };
+    let mut out = String::new();
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let conversion = chars.next()?;
+        let part = match conversion {
+            'a' => DAYS[weekday as usize][..3].to_string(),
+            'A' => DAYS[weekday as usize].to_string(),
+            'b' | 'h' => MONTHS[(month - 1) as usize][..3].to_string(),
+            'B' => MONTHS[(month - 1) as usize].to_string(),
+            'c' => strftime("%a %b %e %H:%M:%S %Y", seconds, zone)?,
+            'C' => format!("{:02}", year.div_euclid(100)),
+            'd' => format!("{day:02}"),
+            'D' | 'x' => strftime("%m/%d/%y", seconds, zone)?,
+            'e' => format!("{day:>2}"),
+            'F' => format!("{year:04}-{month:02}-{day:02}"),
+            'H' => format!("{hour:02}"),
+            'I' => format!("{hour12:02}"),
+            'j' => format!("{:03}", yday + 1),
+            'k' => format!("{hour:>2}"),
+            'l' => format!("{hour12:>2}"),
+            'm' => format!("{month:02}"),
+            'M' => format!("{minute:02}"),
+            'n' => "\n".to_string(),
+            'p' => (if hour < 12 { "AM" } else { "PM" }).to_string(),
+            'P' => (if hour < 12 { "am" } else { "pm" }).to_string(),
+            'r' => strftime("%I:%M:%S %p", seconds, zone)?,
+            'R' => format!("{hour:02}:{minute:02}"),
+            's' => seconds.to_string(),
+            'S' => format!("{second:02}"),
+            't' => "\t".to_string(),
+            'T' | 'X' => format!("{hour:02}:{minute:02}:{second:02}"),
+            'u' => (if weekday == 0 { 7 } else { weekday }).to_string(),
+            'U' => format!("{:02}", (yday + 7 - weekday) / 7),
+            'w' => weekday.to_string(),
+            'W' => format!("{:02}", (yday + 7 - (weekday + 6) % 7) / 7),
+            'y' => format!("{:02}", year.rem_euclid(100)),
+            'Y' => year.to_string(),
+            'z' => zone.to_string(),
+            'Z' => String::new(),
+            '%' => "%".to_string(),
+            _ => return None,
+        };
+        out.push_str(&part);
+    }
+    Some(out)
 }
 
 /// git's `relative` date: `90 seconds` is `2 minutes`, and so on up.
@@ -409,5 +508,29 @@ mod tests {
             Some(days_from_civil(2026, 10, 29) * 86_400 + 5 * 3600 + 15 * 60 + 6)
         );
         assert_eq!(approxidate("next tuesday", now), None);
+    }
+
+    #[test]
+    fn strftime_writes_as_c_does_in_the_recorded_zone() {
+        let format = "%Y-%m-%d %H:%M:%S %a %j %U %W %u %w %p %I %e %k %l %C %y %D %c";
+        assert_eq!(
+            strftime(format, 1_600_000_000, "+0200").as_deref(),
+            Some("2020-09-13 14:26:40 Sun 257 37 36 7 0 PM 02 13 14  2 20 20 09/13/20 Sun Sep 13 14:26:40 2020")
+        );
+        assert_eq!(
+            strftime("%U %W %j %a", 0, "+0000").as_deref(),
+            Some("00 00 001 Thu")
+        );
+        let new_year = days_from_civil(2023, 1, 1) * 86_400;
+        assert_eq!(
+            strftime("%U %W", new_year, "+0000").as_deref(),
+            Some("01 00")
+        );
+        assert_eq!(
+            strftime("%z|%Z|%s|%%", 5, "-0130").as_deref(),
+            Some("-0130||5|%")
+        );
+        assert_eq!(strftime("%-d", 0, "+0000"), None);
+        assert_eq!(strftime("%", 0, "+0000"), None);
     }
 }

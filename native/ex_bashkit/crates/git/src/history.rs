@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
 
-use super::commands::{failed, Args, Ctx, Spec};
+use super::commands::{
+    failed, flag_list, with_walk_flags, with_walk_values, Args, Ctx, Filter, Spec,
+};
 use super::odb::Oid;
 use super::repo::Signature;
 use super::{text, Out, Run};
@@ -456,24 +458,35 @@ impl Ctx<'_> {
             args,
             &Spec {
                 command: "shortlog",
-                flags: &[
+                flags: with_walk_flags!(
+                    flag_list;
                     "-e",
                     "--email",
                     "-n",
                     "--numbered",
                     "-s",
                     "--summary",
-                    "--all",
-                    "--branches",
-                    "--tags",
-                    "--remotes",
-                    "--first-parent",
-                ],
-                valued: &[&["--since", "--after"]],
+                ),
+                valued: with_walk_values![],
             },
         )?;
+        // Without a revision git summarizes a log read from its standard
+        // input, which is never a terminal here.
+        let mut revision = args.has(&["--all", "--branches", "--tags", "--remotes"]);
+        for operand in &args.operands {
+            revision |= operand.contains("..")
+                || operand.starts_with('^')
+                || self.repo.resolve(operand).await.is_some();
+        }
+        if !revision {
+            return Err(Out::fatal(
+                "not supported by the sandbox's git: shortlog without a revision (git reads a log from its standard input when that is not a terminal); name one: git shortlog HEAD",
+            ));
+        }
         let walk = self.walk_of(&args).await?;
-        let steps = walk.run(&self.repo, |_| true).await.map_err(failed)?;
+        let filter = Filter::of(&args)?;
+        let mut steps = walk.run(&self.repo, |_| true).await.map_err(failed)?;
+        steps.retain(|step| filter.as_ref().is_none_or(|f| f.passes(&step.commit)));
         let email = args.has(&["-e", "--email"]);
         let mailmap = self.repo.mailmap().await.map_err(Out::fatal)?;
         let mut by_author: BTreeMap<String, Vec<String>> = BTreeMap::new();

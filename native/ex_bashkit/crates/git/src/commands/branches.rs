@@ -68,7 +68,7 @@ impl Ctx<'_> {
                 if current.as_deref() == Some(*name) {
                     return Err(Out::error(
                         format!(
-                            "error: Cannot delete branch '{name}' checked out at '{}'\n",
+                            "error: cannot delete branch '{name}' used by worktree at '{}'\n",
                             repo.root.display()
                         ),
                         1,

@@ -894,37 +894,8 @@ impl Ctx<'_> {
 
 const REV_LIST: Spec = Spec {
     command: "rev-list",
-    flags: &[
-        "--count",
-        "--reverse",
-        "--merges",
-        "--no-merges",
-        "--first-parent",
-        "--all",
-        "--branches",
-        "--tags",
-        "--remotes",
-        "--all-match",
-        "--invert-grep",
-        "-i",
-        "--regexp-ignore-case",
-        "-E",
-        "--extended-regexp",
-        "-F",
-        "--fixed-strings",
-        "-<n>",
-    ],
-    valued: &[
-        &["-n", "--max-count"],
-        &["--author"],
-        &["--committer"],
-        &["--grep"],
-        &["--since", "--after"],
-        &["--until", "--before"],
-        &["--skip"],
-        &["--min-parents"],
-        &["--max-parents"],
-    ],
+    flags: with_walk_flags!(flag_list; "--count", "--reverse", "-<n>"),
+    valued: with_walk_values![&["-n", "--max-count"], &["--skip"]],
 };
 
 #[cfg(test)]

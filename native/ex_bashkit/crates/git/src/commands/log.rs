@@ -3,144 +3,87 @@
 use super::*;
 use crate::walk::Walk;
 
+/// A command's flags followed by the ones `diff`, `show` and `log` share:
+/// how they print changes (`-p`, the stats, the names), how many lines of
+/// context (`-U`), whether renames are found (`-M`, `--no-renames`).
+macro_rules! with_change_forms {
+    ($($flag:expr),* $(,)?) => {
+        &[
+            $($flag,)*
+            "-p",
+            "-u",
+            "--patch",
+            "--stat",
+            "--shortstat",
+            "--numstat",
+            "--name-only",
+            "--name-status",
+            "--no-color",
+            "--color=never",
+            "-U",
+            "-U<n>",
+            "--unified",
+            "--unified=",
+            "--inter-hunk-context=",
+            "-M",
+            "--find-renames",
+            "--no-renames",
+        ]
+    };
+}
+
+/// How `show` and `log` print each commit's entry.
+macro_rules! with_entry_forms {
+    ($($flag:expr),* $(,)?) => {
+        with_change_forms![
+            $($flag,)*
+            "--oneline",
+            "--relative-date",
+            "--abbrev-commit",
+            "--no-abbrev-commit",
+            "--no-decorate",
+            "--decorate",
+            "--decorate=",
+            "--use-mailmap",
+            "--mailmap",
+            "--no-use-mailmap",
+            "--no-mailmap",
+        ]
+    };
+}
+
 /// The options `diff` takes: what it compares, how it prints the changes
 /// (the same as `show`'s), its exit status.
 const DIFF: Spec = Spec {
     command: "diff",
-    flags: &[
-        "-p",
-        "-u",
-        "--patch",
-        "--stat",
-        "--shortstat",
-        "--numstat",
-        "--name-only",
-        "--name-status",
-        "--no-color",
-        "--color=never",
-        "--cached",
-        "--staged",
-        "--quiet",
-        "--exit-code",
-        "-U",
-        "-U<n>",
-        "--unified",
-        "--unified=",
-        "--inter-hunk-context=",
-        "-M",
-        "--find-renames",
-        "--no-renames",
-    ],
+    flags: with_change_forms!["--cached", "--staged", "--quiet", "--exit-code"],
     valued: &[],
 };
 
 const SHOW: Spec = Spec {
     command: "show",
-    flags: &[
-        "-p",
-        "-u",
-        "--patch",
-        "--stat",
-        "--shortstat",
-        "--numstat",
-        "--name-only",
-        "--name-status",
-        "--no-color",
-        "--color=never",
-        "-s",
-        "--no-patch",
-        "--quiet",
-        "--oneline",
-        "--relative-date",
-        "--abbrev-commit",
-        "--no-abbrev-commit",
-        "--no-decorate",
-        "--decorate",
-        "--decorate=",
-        "--use-mailmap",
-        "--mailmap",
-        "--no-use-mailmap",
-        "--no-mailmap",
-        "-U",
-        "-U<n>",
-        "--unified",
-        "--unified=",
-        "--inter-hunk-context=",
-        "-M",
-        "--find-renames",
-        "--no-renames",
-    ],
+    flags: with_entry_forms!["-s", "--no-patch", "--quiet"],
     valued: &[&["--format", "--pretty"], &["--date"]],
 };
 
 const LOG: Spec = Spec {
     command: "log",
-    flags: &[
-        "-p",
-        "-u",
-        "--patch",
-        "--stat",
-        "--shortstat",
-        "--numstat",
-        "--name-only",
-        "--name-status",
-        "--no-color",
-        "--color=never",
-        "--oneline",
+    flags: with_walk_flags!(
+        with_entry_forms;
         "--graph",
         "--topo-order",
         "--reverse",
-        "--merges",
-        "--no-merges",
-        "--first-parent",
-        "--all",
-        "--branches",
-        "--tags",
-        "--remotes",
-        "--all-match",
-        "--invert-grep",
-        "-i",
-        "--regexp-ignore-case",
-        "-E",
-        "--extended-regexp",
-        "-F",
-        "--fixed-strings",
-        "--relative-date",
-        "--abbrev-commit",
-        "--no-abbrev-commit",
-        "--no-decorate",
-        "--decorate",
-        "--decorate=",
-        "--use-mailmap",
-        "--mailmap",
-        "--no-use-mailmap",
-        "--no-mailmap",
         "-<n>",
-        "-U",
-        "-U<n>",
-        "--unified",
-        "--unified=",
-        "--inter-hunk-context=",
-        "-M",
-        "--find-renames",
-        "--no-renames",
         "--follow",
         "--no-follow",
-    ],
-    valued: &[
+    ),
+    valued: with_walk_values![
         &["-n", "--max-count"],
         &["--format", "--pretty"],
-        &["--author"],
-        &["--committer"],
-        &["--grep"],
         &["-S"],
         &["-G"],
-        &["--since", "--after"],
-        &["--until", "--before"],
         &["--skip"],
         &["--date"],
-        &["--min-parents"],
-        &["--max-parents"],
     ],
 };
 
@@ -155,7 +98,7 @@ fn approximate(date: &str, option: &str) -> Result<i64, Out> {
 
 /// Which walked commits `log` shows: by author, committer, message,
 /// date, number of parents.
-pub(super) struct Filter {
+pub(crate) struct Filter {
     /// Repeated `--author` (or `--committer`): any of them.
     author: Vec<regex::Regex>,
     committer: Vec<regex::Regex>,
@@ -180,7 +123,7 @@ impl Filter {
     }
 
     /// The filters `args` give; `None` when there are none.
-    pub(super) fn of(args: &Args<'_>) -> Result<Option<Filter>, Out> {
+    pub(crate) fn of(args: &Args<'_>) -> Result<Option<Filter>, Out> {
         let ignore_case = args.has(&["-i", "--regexp-ignore-case"]);
         let compile = |pattern: &str| {
             let source = if args.has(&["-F", "--fixed-strings"]) {
@@ -243,7 +186,7 @@ impl Filter {
         Ok((!none).then_some(filter))
     }
 
-    pub(super) fn passes(&self, commit: &crate::repo::Commit) -> bool {
+    pub(crate) fn passes(&self, commit: &crate::repo::Commit) -> bool {
         let who = |s: &crate::repo::Signature| format!("{} <{}>", s.name, s.email);
         let parents = commit.parents.len();
         if parents < self.min_parents || self.max_parents.is_some_and(|m| parents > m) {
