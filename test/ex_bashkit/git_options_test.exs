@@ -204,7 +204,7 @@ defmodule ExBashkit.GitOptionsTest do
   end
 
   test "revisions git would not read are not misread", ctx do
-    for revision <- ["HEAD^{blob}", "HEAD^{/first}", "HEAD~1x", "HEAD^x"] do
+    for revision <- ["HEAD^{blob}", "HEAD^{/no such message}", "HEAD~1x", "HEAD^x", "HEAD^{nope}"] do
       assert %Result{exit_code: 128, stderr: stderr} =
                run(session(ctx), "git rev-parse '#{revision}'")
 
@@ -928,6 +928,61 @@ defmodule ExBashkit.GitOptionsTest do
     assert ours == real
     assert real =~ "log for 'x' only has 2 entries"
     assert real =~ "Fast-forward"
+  end
+
+  test "revisions in each form gitrevisions(7) gives name what real git's name", ctx do
+    # Parent shorthands, peels, message searches (git 2.47's walk order),
+    # ranges as rev-parse prints them (tags unpeeled), the index's stages,
+    # paths from a subdirectory, describe's output, reflog dates.
+    script = """
+    git rev-parse HEAD^! HEAD^@ HEAD^- HEAD~2^-1 v2^{} v2^{tag} v2^0 'v2^{tree}' 'HEAD^{/first}'
+    git rev-parse ':/second' ':/!-numbers' 'HEAD~3^{/^main}' ':/^Merge' 'HEAD^{/}'
+    git rev-parse v1..v2 v2...feature ^v1 ..feature feature..
+    git rev-parse --short HEAD~1; git rev-parse --verify HEAD~1..HEAD; echo "verify $?"
+    git rev-parse --verify -q nope; echo "quiet $?"
+    git rev-parse :a.txt :0:a.txt HEAD:src/main.rs 'HEAD:src' HEAD~1:numbers.txt
+    cd src && git rev-parse HEAD:./main.rs :./main.rs HEAD:../a.txt; cd ..
+    git log --oneline v1..feature; git log --oneline feature...main; git log --oneline HEAD~2^!
+    git log --oneline 'HEAD~6^@'
+    git diff --stat v1...feature; git diff --stat HEAD~1^!; git diff --stat HEAD~2..
+    git show -s --format=%s ':/rename'; git show HEAD:docs; git show 'v2^{tree}'
+    git show HEAD~1:numbers.txt | tail -1
+    git rev-parse "$(git describe HEAD~2)"; git log -1 --format=%s "$(git describe --tags HEAD~2)"
+    git rev-parse HEAD@{0} 'main@{now}' 'HEAD@{1.year.ago}' 2>/dev/null
+    git show :nope 2>&1; git show HEAD:nope 2>&1
+    git checkout -q -b c HEAD~1 && echo x > numbers.txt && git commit -qam c
+    git merge main >/dev/null 2>&1; git rev-parse :1:numbers.txt :2:numbers.txt :3:numbers.txt
+    """
+
+    [real, ours] = on_copies(ctx, "revision_forms", script)
+    assert ours == real
+    assert real =~ "verify 128"
+    assert real =~ "tree v2^{tree}"
+    assert real =~ "does not exist (neither on disk nor in the index)"
+  end
+
+  test "BRANCH@{upstream} and @{push} name what real git's name, for each push.default", ctx do
+    src = beside(ctx, "push_src")
+    {_, 0} = System.cmd("cp", ["-a", ctx.repo, src])
+
+    git!(src, """
+    git remote add origin /nowhere && git update-ref refs/remotes/origin/main HEAD~1
+    git update-ref refs/remotes/origin/other HEAD~2
+    git config branch.main.remote origin && git config branch.main.merge refs/heads/main
+    """)
+
+    script = """
+    git rev-parse @{push} @{u} main@{push} HEAD@{upstream} main@{u}~1
+    git -c push.default=current rev-parse @{push}; git -c push.default=upstream rev-parse @{push}
+    git -c remote.pushDefault=origin rev-parse @{push}; git log --oneline -1 @{push}~2
+    git config branch.main.merge refs/heads/other
+    git -c push.default=upstream rev-parse @{push}; git -c push.default=current rev-parse @{push}
+    git -c push.default=matching rev-parse @{push} @{u}
+    """
+
+    [real, ours] = on_copies(%{ctx | repo: src}, "push_dest", script)
+    assert ours == real
+    assert length(String.split(real, "\n", trim: true)) == 13
   end
 
   test "merge and cherry-pick follow a file one side renamed, as merge-ort does", ctx do

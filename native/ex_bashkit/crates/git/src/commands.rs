@@ -77,6 +77,7 @@ use super::diff::{self, Change};
 use super::repo::{
     committed_files, index_files, Abbrev, Blob, Files, Head, Index, Oid, Repo, Signature, WorkFile,
 };
+use super::revspec::RevSpec;
 use super::{config, text};
 use super::{resolve, Here, Out, Run};
 
@@ -841,13 +842,59 @@ impl Ctx<'_> {
         self.repo.peel(&oid).await.map_err(failed)
     }
 
-    /// A revision as the object it names (a tag stays a tag).
+    /// A revision as the object it names (a tag stays a tag), paths in
+    /// it (`REV:./x`) read from the current directory.
     async fn object(&self, revision: &str) -> Result<Oid, Out> {
-        self.repo.resolve(revision).await.ok_or_else(|| {
-            Out::fatal(format!(
+        match self.revspec(revision).await {
+            Some(RevSpec::Include(oid)) => Ok(oid),
+            _ => Err(Out::fatal(format!(
                 "ambiguous argument '{revision}': unknown revision or path not in the working tree."
-            ))
-        })
+            ))),
+        }
+    }
+
+    /// The best common ancestors of two commits or tags of them.
+    pub(super) async fn merge_bases(&self, a: &str, b: &str) -> Vec<Oid> {
+        match (self.repo.peel(a).await, self.repo.peel(b).await) {
+            (Ok(a), Ok(b)) => crate::merge::bases(&self.repo, &a, &b).await,
+            _ => Vec::new(),
+        }
+    }
+
+    /// What a revision argument (a single one or a range) names, paths
+    /// in it read from the current directory.
+    pub(super) async fn revspec(&self, text: &str) -> Option<RevSpec> {
+        self.repo.revspec(text, &self.pathspec(".")).await
+    }
+
+    /// A revision argument as git's walk takes it: each object, and
+    /// whether its history is left out (`^`): `A..B` is `B ^A`, `A...B`
+    /// is `B A` and `^` each merge base, `A^!` is `A` and `^` each parent,
+    /// `A^@` its parents.
+    pub(super) async fn tips(&self, spec: RevSpec) -> Vec<(bool, Oid)> {
+        let parents_only = matches!(spec, RevSpec::Parents(_));
+        match spec {
+            RevSpec::Include(oid) => vec![(false, oid)],
+            RevSpec::Exclude(oid) => vec![(true, oid)],
+            RevSpec::Range { from, to } => vec![(false, to), (true, from)],
+            RevSpec::Symmetric { left, right } => {
+                let bases = self.merge_bases(&left, &right).await;
+                let mut tips = vec![(false, right), (false, left)];
+                tips.extend(bases.into_iter().map(|base| (true, base)));
+                tips
+            }
+            RevSpec::Parents(oid) | RevSpec::WithoutParents(oid) => {
+                let parents = self.repo.commit(&oid).await.map(|c| c.parents);
+                let parents = parents.unwrap_or_default().into_iter();
+                if parents_only {
+                    parents.map(|p| (false, p)).collect()
+                } else {
+                    std::iter::once((false, oid))
+                        .chain(parents.map(|p| (true, p)))
+                        .collect()
+                }
+            }
+        }
     }
 }
 

@@ -57,6 +57,8 @@ mod remote;
 #[cfg(feature = "commands")]
 mod repo;
 #[cfg(feature = "commands")]
+mod revspec;
+#[cfg(feature = "commands")]
 mod stash;
 #[cfg(all(feature = "commands", feature = "network"))]
 pub mod streamed;

@@ -19,6 +19,7 @@ use super::io::{HostRoot, Io};
 pub use super::odb::Abbrev;
 use super::odb::{from_hex, to_hex, Odb};
 pub use super::odb::{hash, Oid};
+use super::revspec::RevSpec;
 use super::{config, dates, Here};
 use ex_bashkit_jail::host_tree::{self as host, HostTree};
 
@@ -475,7 +476,7 @@ impl Repo {
         self.io.write_file(path, bytes).await
     }
 
-    pub(super) async fn read_text(&self, path: &Path) -> Option<String> {
+    pub(crate) async fn read_text(&self, path: &Path) -> Option<String> {
         let bytes = self.io.read_file(path).await.ok()?;
         Some(String::from_utf8_lossy(&bytes).into_owned())
     }
@@ -922,91 +923,15 @@ impl Repo {
         Ok(files)
     }
 
-    /// A revision as git reads one: `HEAD`, a branch, a tag, a remote
-    /// branch, a full ref, a hash or its prefix, `BRANCH@{upstream}`
-    /// (`@{u}`), each followed by any number of `~N`, `^N`, `^{}` and
-    /// `^{TYPE}`; then `:PATH` for an entry of its tree.
+    /// The object a single revision names (`HEAD~2`, `v1.0^{tree}`,
+    /// `main@{1}`, `:/fix`, `HEAD:README.md`; see `revspec.rs`), paths in
+    /// it read from the work tree's top; `None` for a range or for a
+    /// revision that names nothing.
     pub async fn resolve(&self, revision: &str) -> Option<Oid> {
-        // `REV:PATH` (`:PATH` alone names the index's entry: not here).
-        if let Some((revision, path)) = revision.split_once(':') {
-            if revision.is_empty() {
-                return None;
-            }
-            let oid = self.resolve_revision(revision).await?;
-            return self.tree_path(&oid, path).await;
+        match self.revspec(revision, "").await? {
+            RevSpec::Include(oid) => Some(oid),
+            _ => None,
         }
-        self.resolve_revision(revision).await
-    }
-
-    async fn resolve_revision(&self, revision: &str) -> Option<Oid> {
-        let split = revision.find(['~', '^']).unwrap_or(revision.len());
-        let (base, mut suffix) = revision.split_at(split);
-        let mut oid = match base {
-            "HEAD" | "@" => self.head_commit().await?,
-            name if Self::reflog_index(name).is_some() => self.reflog_at(name).await?,
-            name => match self.upstream_named(name).await {
-                Some(Ok((_, oid))) => oid?,
-                Some(Err(())) => return None,
-                None => self.named(name).await?,
-            },
-        };
-        while !suffix.is_empty() {
-            if let Some(rest) = suffix
-                .strip_prefix("^{}")
-                .or_else(|| suffix.strip_prefix("^{commit}"))
-            {
-                oid = self.peel(&oid).await.ok()?;
-                suffix = rest;
-                continue;
-            }
-            if let Some(rest) = suffix.strip_prefix("^{object}") {
-                suffix = rest;
-                continue;
-            }
-            if let Some((kind, rest)) = ["tag", "blob"]
-                .into_iter()
-                .find_map(|kind| Some((kind, suffix.strip_prefix(&format!("^{{{kind}}}"))?)))
-            {
-                oid = self.peeled_to(&oid, kind).await?;
-                suffix = rest;
-                continue;
-            }
-            if let Some(rest) = suffix.strip_prefix("^{tree}") {
-                oid = match self.read_object(&oid).await.ok()?.0.as_str() {
-                    "tree" => oid,
-                    _ => self.commit(&self.peel(&oid).await.ok()?).await.ok()?.tree,
-                };
-                suffix = rest;
-                continue;
-            }
-            // Any other `^{…}` (`^{blob}`, `^{/text}`) names nothing here:
-            // unresolved, never read as `^` and more.
-            if suffix.starts_with("^{") {
-                return None;
-            }
-            let (tilde, rest) = match suffix.strip_prefix('~') {
-                Some(rest) => (true, rest),
-                None => (false, &suffix[1..]),
-            };
-            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-            let n: usize = match &rest[..digits] {
-                "" => 1,
-                n => n.parse().ok()?,
-            };
-            oid = self.peel(&oid).await.ok()?;
-            if tilde {
-                for _ in 0..n {
-                    oid = self.commit(&oid).await.ok()?.parents.first()?.clone();
-                }
-            } else if n > 0 {
-                oid = self.commit(&oid).await.ok()?.parents.get(n - 1)?.clone();
-            }
-            suffix = &rest[digits..];
-            if !(suffix.is_empty() || suffix.starts_with(['~', '^'])) {
-                return None;
-            }
-        }
-        Some(oid)
     }
 
     /// `NAME@{N}` / `NAME@{-N}`: the name and the number, if `name` is
@@ -1041,32 +966,6 @@ impl Repo {
             "log for '{shown}' only has {} entries",
             log.lines().count()
         ))
-    }
-
-    /// `NAME@{N}`: where `NAME` (`HEAD`, a branch; none: the current
-    /// branch) was N moves ago, from its reflog; `@{-N}`: the branch (or
-    /// commit) checked out N checkouts ago.
-    async fn reflog_at(&self, name: &str) -> Option<Oid> {
-        let (name, n) = Self::reflog_index(name)?;
-        if n < 0 {
-            if !name.is_empty() {
-                return None;
-            }
-            let previous = self.previous_checkout(n.unsigned_abs() as usize).await?;
-            return Box::pin(self.resolve_revision(&previous)).await;
-        }
-        let file = match name {
-            "HEAD" => "HEAD".to_string(),
-            "" => match self.head().await {
-                Head::Branch(branch) => format!("refs/heads/{branch}"),
-                Head::Detached(_) => "HEAD".to_string(),
-            },
-            name => self.ref_named(name).await?.0,
-        };
-        let log = self.read_text(&self.git.join("logs").join(file)).await?;
-        let entry = log.lines().rev().nth(usize::try_from(n).ok()?)?;
-        let new = entry.split(' ').nth(1)?;
-        (new.len() == 40 && new.bytes().any(|b| b != b'0')).then(|| new.to_string())
     }
 
     /// `NAME@{upstream}` / `NAME@{u}` (`NAME` empty or `HEAD`: the current
@@ -1106,7 +1005,7 @@ impl Repo {
 
     /// `oid` with tags peeled until an object of `kind` (`^{tag}`
     /// stops at the first tag; `^{blob}` needs a blob at the end).
-    async fn peeled_to(&self, oid: &str, kind: &str) -> Option<Oid> {
+    pub(crate) async fn peeled_to(&self, oid: &str, kind: &str) -> Option<Oid> {
         let mut oid = oid.to_string();
         for _ in 0..16 {
             let (found, body) = self.read_object(&oid).await.ok()?;
@@ -1129,19 +1028,6 @@ impl Repo {
     pub async fn resolve_commit(&self, revision: &str) -> Option<Oid> {
         let oid = self.resolve(revision).await?;
         self.peel(&oid).await.ok()
-    }
-
-    /// A name as git's `rev-parse` tries it: itself as a ref, then under
-    /// `refs/`, tags, heads, remotes, a remote's `HEAD`; then a hash.
-    async fn named(&self, name: &str) -> Option<Oid> {
-        if name.len() == 40 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
-            let oid = name.to_ascii_lowercase();
-            return self.has_object(&oid).await.then_some(oid);
-        }
-        match self.ref_named(name).await {
-            Some((_, oid)) => Some(oid),
-            None => self.expand(name).await,
-        }
     }
 
     /// The ref `name` names, in the order git tries (itself, under
@@ -1172,11 +1058,16 @@ impl Repo {
     }
 
     /// A full hash from a prefix of at least four digits.
-    async fn expand(&self, prefix: &str) -> Option<Oid> {
-        match self.odb.names_with(prefix).await.as_slice() {
+    pub(crate) async fn expand(&self, prefix: &str) -> Option<Oid> {
+        match self.object_names_with(prefix).await.as_slice() {
             [only] => Some(only.clone()),
             _ => None,
         }
+    }
+
+    /// Every object whose name begins with `prefix`.
+    pub(crate) async fn object_names_with(&self, prefix: &str) -> Vec<Oid> {
+        self.odb.names_with(prefix).await
     }
 
     /// Every ancestor of `oid`, itself included.

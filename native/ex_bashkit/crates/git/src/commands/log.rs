@@ -358,24 +358,30 @@ impl Ctx<'_> {
         // Operands that are not revisions are paths.
         let mut revisions = Vec::new();
         let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
-        let or_head = |name: &str| match name {
-            "" => "HEAD".to_string(),
-            name => name.to_string(),
-        };
         for operand in &args.operands {
-            if let Some((a, b)) = operand.split_once("...") {
+            let spec = self.revspec(operand).await;
+            if let Some(RevSpec::Symmetric { left, right }) = spec {
                 // From where the two histories met.
-                let (a, b) = (or_head(a), or_head(b));
-                let (ours, theirs) = (self.revision(&a).await?, self.revision(&b).await?);
-                let Some(base) = crate::merge::base(&self.repo, &ours, &theirs).await else {
-                    return Err(Out::fatal(format!("{a}...{b}: no merge base")));
+                let Some(base) = self.merge_bases(&left, &right).await.into_iter().next() else {
+                    return Err(Out::fatal(format!("{operand}: no merge base")));
                 };
-                revisions.push(base);
-                revisions.push(b);
-            } else if let Some((a, b)) = operand.split_once("..") {
-                revisions.push(or_head(a));
-                revisions.push(or_head(b));
-            } else if self.repo.resolve(operand).await.is_some() {
+                revisions.extend([base, right]);
+            } else if let Some(RevSpec::Range { from, to }) = spec {
+                revisions.extend([from, to]);
+            } else if let Some(
+                spec @ (RevSpec::WithoutParents(_) | RevSpec::Parents(_) | RevSpec::Exclude(_)),
+            ) = spec
+            {
+                // `A^!` of a commit with one parent is that parent and A.
+                match self.tips(spec).await.as_slice() {
+                    [(false, oid), (true, parent)] => revisions.extend([parent.clone(), oid.clone()]),
+                    _ => {
+                        return Err(Out::fatal(format!(
+                            "not supported by the sandbox's git: diff {operand} (a combined diff, or one side of a range)"
+                        )))
+                    }
+                }
+            } else if spec.is_some() {
                 revisions.push(operand.to_string());
             } else if operand.contains(['*', '?', '['])
                 || operand.starts_with(':')
@@ -856,40 +862,36 @@ impl Ctx<'_> {
         if args.has(&["--all"]) {
             walk.include.extend(repo.head_commit().await);
         }
-        let or_head = |name: &str| match name {
-            "" => "HEAD".to_string(),
-            name => name.to_string(),
-        };
         let mut paths: Vec<String> = Vec::new();
         for operand in &args.operands {
-            if let Some((a, b)) = operand.split_once("...") {
-                let (a, b) = (
-                    self.revision(&or_head(a)).await?,
-                    self.revision(&or_head(b)).await?,
-                );
-                walk.exclude.extend(crate::merge::bases(repo, &a, &b).await);
-                walk.include.extend([a, b]);
-            } else if let Some((a, b)) = operand.split_once("..") {
-                walk.exclude.push(self.revision(&or_head(a)).await?);
-                walk.include.push(self.revision(&or_head(b)).await?);
-            } else if let Some(negated) = operand.strip_prefix('^') {
-                walk.exclude.push(self.revision(negated).await?);
-            } else if repo.resolve(operand).await.is_some() && paths.is_empty() {
-                walk.include.push(self.revision(operand).await?);
-            } else if repo
-                .fs
-                .exists(&resolve(&self.here.cwd, operand))
-                .await
-                .unwrap_or(false)
-            {
-                paths.push(self.pathspec(operand));
-                continue;
-            } else {
-                return Err(Out::fatal(format!(
-                    "ambiguous argument '{operand}': unknown revision or path not in the working tree.\n\
-                     Use '--' to separate paths from revisions, like this:\n\
-                     'git <command> [<revision>...] -- [<file>...]'"
-                )));
+            // A name is a revision until a path has been given.
+            let spec = self.revspec(operand).await;
+            match spec {
+                Some(spec) if paths.is_empty() || !matches!(spec, RevSpec::Include(_)) => {
+                    for (excluded, oid) in self.tips(spec).await {
+                        let commit = repo.peel(&oid).await.map_err(failed)?;
+                        match excluded {
+                            true => walk.exclude.push(commit),
+                            false => walk.include.push(commit),
+                        }
+                    }
+                }
+                _ if repo
+                    .fs
+                    .exists(&resolve(&self.here.cwd, operand))
+                    .await
+                    .unwrap_or(false) =>
+                {
+                    paths.push(self.pathspec(operand));
+                    continue;
+                }
+                _ => {
+                    return Err(Out::fatal(format!(
+                        "ambiguous argument '{operand}': unknown revision or path not in the working tree.\n\
+                         Use '--' to separate paths from revisions, like this:\n\
+                         'git <command> [<revision>...] -- [<file>...]'"
+                    )));
+                }
             }
             named = true;
         }
@@ -1401,24 +1403,52 @@ impl Ctx<'_> {
             )));
         }
         let target = args.operands.first().copied().unwrap_or("HEAD");
-        if let Some((revision, path)) = target.split_once(':') {
-            let files = self
-                .files_at(if revision.is_empty() {
-                    "HEAD"
-                } else {
-                    revision
-                })
-                .await?;
-            let path = path.trim_start_matches("./");
-            let Some(blob) = files.get(path) else {
+        let mut oid = match self.revspec(target).await {
+            Some(RevSpec::Include(oid)) => oid,
+            // `A^!`: A, none of its parents' history: A alone.
+            Some(RevSpec::WithoutParents(oid)) => oid,
+            Some(_) => {
                 return Err(Out::fatal(format!(
-                    "path '{path}' does not exist in '{revision}'"
-                )));
-            };
-            let bytes = self.repo.blob(&blob.oid).await.map_err(failed)?;
-            return Ok(Out::ok(String::from_utf8_lossy(&bytes).into_owned()));
+                "not supported by the sandbox's git: show of a range ({target}); git log shows one"
+            )))
+            }
+            None => {
+                // git's words for a path that is not there.
+                match target.split_once(':') {
+                    Some(("", path)) if !path.starts_with('/') => {
+                        let path = path
+                            .get(2..)
+                            .filter(|_| path.as_bytes().get(1) == Some(&b':'))
+                            .unwrap_or(path);
+                        return Err(Out::fatal(format!(
+                            "path '{path}' does not exist (neither on disk nor in the index)"
+                        )));
+                    }
+                    Some((revision, path)) if self.revspec(revision).await.is_some() => {
+                        let path = path.trim_start_matches("./");
+                        return Err(Out::fatal(format!(
+                            "path '{path}' does not exist in '{revision}'"
+                        )));
+                    }
+                    _ => {}
+                }
+                self.object(target).await?
+            }
+        };
+        match self.repo.read_object(&oid).await.map_err(failed)? {
+            (kind, bytes) if kind == "blob" => {
+                return Ok(Out::ok(String::from_utf8_lossy(&bytes).into_owned()));
+            }
+            (kind, _) if kind == "tree" => {
+                let mut out = format!("tree {target}\n\n");
+                for (name, mode, _) in self.repo.tree_entries(&oid).await.map_err(failed)? {
+                    let slash = if mode == 0o40000 { "/" } else { "" };
+                    let _ = writeln!(out, "{name}{slash}");
+                }
+                return Ok(Out::ok(out));
+            }
+            _ => {}
         }
-        let mut oid = self.object(target).await?;
         let style = Style::of(&args)?;
         let shown = Shown::of(&self.repo, &args).await?;
         let mut out = String::new();

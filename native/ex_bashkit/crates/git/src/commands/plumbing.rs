@@ -146,13 +146,14 @@ impl Ctx<'_> {
                 "-q" | "--quiet" => quiet = true,
                 "--abbrev-ref" => abbrev_ref = true,
                 "--symbolic-full-name" => full_name = true,
-                "--short" => short_len = Some(None),
+                // `--short` is `--verify` with the name abbreviated.
+                "--short" => (verify, short_len) = (true, Some(None)),
                 "--" => break,
                 flag if flag.starts_with("--short=") => {
                     let n = flag["--short=".len()..].parse::<usize>().map_err(|_| {
                         Out::fatal(format!("bad --short value: {}", &flag["--short=".len()..]))
                     })?;
-                    short_len = Some(Some(n));
+                    (verify, short_len) = (true, Some(Some(n)));
                 }
                 flag if flag.starts_with('-') && flag.len() > 1 => {
                     return Err(Out::fatal(format!(
@@ -162,12 +163,19 @@ impl Ctx<'_> {
                 name => names.push(name),
             }
         }
-        if verify && names.len() != 1 {
-            return Err(match quiet {
-                true => Out::error("", 1),
-                false => Out::fatal("Needed a single revision"),
-            });
-        }
+        // `--verify`: what one revision prints, given only when exactly one
+        // single revision was named (ranges print as they come, as git's
+        // do).
+        let mut single: Vec<String> = Vec::new();
+        let no_single_rev = |out: String| Out {
+            stdout: out,
+            stderr: if quiet {
+                String::new()
+            } else {
+                "fatal: Needed a single revision\n".to_string()
+            },
+            code: if quiet { 1 } else { 128 },
+        };
         for name in names {
             // The ref a name stands for, whole; nothing for a name that is
             // no ref (`HEAD~1`, a hash).
@@ -180,8 +188,13 @@ impl Ctx<'_> {
                         _ => repo.ref_named(name).await.map(|(f, _)| f),
                     },
                 };
-                if let Some(full) = full {
-                    let _ = writeln!(out, "{full}");
+                let line = full.unwrap_or_default();
+                match verify {
+                    true => single.push(line),
+                    false if !line.is_empty() => {
+                        let _ = writeln!(out, "{line}");
+                    }
+                    false => {}
                 }
                 continue;
             }
@@ -195,12 +208,16 @@ impl Ctx<'_> {
                     },
                 };
                 // A name that is no ref prints nothing.
-                if !shown.is_empty() {
-                    let _ = writeln!(out, "{shown}");
+                match verify {
+                    true => single.push(shown),
+                    false if !shown.is_empty() => {
+                        let _ = writeln!(out, "{shown}");
+                    }
+                    false => {}
                 }
                 continue;
             }
-            let Some(oid) = repo.resolve(name).await else {
+            let Some(spec) = self.revspec(name).await else {
                 if let Some(why) = repo.reflog_shortfall(name).await {
                     return Err(Out {
                         stdout: out,
@@ -209,10 +226,7 @@ impl Ctx<'_> {
                     });
                 }
                 if verify {
-                    return Err(match quiet {
-                        true => Out::error("", 1),
-                        false => Out::fatal("Needed a single revision"),
-                    });
+                    return Err(no_single_rev(out));
                 }
                 return Err(Out {
                     stdout: format!("{out}{name}\n"),
@@ -224,13 +238,28 @@ impl Ctx<'_> {
                     code: 128,
                 });
             };
-            match short_len {
-                Some(len) => {
-                    let _ = writeln!(out, "{}", repo.abbrev().await.of(&oid, len));
+            let counted = verify && matches!(spec, RevSpec::Include(_) | RevSpec::Exclude(_));
+            for (excluded, oid) in self.tips(spec).await {
+                let shown = match short_len {
+                    Some(len) => repo.abbrev().await.of(&oid, len),
+                    None => oid,
+                };
+                let line = format!("{}{shown}", if excluded { "^" } else { "" });
+                match counted {
+                    true => single.push(line),
+                    false => {
+                        let _ = writeln!(out, "{line}");
+                    }
                 }
-                None => {
-                    let _ = writeln!(out, "{oid}");
+            }
+        }
+        if verify {
+            match single.as_slice() {
+                [line] if !line.is_empty() => {
+                    let _ = writeln!(out, "{line}");
                 }
+                [_] => {}
+                _ => return Err(no_single_rev(out)),
             }
         }
         Ok(Out::ok(out))
