@@ -225,7 +225,7 @@ defmodule ExBashkit.GitOptionsTest do
           {"git log --pickaxe-all -Shello --oneline", "--pickaxe-all"},
           {"git diff -W HEAD~1", "-W"},
           {"git diff --dirstat HEAD~1", "--dirstat"},
-          {"git tag -n", "-n"},
+          {"git diff -w HEAD~1", "-w"},
           {"git branch -c copy", "-c"},
           {"git status --ignored", "--ignored"},
           {"git add -n .", "-n"},
@@ -983,6 +983,42 @@ defmodule ExBashkit.GitOptionsTest do
     [real, ours] = on_copies(%{ctx | repo: src}, "push_dest", script)
     assert ours == real
     assert length(String.split(real, "\n", trim: true)) == 13
+  end
+
+  test "grep from a subdirectory, -h, -o, -q, -L and --full-name print what real git's grep prints",
+       ctx do
+    script = """
+    git grep -n hello; git grep -o -n 'l[a-z]*' -- a.txt src; git grep -o -v hello -- a.txt
+    git grep -o -c l -- a.txt; git grep -h -n fn; git grep -h -c fn; git grep -H -l fn
+    git grep -L hello; git grep -q hello; echo "q $?"; git grep -q nowhere; echo "q $?"
+    git grep -o 'x*' -- a.txt; git grep -o -i 'HELLO' -- a.txt
+    cd src && git grep -n fn; git grep -c fn -- ../a.txt .; git grep --full-name -l fn
+    git grep -L hello; git grep -n hello -- ..; cd ..
+    cd src/lib && git grep -l fn; cd ../..
+    """
+
+    [real, ours] = on_copies(ctx, "grep_forms", script)
+    assert ours == real
+    assert real =~ "main.rs:1:fn main() {"
+    assert real =~ "../a.txt:"
+    assert real =~ "q 0\nq 1"
+  end
+
+  test "tag -n, --abbrev=N and rev-list --oneline print what real git prints", ctx do
+    script = """
+    git tag -a v3 -m 'three' -m 'a body' HEAD~2 && git tag averyveryverylongname HEAD~1
+    git tag -n; git tag -n3; git tag -n0; git tag -n2 -l 'v*'; git tag -n --format='%(refname)'
+    git for-each-ref --format='%(refname:short)|%(contents:lines=2)|' refs/tags
+    git log --oneline --abbrev=12 -3; git log --format='%h %p %t' --abbrev=4 -2
+    git diff --abbrev=10 HEAD~1 | head -2; git show --abbrev=9 --oneline -s HEAD
+    git rev-list --oneline -4 HEAD; git rev-list --oneline --no-abbrev-commit -2 HEAD
+    git rev-list --abbrev-commit --abbrev=11 -2 HEAD; git rev-list --oneline --reverse v1..v2
+    """
+
+    [real, ours] = on_copies(ctx, "tag_lines", script)
+    assert ours == real
+    assert real =~ ~r/v3 +three\n    \n    a body\n/
+    assert real =~ "averyveryverylongname numbers 5"
   end
 
   test "merge and cherry-pick follow a file one side renamed, as merge-ort does", ctx do

@@ -413,6 +413,14 @@ impl<'a> Args<'a> {
         self.flags.iter().rev().find(|f| names.contains(f)).copied()
     }
 
+    /// The number of the last `PREFIX<n>` flag given (`-n3`: 3).
+    pub(super) fn numbered(&self, prefix: &str) -> Option<usize> {
+        self.flags
+            .iter()
+            .rev()
+            .find_map(|f| f.strip_prefix(prefix)?.parse().ok())
+    }
+
     /// The first flag that is `name` or `name=…`.
     pub(super) fn flags_like(&self, name: &str) -> Option<&str> {
         self.flags
@@ -861,6 +869,11 @@ impl Ctx<'_> {
         }
     }
 
+    /// Object names as `args` (`--abbrev=N`) has them abbreviated.
+    pub(super) async fn abbrev(&self, args: &Args<'_>) -> Result<std::sync::Arc<Abbrev>, Out> {
+        abbrev_of(&self.repo, args).await
+    }
+
     /// What a revision argument (a single one or a range) names, paths
     /// in it read from the current directory.
     pub(super) async fn revspec(&self, text: &str) -> Option<RevSpec> {
@@ -896,6 +909,25 @@ impl Ctx<'_> {
             }
         }
     }
+}
+
+/// Object names abbreviated as git does, to `--abbrev=N` digits (at least
+/// 4, at most 40) when given, else to the repository's default.
+async fn abbrev_of(repo: &Repo, args: &Args<'_>) -> Result<std::sync::Arc<Abbrev>, Out> {
+    let abbrev = repo.abbrev().await;
+    // The last one given counts; `--abbrev` alone is the default.
+    let last = args
+        .flags
+        .iter()
+        .rev()
+        .find(|f| **f == "--abbrev" || f.starts_with("--abbrev="));
+    let Some(given) = last.and_then(|f| f.strip_prefix("--abbrev=")) else {
+        return Ok(abbrev);
+    };
+    let len: usize = given
+        .parse()
+        .map_err(|_| Out::error("error: option `abbrev' expects a numerical value\n", 129))?;
+    Ok(std::sync::Arc::new(abbrev.with_len(len.clamp(4, 40))))
 }
 
 /// How `log` and `show` print each commit's names and dates.
@@ -995,7 +1027,7 @@ impl Shown {
             false => None,
         };
         Ok(Shown {
-            abbrev: repo.abbrev().await,
+            abbrev: abbrev_of(repo, args).await?,
             date,
             now: now(),
             decorations,

@@ -203,6 +203,15 @@ impl Abbrev {
         oid[..len.max(shared + 1).min(40)].to_string()
     }
 
+    /// The same names abbreviated to `len` digits by default (`--abbrev=N`).
+    pub fn with_len(&self, len: usize) -> Abbrev {
+        Abbrev {
+            len,
+            packs: self.packs.clone(),
+            loose: self.loose.clone(),
+        }
+    }
+
     /// The length names are abbreviated to before they are made unique.
     pub fn default_len(&self) -> usize {
         self.len

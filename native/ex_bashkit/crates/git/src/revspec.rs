@@ -364,7 +364,10 @@ impl Repo {
     /// to a differently named upstream).
     async fn push_destination(&self, branch: &str) -> Option<Oid> {
         let fetch_remote = self.config_value(&format!("branch.{branch}.remote")).await;
-        let remote = match self.config_value(&format!("branch.{branch}.pushRemote")).await {
+        let remote = match self
+            .config_value(&format!("branch.{branch}.pushRemote"))
+            .await
+        {
             Some(remote) => remote,
             None => match self.config_value("remote.pushDefault").await {
                 Some(remote) => remote,
@@ -373,7 +376,11 @@ impl Repo {
         };
         let config = self.config().await;
         let values = |key: String| -> Vec<&String> {
-            config.iter().filter(|(k, _)| *k == key).map(|(_, v)| v).collect()
+            config
+                .iter()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, v)| v)
+                .collect()
         };
         let standard = format!("+refs/heads/*:refs/remotes/{remote}/*");
         let fetch = values(format!("remote.{remote}.fetch"));

@@ -313,6 +313,8 @@ impl Ctx<'_> {
                     "--annotate",
                     "-l",
                     "--list",
+                    "-n",
+                    "-n<n>",
                 ],
                 valued: &[
                     &["-m", "--message"],
@@ -343,8 +345,14 @@ impl Ctx<'_> {
             }
             return Ok(Out::ok(out));
         }
-        // A filter means a list, as in git.
-        let listing = args.has(&["-l", "--list"]) || reach.is_some();
+        // `-n[N]`: each tag's first N lines of message (of the commit, for
+        // a tag that is no tag object) beside its name.
+        let lines = match args.has(&["-n"]) {
+            true => Some(1),
+            false => args.numbered("-n"),
+        };
+        // A filter or `-n` means a list, as in git.
+        let listing = args.has(&["-l", "--list"]) || reach.is_some() || lines.is_some();
         let making = args.has(&["-a", "--annotate", "-f", "--force"]) || args.value("-m").is_some();
         if making && !listing && args.operands.is_empty() {
             return Err(Out::error(
@@ -370,13 +378,26 @@ impl Ctx<'_> {
                 let keys: Vec<&str> = args
                     .value("--sort")
                     .map_or(Vec::new(), |k| k.split('\n').collect());
-                let format = args.value("--format").unwrap_or("%(refname:strip=2)");
+                // git's format for `-n`: `%(align:15)%(refname:lstrip=2)%(end)
+                // %(contents:lines=N)`.
+                let with_lines = lines.filter(|n| *n > 0 && args.value("--format").is_none());
+                let format = match with_lines {
+                    Some(_) => "%(refname:strip=2)%(contents)",
+                    None => args.value("--format").unwrap_or("%(refname:strip=2)"),
+                };
                 let mut items = self.listed(names, format, &keys).await?;
                 listing::sort_listed(&mut items, &keys)?;
                 let shown = Shown::of(repo, &args).await?;
                 let mut out = String::new();
                 for item in &items {
-                    let line = listing::format_listed(item, format, &shown, None, None)?;
+                    let line = match with_lines {
+                        Some(n) => format!(
+                            "{:<15} {}",
+                            item.name.trim_start_matches("refs/tags/"),
+                            listing::contents_lines(item, n)
+                        ),
+                        None => listing::format_listed(item, format, &shown, None, None)?,
+                    };
                     let _ = writeln!(out, "{line}");
                 }
                 Ok(Out::ok(out))

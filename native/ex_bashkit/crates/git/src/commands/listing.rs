@@ -410,6 +410,36 @@ pub(super) fn format_listed(
     Ok(out)
 }
 
+/// `%(contents:lines=N)`: the first N lines of the message (a tag
+/// object's, else the commit's; a signature left out), the lines after
+/// the first indented by four spaces, as git's `append_lines` writes them.
+pub(super) fn contents_lines(item: &Listed, n: usize) -> String {
+    let message = item.commit.as_ref().map_or("", |c| c.message.as_str());
+    let mut rest = message
+        .find("-----BEGIN PGP SIGNATURE-----")
+        .map_or(message, |at| &message[..at]);
+    let mut out = String::new();
+    for i in 0..n {
+        if rest.is_empty() {
+            break;
+        }
+        if i > 0 {
+            out.push_str("\n    ");
+        }
+        match rest.split_once('\n') {
+            Some((line, after)) => {
+                out.push_str(line);
+                rest = after;
+            }
+            None => {
+                out.push_str(rest);
+                break;
+            }
+        }
+    }
+    out
+}
+
 fn atom(
     item: &Listed,
     atom: &str,
@@ -482,6 +512,10 @@ fn atom(
         },
         ("subject" | "contents:subject", None) | ("contents", Some("subject")) => {
             message.lines().next().unwrap_or("").to_string()
+        }
+        ("contents", Some(lines)) if lines.starts_with("lines=") => {
+            let n = lines["lines=".len()..].parse().map_err(|_| unsupported())?;
+            contents_lines(item, n)
         }
         ("HEAD", None) => match head == Some(item.name.as_str()) {
             true => "*".to_string(),
@@ -681,25 +715,40 @@ impl Ctx<'_> {
         }
         let mut walk = self.walk_of(&args).await?;
         let filter = super::log::Filter::of(&args)?;
-        walk.names_only = filter.is_none();
+        // `--oneline`: each name abbreviated and the commit's subject.
+        let oneline = args.has(&["--oneline"]);
+        walk.names_only = filter.is_none() && !oneline;
         let wanted = limit.map(|n| n + skip);
         let steps = Self::walk_until(&self.repo, &walk, filter.as_ref(), wanted).await?;
-        let mut oids: Vec<Oid> = steps
+        let mut steps: Vec<_> = steps
             .into_iter()
             .filter(|s| filter.as_ref().is_none_or(|f| f.passes(&s.commit)))
             .skip(skip)
             .take(limit.unwrap_or(usize::MAX))
-            .map(|s| s.oid)
             .collect();
         if args.has(&["--count"]) {
-            return Ok(Out::ok(format!("{}\n", oids.len())));
+            return Ok(Out::ok(format!("{}\n", steps.len())));
         }
         if args.has(&["--reverse"]) {
-            oids.reverse();
+            steps.reverse();
         }
-        Ok(Out::ok(
-            oids.iter().map(|o| format!("{o}\n")).collect::<String>(),
-        ))
+        let abbrev = self.abbrev(&args).await?;
+        let abbreviated = matches!(
+            args.last(&["--abbrev-commit", "--no-abbrev-commit", "--oneline"]),
+            Some("--abbrev-commit" | "--oneline")
+        );
+        let mut out = String::new();
+        for step in &steps {
+            let name = match abbreviated {
+                true => abbrev.of(&step.oid, None),
+                false => step.oid.clone(),
+            };
+            let _ = match oneline {
+                true => writeln!(out, "{name} {}", step.commit.subject()),
+                false => writeln!(out, "{name}"),
+            };
+        }
+        Ok(Out::ok(out))
     }
 
     /// `ls-tree [-r] [-t] [-d] [-l] [--name-only] [--object-only] TREE [PATH…]`,
@@ -894,7 +943,17 @@ impl Ctx<'_> {
 
 const REV_LIST: Spec = Spec {
     command: "rev-list",
-    flags: with_walk_flags!(flag_list; "--count", "--reverse", "-<n>"),
+    flags: with_walk_flags!(
+        flag_list;
+        "--count",
+        "--reverse",
+        "-<n>",
+        "--oneline",
+        "--abbrev-commit",
+        "--no-abbrev-commit",
+        "--abbrev",
+        "--abbrev=",
+    ),
     valued: with_walk_values![&["-n", "--max-count"], &["--skip"]],
 };
 

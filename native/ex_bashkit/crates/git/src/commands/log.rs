@@ -28,6 +28,8 @@ macro_rules! with_change_forms {
             "-M",
             "--find-renames",
             "--no-renames",
+            "--abbrev",
+            "--abbrev=",
         ]
     };
 }
@@ -494,7 +496,7 @@ impl Ctx<'_> {
         let code = i32::from(args.has(&["--exit-code"]) && !changes.is_empty());
         let context = self.context(&args).await?;
         Ok(Out {
-            stdout: Self::render(&changes, &args, &*self.repo.abbrev().await, context),
+            stdout: Self::render(&changes, &args, &*self.abbrev(&args).await?, context),
             stderr: String::new(),
             code,
         })

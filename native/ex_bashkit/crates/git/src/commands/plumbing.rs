@@ -417,6 +417,15 @@ impl Ctx<'_> {
                     "-v",
                     "--invert-match",
                     "-I",
+                    "-h",
+                    "-H",
+                    "--full-name",
+                    "-o",
+                    "--only-matching",
+                    "-q",
+                    "--quiet",
+                    "-L",
+                    "--files-without-match",
                 ],
                 valued: &[&["-e"]],
             },
@@ -453,7 +462,12 @@ impl Ctx<'_> {
                 )),
             });
         }
-        let specs: Vec<String> = self.specs(operands.as_slice(), &args.paths);
+        // Without a path, git searches where it is run, and names files
+        // from there (`--full-name`: from the top).
+        let mut specs: Vec<String> = self.specs(operands.as_slice(), &args.paths);
+        if specs.is_empty() {
+            specs.push(self.pathspec("."));
+        }
         let one = |pattern: &str| {
             if args.has(&["-F", "--fixed-strings"]) {
                 regex::escape(pattern)
@@ -493,9 +507,19 @@ impl Ctx<'_> {
             .build()
             .map_err(|e| Out::fatal(format!("command line, '{pattern}': {e}")))?;
         let numbered = args.has(&["-n", "--line-number"]);
-        let names_only = args.has(&["-l", "--files-with-matches", "--name-only"]);
+        let without_match = args.has(&["-L", "--files-without-match"]);
+        let quiet = args.has(&["-q", "--quiet"]);
+        // Only names (`-l`, `-L`) or nothing (`-q`) is printed per file.
+        let names_only =
+            args.has(&["-l", "--files-with-matches", "--name-only"]) || without_match || quiet;
         let count = args.has(&["-c", "--count"]);
         let invert = args.has(&["-v", "--invert-match"]);
+        // `-o` prints each match; with `-v` the lines, as git does.
+        let only_matching = args.has(&["-o", "--only-matching"]) && !invert;
+        // `-h`: no file names before lines or counts (`-H`, names, is
+        // git's default).
+        let named = args.last(&["-h", "-H"]) != Some("-h");
+        let full_name = args.has(&["--full-name"]);
         let mut out = String::new();
         for (path, entry) in self.repo.index().await.map_err(failed)? {
             if !Self::any_match(&specs, &path) || entry.blob.mode == 0o120000 {
@@ -506,10 +530,22 @@ impl Ctx<'_> {
             };
             let utf8 = std::str::from_utf8(&bytes).ok();
             // (Bytes that are not UTF-8 read differently by line: no skip.)
+            let name = match full_name {
+                true => self.quoted(&path).into_owned(),
+                false => self.shown_as(&path, false),
+            };
             if !invert && utf8.is_some() && !anywhere.is_match(&bytes) {
+                if without_match {
+                    let _ = writeln!(out, "{name}");
+                }
                 continue;
             }
-            let name = self.quoted(&path);
+            // What goes before a line or a count.
+            let lead = if named {
+                format!("{name}:")
+            } else {
+                String::new()
+            };
             // A binary file: searched line by line as bytes; a match is
             // named (`Binary file X matches`), never printed. `-I` skips it.
             if bytes.iter().take(8000).any(|&b| b == 0) {
@@ -522,12 +558,19 @@ impl Ctx<'_> {
                     .split(|&b| b == b'\n')
                     .filter(|line| binary_regex.is_match(line) != invert)
                     .count();
-                if hits > 0 && names_only {
+                if without_match {
+                    if hits == 0 {
+                        let _ = writeln!(out, "{name}");
+                    }
+                } else if hits > 0 && names_only {
                     let _ = writeln!(out, "{name}");
                 } else if hits > 0 && count {
-                    let _ = writeln!(out, "{name}:{hits}");
+                    let _ = writeln!(out, "{lead}{hits}");
                 } else if hits > 0 {
                     let _ = writeln!(out, "Binary file {name} matches");
+                }
+                if quiet && hits > 0 {
+                    break;
                 }
                 continue;
             }
@@ -547,10 +590,17 @@ impl Ctx<'_> {
                 if names_only || count {
                     continue;
                 }
-                if numbered {
-                    let _ = writeln!(out, "{name}:{}:{line}", number + 1);
+                let lead = match numbered {
+                    true => format!("{lead}{}:", number + 1),
+                    false => lead.clone(),
+                };
+                if only_matching {
+                    // git stops at the line's first empty match.
+                    for found in regex.find_iter(line).take_while(|m| !m.is_empty()) {
+                        let _ = writeln!(out, "{lead}{}", found.as_str());
+                    }
                 } else {
-                    let _ = writeln!(out, "{name}:{line}");
+                    let _ = writeln!(out, "{lead}{line}");
                 }
             }
             // git prints the file's bytes as they are; these would not be.
@@ -559,15 +609,22 @@ impl Ctx<'_> {
                     "not supported by the sandbox's git: grep printing lines of {path}, which is not UTF-8 text"
                 )));
             }
-            if hits > 0 && names_only {
+            if without_match {
+                if hits == 0 {
+                    let _ = writeln!(out, "{name}");
+                }
+            } else if hits > 0 && names_only {
                 let _ = writeln!(out, "{name}");
             } else if hits > 0 && count {
-                let _ = writeln!(out, "{name}:{hits}");
+                let _ = writeln!(out, "{lead}{hits}");
+            }
+            if quiet && hits > 0 {
+                break;
             }
         }
         let code = i32::from(out.is_empty());
         Ok(Out {
-            stdout: out,
+            stdout: if quiet { String::new() } else { out },
             stderr: String::new(),
             code,
         })
