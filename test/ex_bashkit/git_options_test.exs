@@ -1021,6 +1021,24 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "averyveryverylongname numbers 5"
   end
 
+  test "ls-files and ls-tree from a subdirectory list and name what real git's list and name",
+       ctx do
+    script = """
+    cd src && git ls-files; git ls-files --full-name; git ls-files -s main.rs; git ls-files ../a.txt
+    git ls-tree HEAD; git ls-tree HEAD .; git ls-tree HEAD lib; git ls-tree HEAD ../a.txt
+    git ls-tree HEAD .. ; git ls-tree -r HEAD lib; git ls-tree --full-name -r HEAD
+    git ls-tree --full-tree HEAD src; cd lib && git ls-tree -t -r --name-only HEAD
+    git ls-tree HEAD ../main.rs mod.rs; git ls-files -- ../main.rs .; cd ../..
+    git log --oneline --format=%s -2; git log --format=%s --oneline -2
+    git log --oneline --pretty=short -1; git show --oneline --format='%h %s' -s HEAD
+    """
+
+    [real, ours] = on_copies(ctx, "listing_below", script)
+    assert ours == real
+    assert real =~ "../a.txt"
+    assert real =~ "\tsrc/lib/mod.rs"
+  end
+
   test "merge and cherry-pick follow a file one side renamed, as merge-ort does", ctx do
     script = """
     git checkout -q -b ren HEAD~1 && git mv numbers.txt renamed.txt && git commit -qm rename

@@ -268,6 +268,8 @@ impl Spec {
 /// Options a command takes, split from its operands; `--` ends options.
 pub(super) struct Args<'a> {
     flags: Vec<&'a str>,
+    /// Every flag and valued option's key, in the order given.
+    given: Vec<&'a str>,
     values: BTreeMap<&'static str, String>,
     pub(super) operands: Vec<&'a str>,
     pub(super) paths: Vec<&'a str>,
@@ -292,6 +294,7 @@ impl<'a> Args<'a> {
     ) -> Result<Self, Out> {
         let mut parsed = Args {
             flags: Vec::new(),
+            given: Vec::new(),
             values: BTreeMap::new(),
             operands: Vec::new(),
             paths: Vec::new(),
@@ -360,13 +363,13 @@ impl<'a> Args<'a> {
                                     })?;
                                     parsed.push_value(key, value);
                                 }
-                                _ => parsed.flags.push(short_flag(*c)),
+                                _ => parsed.push_flag(short_flag(*c)),
                             }
                         }
                         continue;
                     }
                 }
-                parsed.flags.push(arg);
+                parsed.push_flag(arg);
             } else {
                 parsed.operands.push(arg);
             }
@@ -374,7 +377,13 @@ impl<'a> Args<'a> {
         Ok(parsed)
     }
 
+    fn push_flag(&mut self, flag: &'a str) {
+        self.flags.push(flag);
+        self.given.push(flag);
+    }
+
     fn push_value(&mut self, key: &'static str, value: &str) {
+        self.given.push(key);
         match self.values.get_mut(key) {
             // Repeated `-m`: paragraphs.
             Some(existing) if key == "-m" => {
@@ -411,6 +420,12 @@ impl<'a> Args<'a> {
     /// The last of `names` given, for options where the last one wins.
     pub(super) fn last(&self, names: &[&str]) -> Option<&str> {
         self.flags.iter().rev().find(|f| names.contains(f)).copied()
+    }
+
+    /// The last of `names` (flags, or valued options by their key)
+    /// given: `--oneline` then `--format=%s` is the format.
+    pub(super) fn last_given(&self, names: &[&str]) -> Option<&str> {
+        self.given.iter().rev().find(|f| names.contains(f)).copied()
     }
 
     /// The number of the last `PREFIX<n>` flag given (`-n3`: 3).
@@ -1141,7 +1156,8 @@ enum Style {
 
 impl Style {
     fn of(args: &Args<'_>) -> Result<Self, Out> {
-        if args.has(&["--oneline"]) {
+        // The last of `--oneline` and `--format`/`--pretty` counts.
+        if args.last_given(&["--oneline", "--format"]) == Some("--oneline") {
             return Ok(Style::Oneline);
         }
         Ok(match args.value("--format") {

@@ -751,8 +751,8 @@ impl Ctx<'_> {
         Ok(Out::ok(out))
     }
 
-    /// `ls-tree [-r] [-t] [-d] [-l] [--name-only] [--object-only] TREE [PATH…]`,
-    /// from the repository's root.
+    /// `ls-tree [-r] [-t] [-d] [-l] [--name-only] [--object-only]
+    /// [--full-tree] [--full-name] TREE [PATH…]`.
     pub(super) async fn ls_tree(&self, args: &[String]) -> Run {
         let args = Args::parse(
             args,
@@ -773,12 +773,7 @@ impl Ctx<'_> {
                 valued: &[],
             },
         )?;
-        if !self.pathspec(".").is_empty() && !args.has(&["--full-tree"]) {
-            return Err(Out::fatal(
-                "not supported by the sandbox's git: ls-tree below the repository's root (give --full-tree)",
-            ));
-        }
-        let Some((treeish, specs)) = args.operands.split_first() else {
+        let Some((treeish, given_paths)) = args.operands.split_first() else {
             return Err(Out::error(
                 "usage: git ls-tree [<options>] <tree-ish> [<path>...]\n",
                 129,
@@ -795,11 +790,33 @@ impl Ctx<'_> {
                     .tree
             }
         };
-        let specs: Vec<String> = specs
-            .iter()
-            .chain(&args.paths)
-            .map(|s| s.to_string())
-            .collect();
+        // Below the top (without `--full-tree`) paths are read from the
+        // current directory, which is what is listed when none is given,
+        // and names are shown from there (`--full-name`: from the top).
+        let prefix = self.pathspec(".");
+        let here = !prefix.is_empty() && !args.has(&["--full-tree"]);
+        let mut specs: Vec<String> = Vec::new();
+        for given in given_paths.iter().chain(&args.paths) {
+            if !here {
+                specs.push(given.to_string());
+                continue;
+            }
+            // `dir/`, `.` and `..` ask for what the directory holds.
+            let opened = given.ends_with('/')
+                || [".", ".."].contains(&given.rsplit('/').next().unwrap_or(""));
+            match (self.pathspec(given), opened) {
+                (full, true) if full.is_empty() => {
+                    specs.clear();
+                    break;
+                }
+                (full, true) => specs.push(format!("{full}/")),
+                (full, false) => specs.push(full),
+            }
+        }
+        if here && given_paths.is_empty() && args.paths.is_empty() {
+            specs.push(format!("{prefix}/"));
+        }
+        let from_here = here && !args.has(&["--full-name"]);
         let recursive = args.has(&["-r"]);
         let trees_only = args.has(&["-d"]);
         let show_trees = args.has(&["-t"]) || trees_only || !recursive;
@@ -835,8 +852,10 @@ impl Ctx<'_> {
             let descend = is_tree && (leads || (recursive && named));
             let shown = match is_tree {
                 true => {
+                    // `-t`: every tree on the way too, a `dir/` asked for
+                    // included.
                     (named && !opened && (show_trees || !descend))
-                        || (leads && args.has(&["-t"]) && !opened)
+                        || (args.has(&["-t"]) && (leads || opened))
                 }
                 false => named && !trees_only,
             };
@@ -849,7 +868,13 @@ impl Ctx<'_> {
             }
         }
         for (path, mode, oid) in listed {
-            let path = self.quoted(&path);
+            let path = match from_here {
+                true => match self.shown_as(&path, false) {
+                    shown if shown.is_empty() => "./".to_string(),
+                    shown => shown,
+                },
+                false => self.quoted(&path).into_owned(),
+            };
             let kind = match mode {
                 0o40000 => "tree",
                 0o160000 => "commit",

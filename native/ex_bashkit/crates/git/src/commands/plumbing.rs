@@ -22,22 +22,27 @@ impl Ctx<'_> {
                     "--stage",
                     "-u",
                     "--unmerged",
+                    "--full-name",
                 ],
                 valued: &[],
             },
         )?;
-        let prefix = self.pathspec(".");
-        let specs: Vec<String> = self.specs(&args.operands, &args.paths);
+        // Without a path, what is below the current directory; each name
+        // from there (`../x` for a path given above it), or from the top
+        // with `--full-name`.
+        let mut specs: Vec<String> = self.specs(&args.operands, &args.paths);
+        if specs.is_empty() {
+            specs.push(self.pathspec("."));
+        }
+        let full_name = args.has(&["--full-name"]);
         let shown = |path: &str| -> Option<String> {
             if !Self::any_match(&specs, path) {
                 return None;
             }
-            let relative = if prefix.is_empty() {
-                Some(path)
-            } else {
-                path.strip_prefix(&format!("{prefix}/"))
-            };
-            relative.map(|r| self.quoted(r).into_owned())
+            Some(match full_name {
+                true => self.quoted(path).into_owned(),
+                false => self.shown_as(path, false),
+            })
         };
         let mut out = String::new();
         if args.has(&["-o", "--others"]) && !args.has(&["--exclude-standard"]) {
