@@ -1039,6 +1039,28 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "\tsrc/lib/mod.rs"
   end
 
+  test "status and clean with paths and from a subdirectory see and remove what real git's do",
+       ctx do
+    script = """
+    echo new >> src/main.rs; echo x > src/new.txt; echo y > top.txt; echo z >> a.txt
+    mkdir -p src/fresh && echo f > src/fresh/f.txt && git mv docs/manual.md src/manual.md
+    echo d > docs/draft.txt
+    git status --short -- src; git status --short a.txt top.txt; git status -- docs
+    git status --porcelain=v2 -- src/main.rs; git status --short -- nowhere; git status -- nowhere
+    cd src && git status --short .; git status --short -- ..; git status -uall --short .
+    git status; git clean -n; git clean -nd; git clean -n ..; git clean -n new.txt; cd ..
+    cd src && git clean -fd -- fresh; git status --short; cd ..
+    cd src && git rm -q --cached nope 2>&1; git add nope 2>&1; git rm -q .. 2>&1; cd ..
+    """
+
+    [real, ours] = on_copies(ctx, "status_paths", script)
+    assert ours == real
+    assert real =~ "Would remove new.txt\n"
+    assert real =~ "Would remove ../docs/\n"
+    assert real =~ "Removing fresh/\n"
+    assert real =~ "pathspec 'nope' did not match any files"
+  end
+
   test "merge and cherry-pick follow a file one side renamed, as merge-ort does", ctx do
     script = """
     git checkout -q -b ren HEAD~1 && git mv numbers.txt renamed.txt && git commit -qm rename

@@ -556,6 +556,26 @@ impl State {
             .collect()
     }
 
+    /// The state of the paths `keep` picks, and nothing of the others.
+    pub(super) fn within(self, keep: impl Fn(&str) -> bool) -> State {
+        State {
+            head: self.head,
+            head_files: self
+                .head_files
+                .into_iter()
+                .filter(|(p, _)| keep(p))
+                .collect(),
+            index: self.index.into_iter().filter(|(p, _)| keep(p)).collect(),
+            work: self.work.into_iter().filter(|(p, _)| keep(p)).collect(),
+            work_blobs: self
+                .work_blobs
+                .into_iter()
+                .filter(|(p, _)| keep(p))
+                .collect(),
+            unmerged: self.unmerged.into_iter().filter(|(p, _)| keep(p)).collect(),
+        }
+    }
+
     fn untracked(&self) -> Vec<String> {
         let mut shown = BTreeSet::new();
         let untracked = self

@@ -498,10 +498,11 @@ impl Ctx<'_> {
                 valued: &[],
             },
         )?;
-        if let Some(spec) = args.operands.iter().chain(&args.paths).next() {
-            return Err(Out::fatal(format!(
-                "not supported by the sandbox's git: clean with a pathspec ({spec})"
-            )));
+        // What is below the current directory, or the paths given; each
+        // named from the current directory, as git names them.
+        let mut specs = self.specs(&args.operands, &args.paths);
+        if specs.is_empty() {
+            specs.push(self.pathspec("."));
         }
         let dry = args.has(&["-n", "--dry-run"]);
         if !dry && !args.has(&["-f", "--force"]) {
@@ -509,16 +510,26 @@ impl Ctx<'_> {
                 "clean.requireForce defaults to true and neither -i, -n, nor -f given; refusing to clean",
             ));
         }
-        let directories = args.has(&["-d"]);
+        // With paths given, git removes the directories they match too.
+        let directories = args.has(&["-d"]) || !(args.operands.is_empty() && args.paths.is_empty());
         let state = self.state().await?;
         let mut out = String::new();
         for path in state.untracked() {
             let is_dir = path.ends_with('/');
-            if is_dir && !directories {
+            if is_dir && specs.iter().any(|s| s.starts_with(&path)) {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: clean of a path inside the untracked directory {path}"
+                )));
+            }
+            if (is_dir && !directories) || !Self::any_match(&specs, path.trim_end_matches('/')) {
                 continue;
             }
+            let mut shown = self.shown_as(path.trim_end_matches('/'), false);
+            if is_dir {
+                shown.push('/');
+            }
             if dry {
-                let _ = writeln!(out, "Would remove {}", self.quoted(&path));
+                let _ = writeln!(out, "Would remove {shown}");
                 continue;
             }
             let quiet = args.has(&["-q", "--quiet"]);
@@ -533,7 +544,7 @@ impl Ctx<'_> {
                 self.repo.remove_file(file).await.map_err(failed)?;
             }
             if !quiet {
-                let _ = writeln!(out, "Removing {}", self.quoted(&path));
+                let _ = writeln!(out, "Removing {shown}");
             }
         }
         Ok(Out::ok(out))

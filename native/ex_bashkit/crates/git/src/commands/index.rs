@@ -34,13 +34,14 @@ impl Ctx<'_> {
         let repo = &self.repo;
         let mut index = repo.index().await.map_err(failed)?;
         let work = repo.work_files(&index).await.map_err(failed)?;
-        for spec in &specs {
+        // (A pathspec is named in messages as it was given.)
+        let given = args.operands.iter().chain(&args.paths);
+        for (spec, given) in specs.iter().zip(given) {
             let matched = work.keys().any(|p| Self::matches(spec, p))
                 || index.keys().any(|p| Self::matches(spec, p));
             if !matched {
                 return Err(Out::fatal(format!(
-                    "pathspec '{}' did not match any files",
-                    display_spec(spec)
+                    "pathspec '{given}' did not match any files"
                 )));
             }
         }
@@ -115,7 +116,8 @@ impl Ctx<'_> {
         }
         let mut index = self.repo.index().await.map_err(failed)?;
         let mut removed = Vec::new();
-        for spec in &specs {
+        let given = args.operands.iter().chain(&args.paths);
+        for (spec, given) in specs.iter().zip(given) {
             let hits: Vec<String> = index
                 .keys()
                 .filter(|p| Self::matches(spec, p))
@@ -123,14 +125,12 @@ impl Ctx<'_> {
                 .collect();
             if hits.is_empty() {
                 return Err(Out::fatal(format!(
-                    "pathspec '{}' did not match any files",
-                    display_spec(spec)
+                    "pathspec '{given}' did not match any files"
                 )));
             }
             if !recursive && hits.iter().any(|h| h != spec) && !spec.contains(['*', '?']) {
                 return Err(Out::fatal(format!(
-                    "not removing '{}' recursively without -r",
-                    display_spec(spec)
+                    "not removing '{given}' recursively without -r"
                 )));
             }
             removed.extend(hits);

@@ -117,21 +117,36 @@ impl Ctx<'_> {
                 valued: &[],
             },
         )?;
-        if let Some(spec) = args.operands.iter().chain(&args.paths).next() {
-            return Err(Out::fatal(format!(
-                "not supported by the sandbox's git: status of a pathspec ({spec})"
-            )));
-        }
+        let specs = self.specs(&args.operands, &args.paths);
         let state = self.state().await?;
         let untracked_mode = match mode_given.as_deref() {
             Some(mode) => mode,
             None if args.has(&["-u", "--untracked-files"]) => "all",
             None => "normal",
         };
-        let untracked = match untracked_mode {
+        let mut untracked = match untracked_mode {
             "no" => Vec::new(),
             "all" => state.untracked_files(),
             _ => state.untracked(),
+        };
+        // With paths, only what they match: untracked directories are
+        // collapsed as the whole tree has them, the rest is compared
+        // within the paths (a rename from outside them is a new file).
+        let state = match specs.is_empty() {
+            true => state,
+            false => {
+                // (A glob looks inside untracked directories in git.)
+                let glob = specs.iter().any(|s| s.contains(['*', '?', '[']));
+                if let Some(inside) = untracked.iter().find(|u| {
+                    u.ends_with('/') && (glob || specs.iter().any(|s| s.starts_with(u.as_str())))
+                }) {
+                    return Err(Out::fatal(format!(
+                        "not supported by the sandbox's git: status of a path inside the untracked directory {inside}"
+                    )));
+                }
+                untracked.retain(|u| Self::any_match(&specs, u.trim_end_matches('/')));
+                state.within(|path| Self::any_match(&specs, path))
+            }
         };
         if args.has(&["--porcelain=v2", "--porcelain=2"]) {
             return Ok(Out::ok(
@@ -142,8 +157,11 @@ impl Ctx<'_> {
         let porcelain = args.has(&["--porcelain", "--porcelain=v1", "--porcelain=1"]);
         let short = porcelain || args.has(&["-s", "--short"]);
         if !short {
-            let listed = (untracked_mode != "normal").then_some(untracked.as_slice());
-            return Ok(Out::ok(self.long_status_with(&state, listed).await?));
+            let hidden = untracked_mode == "no";
+            return Ok(Out::ok(
+                self.long_status_with(&state, Some(&untracked), hidden)
+                    .await?,
+            ));
         }
         // Porcelain paths are the repository's; short ones the caller's.
         let shown = |path: &str| -> String {
@@ -407,7 +425,7 @@ impl Ctx<'_> {
     }
 
     pub(crate) async fn long_status(&self, state: &State) -> Result<String, Out> {
-        self.long_status_with(state, None).await
+        self.long_status_with(state, None, false).await
     }
 
     /// The long status; `untracked` replaces the usual list (`-uall`,
@@ -416,6 +434,7 @@ impl Ctx<'_> {
         &self,
         state: &State,
         shown_untracked: Option<&[String]>,
+        hidden: bool,
     ) -> Result<String, Out> {
         let mut out = match self.repo.head().await {
             Head::Branch(branch) => {
@@ -450,7 +469,6 @@ impl Ctx<'_> {
         };
         let staged = self.staged_renamed(state).await?;
         let unstaged = state.unstaged();
-        let hidden = shown_untracked.is_some_and(|u| u.is_empty());
         let untracked = match shown_untracked {
             Some(list) => list.to_vec(),
             None => state.untracked(),
