@@ -1061,6 +1061,30 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "pathspec 'nope' did not match any files"
   end
 
+  test "commit PATH… commits those paths as the work tree has them and leaves the rest staged, as real git does",
+       ctx do
+    script = """
+    echo a1 >> a.txt; echo m1 >> src/main.rs; echo new > new.txt; git add src/main.rs new.txt
+    echo m2 >> src/main.rs
+    git commit -m 'only a' a.txt; git status --short; git log --stat -1 --format=%s
+    git commit -m 'only main' -- src/main.rs; git status --short; git show --stat --format=%s HEAD | cat
+    git diff --cached --stat; git diff --stat
+    cd src && echo m3 >> main.rs && git commit -qm 'from src' . && cd ..; git log --name-status -1 --format=%s
+    git rm -q --cached new.txt; echo more >> docs/manual.md; rm run.sh
+    git commit -m 'docs and run' docs run.sh; git status --short; git log --name-status -1 --format=%s
+    git commit -m nothing a.txt; echo "exit $?"
+    git commit -m nowhere nope.txt 2>&1; echo "exit $?"
+    git commit -m untracked new.txt 2>&1; echo "exit $?"
+    git commit -a -m both a.txt 2>&1; echo "exit $?"
+    git add new.txt; echo x >> a.txt; git commit -qm 'new and a' new.txt a.txt; git log --name-status -1 --format=%s; git status --short
+    """
+
+    [real, ours] = on_copies(ctx, "partial_commit", script)
+    assert ours == real
+    assert real =~ "MM src/main.rs"
+    assert real =~ "did not match any file(s) known to git"
+  end
+
   test "merge and cherry-pick follow a file one side renamed, as merge-ort does", ctx do
     script = """
     git checkout -q -b ren HEAD~1 && git mv numbers.txt renamed.txt && git commit -qm rename

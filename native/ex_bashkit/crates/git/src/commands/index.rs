@@ -366,13 +366,69 @@ impl Ctx<'_> {
             Some("verbatim") => text::Cleanup::Verbatim,
             Some(mode) => return Err(Out::fatal(format!("Invalid cleanup mode {mode}"))),
         };
-        if let Some(spec) = args.operands.iter().chain(&args.paths).next() {
-            return Err(Out::fatal(format!(
-                "not supported by the sandbox's git: commit with a pathspec ({spec})"
-            )));
-        }
+        // `commit PATH…` (git's `--only`): the commit takes those paths as
+        // the work tree has them and everything else as `HEAD` has it;
+        // what else is staged stays staged.
+        let specs = self.specs(&args.operands, &args.paths);
+        let partial = !specs.is_empty();
         let repo = &self.repo;
+        if partial {
+            let shown: Vec<&str> = args.operands.iter().chain(&args.paths).copied().collect();
+            if args.has(&["-a", "--all"]) {
+                return Err(Out::fatal(format!(
+                    "paths '{} ...' with -a does not make sense",
+                    shown[0]
+                )));
+            }
+            if args.has(&["--amend"]) {
+                return Err(Out::fatal(
+                    "not supported by the sandbox's git: commit --amend with paths",
+                ));
+            }
+            if repo.state_file("MERGE_HEAD").await.is_some() {
+                return Err(Out::fatal("cannot do a partial commit during a merge."));
+            }
+        }
         repo.check_writable().await.map_err(failed)?;
+        let mut only: Vec<String> = Vec::new();
+        if partial {
+            let mut index = repo.index().await.map_err(failed)?;
+            let work = repo.work_files(&index).await.map_err(failed)?;
+            let head_files = repo
+                .head_files(repo.head_commit().await.as_deref(), &index)
+                .await
+                .map_err(failed)?;
+            let known: BTreeSet<&String> = index.keys().chain(head_files.keys()).collect();
+            let given = args.operands.iter().chain(&args.paths);
+            for (spec, given) in specs.iter().zip(given) {
+                if !known.iter().any(|p| Self::matches(spec, p)) {
+                    return Err(Out::error(
+                        format!(
+                            "error: pathspec '{given}' did not match any file(s) known to git\n"
+                        ),
+                        1,
+                    ));
+                }
+            }
+            only = known
+                .into_iter()
+                .filter(|p| Self::any_match(&specs, p))
+                .cloned()
+                .collect();
+            // Those paths are staged as they are, in the index kept too.
+            for path in &only {
+                match work.get(path) {
+                    Some(_) => {
+                        let entry = repo.stage(path).await.map_err(failed)?;
+                        index.insert(path.clone(), entry);
+                    }
+                    None => {
+                        index.remove(path);
+                    }
+                }
+            }
+            repo.save_index(&index).await.map_err(failed)?;
+        }
         if args.has(&["-a", "--all"]) {
             let mut index = repo.index().await.map_err(failed)?;
             let work = repo.work_files(&index).await.map_err(failed)?;
@@ -475,11 +531,20 @@ impl Ctx<'_> {
         }
         let index = repo.index().await.map_err(failed)?;
         // `git add -N` paths are not committed until really added.
-        let files = committed_files(&index);
+        let mut files = committed_files(&index);
         let parent_files = repo
             .head_files(parents.first().map(String::as_str), &index)
             .await
             .map_err(failed)?;
+        if partial {
+            let staged = std::mem::replace(&mut files, parent_files.clone());
+            for path in &only {
+                match staged.get(path) {
+                    Some(blob) => files.insert(path.clone(), blob.clone()),
+                    None => files.remove(path),
+                };
+            }
+        }
         if files == parent_files && !args.has(&["--allow-empty"]) && !amend && merging.is_none() {
             let status = self.long_status(&self.state().await?).await?;
             let advice = if picking.is_some() {
