@@ -1004,7 +1004,7 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "q 0\nq 1"
   end
 
-  test "tag -n, --abbrev=N and rev-list --oneline print what real git prints", ctx do
+  test "tag -n, --abbrev=N, --stat=W,N and rev-list --oneline print what real git prints", ctx do
     script = """
     git tag -a v3 -m 'three' -m 'a body' HEAD~2 && git tag averyveryverylongname HEAD~1
     git tag -n; git tag -n3; git tag -n0; git tag -n2 -l 'v*'; git tag -n --format='%(refname)'
@@ -1013,12 +1013,15 @@ defmodule ExBashkit.GitOptionsTest do
     git diff --abbrev=10 HEAD~1 | head -2; git show --abbrev=9 --oneline -s HEAD
     git rev-list --oneline -4 HEAD; git rev-list --oneline --no-abbrev-commit -2 HEAD
     git rev-list --abbrev-commit --abbrev=11 -2 HEAD; git rev-list --oneline --reverse v1..v2
+    git diff --stat=40 v1 HEAD; git log --stat=50,10 -3 --format=%s; git show --stat=30 HEAD~6
+    git diff --stat=x HEAD~1 2>&1; echo "stat $?"
     """
 
     [real, ours] = on_copies(ctx, "tag_lines", script)
     assert ours == real
     assert real =~ ~r/v3 +three\n    \n    a body\n/
     assert real =~ "averyveryverylongname numbers 5"
+    assert real =~ "invalid --stat value: x\nstat 129"
   end
 
   test "ls-files and ls-tree from a subdirectory list and name what real git's list and name",

@@ -338,6 +338,12 @@ impl<'a> Args<'a> {
                 parsed.push_value("-n", &arg[1..]);
                 continue;
             }
+            // `--stat=WIDTH[,NAME-WIDTH]` is `--stat`, sized.
+            if let Some(size) = arg.strip_prefix("--stat=") {
+                parsed.push_flag("--stat");
+                parsed.push_value("--stat", size);
+                continue;
+            }
             if arg.starts_with('-') && arg.len() > 1 {
                 // Bundled short flags (`-am msg`): the last may take a value.
                 if !arg.starts_with("--") && arg.len() > 2 {

@@ -696,10 +696,44 @@ pub fn summary(files: usize, insertions: usize, deletions: usize) -> String {
 /// the names leave, but at most 3/8 of the line when both do not fit;
 /// names too long lose their head to `...`, cut at a `/`.
 pub fn stat(changes: &[Change]) -> String {
+    stat_sized(changes, StatSize::default())
+}
+
+/// The width `--stat` fills (80 columns by default, as git's when not at a
+/// terminal) and the most its names may take (`--stat=W,N`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatSize {
+    pub width: usize,
+    pub name_width: Option<usize>,
+}
+
+impl Default for StatSize {
+    fn default() -> Self {
+        StatSize {
+            width: 80,
+            name_width: None,
+        }
+    }
+}
+
+impl StatSize {
+    /// `--stat=W[,N]`'s value; `None` for one git would not read.
+    pub fn parse(given: &str) -> Option<StatSize> {
+        let mut parts = given.split(',');
+        let width = parts.next()?.parse().ok()?;
+        let name_width = parts.next().map(str::parse).transpose().ok()?;
+        match parts.next() {
+            Some(_) => None,
+            None => Some(StatSize { width, name_width }),
+        }
+    }
+}
+
+/// [`stat`] laid out in `layout`.
+pub fn stat_sized(changes: &[Change], layout: StatSize) -> String {
     if changes.is_empty() {
         return String::new();
     }
-    const WIDTH: usize = 80;
     let counted: Vec<(&Change, usize, usize)> = changes
         .iter()
         .map(|c| {
@@ -726,13 +760,16 @@ pub fn stat(changes: &[Change]) -> String {
         .map(|c| c.name().chars().count())
         .max()
         .unwrap_or(0);
-    let width = WIDTH.max(16 + 6 + number_width);
+    let width = layout.width.max(16 + 6 + number_width);
     let mut graph_width = if max_change + 4 > bin_width {
         max_change
     } else {
         bin_width - 4
     };
-    let mut name_width = max_len;
+    let mut name_width = match layout.name_width {
+        Some(n) if n > 0 && n < max_len => n,
+        _ => max_len,
+    };
     if name_width + number_width + 6 + graph_width > width {
         let three_eighths = (width * 3 / 8).saturating_sub(number_width + 6);
         if graph_width > three_eighths {

@@ -321,6 +321,21 @@ impl Ctx<'_> {
     /// `diff.interHunkContext`, then `-U`/`--unified` and
     /// `--inter-hunk-context` as given (the last one counting).
     pub(crate) async fn context(&self, args: &Args<'_>) -> Result<diff::Context, Out> {
+        // (Every command that prints patches asks for these first: a
+        // `--stat=` git would not read is refused here, before any output.)
+        if let Some(size) = args.value("--stat") {
+            if size.split(',').count() > 2 && size.split(',').all(|n| n.parse::<usize>().is_ok()) {
+                return Err(Out::fatal(format!(
+                    "not supported by the sandbox's git: --stat={size} (a count of files)"
+                )));
+            }
+            if diff::StatSize::parse(size).is_none() {
+                return Err(Out::error(
+                    format!("error: invalid --stat value: {size}\n"),
+                    129,
+                ));
+            }
+        }
         let mut context = diff::Context::default();
         for (key, lines) in [("diff.context", true), ("diff.interhunkcontext", false)] {
             if let Some(value) = self.repo.config_value(key).await {
@@ -560,7 +575,11 @@ impl Ctx<'_> {
                 };
             }
         }
-        let stat = (args.has(&["--stat", "--shortstat"])).then(|| diff::stat(changes));
+        let size = args
+            .value("--stat")
+            .and_then(diff::StatSize::parse)
+            .unwrap_or_default();
+        let stat = (args.has(&["--stat", "--shortstat"])).then(|| diff::stat_sized(changes, size));
         if let (Some(stat), true) = (&stat, args.has(&["--stat"])) {
             out.push_str(stat);
         }
