@@ -49,10 +49,23 @@ defmodule ExBashkit.Caller do
     sink = sink(call)
     yield? = yield? or forward != nil
 
+    wait_until(handle, tag, call, {forward, sink, yield?}, until)
+  end
+
+  defp wait_until(handle, tag, call, {forward, sink, yield?}, until) do
     case receive_spinning(tag, deadline(), until, forward, sink, yield?) do
       {:timeout, sink} ->
-        halt(sink)
-        abandon(handle, tag, call.timeout_ms)
+        case Interpreter.abandon(handle) do
+          # It started later than this call was made (a busy machine, a
+          # queue): its own deadline is still ahead, with the margin.
+          {:wait, ms} ->
+            until = System.monotonic_time(:millisecond) + ms
+            wait_until(handle, tag, call, {forward, sink, yield?}, until)
+
+          whereabouts ->
+            halt(sink)
+            abandoned(whereabouts, tag, call.timeout_ms)
+        end
 
       {{:ok, {:code, ran, outcome}}, sink} ->
         {:ok, result} = ran(ran, sink)
@@ -196,8 +209,8 @@ defmodule ExBashkit.Caller do
     end
   end
 
-  defp abandon(handle, tag, timeout_ms) do
-    case ExBashkit.Interpreter.abandon(handle) do
+  defp abandoned(whereabouts, tag, timeout_ms) do
+    case whereabouts do
       :answered ->
         receive do
           {^tag, {:ok, _} = ok} -> await_answered(ok)

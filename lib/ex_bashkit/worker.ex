@@ -19,11 +19,6 @@ defmodule ExBashkit.Worker do
 
   defstruct [:pid, :guard, :os_pid, :id]
 
-  # How long past its :timeout_ms a caller waits for a job that has not
-  # stopped by itself: a worker's is killed, which ends it exactly. The
-  # caller yields while it waits (the answer crosses a pipe).
-  @wait_policy %{margin_ms: 250, yield?: true}
-
   @typedoc "A worker session, as `%ExBashkit.Session{resource: ...}` holds it."
   @type t :: %__MODULE__{
           pid: pid(),
@@ -185,7 +180,11 @@ defmodule ExBashkit.Worker do
   def describe(%__MODULE__{os_pid: os_pid}), do: "in process #{os_pid}"
 
   @impl true
-  def wait_policy(_handle), do: @wait_policy
+  # How long past its :timeout_ms a caller waits for a job that has not
+  # stopped by itself: a worker's is killed, which ends it exactly (the
+  # owner counts the margin from when the job started). The caller yields
+  # while it waits (the answer crosses a pipe).
+  def wait_policy(_handle), do: %{margin_ms: Owner.deadline_margin_ms(), yield?: true}
 
   # An owner answers every job it holds, also when it kills the worker; one
   # that crashed answers nothing.

@@ -18,6 +18,7 @@ defmodule ExBashkit.Interpreter.Backend do
           :sent
           | :queued
           | :answered
+          | {:wait, pos_integer()}
           | {:running, {binary(), binary()}}
           | {:killed, {binary(), binary()}}
 

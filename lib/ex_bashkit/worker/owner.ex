@@ -28,6 +28,13 @@ defmodule ExBashkit.Worker.Owner do
   # not by then is inside work that never yields.
   @orphan_grace_ms 1_000
 
+  @doc """
+  How long past its `:timeout_ms`, counted from when the worker started
+  it, a script may take to stop by itself before its worker is killed.
+  """
+  @spec deadline_margin_ms() :: pos_integer()
+  def deadline_margin_ms, do: 250
+
   @doc false
   def child_spec(start), do: %{super(start) | id: __MODULE__}
 
@@ -167,9 +174,15 @@ defmodule ExBashkit.Worker.Owner do
   def handle_call({:abandon, id}, _from, state) do
     case state.jobs do
       %{^id => %{started: true} = job} ->
-        # Past its deadline and still running: only the kernel can stop it.
-        state = kill(state, :timeout, "a script did not stop at its deadline", except: id)
-        {:reply, {:killed, Job.kept(job)}, state}
+        case Job.due_in(job, deadline_margin_ms()) do
+          0 ->
+            # Past its deadline and still running: only the kernel can stop it.
+            state = kill(state, :timeout, "a script did not stop at its deadline", except: id)
+            {:reply, {:killed, Job.kept(job)}, state}
+
+          ms ->
+            {:reply, {:wait, ms}, state}
+        end
 
       %{^id => job} ->
         frame(state.port, Request.abandon(id))
@@ -353,7 +366,8 @@ defmodule ExBashkit.Worker.Owner do
       %{^id => %{started: false} = job} ->
         if job.caller == nil, do: Process.send_after(self(), {:orphan, id}, @orphan_grace_ms)
         target = if job.kind == :exec, do: job.callbacks_to, else: state.target
-        %{state | jobs: %{state.jobs | id => %{job | started: true}}, target: target}
+        job = %{job | started: true, started_at: System.monotonic_time(:millisecond)}
+        %{state | jobs: %{state.jobs | id => job}, target: target}
 
       %{} ->
         case state.abandoned do

@@ -104,6 +104,29 @@ defmodule ExBashkit.IsolationTest do
       assert os_pid(session) == os_pid
     end
 
+    test "queued behind another, it has its whole deadline from when it starts; its worker lives on" do
+      session = isolated()
+      os_pid = os_pid(session)
+      test = self()
+
+      # The first holds the worker for 800 ms; the second, sent once the
+      # first has started, starts only then and stops at its own deadline,
+      # 1 s later: past the count its caller began at the call.
+      first =
+        Task.async(fn ->
+          Session.exec(session, "echo started; sleep 0.8", stream_to: {test, :first})
+        end)
+
+      assert_receive {:ex_bashkit, :first, {:stdout, "started\n"}}, 10_000
+
+      assert {:error, %Error{reason: :timeout, stdout: "second\n"}} =
+               Session.exec(session, "echo second; sleep 30", timeout_ms: 1_000, errors: :struct)
+
+      assert {:ok, %Result{exit_code: 0}} = Task.await(first, 10_000)
+      assert %Result{stdout: "still\n"} = run(session, "echo still")
+      assert os_pid(session) == os_pid
+    end
+
     test "a script over its memory cap ends its worker; the host keeps nothing" do
       frozen_before = ExBashkit.stats().frozen_scripts
       session = isolated()

@@ -21,13 +21,35 @@ defmodule ExBashkit.Worker.Owner.Job do
       out: [],
       err: [],
       sent: {0, 0},
-      started: false
+      started: false,
+      # When the worker said it started (monotonic ms), and the script's
+      # deadline from then: a caller that gives up sooner is told to wait.
+      started_at: nil,
+      timeout_ms: call && call.timeout_ms
     }
   end
 
+  @doc """
+  How many ms a caller that stopped waiting for a started job should wait
+  more: its deadline counted from when it started, plus `margin_ms`, not
+  yet past. 0 when it is (or when nothing is known of it).
+  """
+  def due_in(%{started_at: at, timeout_ms: timeout_ms}, margin_ms)
+      when is_integer(at) and is_integer(timeout_ms),
+      do: max(at + timeout_ms + margin_ms - System.monotonic_time(:millisecond), 0)
+
+  def due_in(_job, _margin_ms), do: 0
+
   @doc "A snapshot's or restore's job."
   def other(kind, caller, tag),
-    do: %{kind: kind, caller: caller, tag: tag, monitor: Process.monitor(caller), started: false}
+    do: %{
+      kind: kind,
+      caller: caller,
+      tag: tag,
+      monitor: Process.monitor(caller),
+      started: false,
+      started_at: nil
+    }
 
   @doc "What `ExBashkit.Worker.Protocol.outcome/3` checks the job's answer as."
   def outcome_kind(%{run_code?: true}), do: :run_code
