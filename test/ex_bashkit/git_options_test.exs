@@ -961,6 +961,22 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "does not exist (neither on disk nor in the index)"
   end
 
+  test "init names the first branch as real git does: -b, init.defaultBranch, else master with git's hint",
+       ctx do
+    script = """
+    git init x 2>&1 >/dev/null; git -C x status | head -1
+    git -c init.defaultBranch=trunk init y 2>&1 >/dev/null; git -C y status | head -1
+    git init -q z 2>&1; git -C z status | head -1; git init -b dev w 2>&1 >/dev/null
+    git -C w status | head -1; git -c advice.defaultBranchName=false init v 2>&1 >/dev/null
+    git init x 2>&1 >/dev/null; git -C x status | head -1
+    """
+
+    [real, ours] = on_copies(ctx, "init_branch", script)
+    assert ours == real
+    assert real =~ "hint: Using 'master' as the name for the initial branch."
+    assert real =~ "On branch trunk"
+  end
+
   test "BRANCH@{upstream} and @{push} name what real git's name, for each push.default", ctx do
     src = beside(ctx, "push_src")
     {_, 0} = System.cmd("cp", ["-a", ctx.repo, src])
@@ -969,6 +985,7 @@ defmodule ExBashkit.GitOptionsTest do
     git remote add origin /nowhere && git update-ref refs/remotes/origin/main HEAD~1
     git update-ref refs/remotes/origin/other HEAD~2
     git config branch.main.remote origin && git config branch.main.merge refs/heads/main
+    git remote add fork /elsewhere && git update-ref refs/remotes/fork/main HEAD~3
     """)
 
     script = """
@@ -978,11 +995,22 @@ defmodule ExBashkit.GitOptionsTest do
     git config branch.main.merge refs/heads/other
     git -c push.default=upstream rev-parse @{push}; git -c push.default=current rev-parse @{push}
     git -c push.default=matching rev-parse @{push} @{u}
+    git config branch.main.merge refs/heads/main
+    git config remote.pushDefault fork && git -c push.default=current rev-parse @{push}
+    git rev-parse @{push} 2>&1; echo "simple $?"
+    git config branch.main.pushRemote origin && git rev-parse @{push}
+    git -c remote.pushdefault=origin -c branch.main.pushremote=fork rev-parse @{push} 2>&1
+    echo "triangular $?"
+    git -c push.default=nothing rev-parse @{push} 2>&1; git log -1 v1@{u} 2>&1
+    git branch lone && git rev-parse lone@{upstream} 2>&1; git rev-parse origin/main@{u} 2>&1
+    git rev-parse --verify -q HEAD~1 @{u} 2>&1; git checkout -q --detach && git show @{u} 2>&1
+    echo "end $?"
     """
 
     [real, ours] = on_copies(%{ctx | repo: src}, "push_dest", script)
     assert ours == real
-    assert length(String.split(real, "\n", trim: true)) == 13
+    assert length(String.split(real, "\n", trim: true)) == 25
+    assert real =~ "cannot resolve 'simple' push to a single destination"
   end
 
   test "grep from a subdirectory, -h, -o, -q, -L and --full-name print what real git's grep prints",

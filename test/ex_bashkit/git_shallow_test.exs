@@ -221,4 +221,88 @@ defmodule ExBashkit.GitShallowTest do
     assert %Result{exit_code: 128, stderr: "fatal: depth 0 is not a positive number\n"} =
              run(session, "cd /home/user && git clone --depth 0 #{ctx.url} again")
   end
+
+  describe "protocol versions" do
+    test "version 2 is asked for and spoken where the server offers it, on every request",
+         ctx do
+      {_session, %{exit_code: 0}, ours, theirs, {_, 0}} = clones(ctx, "--depth 2")
+      assert seen(ours) == seen(theirs)
+
+      # Ours, then real git's: each asks for version 2 on every request.
+      for _client <- [:ours, :real_git] do
+        assert_received {:git_http, "GET", "/project.git/info/refs?service=git-upload-pack",
+                         headers}
+
+        assert {"git-protocol", "version=2"} = List.keyfind(headers, "git-protocol", 0)
+
+        # ls-refs, then fetch.
+        for _request <- 1..2 do
+          assert_received {:git_http, "POST", "/project.git/git-upload-pack", headers}
+          assert {"git-protocol", "version=2"} = List.keyfind(headers, "git-protocol", 0)
+        end
+      end
+    end
+
+    test "a server that answers only in version 0 is spoken to in version 0", ctx do
+      {_pid, port} = GitServer.start(ctx.root, protocol: 0)
+      base = "http://127.0.0.1:#{port}"
+      ctx = %{ctx | url: base <> "/project.git", base: base}
+
+      for {options, fetch} <- [
+            {"", ["fetch", "-q", "--tags"]},
+            {"--depth 2 -b side", ["fetch", "-q", "--unshallow"]},
+            {"--depth 1 --no-tags", ["fetch", "-q", "--depth", "3"]}
+          ] do
+        {session, result, ours, theirs, {_, 0}} = clones(ctx, options)
+        assert result.exit_code == 0, result.stderr
+        assert seen(ours) == seen(theirs)
+
+        assert %Result{exit_code: 0} = run(session, Enum.join(["git" | fetch], " "))
+        assert {_, 0} = real(theirs, fetch)
+        assert seen(ours) == seen(theirs)
+        assert {"", 0} = real(ours, ["fsck", "--strict"])
+      end
+
+      # Version 2 was asked for; the answer was version 0, so the fetch
+      # is made in version 0.
+      assert_received {:git_http, "GET", "/project.git/info/refs?service=git-upload-pack",
+                       headers}
+
+      assert {"git-protocol", "version=2"} = List.keyfind(headers, "git-protocol", 0)
+      assert_received {:git_http, "POST", "/project.git/git-upload-pack", headers}
+      refute List.keyfind(headers, "git-protocol", 0)
+    end
+
+    test "an empty repository's clone names the branch the server's unborn HEAD names (version 2) or the default (version 0), as real git's",
+         ctx do
+      git!(ctx.root, "git init -q --bare -b trunk empty.git")
+      {_pid, port} = GitServer.start(ctx.root, protocol: 0)
+
+      for base <- [ctx.base, "http://127.0.0.1:#{port}"] do
+        {session, result, ours, theirs, {out, 0}} =
+          clones(%{ctx | url: base <> "/empty.git", base: base}, "")
+
+        assert result.exit_code == 0
+        assert result.stderr == String.replace(out, theirs, ".")
+        {branch, 0} = real(theirs, ["branch", "--show-current"])
+        assert %Result{stdout: ^branch} = run(session, "git branch --show-current")
+
+        for args <- [["config", "--get-regexp", "^(remote|branch)\\."], ["for-each-ref"]] do
+          assert real(ours, args) == real(theirs, args)
+        end
+
+        assert {out, 128} =
+                 System.cmd("git", ["clone", "-b", "nowhere", base <> "/empty.git", "again"],
+                   cd: ctx.root,
+                   env: host_env(),
+                   stderr_to_stdout: true
+                 )
+
+        assert %Result{exit_code: 128, stderr: ^out} =
+                 run(session, "cd /home/user && git clone -b nowhere #{base}/empty.git again")
+
+        assert %Result{exit_code: 1} = run(session, "test -e /home/user/again")
+      end
+    end
+  end
 end

@@ -2,12 +2,16 @@ defmodule ExBashkit.Test.GitServer do
   @moduledoc false
   # Real git's smart HTTP on 127.0.0.1: each request is handed to
   # `git http-backend` (CGI) serving the bare repositories under `root`,
-  # pushes allowed. Every request is reported to the owner as
+  # pushes allowed. A client's `Git-Protocol` header reaches git as a web
+  # server hands it to CGI (`HTTP_GIT_PROTOCOL`), so a client that asks
+  # for protocol version 2 gets it; `protocol: 0` serves a server that
+  # drops the header, which answers in version 0. Every request is reported to the owner as
   # `{:git_http, method, path_and_query, headers}` (header names
   # lowercased), so a test sees what reached the server.
 
-  @spec start(Path.t()) :: {pid(), :inet.port_number()}
-  def start(root) do
+  @spec start(Path.t(), keyword()) :: {pid(), :inet.port_number()}
+  def start(root, opts \\ []) do
+    passed = if Keyword.get(opts, :protocol, 2) == 2, do: ["git-protocol"], else: []
     owner = self()
 
     {:ok, listen} =
@@ -20,23 +24,23 @@ defmodule ExBashkit.Test.GitServer do
       ])
 
     {:ok, port} = :inet.port(listen)
-    pid = spawn_link(fn -> accept(listen, root, owner) end)
+    pid = spawn_link(fn -> accept(listen, {root, passed}, owner) end)
     :ok = :gen_tcp.controlling_process(listen, pid)
     {pid, port}
   end
 
-  defp accept(listen, root, owner) do
+  defp accept(listen, served, owner) do
     case :gen_tcp.accept(listen) do
       {:ok, socket} ->
-        serve(socket, root, owner)
-        accept(listen, root, owner)
+        serve(socket, served, owner)
+        accept(listen, served, owner)
 
       {:error, _} ->
         :ok
     end
   end
 
-  defp serve(socket, root, owner) do
+  defp serve(socket, served, owner) do
     with {:ok, {:http_request, method, {:abs_path, target}, _}} <-
            :gen_tcp.recv(socket, 0, 10_000),
          {:ok, headers} <- headers(socket, []) do
@@ -47,7 +51,7 @@ defmodule ExBashkit.Test.GitServer do
 
       :ok = :inet.setopts(socket, packet: :raw)
       body = if length > 0, do: recv_exactly(socket, length), else: ""
-      :gen_tcp.send(socket, cgi(root, to_string(method), target, headers, body))
+      :gen_tcp.send(socket, cgi(served, to_string(method), target, headers, body))
     end
 
     :gen_tcp.close(socket)
@@ -71,7 +75,11 @@ defmodule ExBashkit.Test.GitServer do
     end
   end
 
-  defp cgi(root, method, target, headers, body) do
+  defp passed_header(headers, passed, name) do
+    if name in passed, do: headers |> List.keyfind(name, 0, {nil, ""}) |> elem(1), else: ""
+  end
+
+  defp cgi({root, passed}, method, target, headers, body) do
     {path, query} =
       case String.split(target, "?", parts: 2) do
         [path, query] -> {path, query}
@@ -91,6 +99,7 @@ defmodule ExBashkit.Test.GitServer do
       {"REQUEST_METHOD", method},
       {"CONTENT_TYPE", headers |> List.keyfind("content-type", 0, {nil, ""}) |> elem(1)},
       {"CONTENT_LENGTH", Integer.to_string(byte_size(body))},
+      {"HTTP_GIT_PROTOCOL", passed_header(headers, passed, "git-protocol")},
       # Real git gzips a large request body.
       {"HTTP_CONTENT_ENCODING",
        headers |> List.keyfind("content-encoding", 0, {nil, ""}) |> elem(1)},

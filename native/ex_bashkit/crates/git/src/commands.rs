@@ -894,7 +894,7 @@ impl Ctx<'_> {
     /// A revision as the object it names (a tag stays a tag), paths in
     /// it (`REV:./x`) read from the current directory.
     async fn object(&self, revision: &str) -> Result<Oid, Out> {
-        match self.revspec(revision).await {
+        match self.revspec(revision).await? {
             Some(RevSpec::Include(oid)) => Ok(oid),
             _ => Err(Out::fatal(format!(
                 "ambiguous argument '{revision}': unknown revision or path not in the working tree."
@@ -916,9 +916,13 @@ impl Ctx<'_> {
     }
 
     /// What a revision argument (a single one or a range) names, paths
-    /// in it read from the current directory.
-    pub(super) async fn revspec(&self, text: &str) -> Option<RevSpec> {
-        self.repo.revspec(text, &self.pathspec(".")).await
+    /// in it read from the current directory; git's fatal error where git
+    /// stops reading it (`@{upstream}` of a branch that has none).
+    pub(super) async fn revspec(&self, text: &str) -> Result<Option<RevSpec>, Out> {
+        self.repo
+            .revspec(text, &self.pathspec("."))
+            .await
+            .map_err(Out::fatal)
     }
 
     /// A revision argument as git's walk takes it: each object, and

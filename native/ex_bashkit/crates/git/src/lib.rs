@@ -33,6 +33,8 @@ mod error;
 #[cfg(feature = "commands")]
 mod executing_keys;
 #[cfg(all(feature = "commands", feature = "network"))]
+mod fetch_response;
+#[cfg(all(feature = "commands", feature = "network"))]
 mod fsck;
 #[cfg(feature = "commands")]
 mod history;
@@ -50,6 +52,8 @@ mod merge;
 mod odb;
 #[cfg(all(feature = "commands", feature = "network"))]
 mod pack;
+#[cfg(all(feature = "commands", feature = "network"))]
+mod pkt_line;
 #[cfg(feature = "commands")]
 mod refs;
 #[cfg(all(feature = "commands", feature = "network"))]

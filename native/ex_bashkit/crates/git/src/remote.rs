@@ -1,5 +1,7 @@
-//! git's smart HTTP protocol (version 0/1, stateless), spoken through the
-//! session's HTTP client: the same allowlist check on every request and
+//! git's smart HTTP protocol, spoken through the session's HTTP client:
+//! version 2 where the server offers it (as real git asks for it: only
+//! `ls-refs` and `fetch`), else version 0/1 (stateless); pushes are always
+//! version 0, as in git. Through the session's client means the same allowlist check on every request and
 //! redirect, the same credential injection, and in a worker the same trip
 //! to the host as `curl`. Nothing here opens a socket.
 
@@ -8,7 +10,10 @@ use std::sync::Arc;
 use bashkit::{HttpClient, HttpMethod};
 
 use super::error::Error;
+pub use super::fetch_response::Cut;
+use super::fetch_response::FetchResponse;
 use super::odb::{IncomingPack, Oid};
+use super::pkt_line::{pkt_line, read_pkt_lines, text, DELIM, FLUSH};
 
 const AGENT: &str = "agent=git/2.47.3-ex_bashkit";
 
@@ -18,17 +23,23 @@ pub struct Advert {
     pub refs: Vec<(String, Oid)>,
     /// Annotated tag's name → the object it peels to (`name^{}` lines).
     pub peeled: Vec<(String, Oid)>,
-    pub capabilities: Vec<String>,
+    /// The ref the server's `HEAD` names, even when it is unborn.
+    head: Option<String>,
+    /// Version 0: the capabilities of the first ref line. Version 2: what
+    /// `fetch=` lists (`shallow`, …).
+    capabilities: Vec<String>,
+    /// The server answered in protocol version 2.
+    v2: bool,
+    /// Version 2: the server wants to be told the object format.
+    object_format: bool,
     /// Where the service's requests go (after redirects).
     pub base: String,
 }
 
 impl Advert {
-    /// The branch the server's `HEAD` names (`symref=HEAD:refs/heads/main`).
+    /// The branch the server's `HEAD` names (`refs/heads/main`).
     pub fn head_branch(&self) -> Option<&str> {
-        self.capabilities
-            .iter()
-            .find_map(|c| c.strip_prefix("symref=HEAD:"))
+        self.head.as_deref()
     }
 
     pub fn get(&self, name: &str) -> Option<&Oid> {
@@ -46,7 +57,31 @@ impl Advert {
     }
 
     fn offers(&self, capability: &str) -> bool {
-        self.capabilities.iter().any(|c| c == capability)
+        // Version 2 takes `ofs-delta` and `include-tag` from every client.
+        (self.v2 && capability != "shallow") || self.capabilities.iter().any(|c| c == capability)
+    }
+
+    /// A version 0 ref line's ref (an annotated tag's `name^{}` says what
+    /// it peels to; an empty repository's line names no ref).
+    fn note(&mut self, name: &str, oid: &str) {
+        if name == "capabilities^{}" {
+            return;
+        }
+        match name.strip_suffix("^{}") {
+            Some(tag) => self.peeled.push((tag.to_string(), oid.to_string())),
+            None => self.refs.push((name.to_string(), oid.to_string())),
+        }
+    }
+
+    /// The lines every version 2 command starts with.
+    fn command(&self, name: &str) -> Vec<u8> {
+        let mut body = pkt_line(&format!("command={name}\n"));
+        body.extend(pkt_line(&format!("{AGENT}\n")));
+        if self.object_format {
+            body.extend(pkt_line("object-format=sha1\n"));
+        }
+        body.extend_from_slice(DELIM);
+        body
     }
 }
 
@@ -60,110 +95,6 @@ pub struct Want<'a> {
     pub shallow: &'a [Oid],
     /// Annotated tags that point into what is sent come along with it.
     pub include_tag: bool,
-}
-
-/// Where the server says history is now cut (`shallow`) or no longer cut
-/// (`unshallow`), told before the pack.
-#[derive(Default)]
-pub struct Cut {
-    pub shallow: Vec<Oid>,
-    pub unshallow: Vec<Oid>,
-}
-
-/// What comes before the pack: pkt-lines up to the one that starts with
-/// `PACK`. Read as the response's parts arrive, which may split a line.
-#[derive(Default)]
-struct Preamble {
-    held: Vec<u8>,
-    cut: Cut,
-    done: bool,
-}
-
-impl Preamble {
-    /// Takes `part`; what follows the preamble goes to the pack.
-    async fn take(&mut self, part: &[u8], pack: &mut IncomingPack<'_>) -> Result<(), Error> {
-        if self.done {
-            return pack.write(part).await;
-        }
-        self.held.extend_from_slice(part);
-        let mut at = 0;
-        while self.held.len() >= at + 4 {
-            if &self.held[at..at + 4] == b"PACK" {
-                self.done = true;
-                let rest = self.held.split_off(at);
-                self.held = Vec::new();
-                return pack.write(&rest).await;
-            }
-            let len = pkt_len(&self.held[at..])?;
-            if len < 4 {
-                return Err(Error::Remote("protocol error: bad line length".into()));
-            }
-            let Some(line) = self.held.get(at + 4..at + len) else {
-                break;
-            };
-            if let Some(message) = line.strip_prefix(b"ERR ") {
-                return Err(Error::Remote(format!(
-                    "remote error: {}",
-                    String::from_utf8_lossy(message).trim_end()
-                )));
-            }
-            let text = String::from_utf8_lossy(line);
-            if let Some(oid) = text.trim_end().strip_prefix("shallow ") {
-                self.cut.shallow.push(oid.to_string());
-            } else if let Some(oid) = text.trim_end().strip_prefix("unshallow ") {
-                self.cut.unshallow.push(oid.to_string());
-            }
-            at += len;
-        }
-        self.held.drain(..at);
-        // Past the longest pkt-line without a pack, the server is not
-        // sending one.
-        if self.held.len() > 65_520 {
-            return Err(Error::Remote(
-                "protocol error: the server sent no pack".into(),
-            ));
-        }
-        Ok(())
-    }
-
-    fn finish(self) -> Result<Cut, Error> {
-        match self.done {
-            true => Ok(self.cut),
-            false => Err(Error::Remote(
-                "protocol error: the server sent no pack".into(),
-            )),
-        }
-    }
-}
-
-pub fn pkt_line(data: &str) -> Vec<u8> {
-    let mut out = format!("{:04x}", data.len() + 4).into_bytes();
-    out.extend_from_slice(data.as_bytes());
-    out
-}
-
-pub const FLUSH: &[u8] = b"0000";
-
-/// Reads pkt-lines from `data` until a flush or the data's end: the lines
-/// and where reading stopped.
-fn read_pkt_lines(data: &[u8]) -> Result<(Vec<Vec<u8>>, usize), Error> {
-    let mut lines = Vec::new();
-    let mut at = 0;
-    while at + 4 <= data.len() {
-        let len = std::str::from_utf8(&data[at..at + 4])
-            .ok()
-            .and_then(|h| usize::from_str_radix(h, 16).ok())
-            .ok_or_else(|| Error::Remote("protocol error: bad line length".into()))?;
-        if len == 0 {
-            return Ok((lines, at + 4));
-        }
-        if len < 4 || at + len > data.len() {
-            return Err(Error::Remote("protocol error: bad line length".into()));
-        }
-        lines.push(data[at + 4..at + len].to_vec());
-        at += len;
-    }
-    Ok((lines, at))
 }
 
 pub struct Remote {
@@ -238,7 +169,7 @@ impl Remote {
         body: &[u8],
     ) -> Result<bashkit::HttpResponse, Error> {
         let url = format!("{}/{service}", advert.base);
-        let headers = [
+        let mut headers = vec![
             (
                 "Content-Type".to_string(),
                 format!("application/x-{service}-request"),
@@ -248,6 +179,9 @@ impl Remote {
                 format!("application/x-{service}-result"),
             ),
         ];
+        if advert.v2 {
+            headers.push(version_2());
+        }
         let (response, _) = self
             .request(HttpMethod::Post, &url, Some(body), &headers)
             .await?;
@@ -261,10 +195,16 @@ impl Remote {
     }
 
     /// The refs a service (`git-upload-pack`, `git-receive-pack`) offers.
+    /// `git-upload-pack` is asked for protocol version 2, as real git asks;
+    /// a server that answers in version 0 is spoken to in version 0.
     pub async fn discover(&self, service: &str) -> Result<Advert, Error> {
         let suffix = format!("/info/refs?service={service}");
         let url = format!("{}{suffix}", self.url);
-        let (response, landed) = self.request(HttpMethod::Get, &url, None, &[]).await?;
+        let headers: Vec<_> = (service == "git-upload-pack")
+            .then(version_2)
+            .into_iter()
+            .collect();
+        let (response, landed) = self.request(HttpMethod::Get, &url, None, &headers).await?;
         match response.status {
             200 => {}
             401 | 403 => {
@@ -296,52 +236,108 @@ impl Remote {
                 self.url
             )));
         }
-        let body = &response.body;
-        let (header, used) = read_pkt_lines(body)?;
-        if header.first().map(|l| l.starts_with(b"# service=")) != Some(true) {
-            return Err(Error::Remote(
-                "protocol error: no service announcement".into(),
-            ));
-        }
-        let (lines, _) = read_pkt_lines(&body[used..])?;
-        let mut refs = Vec::new();
-        let mut peeled = Vec::new();
-        let mut capabilities = Vec::new();
-        for (i, line) in lines.iter().enumerate() {
-            let line = String::from_utf8_lossy(line);
-            let line = line.trim_end_matches('\n');
-            let (refline, caps) = match line.split_once('\0') {
-                Some((r, c)) => (r, Some(c)),
-                None => (line, None),
-            };
-            if i == 0 {
-                if let Some(caps) = caps {
-                    capabilities = caps.split(' ').map(str::to_string).collect();
-                }
-            }
-            let Some((oid, name)) = refline.split_once(' ') else {
-                continue;
-            };
-            if name == "capabilities^{}" {
-                continue;
-            }
-            if let Some(tag) = name.strip_suffix("^{}") {
-                peeled.push((tag.to_string(), oid.to_string()));
-                continue;
-            }
-            refs.push((name.to_string(), oid.to_string()));
-        }
         // After a redirect, the service lives where the refs came from.
         let base = landed
             .strip_suffix(&suffix)
             .unwrap_or(&self.url)
             .to_string();
-        Ok(Advert {
-            refs,
-            peeled,
-            capabilities,
+        let (first, used) = read_pkt_lines(&response.body)?;
+        if first.first().map(|l| l.as_slice()) == Some(b"version 2\n") {
+            let mut advert = Advert {
+                refs: Vec::new(),
+                peeled: Vec::new(),
+                head: None,
+                capabilities: Vec::new(),
+                v2: true,
+                object_format: false,
+                base,
+            };
+            for line in &first[1..] {
+                let line = text(line);
+                if let Some(features) = line.strip_prefix("fetch=") {
+                    advert.capabilities = features.split(' ').map(str::to_string).collect();
+                }
+                advert.object_format |= line.starts_with("object-format=");
+            }
+            if !first.iter().any(|l| l.starts_with(b"ls-refs")) {
+                return Err(Error::Remote(
+                    "protocol error: the server offers no ls-refs".into(),
+                ));
+            }
+            self.list_refs(&mut advert).await?;
+            return Ok(advert);
+        }
+        if first.first().map(|l| l.starts_with(b"# service=")) != Some(true) {
+            return Err(Error::Remote(
+                "protocol error: no service announcement".into(),
+            ));
+        }
+        let (lines, _) = read_pkt_lines(&response.body[used..])?;
+        let mut advert = Advert {
+            refs: Vec::new(),
+            peeled: Vec::new(),
+            head: None,
+            capabilities: Vec::new(),
+            v2: false,
+            object_format: false,
             base,
-        })
+        };
+        for (i, line) in lines.iter().enumerate() {
+            let line = text(line);
+            let (refline, caps) = match line.split_once('\0') {
+                Some((r, c)) => (r, Some(c)),
+                None => (line.as_str(), None),
+            };
+            if i == 0 {
+                if let Some(caps) = caps {
+                    advert.capabilities = caps.split(' ').map(str::to_string).collect();
+                }
+            }
+            if let Some((oid, name)) = refline.split_once(' ') {
+                advert.note(name, oid);
+            }
+        }
+        advert.head = advert
+            .capabilities
+            .iter()
+            .find_map(|c| c.strip_prefix("symref=HEAD:"))
+            .map(str::to_string);
+        Ok(advert)
+    }
+
+    /// Version 2's `ls-refs`: every ref, what each tag peels to, where
+    /// `HEAD` points (unborn too, as real git asks when the server offers).
+    async fn list_refs(&self, advert: &mut Advert) -> Result<(), Error> {
+        let mut body = advert.command("ls-refs");
+        body.extend(pkt_line("symrefs\n"));
+        body.extend(pkt_line("peel\n"));
+        body.extend(pkt_line("unborn\n"));
+        body.extend_from_slice(FLUSH);
+        let response = self.post(advert, "git-upload-pack", &body).await?;
+        let (lines, _) = read_pkt_lines(&response.body)?;
+        for line in lines {
+            let line = text(&line);
+            if let Some(message) = line.strip_prefix("ERR ") {
+                return Err(Error::Remote(format!("remote error: {message}")));
+            }
+            let mut fields = line.split(' ');
+            let (Some(oid), Some(name)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            for attribute in fields {
+                if let Some(target) = attribute.strip_prefix("symref-target:") {
+                    if name == "HEAD" {
+                        advert.head = Some(target.to_string());
+                    }
+                } else if let Some(peeled) = attribute.strip_prefix("peeled:") {
+                    advert.peeled.push((name.to_string(), peeled.to_string()));
+                }
+            }
+            if oid != "unborn" {
+                advert.refs.push((name.to_string(), oid.to_string()));
+            }
+        }
+        Ok(())
     }
 
     /// The pack of what `wants` reaches beyond `haves`, cut where
@@ -360,23 +356,30 @@ impl Remote {
                 "Server does not support shallow clients".into(),
             ));
         }
-        let mut capabilities = String::new();
-        for (capability, asked) in [
+        let asked: Vec<&str> = [
             ("ofs-delta", true),
-            ("shallow", cut),
+            ("shallow", cut && !advert.v2),
             ("include-tag", want.include_tag),
-        ] {
-            if asked && advert.offers(capability) {
-                capabilities.push(' ');
-                capabilities.push_str(capability);
+        ]
+        .into_iter()
+        .filter(|&(capability, asked)| asked && advert.offers(capability))
+        .map(|(capability, _)| capability)
+        .collect();
+        let mut body = Vec::new();
+        if advert.v2 {
+            // Version 2: the command, then one argument a line.
+            body = advert.command("fetch");
+            for argument in asked.iter().chain(&["no-progress"]) {
+                body.extend(pkt_line(&format!("{argument}\n")));
             }
         }
-        let mut body = Vec::new();
         for (i, oid) in wants.iter().enumerate() {
-            let line = if i == 0 {
-                format!("want {oid}{capabilities} {AGENT}\n")
-            } else {
-                format!("want {oid}\n")
+            let line = match (i, advert.v2) {
+                (0, false) => {
+                    let capabilities: String = asked.iter().map(|c| format!(" {c}")).collect();
+                    format!("want {oid}{capabilities} {AGENT}\n")
+                }
+                _ => format!("want {oid}\n"),
             };
             body.extend(pkt_line(&line));
         }
@@ -386,32 +389,37 @@ impl Remote {
         if let Some(depth) = want.depth {
             body.extend(pkt_line(&format!("deepen {depth}\n")));
         }
-        body.extend_from_slice(FLUSH);
+        if !advert.v2 {
+            body.extend_from_slice(FLUSH);
+        }
         for have in haves {
             body.extend(pkt_line(&format!("have {have}\n")));
         }
         body.extend(pkt_line("done\n"));
+        if advert.v2 {
+            body.extend_from_slice(FLUSH);
+        }
         // The response is taken as it arrives: where history is cut
-        // (when asked), ACK/NAK, then the pack, written to storage in parts.
-        let mut preamble = Preamble::default();
+        // (when asked), then the pack, written to storage in parts.
+        let mut reading = FetchResponse::new(advert.v2);
         let storage = &mut *into;
         let (request, mut parts) =
             super::streamed::streaming(self.post(advert, "git-upload-pack", &body));
         let receive = async move {
             while let Some(part) = parts.recv().await {
                 // On a failure the receiver goes, which ends the request.
-                preamble.take(&part, storage).await?;
+                reading.take(&part, storage).await?;
             }
-            Ok::<_, Error>(preamble)
+            Ok::<_, Error>(reading)
         };
         let (response, received) = tokio::join!(request, receive);
         // Why the pack could not be stored comes before how the request
         // ended (which is then that it was cut short).
-        let mut preamble = received?;
+        let mut reading = received?;
         let response = response?;
         // A transport that does not stream answers with the body whole.
-        preamble.take(&response.body, into).await?;
-        preamble.finish()
+        reading.take(&response.body, into).await?;
+        reading.finish()
     }
 
     /// Sends ref updates (`old new name`) and the pack they need; answers
@@ -455,15 +463,9 @@ impl Remote {
     }
 }
 
-fn pkt_len(data: &[u8]) -> Result<usize, Error> {
-    let head = data
-        .get(..4)
-        .ok_or_else(|| Error::Remote("protocol error: truncated".into()))?;
-    let len = std::str::from_utf8(head)
-        .ok()
-        .and_then(|h| usize::from_str_radix(h, 16).ok())
-        .ok_or_else(|| Error::Remote("protocol error: bad line length".into()))?;
-    Ok(if len == 0 { 4 } else { len })
+/// The header that asks for protocol version 2.
+fn version_2() -> (String, String) {
+    ("Git-Protocol".to_string(), "version=2".to_string())
 }
 
 /// `location` relative to `url`, as a browser resolves it.
@@ -488,17 +490,6 @@ fn join_url(url: &str, location: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pkt_lines_round_trip() {
-        let mut data = pkt_line("want abc\n");
-        data.extend(pkt_line("done\n"));
-        data.extend_from_slice(FLUSH);
-        let (lines, used) = read_pkt_lines(&data).unwrap();
-        assert_eq!(lines, vec![b"want abc\n".to_vec(), b"done\n".to_vec()]);
-        assert_eq!(used, data.len());
-        assert!(read_pkt_lines(b"zzzz").is_err());
-    }
 
     #[test]
     fn redirects_resolve_against_the_url() {

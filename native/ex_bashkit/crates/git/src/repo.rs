@@ -223,6 +223,21 @@ struct IndexRest {
     written: (u32, u32),
 }
 
+/// git's advice when a new repository's first branch is `master` because
+/// nothing configured `init.defaultBranch`.
+const DEFAULT_BRANCH_ADVICE: &str = "\
+hint: Using 'master' as the name for the initial branch. This default branch name
+hint: is subject to change. To configure the initial branch name to use in all
+hint: of your new repositories, which will suppress this warning, call:
+hint:
+hint: \tgit config --global init.defaultBranch <name>
+hint:
+hint: Names commonly chosen instead of 'master' are 'main', 'trunk' and
+hint: 'development'. The just-created branch can be renamed via this command:
+hint:
+hint: \tgit branch -m <name>
+";
+
 pub struct Repo {
     pub fs: Arc<dyn FileSystem>,
     pub root: PathBuf,
@@ -432,6 +447,32 @@ impl Repo {
             true => Err(Error::InsideGitDir(root.to_path_buf())),
             false => Ok(()),
         }
+    }
+
+    /// The branch a new repository starts on when none is asked for:
+    /// `init.defaultBranch`, else `master` with git's advice to configure
+    /// one (unless `advice.defaultBranchName` is off).
+    pub fn initial_branch(here: &Here<'_>) -> (String, Option<&'static str>) {
+        let setting = |key: &str| {
+            here.overrides
+                .iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        if let Some(branch) = setting("init.defaultbranch").filter(|b| !b.is_empty()) {
+            return (branch.to_string(), None);
+        }
+        let advised = !matches!(
+            setting("advice.defaultbranchname")
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            Some("false" | "no" | "off" | "0")
+        );
+        (
+            "master".to_string(),
+            advised.then_some(DEFAULT_BRANCH_ADVICE),
+        )
     }
 
     pub async fn init(here: &Here<'_>, root: &Path) -> Res<(Repo, bool)> {
@@ -928,7 +969,7 @@ impl Repo {
     /// it read from the work tree's top; `None` for a range or for a
     /// revision that names nothing.
     pub async fn resolve(&self, revision: &str) -> Option<Oid> {
-        match self.revspec(revision, "").await? {
+        match self.revspec(revision, "").await.ok()?? {
             RevSpec::Include(oid) => Some(oid),
             _ => None,
         }
@@ -1865,14 +1906,27 @@ impl Repo {
         settings
     }
 
-    /// The last value of `key` (canonical: `core.bare`, `remote.origin.url`).
+    /// The last value of `key` (`remote.origin.tagOpt`: compared as git
+    /// compares keys, section and name in any case).
     pub async fn config_value(&self, key: &str) -> Option<String> {
+        let key = config::canonical(key);
         self.config()
             .await
             .into_iter()
             .rev()
-            .find(|(k, _)| k == key)
+            .find(|(k, _)| *k == key)
             .map(|(_, v)| v)
+    }
+
+    /// Every value of `key`, in order (a multi-valued key).
+    pub async fn config_values(&self, key: &str) -> Vec<String> {
+        let key = config::canonical(key);
+        self.config()
+            .await
+            .into_iter()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, v)| v)
+            .collect()
     }
 
     /// A boolean setting as git reads one (`true`/`yes`/`on`/`1`, or

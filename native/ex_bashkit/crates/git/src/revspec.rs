@@ -171,6 +171,9 @@ impl Delegate for Steps {
 struct Place {
     oid: Option<Oid>,
     name: Option<String>,
+    /// Why git would stop reading the revision (`@{upstream}` of a branch
+    /// that has none).
+    fatal: Option<String>,
 }
 
 /// `A^!`, `A^@`, `A^-N`: git reads these off the argument's last `^`
@@ -203,10 +206,27 @@ impl Repo {
     /// What the revision argument `text` names, `prefix` being where it
     /// is given (`:./PATH` and `REV:./PATH` are read from there); `None`
     /// when it names nothing.
-    pub async fn revspec(&self, text: &str, prefix: &str) -> Option<RevSpec> {
+    /// `Err` carries git's message where git stops instead (`@{upstream}`
+    /// of a branch that has none).
+    pub async fn revspec(&self, text: &str, prefix: &str) -> Result<Option<RevSpec>, String> {
+        let mut fatal = None;
+        let spec = self.read_revspec(text, prefix, &mut fatal).await;
+        match fatal {
+            Some(message) => Err(message),
+            None => Ok(spec),
+        }
+    }
+
+    async fn read_revspec(
+        &self,
+        text: &str,
+        prefix: &str,
+        fatal: &mut Option<String>,
+    ) -> Option<RevSpec> {
         if let Some((base, shorthand)) = parent_shorthand(text) {
             // `A^!` names nothing for a base that is itself a range.
-            let RevSpec::Include(oid) = Box::pin(self.revspec(base, prefix)).await? else {
+            let RevSpec::Include(oid) = Box::pin(self.read_revspec(base, prefix, fatal)).await?
+            else {
                 return None;
             };
             let commit = self.peel(&oid).await.ok()?;
@@ -242,7 +262,10 @@ impl Repo {
                 kind = Some(k);
                 continue;
             }
-            self.take(&mut place, step, prefix).await?;
+            if self.take(&mut place, step, prefix).await.is_none() {
+                *fatal = place.fatal;
+                return None;
+            }
         }
         let last = place.oid?;
         // Each side of a range must be a commit, or a tag of one; it is
@@ -285,24 +308,14 @@ impl Repo {
                 let previous = self.previous_checkout(n).await?;
                 Box::pin(self.named_object(&previous)).await?
             }
-            Step::Sibling(push) => {
-                let branch = match named.as_deref() {
-                    None | Some("HEAD") => match self.head().await {
-                        Head::Branch(branch) => branch,
-                        Head::Detached(_) => return None,
-                    },
-                    Some(name) => self
-                        .ref_named(name)
-                        .await?
-                        .0
-                        .strip_prefix("refs/heads/")?
-                        .to_string(),
-                };
-                match push {
-                    true => self.push_destination(&branch).await?,
-                    false => self.upstream(&branch).await?.1?,
+            Step::Sibling(push) => match self.sibling(named.as_deref(), push).await {
+                Ok(oid) => oid?,
+                // git stops here rather than saying the name names nothing.
+                Err(message) => {
+                    place.fatal = Some(message);
+                    return None;
                 }
-            }
+            },
             Step::Parent(n) => {
                 let commit = self.peel(place.oid.as_ref()?).await.ok()?;
                 self.commit(&commit).await.ok()?.parents.get(n - 1)?.clone()
@@ -357,51 +370,99 @@ impl Repo {
         Some(())
     }
 
-    /// `BRANCH@{push}`: the remote-tracking ref of where `git push` would
-    /// send `branch`, as git's `branch_get_push` decides it for remotes
-    /// with the default fetch refspec and no push refspecs; `None` where
-    /// git would refuse to say (`push.default=nothing`, a `simple` push
-    /// to a differently named upstream).
-    async fn push_destination(&self, branch: &str) -> Option<Oid> {
-        let fetch_remote = self.config_value(&format!("branch.{branch}.remote")).await;
-        let remote = match self
-            .config_value(&format!("branch.{branch}.pushRemote"))
-            .await
-        {
-            Some(remote) => remote,
-            None => match self.config_value("remote.pushDefault").await {
-                Some(remote) => remote,
-                None => fetch_remote.clone().unwrap_or_else(|| "origin".to_string()),
+    /// `NAME@{upstream}` or, `push`, `NAME@{push}` (`NAME` absent or
+    /// `HEAD`: the current branch); `Err` with git's message where git
+    /// stops, `Ok(None)` where the ref it names does not exist.
+    async fn sibling(&self, name: Option<&str>, push: bool) -> Result<Option<Oid>, String> {
+        let branch = match name {
+            None | Some("HEAD") => match self.head().await {
+                Head::Branch(branch) => branch,
+                Head::Detached(_) => return Err("HEAD does not point to a branch".into()),
             },
+            Some(name) => name.strip_prefix("refs/heads/").unwrap_or(name).to_string(),
         };
-        let config = self.config().await;
-        let values = |key: String| -> Vec<&String> {
-            config
-                .iter()
-                .filter(|(k, _)| *k == key)
-                .map(|(_, v)| v)
-                .collect()
+        let tracking = match push {
+            true => self.push_destination(&branch).await?,
+            false => self.upstream_ref(&branch).await?,
         };
-        let standard = format!("+refs/heads/*:refs/remotes/{remote}/*");
-        let fetch = values(format!("remote.{remote}.fetch"));
-        if !values(format!("remote.{remote}.push")).is_empty()
-            || fetch.iter().all(|refspec| **refspec != standard)
-        {
-            return None;
+        Ok(self.read_ref(&tracking).await)
+    }
+
+    /// The remote-tracking ref `branch` tracks, as git's
+    /// `branch_get_upstream` names it.
+    async fn upstream_ref(&self, branch: &str) -> Result<String, String> {
+        let merge = self.config_value(&format!("branch.{branch}.merge")).await;
+        let remote = self.config_value(&format!("branch.{branch}.remote")).await;
+        let (Some(merge), Some(remote)) = (merge, remote) else {
+            return Err(match self.branch(branch).await {
+                Some(_) => format!("no upstream configured for branch '{branch}'"),
+                None => format!("no such branch: '{branch}'"),
+            });
+        };
+        if remote == "." {
+            return Ok(merge);
         }
-        let current = format!("refs/remotes/{remote}/{branch}");
-        let triangular = fetch_remote.as_deref() != Some(remote.as_str());
+        self.tracking_for(&remote, &merge).await.ok_or_else(|| {
+            format!("upstream branch '{merge}' not stored as a remote-tracking branch")
+        })
+    }
+
+    /// Where `remote`'s fetch refspecs store its ref `name`; only the
+    /// standard refspec is read (others are refused).
+    async fn tracking_for(&self, remote: &str, name: &str) -> Option<String> {
+        let fetch = self.config_values(&format!("remote.{remote}.fetch")).await;
+        let standard = format!("+refs/heads/*:refs/remotes/{remote}/*");
+        let branch = name.strip_prefix("refs/heads/")?;
+        fetch
+            .contains(&standard)
+            .then(|| format!("refs/remotes/{remote}/{branch}"))
+    }
+
+    /// `BRANCH@{push}`: the remote-tracking ref of where `git push` would
+    /// send `branch`, as git's `branch_get_push` decides it, for remotes
+    /// with the standard fetch refspec and no push refspecs (others are
+    /// refused).
+    async fn push_destination(&self, branch: &str) -> Result<String, String> {
+        let mut remote = self
+            .config_value(&format!("branch.{branch}.pushRemote"))
+            .await;
+        if remote.is_none() {
+            remote = self.config_value("remote.pushDefault").await;
+        }
+        if remote.is_none() {
+            remote = self.config_value(&format!("branch.{branch}.remote")).await;
+        }
+        let remote = remote.unwrap_or_else(|| "origin".to_string());
+        if self
+            .config_value(&format!("remote.{remote}.url"))
+            .await
+            .is_none()
+        {
+            return Err(format!("branch '{branch}' has no remote for pushing"));
+        }
+        let refused =
+            |what: &str| format!("not supported by the sandbox's git: @{{push}} with {what}");
+        if !self
+            .config_values(&format!("remote.{remote}.push"))
+            .await
+            .is_empty()
+        {
+            return Err(refused(&format!("remote.{remote}.push")));
+        }
+        let current = self
+            .tracking_for(&remote, &format!("refs/heads/{branch}"))
+            .await
+            .ok_or_else(|| refused(&format!("remote.{remote}.fetch other than git's default")))?;
         let mode = self.config_value("push.default").await;
         match mode.as_deref().unwrap_or("simple") {
-            "current" | "matching" => self.read_ref(&current).await,
-            "simple" if triangular => self.read_ref(&current).await,
-            "simple" | "upstream" | "tracking" if !triangular => {
-                let (upstream, oid) = self.upstream(branch).await?;
-                let same = mode.as_deref().is_some_and(|m| m != "simple")
-                    || format!("refs/remotes/{upstream}") == current;
-                same.then_some(oid).flatten()
-            }
-            _ => None,
+            "current" | "matching" => Ok(current),
+            "upstream" | "tracking" => self.upstream_ref(branch).await,
+            "simple" => match self.upstream_ref(branch).await? {
+                upstream if upstream == current => Ok(current),
+                _ => Err("cannot resolve 'simple' push to a single destination".into()),
+            },
+            "nothing" => Err("push has no destination (push.default is 'nothing')".into()),
+            other => Err(format!("malformed value for push.default: {other}")),
         }
     }
 

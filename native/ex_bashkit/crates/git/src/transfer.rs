@@ -282,8 +282,26 @@ async fn clone_into(
             &format!("remote.{origin}.fetch"),
             &format!("+refs/heads/*:refs/remotes/{origin}/*"),
         );
+        if let Some(b) = asked.branch {
+            return Err(fatal(format!(
+                "Remote branch {b} not found in upstream {origin}"
+            )));
+        }
+        // A server that speaks protocol v2 says what its unborn HEAD
+        // names; the clone's HEAD names the same and tracks it.
+        // Else git names it as `init` would, advising even when quiet.
+        let (branch, advice) = match advert
+            .head_branch()
+            .and_then(|r| r.strip_prefix("refs/heads/"))
+        {
+            Some(branch) => (branch.to_string(), None),
+            None => Repo::initial_branch(here),
+        };
+        text = track(&text, &branch, origin);
+        repo.set_head_branch(&branch).await.map_err(fatal)?;
         repo.save_config_text(&text).await.map_err(fatal)?;
         err.push_str("warning: You appear to have cloned an empty repository.\n");
+        err.push_str(advice.unwrap_or_default());
         return Ok(Out::ok("").with_stderr(err));
     }
     // What to check out: -b (a branch, else a tag), or the server's HEAD.

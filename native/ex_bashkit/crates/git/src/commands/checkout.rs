@@ -8,7 +8,7 @@ impl Ctx<'_> {
             args,
             &Spec {
                 command: "checkout",
-                flags: &["-q", "--quiet"],
+                flags: &["-q", "--quiet", "--detach"],
                 valued: &[&["-b"], &["-B"]],
             },
         )?;
@@ -22,6 +22,15 @@ impl Ctx<'_> {
         let files: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
         let operands = self.previous_named(&args.operands).await?;
         let operands: Vec<&str> = operands.iter().map(String::as_str).collect();
+        if args.has(&["--detach"]) {
+            return match (operands.as_slice(), files.is_empty()) {
+                ([], true) => self.detach("HEAD", quiet).await,
+                ([target], true) => self.detach(target, quiet).await,
+                _ => Err(Out::fatal(
+                    "git checkout: --detach does not take a path argument",
+                )),
+            };
+        }
         match (operands.as_slice(), files.is_empty()) {
             ([target], true) if self.repo.branch(target).await.is_some() => {
                 self.switch_to(target, None, false, false, quiet).await
@@ -61,6 +70,7 @@ impl Ctx<'_> {
         let operands = self.previous_named(&args.operands).await?;
         let operands: Vec<&str> = operands.iter().map(String::as_str).collect();
         match operands.as_slice() {
+            [] if args.has(&["--detach", "-d"]) => self.detach("HEAD", quiet).await,
             [target] if args.has(&["--detach", "-d"]) => self.detach(target, quiet).await,
             [target] => {
                 if self.repo.branch(target).await.is_none() {

@@ -376,7 +376,7 @@ impl Ctx<'_> {
         let mut revisions = Vec::new();
         let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
         for operand in &args.operands {
-            let spec = self.revspec(operand).await;
+            let spec = self.revspec(operand).await?;
             if let Some(RevSpec::Symmetric { left, right }) = spec {
                 // From where the two histories met.
                 let Some(base) = self.merge_bases(&left, &right).await.into_iter().next() else {
@@ -886,7 +886,7 @@ impl Ctx<'_> {
         let mut paths: Vec<String> = Vec::new();
         for operand in &args.operands {
             // A name is a revision until a path has been given.
-            let spec = self.revspec(operand).await;
+            let spec = self.revspec(operand).await?;
             match spec {
                 Some(spec) if paths.is_empty() || !matches!(spec, RevSpec::Include(_)) => {
                     for (excluded, oid) in self.tips(spec).await {
@@ -1424,7 +1424,7 @@ impl Ctx<'_> {
             )));
         }
         let target = args.operands.first().copied().unwrap_or("HEAD");
-        let mut oid = match self.revspec(target).await {
+        let mut oid = match self.revspec(target).await? {
             Some(RevSpec::Include(oid)) => oid,
             // `A^!`: A, none of its parents' history: A alone.
             Some(RevSpec::WithoutParents(oid)) => oid,
@@ -1445,7 +1445,7 @@ impl Ctx<'_> {
                             "path '{path}' does not exist (neither on disk nor in the index)"
                         )));
                     }
-                    Some((revision, path)) if self.revspec(revision).await.is_some() => {
+                    Some((revision, path)) if self.revspec(revision).await?.is_some() => {
                         let path = path.trim_start_matches("./");
                         return Err(Out::fatal(format!(
                             "path '{path}' does not exist in '{revision}'"

@@ -222,7 +222,11 @@ impl Ctx<'_> {
                 }
                 continue;
             }
-            let Some(spec) = self.revspec(name).await else {
+            let spec = self.revspec(name).await.map_err(|fatal| Out {
+                stdout: out.clone(),
+                ..fatal
+            })?;
+            let Some(spec) = spec else {
                 if let Some(why) = repo.reflog_shortfall(name).await {
                     return Err(Out {
                         stdout: out,

@@ -21,11 +21,20 @@ pub(super) async fn init(here: &Here<'_>, args: &[String]) -> Run {
         .await
         .map_err(|e| failed(e.to_string()))?;
     let (repo, existed) = Repo::init(here, &root).await.map_err(failed)?;
-    if let (Some(branch), false) = (args.value("-b"), existed) {
-        repo.set_head_branch(branch).await.map_err(failed)?;
+    let quiet = args.has(&["-q", "--quiet"]);
+    // git names the branch (and advises) again on a repository that
+    // exists, though it leaves that one's HEAD as it is.
+    let (branch, advice) = match args.value("-b") {
+        Some(branch) => (branch.to_string(), None),
+        None => Repo::initial_branch(here),
+    };
+    let advice = advice.filter(|_| !quiet);
+    if !existed {
+        repo.set_head_branch(&branch).await.map_err(failed)?;
     }
-    if args.has(&["-q", "--quiet"]) {
-        return Ok(Out::ok(""));
+    let advice = advice.unwrap_or_default();
+    if quiet {
+        return Ok(Out::ok("").with_stderr(advice.to_string()));
     }
     let verb = if existed {
         "Reinitialized existing"
@@ -35,7 +44,8 @@ pub(super) async fn init(here: &Here<'_>, args: &[String]) -> Run {
     Ok(Out::ok(format!(
         "{verb} Git repository in {}/\n",
         repo.git.display()
-    )))
+    ))
+    .with_stderr(advice.to_string()))
 }
 
 /// A build without the network part: the URL a network command names,
