@@ -1092,6 +1092,25 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "pathspec 'nope' did not match any files"
   end
 
+  test "clean -d sees and removes empty directories as real git's does; a path outside the work tree is git's error",
+       ctx do
+    script = """
+    echo '*.log' > .gitignore; mkdir -p e1 e2/e3 src/e4 ig u/e5 ig2/sub
+    touch ig/a.log u/x ig2/sub/b.log
+    git clean -nd; git clean -n; cd src && git clean -nd; git clean -nd e4 ../e1; cd ..
+    git clean -n .. 2>&1; git status --short .. 2>&1; git log --oneline -- .. 2>&1
+    git add .. 2>&1; git ls-files .. 2>&1; git diff -- .. 2>&1; echo "outside $?"
+    git clean -fd; find . -path ./.git -prune -o -print | sort
+    """
+
+    [real, ours] = on_copies(ctx, "clean_empty", script)
+    # Each names its own work tree's top.
+    assert ours == String.replace(real, beside(ctx, "clean_empty_real"), "/repo")
+    assert real =~ "Would remove e2/\n"
+    assert real =~ "Removing u/\n"
+    assert real =~ "'..' is outside repository at"
+  end
+
   test "commit PATH… commits those paths as the work tree has them and leaves the rest staged, as real git does",
        ctx do
     script = """

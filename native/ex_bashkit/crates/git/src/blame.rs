@@ -129,7 +129,7 @@ impl Ctx<'_> {
                 128,
             ));
         }
-        let path = self.pathspec(path);
+        let path = self.inside(path)?;
         let start = self.revision(revision.unwrap_or("HEAD")).await?;
         let start_commit = repo.commit(&start).await.map_err(failed)?;
         let mut trees = Trees::default();

@@ -674,13 +674,30 @@ impl Ctx<'_> {
         self.repo.relative(&full)
     }
 
+    /// A path the user gave, relative to the work tree's root; git's
+    /// fatal error for one outside it (`..` at the top).
+    pub(super) fn inside(&self, spec: &str) -> Result<String, Out> {
+        let full = resolve(&self.here.cwd, spec);
+        match full.starts_with(&self.repo.root) {
+            true => Ok(self.repo.relative(&full)),
+            false => Err(Out::fatal(format!(
+                "{spec}: '{spec}' is outside repository at '{}'",
+                self.repo.root.display()
+            ))),
+        }
+    }
+
+    /// Paths the user gave, each as [`Ctx::inside`] reads it.
+    pub(super) fn inside_all<'a>(
+        &self,
+        given: impl IntoIterator<Item = &'a &'a str>,
+    ) -> Result<Vec<String>, Out> {
+        given.into_iter().map(|spec| self.inside(spec)).collect()
+    }
+
     /// The pathspecs among `operands` and after `--`.
-    fn specs(&self, operands: &[&str], paths: &[&str]) -> Vec<String> {
-        operands
-            .iter()
-            .chain(paths)
-            .map(|spec| self.pathspec(spec))
-            .collect()
+    fn specs(&self, operands: &[&str], paths: &[&str]) -> Result<Vec<String>, Out> {
+        self.inside_all(operands.iter().chain(paths))
     }
 
     fn matches(spec: &str, path: &str) -> bool {

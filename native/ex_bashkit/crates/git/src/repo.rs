@@ -1604,12 +1604,22 @@ impl Repo {
     /// marked ignored or not. An ignored directory is entered only where
     /// the index tracks something in it.
     pub async fn work_files(&self, index: &Index) -> Res<BTreeMap<String, WorkFile>> {
+        Ok(self.work_tree(index).await?.0)
+    }
+
+    /// [`Repo::work_files`], and the directories (`dir/`) that hold
+    /// nothing at all and are not ignored (what `clean -d` removes too).
+    pub async fn work_tree(&self, index: &Index) -> Res<(BTreeMap<String, WorkFile>, Vec<String>)> {
         let mut ignores = self.global_ignores().await;
         let mut files = BTreeMap::new();
+        let mut empty = Vec::new();
         // (its relative path with a trailing `/`, ignored)
         let mut pending = vec![(String::new(), false)];
         while let Some((prefix, dir_ignored)) = pending.pop() {
             let entries = self.list(&prefix).await?;
+            if entries.is_empty() && !prefix.is_empty() && !dir_ignored {
+                empty.push(prefix.clone());
+            }
             if !dir_ignored {
                 let gitignore = entries
                     .iter()
@@ -1655,7 +1665,7 @@ impl Repo {
                 }
             }
         }
-        Ok(files)
+        Ok((files, empty))
     }
 
     /// The work tree's tracked files only: each directory of the index
@@ -1887,6 +1897,33 @@ impl Repo {
             }
             let _ = self.io.remove(d, true).await;
             dir = d.parent();
+        }
+        Ok(())
+    }
+
+    /// Removes the directories below `dir` (and `dir`) that are empty
+    /// once their empty directories are gone; files stay.
+    pub async fn remove_empty_dirs(&self, dir: &str) -> Res<()> {
+        let full = self.root.join(dir.trim_end_matches('/'));
+        let mut pending = vec![(full, false)];
+        // Depth first: a directory is looked at again after its children.
+        while let Some((path, children_done)) = pending.pop() {
+            let entries = match self.io.read_dir(&path).await {
+                Ok(entries) => entries,
+                Err(_) => continue,
+            };
+            if children_done {
+                if entries.is_empty() {
+                    self.io.remove(&path, true).await?;
+                }
+                continue;
+            }
+            pending.push((path.clone(), true));
+            for (name, is_dir) in entries {
+                if is_dir {
+                    pending.push((path.join(name), false));
+                }
+            }
         }
         Ok(())
     }

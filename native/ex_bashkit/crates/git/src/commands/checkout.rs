@@ -19,7 +19,7 @@ impl Ctx<'_> {
                 .switch_to(name, start, true, args.value("-B").is_some(), quiet)
                 .await;
         }
-        let files: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        let files: Vec<String> = self.inside_all(&args.paths)?;
         let operands = self.previous_named(&args.operands).await?;
         let operands: Vec<&str> = operands.iter().map(String::as_str).collect();
         if args.has(&["--detach"]) {
@@ -41,7 +41,7 @@ impl Ctx<'_> {
             ([revision], false) => self.restore_paths(Some(revision), &files, true, true).await,
             ([], false) => self.restore_paths(None, &files, false, true).await,
             (paths, true) if !paths.is_empty() => {
-                let specs: Vec<String> = paths.iter().map(|p| self.pathspec(p)).collect();
+                let specs: Vec<String> = self.inside_all(paths)?;
                 self.restore_paths(None, &specs, false, true).await
             }
             _ => Err(Out::error(
@@ -268,14 +268,11 @@ impl Ctx<'_> {
         let repo = &self.repo;
         let (revision, mut specs): (&str, Vec<String>) = match args.operands.split_first() {
             Some((first, rest)) if repo.resolve(first).await.is_some() => {
-                (*first, rest.iter().map(|p| self.pathspec(p)).collect())
+                (*first, self.inside_all(rest)?)
             }
-            _ => (
-                "HEAD",
-                args.operands.iter().map(|p| self.pathspec(p)).collect(),
-            ),
+            _ => ("HEAD", self.inside_all(&args.operands)?),
         };
-        specs.extend(args.paths.iter().map(|p| self.pathspec(p)));
+        specs.extend(self.inside_all(&args.paths)?);
         let target_oid = repo.resolve_commit(revision).await;
         if target_oid.is_none() && revision != "HEAD" {
             return Err(self
@@ -409,7 +406,7 @@ impl Ctx<'_> {
         )?;
         let staged = args.has(&["-S", "--staged"]);
         let worktree = args.has(&["-W", "--worktree"]) || !staged;
-        let specs: Vec<String> = self.specs(&args.operands, &args.paths);
+        let specs: Vec<String> = self.specs(&args.operands, &args.paths)?;
         if specs.is_empty() {
             return Err(Out::fatal("you must specify path(s) to restore"));
         }
@@ -510,7 +507,7 @@ impl Ctx<'_> {
         )?;
         // What is below the current directory, or the paths given; each
         // named from the current directory, as git names them.
-        let mut specs = self.specs(&args.operands, &args.paths);
+        let mut specs = self.specs(&args.operands, &args.paths)?;
         if specs.is_empty() {
             specs.push(self.pathspec("."));
         }
@@ -524,7 +521,12 @@ impl Ctx<'_> {
         let directories = args.has(&["-d"]) || !(args.operands.is_empty() && args.paths.is_empty());
         let state = self.state().await?;
         let mut out = String::new();
-        for path in state.untracked() {
+        let mut doomed_paths: BTreeSet<String> = state.untracked().into_iter().collect();
+        if directories {
+            let (_, empty) = self.repo.work_tree(&state.index).await.map_err(failed)?;
+            doomed_paths.extend(self.empty_tops(&state, empty, &doomed_paths));
+        }
+        for path in doomed_paths {
             let is_dir = path.ends_with('/');
             if is_dir && specs.iter().any(|s| s.starts_with(&path)) {
                 return Err(Out::fatal(format!(
@@ -553,10 +555,48 @@ impl Ctx<'_> {
             for file in doomed {
                 self.repo.remove_file(file).await.map_err(failed)?;
             }
+            if is_dir {
+                self.repo.remove_empty_dirs(&path).await.map_err(failed)?;
+            }
             if !quiet {
                 let _ = writeln!(out, "Removing {shown}");
             }
         }
         Ok(Out::ok(out))
+    }
+
+    /// The empty directories `clean -d` names: each empty one's highest
+    /// directory that holds no file (tracked, untracked or ignored), left
+    /// out when an untracked directory in `listed` already holds it.
+    fn empty_tops(
+        &self,
+        state: &State,
+        empty: Vec<String>,
+        listed: &BTreeSet<String>,
+    ) -> BTreeSet<String> {
+        let holds_file = |dir: &str| {
+            let inner = format!("{dir}/");
+            let first_after = |keys: Option<&String>| keys.is_some_and(|k| k.starts_with(&inner));
+            first_after(state.index.range(inner.clone()..).next().map(|(k, _)| k))
+                || first_after(state.work.range(inner.clone()..).next().map(|(k, _)| k))
+        };
+        let mut tops = BTreeSet::new();
+        for dir in empty {
+            let mut top = dir.trim_end_matches('/').to_string();
+            while let Some((parent, _)) = top.rsplit_once('/') {
+                if holds_file(parent) {
+                    break;
+                }
+                top = parent.to_string();
+            }
+            let top = format!("{top}/");
+            if !listed
+                .iter()
+                .any(|u| u.ends_with('/') && top.starts_with(u.as_str()))
+            {
+                tops.insert(top);
+            }
+        }
+        tops
     }
 }

@@ -21,7 +21,7 @@ impl Ctx<'_> {
         )?;
         let all = args.has(&["-A", "--all"]);
         let update = args.has(&["-u", "--update"]);
-        let mut specs: Vec<String> = self.specs(&args.operands, &args.paths);
+        let mut specs: Vec<String> = self.specs(&args.operands, &args.paths)?;
         if specs.is_empty() {
             if all || update {
                 specs.push(String::new());
@@ -107,7 +107,7 @@ impl Ctx<'_> {
         let cached = args.has(&["--cached"]);
         let quiet = args.has(&["-q", "--quiet"]);
         let recursive = args.has(&["-r"]);
-        let specs: Vec<String> = self.specs(&args.operands, &args.paths);
+        let specs: Vec<String> = self.specs(&args.operands, &args.paths)?;
         if specs.is_empty() {
             return Err(Out::error(
                 "usage: git rm [--cached] [-r] [-q] <file>...\n",
@@ -369,7 +369,7 @@ impl Ctx<'_> {
         // `commit PATH…` (git's `--only`): the commit takes those paths as
         // the work tree has them and everything else as `HEAD` has it;
         // what else is staged stays staged.
-        let specs = self.specs(&args.operands, &args.paths);
+        let specs = self.specs(&args.operands, &args.paths)?;
         let partial = !specs.is_empty();
         let repo = &self.repo;
         if partial {

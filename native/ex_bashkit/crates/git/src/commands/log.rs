@@ -374,7 +374,7 @@ impl Ctx<'_> {
         self.find_renames(&args).await?;
         // Operands that are not revisions are paths.
         let mut revisions = Vec::new();
-        let mut specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        let mut specs: Vec<String> = self.inside_all(&args.paths)?;
         for operand in &args.operands {
             let spec = self.revspec(operand).await?;
             if let Some(RevSpec::Symmetric { left, right }) = spec {
@@ -409,7 +409,7 @@ impl Ctx<'_> {
                     .await
                     .unwrap_or(false)
             {
-                specs.push(self.pathspec(operand));
+                specs.push(self.inside(operand)?);
             } else {
                 return Err(Out::fatal(format!(
                     "ambiguous argument '{operand}': unknown revision or path not in the working tree.\n\
@@ -903,7 +903,7 @@ impl Ctx<'_> {
                     .await
                     .unwrap_or(false) =>
                 {
-                    paths.push(self.pathspec(operand));
+                    paths.push(self.inside(operand)?);
                     continue;
                 }
                 _ => {
@@ -927,7 +927,7 @@ impl Ctx<'_> {
                 }
             }
         }
-        paths.extend(args.paths.iter().map(|p| self.pathspec(p)));
+        paths.extend(self.inside_all(&args.paths)?);
         if let Some(glob) = paths.iter().find(|p| p.contains(['*', '?', '['])) {
             return Err(Out::fatal(format!(
                 "not supported by the sandbox's git: history of a glob pathspec ({glob})"
@@ -1513,7 +1513,7 @@ impl Ctx<'_> {
             }
         }
         let commit = self.repo.commit(&oid).await.map_err(failed)?;
-        let specs: Vec<String> = args.paths.iter().map(|p| self.pathspec(p)).collect();
+        let specs: Vec<String> = self.inside_all(&args.paths)?;
         // With paths, a commit that leaves them as a parent had them is
         // not shown at all, as git's history simplification drops it.
         if !specs.is_empty() && self.leaves_paths(&commit, &specs).await? {

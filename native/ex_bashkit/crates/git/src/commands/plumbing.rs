@@ -30,7 +30,7 @@ impl Ctx<'_> {
         // Without a path, what is below the current directory; each name
         // from there (`../x` for a path given above it), or from the top
         // with `--full-name`.
-        let mut specs: Vec<String> = self.specs(&args.operands, &args.paths);
+        let mut specs: Vec<String> = self.specs(&args.operands, &args.paths)?;
         if specs.is_empty() {
             specs.push(self.pathspec("."));
         }
@@ -304,7 +304,7 @@ impl Ctx<'_> {
         let mut out = String::new();
         let mut ignored = 0;
         for path in given {
-            let relative = self.pathspec(path);
+            let relative = self.inside(path)?;
             let is_dir = self
                 .repo
                 .fs
@@ -473,7 +473,7 @@ impl Ctx<'_> {
         }
         // Without a path, git searches where it is run, and names files
         // from there (`--full-name`: from the top).
-        let mut specs: Vec<String> = self.specs(operands.as_slice(), &args.paths);
+        let mut specs: Vec<String> = self.specs(operands.as_slice(), &args.paths)?;
         if specs.is_empty() {
             specs.push(self.pathspec("."));
         }

@@ -117,7 +117,7 @@ impl Ctx<'_> {
                 valued: &[],
             },
         )?;
-        let specs = self.specs(&args.operands, &args.paths);
+        let specs = self.specs(&args.operands, &args.paths)?;
         let state = self.state().await?;
         let untracked_mode = match mode_given.as_deref() {
             Some(mode) => mode,
