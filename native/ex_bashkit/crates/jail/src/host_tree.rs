@@ -1,8 +1,10 @@
 //! A directory tree on the host, read and written straight through the
-//! kernel, never leaving its root: every path is opened component by
-//! component from the root with `O_NOFOLLOW` (`openat`), so no symlink,
-//! planted or swapped in meanwhile, leads anywhere else; a symlink in the
-//! tree is read as a link, never followed.
+//! kernel, never leaving its root: every path is opened from the root
+//! with no symlink followed (`openat2` with `RESOLVE_BENEATH` and
+//! `RESOLVE_NO_SYMLINKS` in one call, or component by component with
+//! `O_NOFOLLOW` where the kernel lacks it), so no symlink, planted or
+//! swapped in meanwhile, leads anywhere else; a symlink in the tree is
+//! read as a link, never followed.
 //!
 //! Two users: the sandbox's git on a work tree in a host mount (listing a
 //! directory with its entries' `lstat` in one pass, where bashkit's
@@ -31,6 +33,15 @@ pub struct Stat {
 
 /// An open descriptor, closed when dropped.
 struct Fd(libc::c_int);
+
+impl Fd {
+    /// The descriptor, no longer closed by this.
+    fn into_raw(self) -> libc::c_int {
+        let fd = self.0;
+        std::mem::forget(self);
+        fd
+    }
+}
 
 impl Drop for Fd {
     fn drop(&mut self) {
@@ -159,6 +170,79 @@ fn remove_tree(parent: &Fd, name: &std::ffi::CStr) -> io::Result<()> {
     check(unsafe { libc::unlinkat(parent.0, name.as_ptr(), libc::AT_REMOVEDIR) }).map(|_| ())
 }
 
+/// One component opened below `dir` without following a symlink.
+fn openat_nofollow(dir: &Fd, name: &[u8], flags: libc::c_int) -> io::Result<Fd> {
+    let name = cstring(name)?;
+    // SAFETY: `dir` is open; the name is one NUL-terminated component.
+    check(unsafe {
+        libc::openat(
+            dir.0,
+            name.as_ptr(),
+            flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    })
+    .map(Fd)
+}
+
+/// `names` opened below `root` one at a time, none followed if a symlink.
+fn open_walking(root: Fd, names: &[&[u8]], flags: libc::c_int) -> io::Result<Fd> {
+    let Some((last, dirs)) = names.split_last() else {
+        return Ok(root);
+    };
+    let mut fd = root;
+    for name in dirs {
+        fd = openat_nofollow(&fd, name, libc::O_RDONLY | libc::O_DIRECTORY)?;
+    }
+    openat_nofollow(&fd, last, flags)
+}
+
+/// Whether `openat2` is there to use (a kernel before 5.6, or a seccomp
+/// filter without it, answers `ENOSYS`/`EPERM`: asked once).
+static OPENAT2_MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `path` (components joined by `/`, none `..`) opened below `root` in
+/// one call, the kernel refusing any symlink and any way out of `root`;
+/// `None` where the kernel has no `openat2`.
+fn openat2_beneath(root: &Fd, path: &[u8], flags: libc::c_int) -> Option<io::Result<Fd>> {
+    use std::sync::atomic::Ordering;
+    if OPENAT2_MISSING.load(Ordering::Relaxed) {
+        return None;
+    }
+    let path = match cstring(path) {
+        Ok(path) => path,
+        Err(e) => return Some(Err(e)),
+    };
+    // SAFETY: an all-zero `open_how` is valid; its fields are set below.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (flags | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: `root` is open, the path NUL-terminated, `how` ours and
+    // its size given.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            root.0,
+            path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd >= 0 {
+        return Some(Ok(Fd(fd as libc::c_int)));
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::ENOSYS | libc::EPERM) => {
+            OPENAT2_MISSING.store(true, Ordering::Relaxed);
+            None
+        }
+        // Interrupted by a rename elsewhere in the tree: the walk
+        // answers instead.
+        Some(libc::EAGAIN) => None,
+        _ => Some(Err(error)),
+    }
+}
+
 static STAGED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A host directory tree, read below its root only.
@@ -171,32 +255,38 @@ impl HostTree {
         Self { root }
     }
 
-    /// `relative` opened as a directory, each component without
-    /// following a symlink.
+    /// `relative` opened as a directory, no symlink followed on the way.
     fn open_dir(&self, relative: &Path) -> io::Result<Fd> {
+        self.open_beneath(relative, libc::O_RDONLY | libc::O_DIRECTORY)
+    }
+
+    /// `relative` opened with `flags` below the root, no component a
+    /// symlink (the last one too): one `openat2` that the kernel keeps
+    /// beneath the root where it has that call, else each component
+    /// opened in turn with `O_NOFOLLOW`.
+    fn open_beneath(&self, relative: &Path, flags: libc::c_int) -> io::Result<Fd> {
+        let mut names = Vec::new();
+        for part in relative.components() {
+            let Component::Normal(name) = part else {
+                return Err(io::Error::from(io::ErrorKind::InvalidInput));
+            };
+            names.push(name.as_bytes());
+        }
         let root = cstring(self.root.as_os_str().as_bytes())?;
         // SAFETY: a NUL-terminated path; the result is checked.
-        let mut fd = Fd(check(unsafe {
+        let root = Fd(check(unsafe {
             libc::open(
                 root.as_ptr(),
                 libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
             )
         })?);
-        for part in relative.components() {
-            let Component::Normal(name) = part else {
-                return Err(io::Error::from(io::ErrorKind::InvalidInput));
-            };
-            let name = cstring(name.as_bytes())?;
-            // SAFETY: `fd` is open; the name is one NUL-terminated component.
-            fd = Fd(check(unsafe {
-                libc::openat(
-                    fd.0,
-                    name.as_ptr(),
-                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                )
-            })?);
+        if names.is_empty() {
+            return Ok(root);
         }
-        Ok(fd)
+        match openat2_beneath(&root, &names.join(&b'/'), flags) {
+            Some(opened) => opened,
+            None => open_walking(root, &names, flags),
+        }
     }
 
     /// The directory `relative`'s entries with their `lstat`.
@@ -242,18 +332,10 @@ impl HostTree {
     pub fn read(&self, relative: &Path) -> io::Result<Vec<u8>> {
         use std::io::Read;
         use std::os::fd::FromRawFd;
-        let (parent, name) = Self::split(relative)?;
-        let dir = self.open_dir(parent)?;
-        // SAFETY: `dir` is open; the name is one NUL-terminated component.
-        let fd = check(unsafe {
-            libc::openat(
-                dir.0,
-                name.as_ptr(),
-                libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        })?;
+        Self::split(relative)?;
+        let fd = self.open_beneath(relative, libc::O_RDONLY)?;
         // SAFETY: `fd` is open and owned by the File from here on.
-        let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd.into_raw()) };
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
         Ok(bytes)
@@ -573,6 +655,67 @@ mod tests {
         assert_eq!(tree.read(Path::new("made/g")).unwrap(), b"12");
         tree.remove(Path::new("made/g"), false).unwrap();
         tree.remove(Path::new("made/here"), true).unwrap();
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn openat2_and_the_walk_open_the_same_and_refuse_the_same() {
+        let base = std::env::temp_dir().join(format!("host_tree_open_{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("tree/a/b")).unwrap();
+        std::fs::create_dir_all(base.join("outside")).unwrap();
+        std::fs::write(base.join("tree/a/b/f"), "f").unwrap();
+        std::fs::write(base.join("outside/secret"), "secret").unwrap();
+        std::os::unix::fs::symlink("../outside", base.join("tree/a/up")).unwrap();
+        std::os::unix::fs::symlink("b", base.join("tree/a/inner")).unwrap();
+        std::os::unix::fs::symlink("b/f", base.join("tree/a/file_link")).unwrap();
+        let root = || {
+            let path = cstring(base.join("tree").as_os_str().as_bytes()).unwrap();
+            // SAFETY: a NUL-terminated path; the result is checked.
+            Fd(
+                check(unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) })
+                    .unwrap(),
+            )
+        };
+        // What each open must answer: the errors it may give (none: it
+        // opens). Through a link the walk hears ELOOP or ENOTDIR (asked
+        // for a directory, it found a link), the kernel's resolution too.
+        let link = &[libc::ELOOP, libc::ENOTDIR][..];
+        let cases: &[(&str, libc::c_int, &[i32])] = &[
+            ("a/b/f", libc::O_RDONLY, &[]),
+            ("a/b", libc::O_RDONLY | libc::O_DIRECTORY, &[]),
+            ("a/inner/f", libc::O_RDONLY, link),
+            ("a/file_link", libc::O_RDONLY, &[libc::ELOOP]),
+            ("a/up/secret", libc::O_RDONLY, link),
+            (
+                "a/b/f",
+                libc::O_RDONLY | libc::O_DIRECTORY,
+                &[libc::ENOTDIR],
+            ),
+            ("a/nope", libc::O_RDONLY, &[libc::ENOENT]),
+        ];
+        let answer = |opened: io::Result<Fd>| opened.err().map(|e| e.raw_os_error().unwrap());
+        for &(path, flags, refused) in cases {
+            let names: Vec<&[u8]> = path.split('/').map(str::as_bytes).collect();
+            let walked = answer(open_walking(root(), &names, flags));
+            assert_eq!(walked.is_some(), !refused.is_empty(), "{path}: {walked:?}");
+            assert!(
+                walked.is_none_or(|e| refused.contains(&e)),
+                "{path}: {walked:?}"
+            );
+            if let Some(opened) = openat2_beneath(&root(), path.as_bytes(), flags) {
+                let opened = answer(opened);
+                assert_eq!(opened.is_some(), !refused.is_empty(), "{path}: {opened:?}");
+                assert!(
+                    opened.is_none_or(|e| refused.contains(&e)),
+                    "{path}: {opened:?}"
+                );
+            }
+        }
+        // `..` never gets as far as the kernel: both refuse it first.
+        let tree = HostTree::new(base.join("tree"));
+        assert!(tree.read(Path::new("a/../../outside/secret")).is_err());
+        assert_eq!(tree.read(Path::new("a/b/f")).unwrap(), b"f");
         std::fs::remove_dir_all(&base).unwrap();
     }
 }
