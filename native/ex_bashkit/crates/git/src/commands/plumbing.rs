@@ -588,19 +588,23 @@ impl Ctx<'_> {
                 None => String::from_utf8_lossy(&bytes),
             };
             let mut hits = 0;
-            let lines = content
-                .split_inclusive('\n')
-                .map(|l| l.strip_suffix('\n').unwrap_or(l));
-            for (number, line) in lines.enumerate() {
-                if regex.is_match(line) == invert {
-                    continue;
-                }
+            let lines: Vec<(usize, &str)> = match (utf8, invert) {
+                (Some(text), false) => matching_lines(&anywhere, &regex, text),
+                _ => content
+                    .split_inclusive('\n')
+                    .map(|l| l.strip_suffix('\n').unwrap_or(l))
+                    .enumerate()
+                    .filter(|(_, line)| regex.is_match(line) != invert)
+                    .map(|(number, line)| (number + 1, line))
+                    .collect(),
+            };
+            for (number, line) in lines {
                 hits += 1;
                 if names_only || count {
                     continue;
                 }
                 let lead = match numbered {
-                    true => format!("{lead}{}:", number + 1),
+                    true => format!("{lead}{number}:"),
                     false => lead.clone(),
                 };
                 if only_matching {
@@ -781,5 +785,82 @@ fn humanise(bytes: u64) -> String {
         "1 byte".to_string()
     } else {
         format!("{bytes} bytes")
+    }
+}
+
+/// The lines of `text` that `regex` matches, numbered from 1, as a loop
+/// over lines finds them; but found by searching the whole text with
+/// `anywhere` (the same pattern, `^`/`$` at line ends), so only the lines
+/// it stops in are looked at alone: most of a file matches nothing.
+fn matching_lines<'t>(
+    anywhere: &regex::bytes::Regex,
+    regex: &regex::Regex,
+    text: &'t str,
+) -> Vec<(usize, &'t str)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    // Where the search goes on from (a line's start), and the number of
+    // the line that starts at `counted`.
+    let (mut from, mut counted, mut number) = (0, 0, 1);
+    while from < bytes.len() {
+        let Some(hit) = anywhere.find_at(bytes, from) else {
+            break;
+        };
+        let start =
+            memchr::memrchr(b'\n', &bytes[from..hit.start()]).map_or(from, |i| from + i + 1);
+        let end =
+            memchr::memchr(b'\n', &bytes[hit.start()..]).map_or(bytes.len(), |i| hit.start() + i);
+        number += memchr::memchr_iter(b'\n', &bytes[counted..start]).count();
+        counted = start;
+        // A match may run past its line's end; the line alone decides.
+        let line = &text[start..end];
+        if regex.is_match(line) {
+            found.push((number, line));
+        }
+        from = end + 1;
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matching_lines;
+
+    #[test]
+    fn lines_found_in_the_whole_text_are_the_lines_a_loop_finds() {
+        let texts = [
+            "",
+            "\n",
+            "a\n",
+            "no newline at the end",
+            "one\ntwo\n\nthree two\r\nfour",
+            "x\n\n\nx\nxx\n",
+            "été\nnaïve café\n\n",
+            "a b\na\nb\n",
+        ];
+        let patterns = [
+            "two", "^", "$", "^$", "x*", r"\s", r"a\sb", "é", "^t", r"e\b", "[^a]", ".", "o$",
+        ];
+        for pattern in patterns {
+            let regex = regex::Regex::new(pattern).unwrap();
+            let anywhere = regex::bytes::RegexBuilder::new(pattern)
+                .multi_line(true)
+                .build()
+                .unwrap();
+            for text in texts {
+                let looped: Vec<(usize, &str)> = text
+                    .split_inclusive('\n')
+                    .map(|l| l.strip_suffix('\n').unwrap_or(l))
+                    .enumerate()
+                    .filter(|(_, line)| regex.is_match(line))
+                    .map(|(n, line)| (n + 1, line))
+                    .collect();
+                assert_eq!(
+                    matching_lines(&anywhere, &regex, text),
+                    looped,
+                    "{pattern:?} in {text:?}"
+                );
+            }
+        }
     }
 }
