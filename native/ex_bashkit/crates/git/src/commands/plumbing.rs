@@ -808,6 +808,10 @@ fn matching_lines<'t>(
         };
         let start =
             memchr::memrchr(b'\n', &bytes[from..hit.start()]).map_or(from, |i| from + i + 1);
+        // After the last newline there is no line (`^$` matches there).
+        if start == bytes.len() {
+            break;
+        }
         let end =
             memchr::memchr(b'\n', &bytes[hit.start()..]).map_or(bytes.len(), |i| hit.start() + i);
         number += memchr::memchr_iter(b'\n', &bytes[counted..start]).count();
