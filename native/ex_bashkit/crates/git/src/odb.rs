@@ -377,21 +377,8 @@ impl Pack {
                 return Ok(hit.clone());
             }
             let data = self.entry(offset);
-            let mut at = 0usize;
-            let mut byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
-            at += 1;
-            let kind = (byte >> 4) & 7;
-            let mut size = u64::from(byte & 15);
-            let mut shift = 4;
-            while byte & 0x80 != 0 {
-                byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
-                at += 1;
-                if shift > 60 {
-                    return Err(corrupt("pack"));
-                }
-                size |= u64::from(byte & 0x7f) << shift;
-                shift += 7;
-            }
+            let (kind, size, mut at) = entry_header(&data)?;
+            let mut byte;
             let object = match kind {
                 1..=4 => {
                     let body = inflate(&data[at..], size)?;
@@ -423,6 +410,25 @@ impl Pack {
             };
             Ok(object)
         })
+    }
+
+    /// The start of the object at `offset` (as much as `enough` needs),
+    /// if it is stored whole; `None` for a delta, which needs its base.
+    fn prefix_at(
+        &self,
+        offset: u64,
+        enough: &dyn Fn(&[u8]) -> bool,
+    ) -> Option<Result<Object, Error>> {
+        let data = self.entry(offset);
+        let (kind, size, at) = match entry_header(&data) {
+            Ok(header) => header,
+            Err(e) => return Some(Err(e)),
+        };
+        let kind = kind_name(kind)?;
+        Some(
+            inflate_until(&data[at..], size, Some(enough))
+                .map(|body| (kind.to_string(), Arc::new(body))),
+        )
     }
 
     /// The object stored at `offset`: its bytes up to the next object's
@@ -459,6 +465,41 @@ impl Pack {
 }
 
 fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, Error> {
+    inflate_until(compressed, size, None)
+}
+
+/// A pack entry's header: its type (1–4 whole objects, 6 and 7 deltas),
+/// its size once inflated, and where its data starts.
+fn entry_header(data: &[u8]) -> Result<(u8, u64, usize), Error> {
+    let mut at = 0usize;
+    let mut byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
+    at += 1;
+    let kind = (byte >> 4) & 7;
+    let mut size = u64::from(byte & 15);
+    let mut shift = 4;
+    while byte & 0x80 != 0 {
+        byte = *data.get(at).ok_or_else(|| corrupt("pack"))?;
+        at += 1;
+        if shift > 60 {
+            return Err(corrupt("pack"));
+        }
+        size |= u64::from(byte & 0x7f) << shift;
+        shift += 7;
+    }
+    Ok((kind, size, at))
+}
+
+/// Whether the start of an object read so far is all that is needed.
+type Enough<'a> = dyn Fn(&[u8]) -> bool + 'a;
+
+/// A zlib stream that inflates to `size` bytes, whole (checked to be
+/// `size` bytes); or, given `enough`, inflated a part at a time until it
+/// says the bytes so far suffice.
+fn inflate_until(
+    compressed: &[u8],
+    size: u64,
+    enough: Option<&Enough<'_>>,
+) -> Result<Vec<u8>, Error> {
     use flate2::{Decompress, FlushDecompress, Status};
     if size > MAX_OBJECT_BYTES {
         return Err(too_large(size));
@@ -469,15 +510,26 @@ fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, Error> {
     thread_local! {
         static INFLATER: std::cell::RefCell<Decompress> = std::cell::RefCell::new(Decompress::new(true));
     }
+    // Asked for a part, a part of a few hundred bytes at a time.
+    const PART: usize = 512;
+    let partial = enough.is_some();
     INFLATER.with(|cell| {
         let mut inflater = cell.borrow_mut();
         inflater.reset(true);
         // Room for one byte past the size (a stream that says more is
         // caught, never followed), grown as it fills: a header may lie.
-        let mut out = Vec::with_capacity((size + 1).min(1 << 26));
+        let first = match partial {
+            true => PART.min(size + 1),
+            false => (size + 1).min(1 << 26),
+        };
+        let mut out = Vec::with_capacity(first);
         loop {
             if out.len() == out.capacity() {
-                out.reserve_exact((size + 1 - out.len()).min(out.len().max(1 << 16)));
+                let step = match partial {
+                    true => PART,
+                    false => out.len().max(1 << 16),
+                };
+                out.reserve_exact((size + 1 - out.len()).min(step));
             }
             let read = usize::try_from(inflater.total_in()).unwrap_or(usize::MAX);
             let input = compressed.get(read..).unwrap_or(&[]);
@@ -493,6 +545,7 @@ fn inflate(compressed: &[u8], size: u64) -> Result<Vec<u8>, Error> {
                 _ if (inflater.total_in(), inflater.total_out()) == before => {
                     return Err(corrupt("pack (bad zlib stream)"))
                 }
+                _ if enough.is_some_and(|enough| enough(&out)) => return Ok(out),
                 _ => {}
             }
         }
@@ -692,6 +745,27 @@ impl Odb {
 
     pub async fn read(&self, oid: &str) -> Result<Object, Error> {
         self.read_depth(oid, 0).await
+    }
+
+    /// The start of an object, as much as `enough` needs of it (the
+    /// headers of a commit, not its signature and message), where it is
+    /// stored whole in a pack; else the whole object.
+    pub async fn read_prefix(
+        &self,
+        oid: &str,
+        enough: &(dyn Fn(&[u8]) -> bool + Sync),
+    ) -> Result<Object, Error> {
+        let name = from_hex(oid).ok_or_else(|| bad(oid))?;
+        for pack in self.packs().await.iter() {
+            if let Some(i) = pack.find(&name) {
+                let offset = pack.offset(i).ok_or_else(|| corrupt("pack index"))?;
+                if let Some(object) = pack.prefix_at(offset, enough) {
+                    return object;
+                }
+                break;
+            }
+        }
+        self.read(oid).await
     }
 
     fn read_depth<'a>(
@@ -965,6 +1039,30 @@ impl IncomingPack<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_inflates_whole_or_as_far_as_asked() {
+        let body: Vec<u8> = (0..5000u32)
+            .flat_map(|i| format!("line {i}\n").into_bytes())
+            .collect();
+        let mut encoder = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(&body).unwrap();
+        let compressed = encoder.finish().unwrap();
+        let size = body.len() as u64;
+        assert_eq!(inflate(&compressed, size).unwrap(), body);
+        let enough = |start: &[u8]| memchr::memmem::find(start, b"line 30\n").is_some();
+        let start = inflate_until(&compressed, size, Some(&enough)).unwrap();
+        assert!(start.len() < 2 * 512, "{}", start.len());
+        assert!(body.starts_with(&start) && enough(&start));
+        // Never enough: the whole stream, still held to its size.
+        let never = |_: &[u8]| false;
+        assert_eq!(
+            inflate_until(&compressed, size, Some(&never)).unwrap(),
+            body
+        );
+        assert!(inflate_until(&compressed, size - 1, Some(&never)).is_err());
+        assert!(inflate(&compressed, size + 1).is_err());
+    }
 
     #[test]
     fn a_delta_copies_and_inserts() {

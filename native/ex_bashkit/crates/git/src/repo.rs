@@ -715,7 +715,9 @@ impl Repo {
         let shape = match self.commit_graph().await.and_then(|g| g.shape(oid)) {
             Some(shape) => shape,
             None => {
-                let (kind, body) = self.odb.read(oid).await?;
+                // The headers up to the committer's line: a signature and
+                // the message after it are left compressed.
+                let (kind, body) = self.odb.read_prefix(oid, &through_committer).await?;
                 if kind != "commit" {
                     let commit = self.commit(oid).await?;
                     return Ok(Shape {
@@ -2048,6 +2050,15 @@ fn now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Whether a commit's start holds its headers through the committer's
+/// line (or all of them: the blank line before the message).
+fn through_committer(start: &[u8]) -> bool {
+    let Some(at) = memchr::memmem::find(start, b"\ncommitter ") else {
+        return memchr::memmem::find(start, b"\n\n").is_some();
+    };
+    memchr::memchr(b'\n', &start[at + 1..]).is_some()
 }
 
 #[cfg(test)]

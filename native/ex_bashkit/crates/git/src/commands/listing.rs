@@ -138,8 +138,9 @@ pub(super) struct Reach {
     no_contains: Vec<Oid>,
     merged: Vec<HashSet<Oid>>,
     no_merged: Vec<HashSet<Oid>>,
-    /// Whether a commit reaches a target of `contains`/`no_contains`.
-    reaches: HashMap<(Oid, Oid), bool>,
+    /// For each target of `contains`/`no_contains`: whether a commit
+    /// reaches it.
+    reaches: HashMap<Oid, HashMap<Oid, bool>>,
 }
 
 impl Reach {
@@ -244,23 +245,21 @@ impl Reach {
     /// on the way is kept for the next ref, so a list walks each commit
     /// once.
     async fn reaches(&mut self, repo: &Repo, from: &Oid, target: &Oid) -> bool {
+        let known = self.reaches.entry(target.clone()).or_default();
         // Each commit with its parents once they are read: read once,
         // looked at again when its parents are settled.
         let mut stack: Vec<(Oid, Option<Vec<Oid>>)> = vec![(from.clone(), None)];
         while let Some((oid, expanded)) = stack.pop() {
-            let key = (oid.clone(), target.clone());
             if let Some(parents) = expanded {
-                let found = parents
-                    .iter()
-                    .any(|p| self.reaches.get(&(p.clone(), target.clone())) == Some(&true));
-                self.reaches.insert(key, found);
+                let found = parents.iter().any(|p| known.get(p) == Some(&true));
+                known.insert(oid, found);
                 continue;
             }
-            if self.reaches.contains_key(&key) {
+            if known.contains_key(&oid) {
                 continue;
             }
             if oid == *target {
-                self.reaches.insert(key, true);
+                known.insert(oid, true);
                 continue;
             }
             let parents = repo
@@ -270,13 +269,13 @@ impl Reach {
                 .unwrap_or_default();
             let unsettled: Vec<Oid> = parents
                 .iter()
-                .filter(|p| !self.reaches.contains_key(&((*p).clone(), target.clone())))
+                .filter(|p| !known.contains_key(*p))
                 .cloned()
                 .collect();
             stack.push((oid, Some(parents)));
             stack.extend(unsettled.into_iter().map(|p| (p, None)));
         }
-        self.reaches.get(&(from.clone(), target.clone())) == Some(&true)
+        known.get(from) == Some(&true)
     }
 }
 
