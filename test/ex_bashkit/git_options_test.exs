@@ -961,6 +961,40 @@ defmodule ExBashkit.GitOptionsTest do
     assert real =~ "does not exist (neither on disk nor in the index)"
   end
 
+  test "diff --diff-filter keeps the kinds of change real git's keeps, in every form", ctx do
+    script = """
+    git mv a.txt moved.txt; git rm -q numbers.txt; echo n > new.txt; echo m >> src/main.rs
+    rm run.sh; ln -s src/main.rs run.sh; git add -A
+    for f in A D M R T AM d ad 'M*' '*' Ad Dd 'a*' ''; do
+      echo "== $f"; git diff --cached --name-status --diff-filter=$f; echo "rc $?"
+    done
+    git diff --cached --stat --diff-filter=R; git diff --cached --numstat --diff-filter=am
+    git diff HEAD~1 HEAD --name-only --diff-filter=a; git diff --cached -p --diff-filter=D
+    git diff --cached --quiet --diff-filter=C; echo "quiet $?"
+    git diff --cached --exit-code --diff-filter=M >/dev/null; echo "exit $?"
+    git diff --diff-filter=Q 2>&1; echo "rc $?"; git diff --diff-filter=aZ* 2>&1; echo "rc $?"
+    """
+
+    [real, ours] = on_copies(ctx, "diff_filter", script)
+    assert ours == real
+    assert real =~ "T\trun.sh"
+    assert real =~ "unknown change class 'Q'"
+  end
+
+  test "rm -n names what would go and changes nothing; --ignore-unmatch passes over a pathspec that matches nothing",
+       ctx do
+    script = """
+    git rm -n a.txt; git status --short; git rm -n -r src; git rm -n -q -r docs; git status --short
+    echo x >> numbers.txt; git rm -n numbers.txt 2>&1; echo "rc $?"
+    git rm --cached --ignore-unmatch nope a.txt; git status --short
+    git rm --ignore-unmatch nope; echo "rc $?"; git rm -n nope 2>&1; echo "rc $?"
+    """
+
+    [real, ours] = on_copies(ctx, "rm_dry", script)
+    assert ours == real
+    assert real =~ "rm 'src/main.rs'"
+  end
+
   test "init names the first branch as real git does: -b, init.defaultBranch, else master with git's hint",
        ctx do
     script = """

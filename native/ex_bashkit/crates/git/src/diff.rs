@@ -429,6 +429,21 @@ impl Change {
         }
     }
 
+    /// The letter `--name-status` gives the change (and `--diff-filter`
+    /// picks by): added, deleted, modified, renamed, copied, or its type
+    /// changed (a file became a symlink or back).
+    pub fn status(&self) -> char {
+        let kind = |blob: &Blob| blob.mode & 0o170000;
+        match (&self.from, &self.old, &self.new) {
+            (Some(_), _, _) if self.copied => 'C',
+            (Some(_), _, _) => 'R',
+            (None, None, _) => 'A',
+            (None, _, None) => 'D',
+            (None, Some((old, _)), Some((new, _))) if kind(old) != kind(new) => 'T',
+            _ => 'M',
+        }
+    }
+
     /// The path as `--name-only` and `--name-status` print it.
     pub fn shown_path(&self) -> Cow<'_, str> {
         text::quote_path(&self.path, self.quote_high)

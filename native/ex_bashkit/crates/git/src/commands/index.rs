@@ -100,7 +100,17 @@ impl Ctx<'_> {
             args,
             &Spec {
                 command: "rm",
-                flags: &["--cached", "-q", "--quiet", "-r", "-f", "--force"],
+                flags: &[
+                    "--cached",
+                    "-q",
+                    "--quiet",
+                    "-r",
+                    "-f",
+                    "--force",
+                    "-n",
+                    "--dry-run",
+                    "--ignore-unmatch",
+                ],
                 valued: &[],
             },
         )?;
@@ -123,6 +133,9 @@ impl Ctx<'_> {
                 .filter(|p| Self::matches(spec, p))
                 .cloned()
                 .collect();
+            if hits.is_empty() && args.has(&["--ignore-unmatch"]) {
+                continue;
+            }
             if hits.is_empty() {
                 return Err(Out::fatal(format!(
                     "pathspec '{given}' did not match any files"
@@ -139,16 +152,23 @@ impl Ctx<'_> {
             self.check_removable(&removed, cached).await?;
         }
         let mut out = String::new();
+        // `-n`: what would go, and nothing goes.
+        let dry = args.has(&["-n", "--dry-run"]);
         for path in &removed {
+            if !quiet {
+                let _ = writeln!(out, "rm '{path}'");
+            }
+            if dry {
+                continue;
+            }
             index.remove(path);
             if !cached {
                 self.repo.remove_file(path).await.map_err(failed)?;
             }
-            if !quiet {
-                let _ = writeln!(out, "rm '{path}'");
-            }
         }
-        self.repo.save_index(&index).await.map_err(failed)?;
+        if !dry {
+            self.repo.save_index(&index).await.map_err(failed)?;
+        }
         Ok(Out::ok(out))
     }
 

@@ -59,8 +59,61 @@ macro_rules! with_entry_forms {
 const DIFF: Spec = Spec {
     command: "diff",
     flags: with_change_forms!["--cached", "--staged", "--quiet", "--exit-code"],
-    valued: &[],
+    valued: &[&["--diff-filter"]],
 };
+
+/// `--diff-filter=LETTERS`, as git reads it: upper-case letters are the
+/// kinds of change kept; lower-case ones are left out (of every kind, when
+/// no upper-case letter is given); with `*`, all changes are kept when any
+/// one is of a kept kind, else none. A filter that keeps no kind at all
+/// (`Dd`) filters nothing.
+struct DiffFilter {
+    kept: Vec<char>,
+    all_or_none: bool,
+}
+
+impl DiffFilter {
+    const KINDS: &'static str = "ACDMRTUXB";
+
+    fn parse(letters: &str) -> Result<Self, Out> {
+        let (mut kept, mut left_out, mut all_or_none) = (Vec::new(), Vec::new(), false);
+        for letter in letters.chars() {
+            let upper = letter.to_ascii_uppercase();
+            match letter {
+                '*' => all_or_none = true,
+                _ if !Self::KINDS.contains(upper) => {
+                    return Err(Out::error(
+                        format!(
+                            "error: unknown change class '{letter}' in --diff-filter={letters}\n"
+                        ),
+                        129,
+                    ))
+                }
+                _ if letter.is_ascii_lowercase() => left_out.push(upper),
+                _ => kept.push(upper),
+            }
+        }
+        if !left_out.is_empty() {
+            if kept.is_empty() && !all_or_none {
+                kept = Self::KINDS.chars().collect();
+            }
+            kept.retain(|k| !left_out.contains(k));
+        }
+        Ok(Self { kept, all_or_none })
+    }
+
+    fn apply(&self, changes: Vec<Change>) -> Vec<Change> {
+        if self.kept.is_empty() && !self.all_or_none {
+            return changes;
+        }
+        let kept = |c: &Change| self.kept.contains(&c.status());
+        match self.all_or_none {
+            true if changes.iter().any(kept) => changes,
+            true => Vec::new(),
+            false => changes.into_iter().filter(kept).collect(),
+        }
+    }
+}
 
 const SHOW: Spec = Spec {
     command: "show",
@@ -501,6 +554,10 @@ impl Ctx<'_> {
                 ))
             }
         };
+        let changes = match args.value("--diff-filter") {
+            Some(letters) => DiffFilter::parse(letters)?.apply(changes),
+            None => changes,
+        };
         if args.has(&["--quiet"]) {
             return Ok(Out {
                 stdout: String::new(),
@@ -546,14 +603,11 @@ impl Ctx<'_> {
         if args.has(&["--name-status"]) {
             for c in changes {
                 let path = c.shown_path();
-                let _ = match (c.shown_from(), &c.old, &c.new) {
-                    (Some(from), _, _) => {
-                        let code = if c.copied { 'C' } else { 'R' };
-                        writeln!(out, "{code}{:03}\t{from}\t{path}", c.similarity)
+                let _ = match c.shown_from() {
+                    Some(from) => {
+                        writeln!(out, "{}{:03}\t{from}\t{path}", c.status(), c.similarity)
                     }
-                    (None, None, _) => writeln!(out, "A\t{path}"),
-                    (None, _, None) => writeln!(out, "D\t{path}"),
-                    _ => writeln!(out, "M\t{path}"),
+                    None => writeln!(out, "{}\t{path}", c.status()),
                 };
             }
         } else if names {
