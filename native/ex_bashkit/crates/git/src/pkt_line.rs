@@ -36,7 +36,8 @@ pub fn packet(data: &[u8]) -> Result<Packet, Error> {
         0 => Ok(Packet::Flush),
         1 => Ok(Packet::Delim),
         2 => Ok(Packet::ResponseEnd),
-        3 => Err(Error::Remote("protocol error: bad line length".into())),
+        // git never sends a line longer than LARGE_PACKET_MAX.
+        3 | 65_521.. => Err(Error::Remote("protocol error: bad line length".into())),
         len => Ok(Packet::Line(len)),
     }
 }
@@ -89,6 +90,8 @@ mod tests {
         assert_eq!(packet(b"0001").unwrap(), Packet::Delim);
         assert_eq!(packet(b"0002").unwrap(), Packet::ResponseEnd);
         assert!(packet(b"0003").is_err());
+        assert!(packet(b"fff1").is_err());
+        assert_eq!(packet(b"fff0").unwrap(), Packet::Line(65_520));
         assert_eq!(packet(b"000axxxxxx").unwrap(), Packet::Line(10));
         let (lines, used) = read_pkt_lines(b"0006a\n00010006b\n").unwrap();
         assert_eq!((lines, used), (vec![b"a\n".to_vec()], 10));
