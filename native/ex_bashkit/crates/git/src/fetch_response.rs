@@ -4,6 +4,8 @@
 //! bare; protocol v2 sends sections, the pack inside `packfile`'s lines on
 //! band 1 (progress on 2, an error on 3).
 
+use std::ops::Range;
+
 use super::error::Error;
 use super::odb::{IncomingPack, Oid};
 use super::pkt_line::{packet, text, Packet};
@@ -71,6 +73,30 @@ fn remote_error(message: &[u8]) -> Error {
 /// is not git's.
 const LONGEST_LINE: usize = 65_520;
 
+/// The next whole packet in `held` from `at`: what it is and where its
+/// data lies; `None` until the rest of it has arrived.
+fn next_packet(held: &[u8], at: usize) -> Result<Option<(Packet, Range<usize>)>, Error> {
+    if held.len() < at + 4 {
+        return Ok(None);
+    }
+    let packet = packet(&held[at..])?;
+    let end = match packet {
+        Packet::Line(len) => at + len,
+        _ => at + 4,
+    };
+    Ok((end <= held.len()).then_some((packet, at + 4..end)))
+}
+
+/// Drops the `read` bytes of `held` that were taken; what is left is the
+/// start of a line, which git never makes longer than `LONGEST_LINE`.
+fn keep_unread(held: &mut Vec<u8>, read: usize, otherwise: Error) -> Result<(), Error> {
+    held.drain(..read);
+    match held.len() > LONGEST_LINE {
+        true => Err(otherwise),
+        false => Ok(()),
+    }
+}
+
 /// Protocol v0/v1: pkt-lines up to the one that starts with `PACK`.
 #[derive(Default)]
 pub struct Preamble {
@@ -87,31 +113,26 @@ impl Preamble {
         }
         self.held.extend_from_slice(part);
         let mut at = 0;
-        while self.held.len() >= at + 4 {
-            if &self.held[at..at + 4] == b"PACK" {
+        loop {
+            if self.held.get(at..at + 4) == Some(b"PACK") {
                 self.done = true;
                 let rest = self.held.split_off(at);
                 self.held = Vec::new();
                 return pack.write(&rest).await;
             }
-            let Packet::Line(len) = packet(&self.held[at..])? else {
-                at += 4;
-                continue;
-            };
-            let Some(line) = self.held.get(at + 4..at + len) else {
+            let Some((packet, data)) = next_packet(&self.held, at)? else {
                 break;
             };
+            at = data.end;
+            let line = &self.held[data];
             if let Some(message) = line.strip_prefix(b"ERR ") {
                 return Err(remote_error(message));
             }
-            self.cut.note(&text(line));
-            at += len;
+            if matches!(packet, Packet::Line(_)) {
+                self.cut.note(&text(line));
+            }
         }
-        self.held.drain(..at);
-        if self.held.len() > LONGEST_LINE {
-            return Err(no_pack());
-        }
-        Ok(())
+        keep_unread(&mut self.held, at, no_pack())
     }
 }
 
@@ -140,50 +161,46 @@ impl Sections {
         }
         self.held.extend_from_slice(part);
         let mut at = 0;
-        while self.held.len() >= at + 4 && !self.ended {
-            let len = match packet(&self.held[at..])? {
-                Packet::Line(len) => len,
-                Packet::Flush => {
-                    self.ended = self.section.as_deref() == Some("packfile");
-                    if !self.ended {
-                        return Err(no_pack());
-                    }
-                    at += 4;
-                    continue;
-                }
-                Packet::Delim | Packet::ResponseEnd => {
-                    self.section = None;
-                    at += 4;
-                    continue;
-                }
-            };
-            let Some(line) = self.held.get(at + 4..at + len) else {
+        while !self.ended {
+            let Some((packet, data)) = next_packet(&self.held, at)? else {
                 break;
             };
-            if let Some(message) = line.strip_prefix(b"ERR ") {
-                return Err(remote_error(message));
+            at = data.end;
+            match packet {
+                Packet::Flush if self.section.as_deref() == Some("packfile") => self.ended = true,
+                Packet::Flush => return Err(no_pack()),
+                Packet::Delim | Packet::ResponseEnd => self.section = None,
+                Packet::Line(_) => self.line(data, pack).await?,
             }
-            match self.section.as_deref() {
-                None => self.section = Some(text(line)),
-                Some("packfile") => match line.split_first() {
-                    Some((1, data)) => pack.write(data).await?,
-                    Some((2, _)) => {}
-                    Some((3, message)) => return Err(remote_error(message)),
-                    _ => {
-                        return Err(Error::Remote(
-                            "protocol error: bad band in the packfile section".into(),
-                        ))
-                    }
-                },
-                Some("shallow-info") => self.cut.note(&text(line)),
-                // acknowledgments, wanted-refs: nothing this client uses.
-                Some(_) => {}
-            }
-            at += len;
         }
-        self.held.drain(..at);
-        if self.held.len() > LONGEST_LINE {
-            return Err(Error::Remote("protocol error: bad line length".into()));
+        keep_unread(
+            &mut self.held,
+            at,
+            Error::Remote("protocol error: bad line length".into()),
+        )
+    }
+
+    /// One line of the section being read (its header, when none is).
+    async fn line(&mut self, data: Range<usize>, pack: &mut IncomingPack<'_>) -> Result<(), Error> {
+        let line = &self.held[data];
+        if let Some(message) = line.strip_prefix(b"ERR ") {
+            return Err(remote_error(message));
+        }
+        match self.section.as_deref() {
+            None => self.section = Some(text(line)),
+            Some("packfile") => match line.split_first() {
+                Some((1, bytes)) => pack.write(bytes).await?,
+                Some((2, _)) => {}
+                Some((3, message)) => return Err(remote_error(message)),
+                _ => {
+                    return Err(Error::Remote(
+                        "protocol error: bad band in the packfile section".into(),
+                    ))
+                }
+            },
+            Some("shallow-info") => self.cut.note(&text(line)),
+            // acknowledgments, wanted-refs: nothing this client uses.
+            Some(_) => {}
         }
         Ok(())
     }
