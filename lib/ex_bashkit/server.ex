@@ -437,10 +437,12 @@ defmodule ExBashkit.Server do
   defp serve({:run, operation, args}, from, state) do
     case State.wake(state) do
       {:ok, state} ->
+        # The row says running before anything of the call (its first
+        # output) can reach anyone who then lists the servers.
+        state = published(%{state | last_call: State.now()}, :running)
         ref = Runner.start(state.session, operation, args)
         writes? = operation in @writes
-        running = Map.put(state.running, ref, {from, writes?})
-        {:noreply, published(%{state | running: running, last_call: State.now()})}
+        {:noreply, %{state | running: Map.put(state.running, ref, {from, writes?})}}
 
       {:error, message, state} ->
         {:reply, {:error, message}, state}
@@ -505,8 +507,9 @@ defmodule ExBashkit.Server do
       GenServer.reply(from, {:error, State.stale(state)})
       {:stop, :normal, state}
     else
-      GenServer.reply(from, reply)
+      # The row is right before the caller hears back and may list.
       state = published(state)
+      GenServer.reply(from, reply)
       if running == %{}, do: idle(state), else: {:noreply, state}
     end
   end
@@ -576,7 +579,7 @@ defmodule ExBashkit.Server do
   # The server's row in the directory of live servers, as it is now.
   # Where its session lives is learned once per session it wakes with (a
   # call in the VM would otherwise ask again on every call).
-  defp published(state) do
+  defp published(state, status \\ nil) do
     state =
       case state.placement do
         {session, _isolation, _os_pid} when session == state.session ->
@@ -599,6 +602,7 @@ defmodule ExBashkit.Server do
 
     status =
       cond do
+        status != nil -> status
         not State.awake?(state) -> :hibernated
         State.busy?(state) -> :running
         true -> :idle
