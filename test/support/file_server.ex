@@ -6,6 +6,10 @@ defmodule ExBashkit.Test.FileServer do
 
   alias ExBashkit.Test.HttpServer
 
+  # One request per connection, said so (clients that keep connections
+  # alive, as Node's do, then open a new one).
+  @close "connection: close\r\n"
+
   @spec start(Path.t()) :: {pid(), :inet.port_number()}
   def start(dir) do
     owner = self()
@@ -33,8 +37,11 @@ defmodule ExBashkit.Test.FileServer do
 
       response =
         case File.read(path) do
-          {:ok, body} -> ["HTTP/1.1 200 OK\r\ncontent-length: #{byte_size(body)}\r\n\r\n", body]
-          {:error, _} -> "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n"
+          {:ok, body} ->
+            ["HTTP/1.1 200 OK\r\n#{@close}content-length: #{byte_size(body)}\r\n\r\n", body]
+
+          {:error, _} ->
+            "HTTP/1.1 404 Not Found\r\n#{@close}content-length: 0\r\n\r\n"
         end
 
       :gen_tcp.send(socket, response)

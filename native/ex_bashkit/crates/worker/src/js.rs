@@ -100,9 +100,15 @@ impl Builtin for Node {
                 return Ok(ExecResult::with_code(String::new(), 1));
             }
         }
+        // A file is an ES module by its extension or its package's
+        // "type"; code with neither, by its syntax.
         let module = invocation.execute.is_none()
             && !invocation.print
-            && modules::is_module(&filename, &code);
+            && match resolve::Packages::new(ctx.fs.clone()).format(&filename) {
+                resolve::Format::Module => true,
+                resolve::Format::CommonJs => false,
+                _ => modules::is_module(&filename, &code),
+            };
         // A function that is never called: parsed in full, run not at all
         // (a module is declared and not evaluated).
         let code = if invocation.check && !module {
@@ -209,15 +215,18 @@ fn refused(findings: &[scan::Finding]) -> CodeError {
 
 mod bridge;
 mod bytes;
+mod commonjs;
 mod crypto;
 mod host;
 mod invocation;
 mod memory;
 mod modules;
+mod resolve;
 mod run;
 mod scan;
 mod thrown;
 mod typescript;
+mod zlib;
 
 #[cfg(test)]
 mod tests;

@@ -73,19 +73,6 @@ pub fn install<'js>(
             },
         )?,
     )?;
-    // TypeScript required by CommonJS, its types blanked (typescript.rs).
-    object.set(
-        "stripTypes",
-        Function::new(ctx.clone(), |source: String, file: String| {
-            encode(
-                super::typescript::strip(&source)
-                    .map(Into::into)
-                    .map_err(|(message, line)| {
-                        ("ERR_TYPESCRIPT", format!("{file}:{line}: {message}"))
-                    }),
-            )
-        })?,
-    )?;
     // A file's bytes, or the JSON of why not (as `fs` answers).
     let h = host.clone();
     object.set(
@@ -272,6 +259,43 @@ pub fn install<'js>(
             ctx.clone(),
             move |method: String, url: String, headers: String, body: Option<String>| {
                 encode(h.borrow().fetch(&method, &url, &headers, body.as_deref()))
+            },
+        )?,
+    )?;
+    // The http and https modules' requests: bytes both ways, the
+    // response as `{status, headers: [name, value, …], body}`.
+    let h = host.clone();
+    object.set(
+        "request",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>,
+                  method: String,
+                  url: String,
+                  headers: Vec<String>,
+                  body: Option<TypedArray<'js, u8>>|
+                  -> rquickjs::Result<Object<'js>> {
+                let headers: Vec<(String, String)> = headers
+                    .chunks_exact(2)
+                    .map(|pair| (pair[0].clone(), pair[1].clone()))
+                    .collect();
+                // SAFETY: no JavaScript runs while the slice is read.
+                let body = body
+                    .as_ref()
+                    .map(|b| unsafe { b.as_bytes() }.unwrap_or_default().to_vec());
+                let answer = h.borrow().request(&method, &url, &headers, body.as_deref());
+                match answer {
+                    Ok((status, headers, body)) => {
+                        let response = Object::new(ctx.clone())?;
+                        response.set("status", status)?;
+                        let flat: Vec<String> =
+                            headers.into_iter().flat_map(|(n, v)| [n, v]).collect();
+                        response.set("headers", flat)?;
+                        response.set("body", ArrayBuffer::new(ctx, body)?)?;
+                        Ok(response)
+                    }
+                    Err((code, message)) => Err(super::thrown::coded(&ctx, code, &message)),
+                }
             },
         )?,
     )?;

@@ -202,9 +202,67 @@
     }
   }
 
-  globalThis.Buffer = Buffer;
+  // Blob and File: bytes with a type, read back whole.
+  const partBytes = (part) => part instanceof Blob ? part._bytes
+    : typeof part === "string" ? Buffer.from(part)
+      : part instanceof ArrayBuffer ? new Uint8Array(part)
+        : ArrayBuffer.isView(part) ? new Uint8Array(part.buffer, part.byteOffset, part.byteLength) : Buffer.from(String(part));
+  class Blob {
+    constructor(parts = [], options = {}) {
+      const bytes = Buffer.concat(Array.from(parts, partBytes));
+      Object.defineProperty(this, "_bytes", { value: new Uint8Array(bytes) });
+      this.type = options.type ? String(options.type).toLowerCase() : "";
+    }
+    get size() { return this._bytes.length; }
+    async arrayBuffer() { return this._bytes.slice().buffer; }
+    async bytes() { return this._bytes.slice(); }
+    async text() { return host.decode(this._bytes, "utf8"); }
+    slice(start, end, type) { return new Blob([this._bytes.slice(start, end)], { type }); }
+  }
+  class File extends Blob {
+    constructor(parts, name, options = {}) {
+      super(parts, options);
+      this.name = String(name);
+      this.lastModified = options.lastModified === undefined ? Date.now() : Number(options.lastModified);
+    }
+  }
+  const atob = (text) => {
+    const clean = String(text).replace(/[\t\n\f\r ]/g, "");
+    if (clean.length % 4 === 1 || /[^A-Za-z0-9+/=]/.test(clean)) {
+      throw Object.assign(new Error("The string to be decoded is not correctly encoded."), { name: "InvalidCharacterError", code: 5 });
+    }
+    return Buffer.from(clean, "base64").toString("latin1");
+  };
+  const btoa = (text) => {
+    text = String(text);
+    if (/[^\u0000-\u00ff]/.test(text)) throw Object.assign(new Error("Invalid character"), { name: "InvalidCharacterError", code: 5 });
+    return Buffer.from(text, "latin1").toString("base64");
+  };
+  const isUtf8 = (input) => {
+    const bytes = input instanceof ArrayBuffer ? new Uint8Array(input) : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+    for (let i = 0; i < bytes.length;) {
+      const b = bytes[i];
+      const n = b < 0x80 ? 0 : b >= 0xc2 && b < 0xe0 ? 1 : b >= 0xe0 && b < 0xf0 ? 2 : b >= 0xf0 && b < 0xf5 ? 3 : -1;
+      if (n < 0 || i + n >= bytes.length + (n ? 0 : 1)) return false;
+      for (let k = 1; k <= n; k++) if ((bytes[i + k] & 0xc0) !== 0x80) return false;
+      const c = bytes[i + 1];
+      if ((b === 0xe0 && c < 0xa0) || (b === 0xed && c > 0x9f) || (b === 0xf0 && c < 0x90) || (b === 0xf4 && c > 0x8f)) return false;
+      i += n + 1;
+    }
+    return true;
+  };
+  const isAscii = (input) => {
+    const bytes = input instanceof ArrayBuffer ? new Uint8Array(input) : new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+    return bytes.every((b) => b < 0x80);
+  };
+  const STRING_MAX = (1 << 29) - 24;
+
+  Object.assign(globalThis, { Buffer, Blob, File, atob, btoa });
   host.modules = {
-    buffer: { Buffer, constants: { MAX_LENGTH }, kMaxLength: MAX_LENGTH },
+    buffer: {
+      Buffer, Blob, File, atob, btoa, isUtf8, isAscii, SlowBuffer: Buffer, INSPECT_MAX_BYTES: 50,
+      constants: { MAX_LENGTH, MAX_STRING_LENGTH: STRING_MAX }, kMaxLength: MAX_LENGTH, kStringMaxLength: STRING_MAX,
+    },
     string_decoder: { StringDecoder },
   };
 })(__host);

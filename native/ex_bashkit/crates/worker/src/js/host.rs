@@ -18,6 +18,9 @@ use ex_bashkit_core::tool_bridge::ToolBridge;
 /// An operation's value, or Node's error code and message.
 pub type Answer = Result<Value, (&'static str, String)>;
 
+/// An HTTP response: its status, its headers in order, its body.
+pub type Response = (u16, Vec<(String, String)>, Vec<u8>);
+
 /// A failed operation.
 pub fn failed<T>(
     code: &'static str,
@@ -228,6 +231,33 @@ impl Host {
     /// answered as `[status, [name, value, …], body]`. `headers` is a
     /// JSON array of names and values.
     pub fn fetch(&self, method: &str, url: &str, headers: &str, body: Option<&str>) -> Answer {
+        let headers: Vec<String> = serde_json::from_str::<Vec<Value>>(headers)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|value| match value {
+                Value::String(text) => Some(text),
+                _ => None,
+            })
+            .collect();
+        let headers: Vec<(String, String)> = headers
+            .chunks_exact(2)
+            .map(|pair| (pair[0].clone(), pair[1].clone()))
+            .collect();
+        let (status, headers, body) =
+            self.request(method, url, &headers, body.map(str::as_bytes))?;
+        let flat: Vec<&String> = headers.iter().flat_map(|(n, v)| [n, v]).collect();
+        Ok(json!([status, flat, String::from_utf8_lossy(&body)]))
+    }
+
+    /// One HTTP request, bytes both ways: what `fetch` and the `http`
+    /// and `https` modules send.
+    pub fn request(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(String, String)],
+        body: Option<&[u8]>,
+    ) -> Result<Response, (&'static str, String)> {
         if self.grants.is_some_and(|grants| !grants.fetch) {
             return failed("EACCES", "fetch needs the fetch grant");
         }
@@ -236,29 +266,9 @@ impl Host {
             let Some(method) = ex_bashkit_core::network::http_method(method) else {
                 return failed("EINVAL", format!("unsupported method {method}"));
             };
-            let texts: Vec<String> = serde_json::from_str::<Vec<Value>>(headers)
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|value| match value {
-                    Value::String(text) => Some(text),
-                    _ => None,
-                })
-                .collect();
-            let headers: Vec<(String, String)> = texts
-                .chunks_exact(2)
-                .map(|pair| (pair[0].clone(), pair[1].clone()))
-                .collect();
-            let request =
-                client.request_with_headers(method, url, body.map(str::as_bytes), &headers);
+            let request = client.request_with_headers(method, url, body, headers);
             return match block_on(request) {
-                Ok(response) => {
-                    let headers: Vec<&String> = response
-                        .headers
-                        .iter()
-                        .flat_map(|(name, value)| [name, value])
-                        .collect();
-                    Ok(json!([response.status, headers, response.body_string()]))
-                }
+                Ok(response) => Ok((response.status, response.headers, response.body)),
                 Err(error) => failed("EFETCH", format!("fetch failed: {error}")),
             };
         }

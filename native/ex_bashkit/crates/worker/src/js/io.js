@@ -20,21 +20,20 @@
       if (stream._destroy) stream._destroy(error || null, done); else done(error);
       return stream;
     }
-    class Readable extends EventEmitter {
-      constructor(options = {}) {
-        super();
-        this._queue = [];
-        this._ended = false;
-        this._endEmitted = false;
-        this._flowing = null;
-        this._scheduled = false;
-        this._objectMode = !!(options.objectMode || options.readableObjectMode);
-        this._decoder = null;
-        if (options.encoding) this.setEncoding(options.encoding);
-        if (options.read) this._read = options.read;
-        if (options.destroy) this._destroy = options.destroy;
-        this.readable = true;
-        this.destroyed = false;
+    const Readable = host.constructorOf("Readable", class extends EventEmitter {
+      // Node's state, as packages that look inside streams read it.
+      get readableEnded() { return this._endEmitted; }
+      get readableFlowing() { return this._flowing; }
+      get readableLength() { return this._queue.length; }
+      get readableObjectMode() { return this._objectMode; }
+      get _readableState() {
+        const stream = this;
+        return {
+          get ended() { return stream._ended; }, get endEmitted() { return stream._endEmitted; },
+          get flowing() { return stream._flowing; }, get length() { return stream._queue.length; },
+          get objectMode() { return stream._objectMode; }, get destroyed() { return stream.destroyed; },
+          highWaterMark: stream._objectMode ? 16 : 65536,
+        };
       }
       _read() {}
       push(chunk, encoding) {
@@ -132,7 +131,21 @@
         })();
         return readable;
       }
-    }
+    }, function (options = {}) {
+      EventEmitter.call(this);
+      this._queue = [];
+      this._ended = false;
+      this._endEmitted = false;
+      this._flowing = null;
+      this._scheduled = false;
+      this._objectMode = !!(options.objectMode || options.readableObjectMode);
+      this._decoder = null;
+      if (options.encoding) this.setEncoding(options.encoding);
+      if (options.read) this._read = options.read;
+      if (options.destroy) this._destroy = options.destroy;
+      this.readable = true;
+      this.destroyed = false;
+    });
 
     // Writable's state and methods, shared with Duplex.
     function writableState(stream, options) {
@@ -212,31 +225,23 @@
       setDefaultEncoding() { return this; },
     };
 
-    class Writable extends EventEmitter {
-      constructor(options = {}) {
-        super();
-        writableState(this, options);
-        if (options.destroy) this._destroy = options.destroy;
-        this.destroyed = false;
-      }
+    const Writable = host.constructorOf("Writable", class extends EventEmitter {
       destroy(error) { return destroy(this, error); }
-    }
+    }, function (options = {}) {
+      EventEmitter.call(this);
+      writableState(this, options);
+      if (options.destroy) this._destroy = options.destroy;
+      this.destroyed = false;
+    });
     Object.assign(Writable.prototype, writableMethods);
 
-    class Duplex extends Readable {
-      constructor(options = {}) {
-        super(options);
-        writableState(this, options);
-      }
-    }
+    const Duplex = host.constructorOf("Duplex", class extends Readable {}, function (options = {}) {
+      Readable.call(this, options);
+      writableState(this, options);
+    });
     Object.assign(Duplex.prototype, writableMethods);
 
-    class Transform extends Duplex {
-      constructor(options = {}) {
-        super(options);
-        if (options.transform) this._transform = options.transform;
-        if (options.flush) this._flush = options.flush;
-      }
+    const Transform = host.constructorOf("Transform", class extends Duplex {
       _transform(chunk, encoding, callback) { callback(null, chunk); }
       _write(chunk, encoding, callback) {
         this._transform(chunk, encoding, (error, data) => {
@@ -253,8 +258,14 @@
           });
         } else end();
       }
-    }
-    class PassThrough extends Transform {}
+    }, function (options = {}) {
+      Duplex.call(this, options);
+      if (options.transform) this._transform = options.transform;
+      if (options.flush) this._flush = options.flush;
+    });
+    const PassThrough = host.constructorOf("PassThrough", class extends Transform {}, function (options) {
+      Transform.call(this, options);
+    });
 
     const isWritable = (stream) => typeof stream.write === "function";
     function finished(stream, options, callback) {
@@ -386,5 +397,22 @@
     };
   })();
 
+  // The stream module's helpers over any stream.
+  let highWaterMark = 65536, objectHighWaterMark = 16;
+  Object.assign(stream, {
+    getDefaultHighWaterMark: (objectMode) => objectMode ? objectHighWaterMark : highWaterMark,
+    setDefaultHighWaterMark(objectMode, value) { if (objectMode) objectHighWaterMark = value; else highWaterMark = value; },
+    isReadable: (s) => !!s && s.readable !== false && !s.destroyed,
+    isWritable: (s) => !!s && s.writable !== false && !s.destroyed,
+    isErrored: (s) => !!(s && s._errored),
+    isDestroyed: (s) => !!(s && s.destroyed),
+    isDisturbed: (s) => !!(s && (s._flowing !== null || s._ended)),
+    destroy: (s, error) => s.destroy(error),
+    addAbortSignal(signal, s) {
+      const abort = () => s.destroy(Object.assign(new Error("The operation was aborted"), { name: "AbortError", code: "ABORT_ERR" }));
+      if (signal.aborted) abort(); else signal.addEventListener("abort", abort, { once: true });
+      return s;
+    },
+  });
   return { stream, "stream/promises": stream.promises, readline, "readline/promises": readlinePromises };
 });

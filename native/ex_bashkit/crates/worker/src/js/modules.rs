@@ -3,45 +3,27 @@
 //! their default export, and CommonJS files through `require` (their
 //! `module.exports` as the default export), as Node does.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::rc::Rc;
 
-use bashkit::FileSystem;
 use ex_bashkit_core::sync::block_on;
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::module::Declared;
-use rquickjs::{Ctx, Error, Module, Result};
+use rquickjs::promise::PromiseState;
+use rquickjs::{Ctx, Error, Function, Module, Object, Result, Value};
 
-/// Node's modules this `node` has. What each exports by name is read
-/// from the module itself when it is imported.
-const BUILTINS: &[&str] = &[
-    "fs",
-    "fs/promises",
-    "path",
-    "crypto",
-    "buffer",
-    "string_decoder",
-    "timers",
-    "timers/promises",
-    "events",
-    "util",
-    "util/types",
-    "os",
-    "querystring",
-    "url",
-    "assert",
-    "assert/strict",
-    "stream",
-    "stream/promises",
-    "readline",
-    "readline/promises",
-    "child_process",
-];
+use super::resolve::{Failure, Format, Mode, Packages};
 
 /// The names a builtin module's exports go by (its own properties that
 /// are identifiers), for `import { name } from "…"`.
 const EXPORTED_NAMES: &str = "(m) => Object.getOwnPropertyNames(m).filter((k) => \
     /^[A-Za-z_$][\\w$]*$/.test(k) && !['default', 'length', 'name', 'prototype', 'caller', 'arguments'].includes(k))";
+
+/// How deep re-exports are followed for a CommonJS file's names, and
+/// how many files at most are read for one.
+const MAX_REEXPORT_DEPTH: usize = 32;
+const MAX_REEXPORTED_FILES: usize = 1_000;
 
 /// Whether `source` reads as an ES module: a line that starts with an
 /// `import` or `export` declaration (Node 22's syntax detection, roughly).
@@ -64,126 +46,123 @@ pub fn is_module(file: &str, source: &str) -> bool {
 
 /// The session's files as modules, for one run.
 pub struct Files {
-    pub fs: Arc<dyn FileSystem>,
+    pub packages: Rc<Packages>,
     pub cwd: PathBuf,
 }
 
+/// Node's error for a module not found, thrown into the script.
+pub fn thrown(ctx: &Ctx<'_>, failure: Failure) -> Error {
+    super::thrown::coded(ctx, failure.code, &failure.message)
+}
+
 impl Files {
-    fn file(&self, path: &Path) -> bool {
-        block_on(self.fs.stat(path)).is_ok_and(|meta| meta.file_type.is_file())
+    /// The file an import in `base` is made from (a script with no path
+    /// of its own, such as `[eval]`, runs in the working directory).
+    fn parent(&self, base: &str) -> PathBuf {
+        if base.starts_with('/') {
+            PathBuf::from(base)
+        } else {
+            self.cwd.join(base)
+        }
+    }
+
+    /// A module file's text, TypeScript's types blanked (same lines).
+    fn read(&self, name: &str) -> std::result::Result<String, Failure> {
+        let bytes =
+            block_on(self.packages.fs().read_file(Path::new(name))).map_err(|_| Failure {
+                code: "MODULE_NOT_FOUND",
+                message: format!("Cannot find module '{name}'"),
+            })?;
+        let source = String::from_utf8_lossy(&bytes).into_owned();
+        if super::typescript::is_typescript(name) {
+            return super::typescript::strip(&source).map_err(|(message, line)| Failure {
+                code: "ERR_TYPESCRIPT",
+                message: format!("{name}:{line}: {message}"),
+            });
+        }
+        Ok(source)
+    }
+
+    /// The names the CommonJS file `name` (`source`) exports, its
+    /// re-exports' included, as Node finds them before running it.
+    fn commonjs_names(
+        &self,
+        name: &str,
+        source: &str,
+        seen: &mut HashSet<String>,
+        depth: usize,
+    ) -> Vec<String> {
+        if depth > MAX_REEXPORT_DEPTH
+            || seen.len() >= MAX_REEXPORTED_FILES
+            || !seen.insert(name.to_string())
+        {
+            return Vec::new();
+        }
+        let found = super::commonjs::exports(source);
+        let mut names = found.names;
+        for specifier in found.reexports {
+            let Ok(resolved) = self
+                .packages
+                .resolve(&specifier, Path::new(name), Mode::Require)
+            else {
+                continue;
+            };
+            if !matches!(resolved.format, Format::CommonJs | Format::Detect) {
+                continue;
+            }
+            let Ok(source) = self.read(&resolved.path) else {
+                continue;
+            };
+            if resolved.format == Format::Detect && is_module(&resolved.path, &source) {
+                continue;
+            }
+            names.extend(self.commonjs_names(&resolved.path, &source, seen, depth + 1));
+        }
+        names
     }
 }
 
 impl Resolver for Files {
     fn resolve<'js>(
         &mut self,
-        _ctx: &Ctx<'js>,
+        ctx: &Ctx<'js>,
         base: &str,
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> Result<String> {
-        let bare = name.strip_prefix("node:").unwrap_or(name);
-        if BUILTINS.contains(&bare) {
-            return Ok(format!("node:{bare}"));
-        }
-        let dir = match Path::new(base).parent() {
-            Some(dir) if base.starts_with('/') => dir.to_path_buf(),
-            _ => self.cwd.clone(),
-        };
-        if !(name.starts_with('/') || name.starts_with("./") || name.starts_with("../")) {
-            return self.package(&dir, name).ok_or_else(|| {
-                let why = format!(
-                    "no package {name} in a node_modules here or above; Node's modules here are {}",
-                    BUILTINS.join(", ")
-                );
-                Error::new_resolving_message(base, name, why)
-            });
-        }
-        let path = bashkit::normalize_path(&dir.join(name));
-        self.as_file(&path)
-            .ok_or_else(|| Error::new_resolving(base, name))
-    }
-}
-
-impl Files {
-    /// A path as a file, with Node's extensions, or as a directory's
-    /// package entry or index.
-    fn as_file(&self, path: &Path) -> Option<String> {
-        let text = path.display().to_string();
-        let found = ["", ".js", ".mjs", ".ts", ".mts", ".json"]
-            .iter()
-            .map(|ext| format!("{text}{ext}"))
-            .find(|candidate| self.file(Path::new(candidate)));
-        if found.is_some() {
-            return found;
-        }
-        if let Some(entry) = self.manifest(path).and_then(|pkg| entry(&pkg, ".")) {
-            return self.as_file(&bashkit::normalize_path(&path.join(entry)));
-        }
-        ["index.js", "index.mjs", "index.ts"]
-            .iter()
-            .map(|index| path.join(index).display().to_string())
-            .find(|candidate| self.file(Path::new(candidate)))
-    }
-
-    fn manifest(&self, dir: &Path) -> Option<serde_json::Value> {
-        let bytes = block_on(self.fs.read_file(&dir.join("package.json"))).ok()?;
-        serde_json::from_slice(&bytes).ok()
-    }
-
-    /// A package in a node_modules of `dir` or a directory above it, as
-    /// `import` sees it (the "import" condition of its "exports").
-    fn package(&self, dir: &Path, name: &str) -> Option<String> {
-        let parts: Vec<&str> = name.split('/').collect();
-        let scoped = if name.starts_with('@') { 2 } else { 1 };
-        let package = parts.get(..scoped)?.join("/");
-        let subpath = match parts.get(scoped..) {
-            Some(rest) if !rest.is_empty() => format!("./{}", rest.join("/")),
-            _ => ".".to_string(),
-        };
-        let mut at = Some(dir);
-        while let Some(here) = at {
-            let root = here.join("node_modules").join(&package);
-            if block_on(self.fs.stat(&root)).is_ok() {
-                let target = match self.manifest(&root) {
-                    Some(pkg) => entry(&pkg, &subpath)?,
-                    None => subpath.clone(),
-                };
-                return self.as_file(&bashkit::normalize_path(&root.join(target)));
+        let parent = self.parent(base);
+        match self.packages.resolve(name, &parent, Mode::Import) {
+            Ok(resolved) if resolved.format == Format::Builtin => {
+                Ok(format!("node:{}", resolved.path))
             }
-            at = here.parent();
+            Ok(resolved) => Ok(resolved.path),
+            Err(failure) => Err(thrown(ctx, failure)),
         }
-        None
     }
 }
 
-/// What a package's "exports" (or "main") names for `subpath`, for `import`.
-fn entry(pkg: &serde_json::Value, subpath: &str) -> Option<String> {
-    use serde_json::Value;
-    fn pick(target: &Value) -> Option<String> {
-        match target {
-            Value::String(path) => Some(path.clone()),
-            Value::Array(items) => items.iter().find_map(pick),
-            Value::Object(conditions) => ["import", "node", "default"]
-                .iter()
-                .find_map(|condition| conditions.get(*condition).and_then(pick)),
-            _ => None,
-        }
+/// A CommonJS file as an ES module: `module.exports` its default export,
+/// and each name Node's lexer finds one of its named exports.
+fn commonjs_module(name: &str, names: &[String]) -> String {
+    let mut source = format!("const m = globalThis.__commonjs({name:?});\nexport default m;\n");
+    for (at, export) in names.iter().filter(|n| *n != "default").enumerate() {
+        let identifier = export
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphabetic() || c == '_' || c == '$')
+            && export
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$');
+        let exported = if identifier {
+            export.clone()
+        } else {
+            format!("{export:?}")
+        };
+        source.push_str(&format!(
+            "const e{at} = m[{export:?}];\nexport {{ e{at} as {exported} }};\n"
+        ));
     }
-    match pkg.get("exports") {
-        Some(Value::Object(map)) if map.keys().any(|key| key.starts_with('.')) => {
-            map.get(subpath).and_then(pick)
-        }
-        Some(exports) if subpath == "." => pick(exports),
-        Some(_) => None,
-        None if subpath == "." => Some(
-            pkg.get("main")
-                .and_then(Value::as_str)
-                .unwrap_or("index.js")
-                .to_string(),
-        ),
-        None => Some(subpath.to_string()),
-    }
+    source
 }
 
 impl Loader for Files {
@@ -193,45 +172,166 @@ impl Loader for Files {
         name: &str,
         _attributes: Option<ImportAttributes<'js>>,
     ) -> Result<Module<'js, Declared>> {
-        if let Some(builtin) = name.strip_prefix("node:") {
-            if !BUILTINS.contains(&builtin) {
-                return Err(Error::new_loading(name));
-            }
+        if name.starts_with("node:") {
             let names: rquickjs::Function = ctx.eval(EXPORTED_NAMES)?;
             let module: rquickjs::Value = ctx
                 .globals()
-                .get::<_, rquickjs::Function>("require")?
-                .call((builtin,))?;
+                .get::<_, rquickjs::Function>("__commonjs")?
+                .call((name,))?;
             let exports: Vec<String> = names.call((module,))?;
             let source = format!(
-                "const m = globalThis.require({builtin:?});\nexport default m;\nexport const {{ {} }} = m;\n",
+                "const m = globalThis.__commonjs({name:?});\nexport default m;\nexport const {{ {} }} = m;\n",
                 exports.join(", ")
             );
             return Module::declare(ctx.clone(), name, source);
         }
-        if name.ends_with(".node") {
+        let format = self.packages.format(name);
+        if format == Format::Addon {
             let why = "a native addon: node in a sandbox runs JavaScript only; use a pure JavaScript package";
             return Err(Error::new_loading_message(name, why));
         }
-        let bytes = block_on(self.fs.read_file(Path::new(name)))
-            .map_err(|why| Error::new_loading_message(name, why.to_string()))?;
-        let source = String::from_utf8_lossy(&bytes).into_owned();
-        let source = if super::typescript::is_typescript(name) {
-            super::typescript::strip(&source).map_err(|(message, line)| {
-                Error::new_loading_message(name, format!("line {line}: {message}"))
-            })?
-        } else {
-            source
+        let source = self
+            .read(name)
+            .map_err(|failure| Error::new_loading_message(name, failure.message))?;
+        let source = match format {
+            Format::Json => format!("export default {source};"),
+            Format::Module => source,
+            Format::Detect if is_module(name, &source) => source,
+            _ => {
+                let names = self.commonjs_names(name, &source, &mut HashSet::new(), 0);
+                let mut unique = HashSet::new();
+                let names: Vec<String> = names
+                    .into_iter()
+                    .filter(|n| unique.insert(n.clone()))
+                    .collect();
+                commonjs_module(name, &names)
+            }
         };
-        let source = if name.ends_with(".json") {
-            format!("export default {source};")
-        } else if is_module(name, &source) {
-            source
-        } else {
-            format!("export default globalThis.require({name:?});")
-        };
-        Module::declare(ctx.clone(), name, source)
+        let module = Module::declare(ctx.clone(), name, source)?;
+        meta(&module, name)?;
+        Ok(module)
     }
+}
+
+/// The prelude's part of Node's modules (`require`): `__host.resolve`
+/// (where a module is, as `[file, format]`), `__host.source` (a file's
+/// text and how it loads), `__host.main` (the program's own file, and
+/// whether it is an ES module) and `__host.builtinModules`.
+pub fn install<'js>(ctx: &Ctx<'js>, packages: &Rc<Packages>, main: (String, bool)) -> Result<()> {
+    use super::host::{encode, failed};
+    let object: Object = ctx.globals().get("__host")?;
+    let p = packages.clone();
+    object.set(
+        "resolve",
+        Function::new(
+            ctx.clone(),
+            move |name: String, parent: String, mode: String| {
+                let mode = if mode == "import" {
+                    Mode::Import
+                } else {
+                    Mode::Require
+                };
+                encode(match p.resolve(&name, Path::new(&parent), mode) {
+                    Ok(resolved) => Ok(serde_json::json!([resolved.path, resolved.format.name()])),
+                    Err(failure) => failed(failure.code, failure.message),
+                })
+            },
+        )?,
+    )?;
+    let files = Files {
+        packages: packages.clone(),
+        cwd: PathBuf::from("/"),
+    };
+    object.set(
+        "source",
+        Function::new(ctx.clone(), move |file: String, format: String| {
+            encode(match files.read(&file) {
+                Ok(source) => {
+                    let kind = match format.as_str() {
+                        "json" => "json",
+                        "module" => "module",
+                        "detect" if is_module(&file, &source) => "module",
+                        _ => "commonjs",
+                    };
+                    Ok(serde_json::json!([kind, source]))
+                }
+                Err(failure) => failed(failure.code, failure.message),
+            })
+        })?,
+    )?;
+    // require() of an ES module, as Node 20.19 and later do it: its
+    // namespace, once it has run; a graph that awaits at its top level
+    // cannot be required.
+    object.set(
+        "requireModule",
+        Function::new(ctx.clone(), |ctx: Ctx<'js>, file: String| -> Result<Value<'js>> {
+            let wrapper = Module::declare(
+                ctx.clone(),
+                format!("{file}#require"),
+                format!("export * as ns from {};", serde_json::json!(file)),
+            )?;
+            let (module, done) = wrapper.eval()?;
+            match done.state() {
+                PromiseState::Pending => Err(thrown(&ctx, Failure {
+                    code: "ERR_REQUIRE_ASYNC_MODULE",
+                    message: "require() cannot be used on an ESM graph with top-level await. Use import() instead.".into(),
+                })),
+                _ => {
+                    done.finish::<Value>()?;
+                    module.get("ns")
+                }
+            }
+        })?,
+    )?;
+    object.set(
+        "main",
+        Function::new(ctx.clone(), move || {
+            vec![main.0.clone(), main.1.to_string()]
+        })?,
+    )?;
+    object.set(
+        "nodeExports",
+        Function::new(ctx.clone(), |name: String| {
+            node_exports()
+                .get(&name)
+                .cloned()
+                .unwrap_or_else(|| "[]".into())
+        })?,
+    )?;
+    object.set(
+        "builtinModules",
+        Function::new(ctx.clone(), || {
+            serde_json::to_string(super::resolve::NODE_MODULES).unwrap_or_default()
+        })?,
+    )?;
+    Ok(())
+}
+
+/// The names each of Node 20's own modules exports (`Object.keys` of
+/// it in Node 20.20, `node_exports.json`), each as a JSON array.
+fn node_exports() -> &'static std::collections::HashMap<String, String> {
+    static EXPORTS: std::sync::OnceLock<std::collections::HashMap<String, String>> =
+        std::sync::OnceLock::new();
+    EXPORTS.get_or_init(|| {
+        let all: std::collections::HashMap<String, Vec<String>> =
+            serde_json::from_str(include_str!("node_exports.json")).unwrap_or_default();
+        all.into_iter()
+            .map(|(name, keys)| (name, serde_json::to_string(&keys).unwrap_or_default()))
+            .collect()
+    })
+}
+
+/// `import.meta`: the module's `url`, `filename` and `dirname`, as Node 20.11 gives them.
+pub fn meta<T>(module: &Module<'_, T>, file: &str) -> Result<()> {
+    let meta = module.meta()?;
+    meta.set("url", format!("file://{file}"))?;
+    meta.set("filename", file)?;
+    let dir = Path::new(file)
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    meta.set("dirname", dir)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -128,11 +128,27 @@
     return rest.map((v) => inspect(v, 0, 0, true)).join(" ");
   }
 
-  const write = (fd) => (...args) => host.write(fd, format(args) + "\n");
+  // console: group indents what follows; time, count and assert as Node's.
+  let indent = "";
+  const write = (fd) => (...args) => host.write(fd, (indent ? format(args).replace(/^/gm, indent) : format(args)) + "\n");
+  const timings = new Map();
+  const counts = new Map();
   globalThis.console = {
-    log: write(1), info: write(1), debug: write(1), dir: write(1), table: write(1),
+    log: write(1), info: write(1), debug: write(1), dir: write(1), dirxml: write(1), table: write(1),
     error: write(2), warn: write(2), trace: write(2),
+    group(...label) { if (label.length) console.log(...label); indent += "  "; },
+    groupEnd() { indent = indent.slice(2); },
+    assert(value, ...message) { if (!value) console.error(...(message.length ? ["Assertion failed:", ...message] : ["Assertion failed"])); },
+    count(label = "default") { const n = (counts.get(label) || 0) + 1; counts.set(label, n); console.log(label + ": " + n); },
+    countReset(label = "default") { counts.delete(label); },
+    time(label = "default") { if (!timings.has(label)) timings.set(label, host.now()); },
+    timeLog(label = "default", ...data) { if (timings.has(label)) console.log(label + ": " + elapsed(host.now() - timings.get(label)), ...data); },
+    timeEnd(label = "default") { if (timings.has(label)) { console.log(label + ": " + elapsed(host.now() - timings.get(label))); timings.delete(label); } },
+    clear() {},
+    timeStamp() {}, profile() {}, profileEnd() {},
   };
+  console.groupCollapsed = console.group;
+  const elapsed = (ms) => ms < 1000 ? ms.toFixed(3) + "ms" : (ms / 1000).toFixed(3) + "s";
 
   function answered(json) {
     const answer = JSON.parse(json);
@@ -244,6 +260,8 @@
     });
   };
   fs.constants = { F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1 };
+  fs.realpathSync.native = fs.realpathSync;
+  Object.assign(fs, { F_OK: 0, R_OK: 4, W_OK: 2, X_OK: 1 });
   fs.promises = Object.fromEntries(Object.entries(fs).filter(([name, f]) => typeof f === "function" && name.endsWith("Sync") && name !== "existsSync")
     .map(([name, f]) => [name.replace(/Sync$/, ""), async (...args) => f(...args)]));
 
@@ -287,6 +305,30 @@
       const n = new Uint32Array(host.randomBytes(4))[0];
       return min + (n % range);
     },
+    randomFillSync(buffer, offset = 0, size) {
+      const view = new Uint8Array(buffer.buffer || buffer, buffer.byteOffset || 0, buffer.byteLength);
+      if (size === undefined) size = view.length - offset;
+      if (!Number.isInteger(offset) || offset < 0 || offset > view.length) throw Object.assign(new RangeError('The value of "offset" is out of range. It must be >= 0 && <= ' + view.length + '. Received ' + offset), { code: "ERR_OUT_OF_RANGE" });
+      if (!Number.isInteger(size) || size < 0 || offset + size > view.length) throw Object.assign(new RangeError('The value of "size" is out of range. It must be >= 0 && <= ' + (view.length - offset) + '. Received ' + size), { code: "ERR_OUT_OF_RANGE" });
+      view.set(new Uint8Array(host.randomBytes(size)), offset);
+      return buffer;
+    },
+    randomFill(buffer, ...rest) {
+      const callback = rest.pop();
+      if (typeof callback !== "function") throw Object.assign(new TypeError('The "callback" argument must be of type function'), { code: "ERR_INVALID_ARG_TYPE" });
+      let result;
+      try { result = crypto.randomFillSync(buffer, ...rest); } catch (error) { throw error; }
+      process.nextTick(() => callback(null, result));
+    },
+    getHashes: () => ["md5", "sha1", "sha256", "sha384", "sha512"],
+    timingSafeEqual(a, b) {
+      if (a.byteLength !== b.byteLength) throw Object.assign(new RangeError("Input buffers must have the same byte length"), { code: "ERR_CRYPTO_TIMING_SAFE_EQUAL_LENGTH" });
+      const x = new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+      const y = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+      let diff = 0;
+      for (let i = 0; i < x.length; i++) diff |= x[i] ^ y[i];
+      return diff === 0;
+    },
     randomUUID() {
       const b = new Uint8Array(host.randomBytes(16));
       b[6] = (b[6] & 0x0f) | 0x40;
@@ -295,112 +337,401 @@
       return hex.slice(0, 8) + "-" + hex.slice(8, 12) + "-" + hex.slice(12, 16) + "-" + hex.slice(16, 20) + "-" + hex.slice(20);
     },
   };
-
-  const cache = Object.create(null);
-  function load(file) {
-    if (file in cache) return cache[file].exports;
-    const module = { exports: {}, filename: file };
-    cache[file] = module;
-    if (file.endsWith(".node")) {
-      delete cache[file];
-      const error = new Error("Cannot load native addon " + file + ": node in a sandbox runs JavaScript only; " +
-        "use a pure JavaScript package instead");
-      error.code = "ERR_DLOPEN_FAILED";
-      throw error;
+  crypto.webcrypto = { getRandomValues: crypto.getRandomValues, randomUUID: crypto.randomUUID };
+  crypto.randomInt = function randomInt(min, max, callback) {
+    if (typeof max === "function" || max === undefined) { callback = max; max = min; min = 0; }
+    if (!Number.isSafeInteger(min) || !Number.isSafeInteger(max) || max <= min) {
+      throw Object.assign(new RangeError('The value of "max" is out of range. It must be greater than the value of "min" (' + min + '). Received ' + max), { code: "ERR_OUT_OF_RANGE" });
     }
-    let source = call("read", file);
-    if (file.endsWith(".json")) { module.exports = JSON.parse(source); return module.exports; }
-    if (/\.c?ts$/.test(file)) source = answered(host.stripTypes(source, file));
-    const wrapped = host.compile("(function (exports, require, module, __filename, __dirname) {" + source + "\n})", file);
-    wrapped(module.exports, requireFrom(path.dirname(file)), module, file, path.dirname(file));
-    return module.exports;
-  }
+    // Rejection sampling over 48 bits, so that no value is likelier than another.
+    const range = max - min;
+    const limit = 2 ** 48 - (2 ** 48 % range);
+    let n;
+    do {
+      const b = new Uint8Array(host.randomBytes(6));
+      n = b.reduce((acc, byte) => acc * 256 + byte, 0);
+    } while (n >= limit);
+    const value = min + (n % range);
+    if (typeof callback === "function") { process.nextTick(() => callback(null, value)); return undefined; }
+    return value;
+  };
 
-  function requireFrom(dir) {
-    return function require(name) {
-      if (name === "fs" || name === "node:fs") return fs;
-      if (name === "fs/promises" || name === "node:fs/promises") return fs.promises;
-      if (name === "path" || name === "node:path") return path;
-      if (name === "crypto" || name === "node:crypto") return crypto;
-      const bare = name.startsWith("node:") ? name.slice(5) : name;
-      if (bare in host.modules) return host.modules[bare];
-      if (name === "timers" || name === "node:timers") return timers;
-      if (name === "timers/promises" || name === "node:timers/promises") return timersPromises;
-      const file = name.startsWith("/") || name.startsWith("./") || name.startsWith("../")
-        ? asFile(path.resolve(dir, name)) : fromPackages(dir, name);
-      if (file) return load(file);
-      const error = new Error("Cannot find module '" + name + "'");
-      error.code = "MODULE_NOT_FOUND";
-      throw error;
+  // Node's modules that are not a chunk's, made on first use; those a
+  // sandbox cannot have answer each use with why (`unavailable`).
+  const unavailable = (name, why, shape = {}) => {
+    const refuse = (what) => function () {
+      throw moduleError(name + "." + what + " is not available in the sandbox: " + why, "ERR_SANDBOX_UNAVAILABLE");
     };
-  }
-
-  const isFile = (file) => call("exists", file) && call("stat", file)[0] === "file";
-  // A path as a file, with Node's extensions, or as a directory's package or index.
-  function asFile(base) {
-    for (const file of [base, base + ".js", base + ".json", base + ".cjs", base + ".ts", base + ".cts"]) {
-      if (isFile(file)) return file;
-    }
-    if (isFile(base + "/package.json")) {
-      const entry = packageEntry(base, JSON.parse(call("read", base + "/package.json")), ".");
-      if (entry) return asFile(path.resolve(base, entry));
-    }
-    for (const file of [base + "/index.js", base + "/index.json", base + "/index.ts"]) {
-      if (isFile(file)) return file;
-    }
-    return undefined;
-  }
-  // What a package's "exports" (or "main") names for `subpath`, as require sees it.
-  function packageEntry(dir, pkg, subpath) {
-    let target = pkg.exports;
-    if (target !== undefined) {
-      if (typeof target === "string" || Array.isArray(target) || !Object.keys(target).some((k) => k.startsWith("."))) {
-        target = subpath === "." ? target : undefined;
-      } else {
-        target = target[subpath];
+    const module = { ...shape };
+    for (const what of JSON.parse(host.nodeExports(name))) if (!(what in module)) module[what] = refuse(what);
+    return new Proxy(module, {
+      get(target, key) {
+        if (key in target || typeof key === "symbol" || key === "then" || key === "__esModule") return target[key];
+        return refuse(key);
+      },
+    });
+  };
+  const ip4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+  const isIPv6 = (s) => /^[0-9a-f:.]+$/i.test(s) && s.includes(":") && (() => { try { new (host.modules.url.URL)("http://[" + s + "]"); return true; } catch { return false; } })();
+  const noSockets = "node here has no sockets; use fetch or the http and https clients";
+  const channels = new Map();
+  const builtins = {
+    fs: () => fs,
+    "fs/promises": () => fs.promises,
+    path: () => path,
+    "path/posix": () => path,
+    crypto: () => crypto,
+    timers: () => timers,
+    "timers/promises": () => timersPromises,
+    process: () => process,
+    console: () => console,
+    sys: () => host.modules.util,
+    constants: () => ({ ...fs.constants, ...(host.modules.os.constants || {}) }),
+    tty: () => ({
+      isatty: () => false,
+      ReadStream: function ReadStream() { throw moduleError("tty.ReadStream: the sandbox has no terminal", "ERR_SANDBOX_UNAVAILABLE"); },
+      WriteStream: function WriteStream() { throw moduleError("tty.WriteStream: the sandbox has no terminal", "ERR_SANDBOX_UNAVAILABLE"); },
+    }),
+    module: () => {
+      const builtinModules = JSON.parse(host.builtinModules());
+      const createRequire = (from) => {
+        const file = String(from instanceof Object && from.href ? from.href : from).replace(/^file:\/\//, "");
+        if (!file.startsWith("/")) throw Object.assign(new TypeError("The argument 'filename' must be a file URL object, file URL string, or absolute path string. Received " + inspect(from, 0, 0)), { code: "ERR_INVALID_ARG_VALUE" });
+        return requireFrom(file.endsWith("/") ? file + "noop.js" : file, null);
+      };
+      const isBuiltin = (name) => builtinModules.includes(String(name).replace(/^node:/, "")) || /^node:(test|sea)$/.test(name);
+      return Object.assign(Module, { Module, createRequire, builtinModules, isBuiltin, _cache: cache });
+    },
+    perf_hooks: () => ({ performance: globalThis.performance || { now: () => host.now(), timeOrigin: Date.now() - host.now() } }),
+    diagnostics_channel: () => {
+      const channel = (name) => {
+        if (!channels.has(name)) {
+          const subscribers = new Set();
+          channels.set(name, {
+            name,
+            get hasSubscribers() { return subscribers.size > 0; },
+            subscribe(fn) { subscribers.add(fn); },
+            unsubscribe(fn) { return subscribers.delete(fn); },
+            publish(message) { for (const fn of subscribers) fn(message, name); },
+          });
+        }
+        return channels.get(name);
+      };
+      const tracingChannel = (name) => {
+        const parts = ["start", "end", "asyncStart", "asyncEnd", "error"];
+        const tracing = Object.fromEntries(parts.map((part) => [part, channel("tracing:" + name + ":" + part)]));
+        return Object.assign(tracing, {
+          get hasSubscribers() { return parts.some((part) => tracing[part].hasSubscribers); },
+          subscribe(handlers) { for (const part of parts) if (handlers[part]) tracing[part].subscribe(handlers[part]); },
+          unsubscribe(handlers) { for (const part of parts) if (handlers[part]) tracing[part].unsubscribe(handlers[part]); return true; },
+          traceSync(fn, context = {}, self, ...args) {
+            tracing.start.publish(context);
+            try { return (context.result = fn.apply(self, args)); } catch (error) { context.error = error; tracing.error.publish(context); throw error; } finally { tracing.end.publish(context); }
+          },
+          tracePromise(fn, context = {}, self, ...args) { return tracing.traceSync(fn, context, self, ...args); },
+          traceCallback(fn, position, context = {}, self, ...args) { return tracing.traceSync(fn, context, self, ...args); },
+        });
+      };
+      return {
+        channel,
+        tracingChannel,
+        hasSubscribers: (name) => channel(name).hasSubscribers,
+        subscribe: (name, fn) => channel(name).subscribe(fn),
+        unsubscribe: (name, fn) => channel(name).unsubscribe(fn),
+      };
+    },
+    async_hooks: () => {
+      // One thread and no async resource tracking: a store lives while
+      // its `run` callback runs (not across the awaits it starts).
+      class AsyncLocalStorage {
+        getStore() { return this._store; }
+        run(store, fn, ...args) {
+          const before = this._store;
+          this._store = store;
+          try { return fn(...args); } finally { this._store = before; }
+        }
+        enterWith(store) { this._store = store; }
+        exit(fn, ...args) { return this.run(undefined, fn, ...args); }
+        disable() { this._store = undefined; }
       }
-      const pick = (t) => typeof t === "string" ? t : Array.isArray(t) ? t.map(pick).find(Boolean)
-        : t && typeof t === "object" ? pick(t.require ?? t.node ?? t.default) : undefined;
-      const chosen = pick(target);
-      if (chosen) return chosen;
-      const error = new Error("Package subpath '" + subpath + "' is not defined by \"exports\" in " + dir + "/package.json");
-      error.code = "ERR_PACKAGE_PATH_NOT_EXPORTED";
+      class AsyncResource {
+        constructor(type) { this.type = type; }
+        runInAsyncScope(fn, self, ...args) { return fn.apply(self, args); }
+        emitDestroy() { return this; }
+        bind(fn) { return fn.bind(this); }
+        static bind(fn) { return fn; }
+      }
+      return {
+        AsyncLocalStorage, AsyncResource,
+        createHook: () => ({ enable() { return this; }, disable() { return this; } }),
+        executionAsyncId: () => 1, triggerAsyncId: () => 0,
+      };
+    },
+    "stream/consumers": () => {
+      const chunks = async (stream) => {
+        const parts = [];
+        for await (const chunk of stream) parts.push(typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk));
+        return Buffer.concat(parts);
+      };
+      return {
+        buffer: chunks,
+        arrayBuffer: async (s) => { const b = await chunks(s); return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength); },
+        text: async (s) => (await chunks(s)).toString("utf8"),
+        json: async (s) => JSON.parse((await chunks(s)).toString("utf8")),
+      };
+    },
+    worker_threads: () => unavailable("worker_threads", "node here runs one thread", {
+      isMainThread: true, parentPort: null, workerData: null, threadId: 0, resourceLimits: {},
+      SHARE_ENV: Symbol("nodejs.worker_threads.SHARE_ENV"),
+    }),
+    cluster: () => unavailable("cluster", "node here runs one process", {
+      isPrimary: true, isMaster: true, isWorker: false, workers: {}, settings: {},
+    }),
+    net: () => unavailable("net", noSockets, {
+      isIP: (s) => ip4.test(String(s)) ? 4 : isIPv6(String(s)) ? 6 : 0,
+      isIPv4: (s) => ip4.test(String(s)),
+      isIPv6: (s) => isIPv6(String(s)),
+    }),
+    dgram: () => unavailable("dgram", noSockets),
+    tls: () => unavailable("tls", noSockets, { rootCertificates: [], DEFAULT_MIN_VERSION: "TLSv1.2", DEFAULT_MAX_VERSION: "TLSv1.3" }),
+    http2: () => unavailable("http2", noSockets, { constants: {} }),
+    dns: () => unavailable("dns", "names are resolved by the session's HTTP client, not by node"),
+    "dns/promises": () => unavailable("dns/promises", "names are resolved by the session's HTTP client, not by node"),
+    inspector: () => unavailable("inspector", "node here has no debugger", { url: () => undefined }),
+    "inspector/promises": () => unavailable("inspector/promises", "node here has no debugger"),
+    repl: () => unavailable("repl", "node here has no interactive prompt"),
+    vm: () => unavailable("vm", "node here has one context; use a function instead"),
+    v8: () => unavailable("v8", "node here runs on QuickJS, not V8", {
+      getHeapStatistics: () => ({ total_heap_size: 0, used_heap_size: 0, heap_size_limit: 0 }),
+    }),
+    wasi: () => unavailable("wasi", "node here runs no WebAssembly"),
+    trace_events: () => unavailable("trace_events", "node here has no tracing"),
+    domain: () => unavailable("domain", "domains are deprecated and not in this node"),
+    punycode: () => unavailable("punycode", "Node's builtin punycode is deprecated; install the punycode package and require('punycode/')"),
+    "path/win32": () => unavailable("path/win32", "node here runs on POSIX paths only"),
+    "stream/web": () => unavailable("stream/web", "node here has no web streams; use the stream module"),
+    "test/reporters": () => unavailable("test/reporters", "node here has no test runner"),
+    test: () => unavailable("test", "node here has no test runner"),
+    sea: () => unavailable("sea", "node here is not a single executable application", { isSea: () => false }),
+  };
+
+  // Node's module system: where a module is comes from resolve.rs (the
+  // one resolver `import` uses too); loaded modules are kept by file.
+  const cache = Object.create(null);
+  const moduleError = (message, code) => Object.assign(new Error(message), { code });
+  // Node's modules as this node has them; a name Node's has and this one
+  // lacks answers its use with why (so that `import { name }` of it
+  // loads, and a call says what is missing).
+  const made = Object.create(null);
+  function builtin(name) {
+    if (name in made) return made[name];
+    let module;
+    if (name in builtins) module = builtins[name]();
+    else if (name in host.modules) module = host.modules[name];
+    else throw moduleError("No such built-in module: " + name, "ERR_UNKNOWN_BUILTIN_MODULE");
+    if (module && (typeof module === "object" || typeof module === "function") && !Object.isFrozen(module)) {
+      for (const key of JSON.parse(host.nodeExports(name))) {
+        if (key in module) continue;
+        const missing = function () {
+          throw moduleError(name + "." + key + " is not available in the sandbox's node", "ERR_SANDBOX_UNAVAILABLE");
+        };
+        Object.defineProperty(module, key, { value: missing, enumerable: true, configurable: true, writable: true });
+      }
+    }
+    return made[name] = module;
+  }
+  function Module(file, parent) {
+    this.id = file;
+    this.path = path.dirname(file);
+    this.filename = file;
+    this.exports = {};
+    this.loaded = false;
+    this.children = [];
+    this.paths = [];
+    this.parent = parent;
+    this.require = requireFrom(file, this);
+  }
+  function load(file, format, parent) {
+    if (file in cache) return cache[file];
+    if (format === "addon") {
+      throw moduleError("Cannot load native addon " + file + ": node in a sandbox runs JavaScript only; " +
+        "use a pure JavaScript package instead", "ERR_DLOPEN_FAILED");
+    }
+    const [kind, source] = answered(host.source(file, format));
+    const module = new Module(file, parent);
+    if (parent && parent.children) parent.children.push(module);
+    cache[file] = module;
+    try {
+      if (kind === "module") {
+        // Node 20.19's require(esm): the namespace, marked as transpiled
+        // ES modules mark theirs, or what it exports as "module.exports".
+        const namespace = host.requireModule(file);
+        if ("module.exports" in namespace) module.exports = namespace["module.exports"];
+        else if ("default" in namespace && !("__esModule" in namespace)) {
+          module.exports = Object.assign(Object.create(null), { __esModule: true }, namespace);
+        } else module.exports = namespace;
+      } else if (kind === "json") {
+        try { module.exports = JSON.parse(source); } catch (error) { error.message = file + ": " + error.message; throw error; }
+      } else {
+        const wrapped = host.compile("(function (exports, require, module, __filename, __dirname) {" + source + "\n})", file);
+        wrapped.call(module.exports, module.exports, module.require, module, file, path.dirname(file));
+      }
+    } catch (error) {
+      delete cache[file];
       throw error;
     }
-    return subpath === "." ? pkg.main || "index.js" : subpath;
+    module.loaded = true;
+    return module;
   }
-  // A package in a node_modules of `dir` or of a directory above it.
-  function fromPackages(dir, name) {
-    const parts = name.split("/");
-    const scoped = name.startsWith("@") ? 2 : 1;
-    const packageName = parts.slice(0, scoped).join("/");
-    const subpath = parts.length > scoped ? "./" + parts.slice(scoped).join("/") : ".";
-    for (let at = path.resolve(dir); ; at = path.dirname(at)) {
-      const root = (at === "/" ? "" : at) + "/node_modules/" + packageName;
-      if (call("exists", root)) {
-        const manifest = root + "/package.json";
-        const pkg = isFile(manifest) ? JSON.parse(call("read", manifest)) : {};
-        const file = asFile(path.resolve(root, packageEntry(root, pkg, subpath)));
-        if (file) return file;
+  function requireFrom(parentFile, parentModule) {
+    const resolve = (name, mode) => {
+      if (typeof name !== "string") {
+        throw Object.assign(new TypeError('The "id" argument must be of type string. Received ' + inspect(name, 0, 0)), { code: "ERR_INVALID_ARG_TYPE" });
       }
-      if (at === "/") return undefined;
-    }
+      return answered(host.resolve(name, parentFile, mode));
+    };
+    const require = function require(name) {
+      const [file, format] = resolve(name, "require");
+      return format === "builtin" ? builtin(file) : load(file, format, parentModule).exports;
+    };
+    require.resolve = (name) => resolve(name, "require")[0];
+    require.resolve.paths = (name) => /^(\.|\/)/.test(name) ? [path.dirname(parentFile)] :
+      path.dirname(parentFile).split("/").map((_, i, all) => (all.slice(0, all.length - i).join("/") || "") + "/node_modules");
+    require.cache = cache;
+    Object.defineProperty(require, "main", { get: () => mainModule, enumerable: true });
+    require.extensions = { ".js": null, ".json": null, ".node": null };
+    return require;
   }
+  // import() and `import` of a CommonJS file or of Node's own modules (modules.rs).
+  Object.defineProperty(globalThis, "__commonjs", {
+    value: (name) => name.startsWith("node:") ? builtin(name.slice(5)) : load(name, "commonjs", mainModule).exports,
+  });
 
-  globalThis.require = requireFrom(host.cwd());
+  // The program's own module: a file run by name, or `[eval]` in the
+  // working directory; a CommonJS program sees it as `module`.
+  const [mainFile, mainModuleFlag] = host.main();
+  const mainIsModule = mainModuleFlag === "true";
+  const mainModule = new Module(mainFile, null);
+  mainModule.id = ".";
+  cache[mainFile] = mainModule;
+  globalThis.require = mainModule.require;
+  if (!mainIsModule) {
+    Object.assign(globalThis, { module: mainModule, exports: mainModule.exports, __filename: mainFile, __dirname: path.dirname(mainFile) });
+  }
+  // process: an event emitter of its own (Node's `events` is a chunk
+  // made on first use; most programs only listen for 'exit').
+  const listeners = new Map();
+  const listening = (name) => listeners.get(name) || (listeners.set(name, []), listeners.get(name));
+  const started = Date.now() - host.now();
+  const hrtime = (previous) => {
+    const ns = BigInt(Math.round((started + host.now()) * 1e6));
+    const now = [Number(ns / 1000000000n), Number(ns % 1000000000n)];
+    if (!previous) return now;
+    let [s, n] = [now[0] - previous[0], now[1] - previous[1]];
+    if (n < 0) { s -= 1; n += 1e9; }
+    return [s, n];
+  };
+  hrtime.bigint = () => BigInt(Math.round((started + host.now()) * 1e6));
+  let exiting = false;
   globalThis.process = {
+    title: "node",
     argv: JSON.parse(host.argv()),
+    argv0: "node",
+    execArgv: [],
+    execPath: "/usr/bin/node",
     env: JSON.parse(host.env()),
     platform: "linux",
+    arch: "x64",
+    pid: 1,
+    ppid: 0,
     version: "v20.0.0",
-    versions: { node: "20.0.0" },
+    versions: { node: "20.0.0", modules: "115" },
+    release: { name: "node", lts: "Iron" },
+    features: { inspector: false, debug: false, uv: false, ipv6: true, tls: false, cached_builtins: true },
+    config: { variables: {} },
     exitCode: undefined,
+    allowedNodeEnvironmentFlags: new Set(),
     cwd: () => host.cwd(),
-    exit(code) { host.exit(code === undefined ? (process.exitCode || 0) : Number(code) | 0); },
+    exit(code) {
+      if (code !== undefined) process.exitCode = Number(code) | 0;
+      if (!exiting) { exiting = true; process.emit("exit", process.exitCode || 0); }
+      host.exit(process.exitCode || 0);
+    },
     stdout: { write(text) { host.write(1, String(text)); return true; } },
     stderr: { write(text) { host.write(2, String(text)); return true; } },
     // Run by the engine's loop (run.rs) before the promise jobs, as Node does.
     nextTick(fn, ...args) { callable(fn); ticks.push(() => fn(...args)); },
+    hrtime,
+    uptime: () => host.now() / 1000,
+    memoryUsage: Object.assign(() => ({ rss: 0, heapTotal: 0, heapUsed: 0, external: 0, arrayBuffers: 0 }), { rss: () => 0 }),
+    cpuUsage: () => ({ user: 0, system: 0 }),
+    resourceUsage: () => ({}),
+    umask: () => 0o22,
+    getuid: () => 0, geteuid: () => 0, getgid: () => 0, getegid: () => 0, getgroups: () => [0],
+    emitWarning(warning, type, code) {
+      const options = type && typeof type === "object" ? type : { type, code };
+      const name = warning instanceof Error ? warning.name : options.type || "Warning";
+      const message = warning instanceof Error ? warning.message : String(warning);
+      if (process.noDeprecation && name === "DeprecationWarning") return;
+      host.write(2, "(node:" + process.pid + ") " + (options.code ? "[" + options.code + "] " : "") + name + ": " + message +
+        "\n(Use `node --trace-warnings ...` to show where the warning was created)\n");
+    },
+    kill() { throw moduleError("process.kill is not available in the sandbox: node here cannot signal processes", "ERR_SANDBOX_UNAVAILABLE"); },
+    chdir() { throw moduleError("process.chdir is not available in the sandbox: change directory in the shell before running node", "ERR_SANDBOX_UNAVAILABLE"); },
+    abort() { host.exit(134); },
+    binding(name) { throw moduleError("No such module: " + name, "ERR_INVALID_MODULE"); },
+    on(name, fn) { listening(name).push(fn); return process; },
+    once(name, fn) { const once = (...args) => { process.off(name, once); fn(...args); }; once.listener = fn; return process.on(name, once); },
+    off(name, fn) {
+      const list = listening(name);
+      const at = list.findIndex((l) => l === fn || l.listener === fn);
+      if (at >= 0) list.splice(at, 1);
+      return process;
+    },
+    prependListener(name, fn) { listening(name).unshift(fn); return process; },
+    removeAllListeners(name) { if (name === undefined) listeners.clear(); else listeners.delete(name); return process; },
+    emit(name, ...args) {
+      const list = listening(name).slice();
+      for (const fn of list) fn.apply(process, args);
+      return list.length > 0;
+    },
+    listeners: (name) => listening(name).map((l) => l.listener || l),
+    listenerCount: (name) => listening(name).length,
+    setMaxListeners() { return process; },
+    getMaxListeners: () => 10,
+  };
+  process.addListener = process.on;
+  Object.defineProperty(process, Symbol.toStringTag, { value: "process" });
+  process.removeListener = process.off;
+  globalThis.global = globalThis;
+  // The stack frames of Error.prepareStackTrace: the methods V8 has that
+  // QuickJS's lack (packages such as depd call them).
+  {
+    const original = Error.prepareStackTrace;
+    Error.prepareStackTrace = (_, frames) => frames;
+    const probe = {};
+    Error.captureStackTrace(probe);
+    const frames = probe.stack;
+    Error.prepareStackTrace = original;
+    const proto = Array.isArray(frames) && frames[0] && Object.getPrototypeOf(frames[0]);
+    if (proto) {
+      const methods = {
+        isEval: () => false, getEvalOrigin: () => undefined, isToplevel() { return this.getFunctionName() === null; },
+        getTypeName: () => null, getMethodName: () => null, getThis: () => undefined, isAsync: () => false,
+        isPromiseAll: () => false, getPromiseIndex: () => null,
+        getScriptNameOrSourceURL() { return this.getFileName(); },
+        getEnclosingLineNumber() { return this.getLineNumber(); },
+        getEnclosingColumnNumber() { return this.getColumnNumber(); },
+        toString() { return (this.getFunctionName() || "<anonymous>") + " (" + this.getFileName() + ":" + this.getLineNumber() + ":" + this.getColumnNumber() + ")"; },
+      };
+      for (const [name, fn] of Object.entries(methods)) if (!(name in proto)) Object.defineProperty(proto, name, { value: fn, configurable: true, writable: true });
+    }
+  }
+  // Node 20's global `crypto` (the Web Crypto API's random part).
+  globalThis.crypto = {
+    getRandomValues: crypto.getRandomValues,
+    randomUUID: crypto.randomUUID,
+    get subtle() { throw moduleError("crypto.subtle is not available in the sandbox's node; use require('crypto')", "ERR_SANDBOX_UNAVAILABLE"); },
   };
   // Timers that wait: the engine's loop (run.rs) asks `__timers.next()`
   // how long until one is due, sleeps that long (within the script's
@@ -534,6 +865,14 @@
       immediates.length = 0;
       let alive = false;
       for (const timer of pending.values()) if (timer._ref) { alive = true; break; }
+      if (!alive && !exiting) {
+        // Nothing left: 'beforeExit' may schedule more; then 'exit'.
+        process.emit("beforeExit", process.exitCode || 0);
+        if (ticks.length > 0 || immediates.length > 0 || [...pending.values()].some((t) => t._ref)) return 0;
+        exiting = true;
+        process.emit("exit", process.exitCode || 0);
+        return ticks.length > 0 ? 0 : -1;
+      }
       if (!alive) return -1;
       const entry = first();
       return entry ? Math.max(0, entry.due - host.now()) : -1;
@@ -695,6 +1034,7 @@
     };
   }
   fs.exists = (file, callback) => { const found = fs.existsSync(file); process.nextTick(() => callback(found)); };
+  fs.realpath.native = fs.realpath;
 
   // process.stdout and stderr: written at once, and enough of a stream
   // to be piped into.
@@ -766,10 +1106,12 @@
     ["stdlib", ["events", "util", "util/types", "os", "querystring", "url", "assert", "assert/strict"]],
     ["io", ["stream", "stream/promises", "readline", "readline/promises"]],
     ["child_process", ["child_process"]],
+    ["zlib", ["zlib"]],
+    ["http", ["http", "https"]],
   ]) {
     for (const module of modules) lazily(host.modules, module, () => chunk(name)[module]);
   }
-  for (const name of ["TextEncoder", "TextDecoder", "URL", "URLSearchParams"]) {
+  for (const name of ["TextEncoder", "TextDecoder", "URL", "URLSearchParams", "Event", "EventTarget", "AbortController", "AbortSignal", "Intl"]) {
     lazily(globalThis, name, () => chunk("stdlib").globals[name]);
   }
 
@@ -784,7 +1126,7 @@
     delete globalThis.require;
     delete globalThis.process;
     if (!allowed.fetch) delete globalThis.fetch;
-    if (allowed.crypto) globalThis.crypto = crypto;
+    if (allowed.crypto) globalThis.crypto = crypto; else delete globalThis.crypto;
     if (allowed.commands) globalThis.child_process = modules.child_process;
     if (allowed.read_files) {
       // The runner's fs reads text unless asked for another encoding.

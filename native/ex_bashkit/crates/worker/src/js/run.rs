@@ -23,6 +23,8 @@ use super::bridge::install;
 use super::host::Host;
 use super::invocation::{Execute, Grants};
 use super::memory::Capped;
+use super::modules::{self, Files};
+use super::resolve::Packages;
 use super::thrown::{caught_error, uncaught};
 use crate::code::Slot;
 
@@ -38,12 +40,14 @@ const PRELUDE: &str = concat!(
 /// `chunk`): each chunk a function of the host object answering its
 /// modules by name. A run that uses none does not load them (a third of
 /// the engine's start).
-const CHUNKS: [(&str, &str); 3] = [
+const CHUNKS: [(&str, &str); 5] = [
     (
         "stdlib",
         concat!("export default ", include_str!("stdlib.js")),
     ),
     ("io", concat!("export default ", include_str!("io.js"))),
+    ("zlib", concat!("export default ", include_str!("zlib.js"))),
+    ("http", concat!("export default ", include_str!("http.js"))),
     (
         "child_process",
         concat!("export default ", include_str!("child_process.js")),
@@ -117,18 +121,27 @@ impl Run<'_> {
                 late
             })));
         }
-        if self.module.is_some() {
-            let files = || super::modules::Files {
-                fs: host.borrow().fs.clone(),
-                cwd: PathBuf::from(&host.borrow().cwd),
-            };
-            runtime.set_loader(files(), files());
-        }
+        // `import` and `import()`, from any program: one resolver, its
+        // package.json reads shared with `require`'s.
+        let packages = Packages::new(host.borrow().fs.clone());
+        let cwd = PathBuf::from(&host.borrow().cwd);
+        let files = || Files {
+            packages: packages.clone(),
+            cwd: cwd.clone(),
+        };
+        runtime.set_loader(files(), files());
+        let main_file = if self.filename.starts_with('/') {
+            self.filename.to_string()
+        } else {
+            cwd.join(self.filename).display().to_string()
+        };
         let context = Context::full(&runtime).map_err(fail)?;
         type Saved = Persistent<Function<'static>>;
         let loop_timers = RefCell::new(None::<(Saved, Saved, Saved)>);
         let error = context.with(|ctx| -> rquickjs::Result<Option<String>> {
             install(&ctx, &host, &exiting)?;
+            modules::install(&ctx, &packages, (main_file.clone(), self.module.is_some()))?;
+            super::zlib::install(&ctx, self.max_memory)?;
             prelude(&ctx)?;
             // The loop's timers, and the runner's driver, taken before
             // the script can reach them.
@@ -148,7 +161,7 @@ impl Run<'_> {
                 None => None,
             };
             let outcome = match self.module {
-                Some(evaluate) => self.module(&ctx, evaluate).catch(&ctx),
+                Some(evaluate) => self.module(&ctx, evaluate, &main_file).catch(&ctx),
                 None => ctx
                     .eval_with_options::<Value, _>(self.code, script_options(self.filename))
                     .catch(&ctx),
@@ -406,8 +419,14 @@ pub fn chunk<'js>(ctx: &Ctx<'js>, name: &str) -> rquickjs::Result<Value<'js>> {
 impl Run<'_> {
     /// Declares the code as an ES module (its imports resolved and
     /// loaded) and, unless only checked, evaluates it to its end.
-    fn module<'js>(&self, ctx: &Ctx<'js>, evaluate: Evaluate) -> rquickjs::Result<Value<'js>> {
+    fn module<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        evaluate: Evaluate,
+        main_file: &str,
+    ) -> rquickjs::Result<Value<'js>> {
         let module = Module::declare(ctx.clone(), self.filename, self.code)?;
+        modules::meta(&module, main_file)?;
         if evaluate == Evaluate::No {
             return Ok(Value::new_undefined(ctx.clone()));
         }

@@ -81,7 +81,7 @@ fn visit(code: &str, scanner: &mut Scanner) -> Result<(), usize> {
 }
 
 /// How many brackets deep `code` goes, strings and comments aside.
-fn nesting(code: &str) -> usize {
+pub(super) fn nesting(code: &str) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
     let mut chars = code.chars().peekable();
     while let Some(c) = chars.next() {

@@ -22,9 +22,31 @@
     }
   }
 
+  // Node's event and stream classes are functions: older packages set
+  // one up on an object of their own (`EventEmitter.call(this)`), which
+  // an ES class cannot be. Each is made a function whose prototype is
+  // its class's (methods, `super` and subclasses work as before) and
+  // whose body is `init`. The classes are anonymous, so that their
+  // methods' `Readable` (say) is the function, not the class.
+  function constructorOf(name, Class, init) {
+    const Constructor = {
+      [name]: function (...args) {
+        if (!(this instanceof Constructor)) return new Constructor(...args);
+        init.apply(this, args);
+      },
+    }[name];
+    Constructor.prototype = Class.prototype;
+    Object.defineProperty(Class.prototype, "constructor", { value: Constructor, writable: true, configurable: true });
+    Object.setPrototypeOf(Constructor, Object.getPrototypeOf(Class));
+    for (const key of Object.getOwnPropertyNames(Class)) {
+      if (!["length", "name", "prototype"].includes(key)) Object.defineProperty(Constructor, key, Object.getOwnPropertyDescriptor(Class, key));
+    }
+    return Constructor;
+  }
+  host.constructorOf = constructorOf;
+
   // events
-  class EventEmitter {
-    constructor() { this._events = new Map(); this._max = EventEmitter.defaultMaxListeners; }
+  const EventEmitter = constructorOf("EventEmitter", class {
     _list(name) { if (!this._events) this._events = new Map(); return this._events.get(name) || []; }
     on(name, listener) { return this.addListener(name, listener); }
     addListener(name, listener) {
@@ -75,8 +97,12 @@
     listenerCount(name) { return this._list(name).length; }
     eventNames() { return this._events ? [...this._events.keys()] : []; }
     setMaxListeners(n) { this._max = n; return this; }
-    getMaxListeners() { return this._max; }
-  }
+    getMaxListeners() { return this._max === undefined ? EventEmitter.defaultMaxListeners : this._max; }
+  }, function () { EventEmitter.init.call(this); });
+  EventEmitter.init = function () {
+    if (!this._events || this._events === Object.getPrototypeOf(this)._events) this._events = new Map();
+    if (this._max === undefined) this._max = EventEmitter.defaultMaxListeners;
+  };
   EventEmitter.defaultMaxListeners = 10;
   EventEmitter.EventEmitter = EventEmitter;
   EventEmitter.once = (emitter, name) => new Promise((resolve, reject) => {
@@ -142,6 +168,28 @@
     loadavg: () => [0, 0, 0],
     networkInterfaces: () => ({}),
     endianness: () => "LE",
+    availableParallelism: () => 1,
+    machine: () => "x86_64",
+    version: () => "#1 SMP",
+    devNull: "/dev/null",
+    getPriority: () => 0,
+    setPriority: () => {},
+    constants: {
+      signals: {
+        SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGILL: 4, SIGTRAP: 5, SIGABRT: 6, SIGIOT: 6, SIGBUS: 7, SIGFPE: 8,
+        SIGKILL: 9, SIGUSR1: 10, SIGSEGV: 11, SIGUSR2: 12, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15, SIGCHLD: 17,
+        SIGSTKFLT: 16, SIGCONT: 18, SIGSTOP: 19, SIGTSTP: 20, SIGTTIN: 21, SIGTTOU: 22, SIGURG: 23, SIGXCPU: 24,
+        SIGXFSZ: 25, SIGVTALRM: 26, SIGPROF: 27, SIGWINCH: 28, SIGIO: 29, SIGPOLL: 29, SIGPWR: 30, SIGSYS: 31,
+      },
+      errno: {
+        E2BIG: 7, EACCES: 13, EADDRINUSE: 98, EAGAIN: 11, EBADF: 9, EBUSY: 16, ECONNREFUSED: 111, ECONNRESET: 104,
+        EEXIST: 17, EINTR: 4, EINVAL: 22, EIO: 5, EISDIR: 21, EMFILE: 24, ENOENT: 2, ENOMEM: 12, ENOSPC: 28,
+        ENOTDIR: 20, ENOTEMPTY: 39, EPERM: 1, EPIPE: 32, ETIMEDOUT: 110, EXDEV: 18,
+      },
+      priority: { PRIORITY_LOW: 19, PRIORITY_BELOW_NORMAL: 10, PRIORITY_NORMAL: 0, PRIORITY_ABOVE_NORMAL: -7, PRIORITY_HIGH: -14, PRIORITY_HIGHEST: -20 },
+      dlopen: { RTLD_LAZY: 1, RTLD_NOW: 2, RTLD_GLOBAL: 256, RTLD_LOCAL: 0 },
+      UV_UDP_REUSEADDR: 4,
+    },
   };
 
   // querystring
@@ -439,9 +487,313 @@
 
   util.promisify.custom = Symbol.for("nodejs.util.promisify.custom");
 
+  // util/types: what a value is, by its internal tag (as V8 answers it).
+  const tag = (v) => Object.prototype.toString.call(v).slice(8, -1);
+  const boxed = { Number: "isNumberObject", String: "isStringObject", Boolean: "isBooleanObject", BigInt: "isBigIntObject", Symbol: "isSymbolObject" };
+  Object.assign(types, {
+    isAnyArrayBuffer: (v) => v instanceof ArrayBuffer || (typeof SharedArrayBuffer !== "undefined" && v instanceof SharedArrayBuffer),
+    isSharedArrayBuffer: (v) => typeof SharedArrayBuffer !== "undefined" && v instanceof SharedArrayBuffer,
+    isArrayBufferView: (v) => ArrayBuffer.isView(v),
+    isDataView: (v) => v instanceof DataView,
+    isArgumentsObject: (v) => tag(v) === "Arguments",
+    isGeneratorFunction: (v) => typeof v === "function" && /^(Async)?GeneratorFunction$/.test(v.constructor && v.constructor.name),
+    isGeneratorObject: (v) => tag(v) === "Generator" || tag(v) === "AsyncGenerator",
+    isMapIterator: (v) => tag(v) === "Map Iterator",
+    isSetIterator: (v) => tag(v) === "Set Iterator",
+    isWeakMap: (v) => v instanceof WeakMap,
+    isWeakSet: (v) => v instanceof WeakSet,
+    isBoxedPrimitive: (v) => v !== null && typeof v === "object" && tag(v) in boxed,
+    isModuleNamespaceObject: (v) => tag(v) === "Module",
+    isProxy: () => false,
+    isExternal: () => false,
+    isCryptoKey: () => false,
+    isKeyObject: () => false,
+  });
+  for (const [name, check] of Object.entries(boxed)) types[check] = (v) => v !== null && typeof v === "object" && tag(v) === name;
+  for (const kind of ["Int8", "Uint8Clamped", "Int16", "Uint16", "Int32", "Uint32", "Float32", "Float64", "BigInt64", "BigUint64"]) {
+    const Type = globalThis[kind + "Array"];
+    types["is" + kind + "Array"] = (v) => Type !== undefined && v instanceof Type;
+  }
+  // util's others: debuglog by NODE_DEBUG, the legacy type checks, and
+  // the text helpers.
+  const debugs = new Map();
+  util.debuglog = util.debug = (section, callback) => {
+    const key = String(section).toUpperCase();
+    const pattern = String(env().NODE_DEBUG || "").split(/[\s,]+/).filter(Boolean)
+      .some((want) => new RegExp("^" + want.toUpperCase().replace(/[|\\{}()[\]^$+?.]/g, "\\$&").replace(/\*/g, ".*") + "$").test(key));
+    const log = (...args) => { if (pattern) host.process.stderr.write(key + " " + host.process.pid + ": " + host.format(args) + "\n"); };
+    Object.defineProperty(log, "enabled", { get: () => pattern });
+    if (callback) callback(log);
+    debugs.set(key, log);
+    return log;
+  };
+  Object.assign(util, {
+    isBoolean: (v) => typeof v === "boolean", isNull: (v) => v === null, isNullOrUndefined: (v) => v == null,
+    isNumber: (v) => typeof v === "number", isString: (v) => typeof v === "string", isSymbol: (v) => typeof v === "symbol",
+    isUndefined: (v) => v === undefined, isRegExp: types.isRegExp, isObject: (v) => v !== null && typeof v === "object",
+    isDate: types.isDate, isError: (v) => v instanceof Error, isFunction: (v) => typeof v === "function",
+    isPrimitive: (v) => v === null || (typeof v !== "object" && typeof v !== "function"),
+    isBuffer: (v) => host.modules.buffer.Buffer.isBuffer(v),
+    _extend: (target, source) => Object.assign(target, source),
+    log: (...args) => { const d = new Date(); const p = (n) => String(n).padStart(2, "0"); console.log(d.getDate() + " " + ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][d.getMonth()] + " " + p(d.getHours()) + ":" + p(d.getMinutes()) + ":" + p(d.getSeconds()) + " - " + host.format(args)); },
+    stripVTControlCharacters: (text) => String(text).replace(/[\u001B\u009B][[\]()#;?]*(?:(?:(?:(?:;[-a-zA-Z\d/#&.:=?%@~_]+)*|[a-zA-Z\d]+(?:;[-a-zA-Z\d/#&.:=?%@~_]*)*)?\u0007)|(?:(?:\d{1,4}(?:;\d{0,4})*)?[\dA-PR-TZcf-ntqry=><~]))/g, ""),
+    toUSVString: (text) => String(text).toWellFormed ? String(text).toWellFormed() : String(text).replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD"),
+    formatWithOptions: (options, ...args) => host.format(args),
+    getSystemErrorName: (code) => { for (const [name, n] of Object.entries(os.constants.errno)) if (-n === code) return name; return "Unknown system error " + code; },
+    getSystemErrorMap: () => new Map(Object.entries(os.constants.errno).map(([name, n]) => [-n, [name, name]])),
+    aborted: (signal) => new Promise((resolve) => signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })),
+  });
+
+  // events' helpers on the class, as Node has them.
+  Object.assign(EventEmitter, {
+    errorMonitor: Symbol("events.errorMonitor"),
+    captureRejectionSymbol: Symbol.for("nodejs.rejection"),
+    captureRejections: false,
+    usingDomains: false,
+    getEventListeners: (emitter, name) => typeof emitter.listeners === "function" ? emitter.listeners(name) : [],
+    getMaxListeners: (emitter) => typeof emitter.getMaxListeners === "function" ? emitter.getMaxListeners() : EventEmitter.defaultMaxListeners,
+    setMaxListeners: (n = EventEmitter.defaultMaxListeners, ...emitters) => { if (emitters.length === 0) EventEmitter.defaultMaxListeners = n; for (const e of emitters) if (e.setMaxListeners) e.setMaxListeners(n); },
+    listenerCount: (emitter, name) => emitter.listenerCount(name),
+    on(emitter, name) {
+      // The events as an async iterator, queued until asked for.
+      const queue = [], waiting = [];
+      let failed = null;
+      const push = (...args) => { if (waiting.length) waiting.shift().resolve({ value: args, done: false }); else queue.push(args); };
+      const fail = (error) => { failed = error; while (waiting.length) waiting.shift().reject(error); };
+      emitter.on(name, push);
+      if (name !== "error") emitter.on("error", fail);
+      const stop = () => { emitter.removeListener(name, push); emitter.removeListener("error", fail); };
+      return {
+        next() {
+          if (queue.length) return Promise.resolve({ value: queue.shift(), done: false });
+          if (failed) { const error = failed; failed = null; return Promise.reject(error); }
+          return new Promise((resolve, reject) => waiting.push({ resolve, reject }));
+        },
+        return() { stop(); return Promise.resolve({ value: undefined, done: true }); },
+        throw(error) { stop(); return Promise.reject(error); },
+        [Symbol.asyncIterator]() { return this; },
+      };
+    },
+  });
+
+  // The web's events and cancellation, as Node 20 has them globally.
+  class Event {
+    constructor(type, options = {}) {
+      if (arguments.length === 0) throw new TypeError('The "type" argument must be specified');
+      Object.defineProperties(this, { type: { value: String(type), enumerable: true } });
+      this.bubbles = !!options.bubbles; this.cancelable = !!options.cancelable; this.composed = !!options.composed;
+      this.defaultPrevented = false; this.timeStamp = Date.now(); this.target = null; this.currentTarget = null;
+      this.isTrusted = false;
+    }
+    preventDefault() { if (this.cancelable) this.defaultPrevented = true; }
+    stopPropagation() {}
+    stopImmediatePropagation() { this._stopped = true; }
+  }
+  class EventTarget {
+    constructor() { Object.defineProperty(this, "_listeners", { value: new Map() }); }
+    addEventListener(type, listener, options = {}) {
+      if (!listener) return;
+      const once = typeof options === "object" && !!options.once;
+      const list = this._listeners.get(type) || [];
+      if (list.some((l) => l.listener === listener)) return;
+      list.push({ listener, once });
+      this._listeners.set(type, list);
+      if (typeof options === "object" && options.signal) options.signal.addEventListener("abort", () => this.removeEventListener(type, listener), { once: true });
+    }
+    removeEventListener(type, listener) {
+      const list = this._listeners.get(type);
+      if (list) this._listeners.set(type, list.filter((l) => l.listener !== listener));
+    }
+    dispatchEvent(event) {
+      event.target = event.currentTarget = this;
+      for (const entry of (this._listeners.get(event.type) || []).slice()) {
+        if (entry.once) this.removeEventListener(event.type, entry.listener);
+        if (typeof entry.listener === "function") entry.listener.call(this, event); else entry.listener.handleEvent(event);
+        if (event._stopped) break;
+      }
+      const handler = this["on" + event.type];
+      if (typeof handler === "function") handler.call(this, event);
+      return !event.defaultPrevented;
+    }
+  }
+  const abortError = (reason) => reason !== undefined ? reason
+    : Object.assign(new Error("This operation was aborted"), { name: "AbortError", code: 20 });
+  class AbortSignal extends EventTarget {
+    constructor() { super(); this.aborted = false; this.reason = undefined; this.onabort = null; }
+    throwIfAborted() { if (this.aborted) throw this.reason; }
+    static abort(reason) { const c = new AbortController(); c.abort(reason); return c.signal; }
+    static timeout(ms) {
+      const c = new AbortController();
+      setTimeout(() => c.abort(Object.assign(new Error("The operation was aborted due to timeout"), { name: "TimeoutError", code: 23 })), ms).unref();
+      return c.signal;
+    }
+    static any(signals) {
+      const c = new AbortController();
+      for (const signal of signals) {
+        if (signal.aborted) { c.abort(signal.reason); break; }
+        signal.addEventListener("abort", () => c.abort(signal.reason), { once: true });
+      }
+      return c.signal;
+    }
+  }
+  class AbortController {
+    constructor() { this.signal = new AbortSignal(); }
+    abort(reason) {
+      const signal = this.signal;
+      if (signal.aborted) return;
+      signal.aborted = true;
+      signal.reason = abortError(reason);
+      signal.dispatchEvent(new Event("abort"));
+    }
+  }
+  EventEmitter.addAbortListener = (signal, listener) => {
+    signal.addEventListener("abort", listener, { once: true });
+    return { [Symbol.dispose || Symbol.for("nodejs.dispose")]() { signal.removeEventListener("abort", listener); } };
+  };
+  // Intl: QuickJS has none. This one has English ("en", "en-US") only,
+  // for what packages ask of it most: grapheme and word segments (text
+  // widths), plain numbers, the time zone, plural forms and comparison.
+  // Anything needing locale data it lacks is a RangeError saying so.
+  const intlRefused = (what) => Object.assign(new RangeError("Intl " + what + " is not available in the sandbox's node (it has English only)"), { code: "ERR_SANDBOX_UNAVAILABLE" });
+  const english = (locales) => {
+    const list = locales === undefined ? [] : [].concat(locales);
+    if (list.some((l) => !/^en(-US)?$/i.test(String(l)))) throw intlRefused("locale " + list.join(", "));
+    return "en-US";
+  };
+  const allowed = (options, names, what) => {
+    for (const key of Object.keys(options || {})) if (!names.includes(key)) throw intlRefused(what + " option " + key);
+    return options || {};
+  };
+  const graphemes = /\p{RI}\p{RI}|(?:\r\n)|(?:\P{M}|^)\p{M}*(?:\u200D\P{M}\p{M}*)*[\uFE0E\uFE0F]?(?:\p{Emoji_Modifier})?/gu;
+  class Segmenter {
+    constructor(locales, options) {
+      this._locale = english(locales);
+      const { granularity = "grapheme" } = allowed(options, ["granularity", "localeMatcher"], "Segmenter");
+      if (granularity !== "grapheme" && granularity !== "word") throw intlRefused("Segmenter granularity " + granularity);
+      this._granularity = granularity;
+    }
+    resolvedOptions() { return { locale: this._locale, granularity: this._granularity }; }
+    segment(input) {
+      input = String(input);
+      const pattern = this._granularity === "word" ? /[\p{L}\p{N}_'’]+|\s+|[^\p{L}\p{N}_\s]/gu : graphemes;
+      const word = this._granularity === "word";
+      const parts = [];
+      for (const match of input.matchAll(pattern)) {
+        if (match[0] === "") continue;
+        const part = { segment: match[0], index: match.index, input };
+        if (word) part.isWordLike = /[\p{L}\p{N}]/u.test(match[0]);
+        parts.push(part);
+      }
+      return {
+        [Symbol.iterator]: () => parts[Symbol.iterator](),
+        containing: (at = 0) => parts.find((p) => at >= p.index && at < p.index + p.segment.length),
+      };
+    }
+    static supportedLocalesOf(locales) { return [].concat(locales || []).filter((l) => /^en(-US)?$/i.test(l)); }
+  }
+  class NumberFormat {
+    constructor(locales, options) {
+      this._locale = english(locales);
+      const o = allowed(options, ["style", "minimumFractionDigits", "maximumFractionDigits", "useGrouping", "localeMatcher", "minimumIntegerDigits"], "NumberFormat");
+      if (o.style !== undefined && o.style !== "decimal" && o.style !== "percent") throw intlRefused("NumberFormat style " + o.style);
+      this._style = o.style || "decimal";
+      this._min = o.minimumFractionDigits === undefined ? 0 : o.minimumFractionDigits;
+      this._max = o.maximumFractionDigits === undefined ? Math.max(this._min, this._style === "percent" ? 0 : 3) : o.maximumFractionDigits;
+      this._grouping = o.useGrouping !== false;
+      this._integer = o.minimumIntegerDigits || 1;
+    }
+    format(value) {
+      let n = Number(value);
+      if (Number.isNaN(n)) return "NaN";
+      if (!Number.isFinite(n)) return (n < 0 ? "-" : "") + "∞";
+      if (this._style === "percent") n *= 100;
+      let [int, frac = ""] = Math.abs(n).toFixed(this._max).split(".");
+      frac = frac.replace(/0+$/, "");
+      while (frac.length < this._min) frac += "0";
+      int = int.padStart(this._integer, "0");
+      if (this._grouping) int = int.replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+      const negative = n < 0 && (Number(int.replace(/,/g, "")) !== 0 || /[1-9]/.test(frac));
+      return (negative ? "-" : "") + int + (frac ? "." + frac : "") + (this._style === "percent" ? "%" : "");
+    }
+    formatToParts(value) { return [{ type: "literal", value: this.format(value) }]; }
+    resolvedOptions() { return { locale: this._locale, numberingSystem: "latn", style: this._style, minimumFractionDigits: this._min, maximumFractionDigits: this._max, useGrouping: this._grouping }; }
+    static supportedLocalesOf(locales) { return Segmenter.supportedLocalesOf(locales); }
+  }
+  class DateTimeFormat {
+    constructor(locales, options) {
+      this._locale = english(locales);
+      const o = allowed(options, ["timeZone", "localeMatcher"], "DateTimeFormat");
+      const zone = o.timeZone || env().TZ || "UTC";
+      if (!/^(UTC|Etc\/UTC|GMT|Etc\/GMT)$/i.test(zone)) throw intlRefused("time zone " + zone + " (node here runs in UTC)");
+      this._zone = o.timeZone ? String(o.timeZone) : "UTC";
+    }
+    format(date = Date.now()) {
+      const d = new Date(date);
+      return (d.getUTCMonth() + 1) + "/" + d.getUTCDate() + "/" + d.getUTCFullYear();
+    }
+    formatToParts(date) {
+      const [month, day, year] = this.format(date).split("/");
+      return [{ type: "month", value: month }, { type: "literal", value: "/" }, { type: "day", value: day }, { type: "literal", value: "/" }, { type: "year", value: year }];
+    }
+    resolvedOptions() { return { locale: this._locale, calendar: "gregory", numberingSystem: "latn", timeZone: this._zone, year: "numeric", month: "numeric", day: "numeric" }; }
+    static supportedLocalesOf(locales) { return Segmenter.supportedLocalesOf(locales); }
+  }
+  class Collator {
+    constructor(locales, options) {
+      this._locale = english(locales);
+      const o = allowed(options, ["sensitivity", "numeric", "usage", "localeMatcher"], "Collator");
+      this._numeric = !!o.numeric;
+      this._base = o.sensitivity === "base" || o.sensitivity === "accent";
+    }
+    get compare() {
+      return (a, b) => {
+        let x = String(a), y = String(b);
+        if (this._base) { x = x.toLowerCase(); y = y.toLowerCase(); }
+        if (this._numeric) {
+          const split = (t) => t.split(/(\d+)/).map((p, i) => i % 2 ? Number(p) : p);
+          const [px, py] = [split(x), split(y)];
+          for (let i = 0; i < Math.min(px.length, py.length); i++) {
+            if (px[i] === py[i]) continue;
+            if (typeof px[i] === "number" && typeof py[i] === "number") return px[i] < py[i] ? -1 : 1;
+            return String(px[i]).localeCompare(String(py[i]));
+          }
+          return px.length - py.length;
+        }
+        return x.localeCompare(y);
+      };
+    }
+    resolvedOptions() { return { locale: this._locale, usage: "sort", sensitivity: this._base ? "base" : "variant", numeric: this._numeric }; }
+    static supportedLocalesOf(locales) { return Segmenter.supportedLocalesOf(locales); }
+  }
+  class PluralRules {
+    constructor(locales, options) {
+      this._locale = english(locales);
+      this._type = allowed(options, ["type", "localeMatcher"], "PluralRules").type || "cardinal";
+    }
+    select(value) {
+      const n = Math.abs(Number(value));
+      if (this._type !== "ordinal") return n === 1 ? "one" : "other";
+      const [ten, hundred] = [n % 10, n % 100];
+      return ten === 1 && hundred !== 11 ? "one" : ten === 2 && hundred !== 12 ? "two" : ten === 3 && hundred !== 13 ? "few" : "other";
+    }
+    resolvedOptions() { return { locale: this._locale, type: this._type }; }
+    static supportedLocalesOf(locales) { return Segmenter.supportedLocalesOf(locales); }
+  }
+  // These three may be called without `new`, as the spec has it.
+  const callable = (Class) => new Proxy(Class, { apply: (target, self, args) => new target(...args) });
+  const Intl = {
+    Segmenter, PluralRules,
+    NumberFormat: callable(NumberFormat), DateTimeFormat: callable(DateTimeFormat), Collator: callable(Collator),
+    getCanonicalLocales: (locales) => { english(locales); return [].concat(locales || []).map(() => "en-US"); },
+  };
+  Object.defineProperty(Intl, Symbol.toStringTag, { value: "Intl" });
+
+  util.transferableAbortController = () => new AbortController();
+  util.transferableAbortSignal = (signal) => signal;
+
   return {
     events: EventEmitter, util, os, querystring, url, assert, "assert/strict": assert.strict,
     "util/types": types,
-    globals: { TextEncoder, TextDecoder, URL, URLSearchParams },
+    globals: { TextEncoder, TextDecoder, URL, URLSearchParams, Event, EventTarget, AbortController, AbortSignal, Intl },
   };
 });

@@ -1,7 +1,7 @@
 //! What a script threw: for the code runner, a [`CodeError`] in the
 //! library's words; for a plain run, the text Node prints.
 
-use rquickjs::{CaughtError, Exception, Value};
+use rquickjs::{CaughtError, Ctx, Exception, Value};
 
 use ex_bashkit_protocol::code::CodeError;
 use ex_bashkit_protocol::outcome::Reason;
@@ -108,6 +108,18 @@ fn describe(value: &Value<'_>) -> String {
         return "undefined".into();
     }
     format!("{value:?}")
+}
+
+/// An `Error` with Node's `code` (`ERR_…`, `MODULE_NOT_FOUND`, zlib's
+/// `Z_…`), thrown into the script.
+pub fn coded(ctx: &Ctx<'_>, code: &str, message: &str) -> rquickjs::Error {
+    match Exception::from_message(ctx.clone(), message) {
+        Ok(exception) => {
+            let _ = exception.set("code", code);
+            ctx.throw(exception.into_value())
+        }
+        Err(error) => error,
+    }
 }
 
 #[cfg(test)]
