@@ -2,7 +2,8 @@
 //! as Node's `cjs-module-lexer` finds them, in the file's syntax tree
 //! (oxc's parser): `exports.a =`, `module.exports.a =`,
 //! `Object.defineProperty(exports, 'a', …)`, `module.exports = { a, b: c }`
-//! (up to the first value that is not a name), and the files re-exported
+//! (up to the first value that is neither a name nor a `require`), and
+//! the files re-exported
 //! by `module.exports = require('x')`, `...require('x')`,
 //! `__exportStar(require('x'), exports)` and Babel's `Object.keys(_x)
 //! .forEach(…)` over `var _x = require('x')`. Names only: the values are
@@ -135,8 +136,8 @@ fn key_name(key: &PropertyKey) -> Option<String> {
 }
 
 impl Finder {
-    /// `module.exports = { a, b: c, 'd': e, ...require('x') }`: names up to
-    /// the first value that is not an identifier (that one's key counts).
+    /// `module.exports = { a, b: c, 'd': e, f: require('g'), ...require('x') }`:
+    /// names up to the first value that is neither a name nor a `require`.
     fn object(&mut self, object: &ObjectExpression) {
         for property in &object.properties {
             match property {
@@ -152,15 +153,14 @@ impl Finder {
                     let Some(name) = key_name(&property.key) else {
                         return;
                     };
-                    self.found.names.push(name);
-                    let simple = property.shorthand
-                        || matches!(
-                            property.value.get_inner_expression(),
-                            Expression::Identifier(_)
-                        );
-                    if !simple {
+                    let value = property.value.get_inner_expression();
+                    let named = property.shorthand
+                        || matches!(value, Expression::Identifier(_))
+                        || required(value).is_some();
+                    if !named {
                         return;
                     }
+                    self.found.names.push(name);
                 }
             }
         }
@@ -272,7 +272,7 @@ mod tests {
 
     #[test]
     fn object_literals_up_to_the_first_value_that_is_not_a_name() {
-        let source = "module.exports = { a, 'b': b, c: c, ...d, e: require('x'), f: 1 };";
+        let source = "module.exports = { a, 'b': b, c: c, ...d, e: require('x'), f: 1, g };";
         assert_eq!(names(source), ["a", "b", "c", "e"]);
     }
 

@@ -507,7 +507,6 @@
     wasi: () => unavailable("wasi", "node here runs no WebAssembly"),
     trace_events: () => unavailable("trace_events", "node here has no tracing"),
     domain: () => unavailable("domain", "domains are deprecated and not in this node"),
-    punycode: () => unavailable("punycode", "Node's builtin punycode is deprecated; install the punycode package and require('punycode/')"),
     "path/win32": () => unavailable("path/win32", "node here runs on POSIX paths only"),
     "stream/web": () => unavailable("stream/web", "node here has no web streams; use the stream module"),
     "test/reporters": () => unavailable("test/reporters", "node here has no test runner"),
@@ -704,6 +703,8 @@
   Object.defineProperty(process, Symbol.toStringTag, { value: "process" });
   process.removeListener = process.off;
   globalThis.global = globalThis;
+  // V8's own property, which packages read (`Object.keys(Error)` shows it).
+  Object.defineProperty(Error, "stackTraceLimit", { value: 10, writable: true, enumerable: true, configurable: true });
   // The stack frames of Error.prepareStackTrace: the methods V8 has that
   // QuickJS's lack (packages such as depd call them).
   {
@@ -1103,7 +1104,7 @@
     },
   });
   for (const [name, modules] of [
-    ["stdlib", ["events", "util", "util/types", "os", "querystring", "url", "assert", "assert/strict"]],
+    ["stdlib", ["events", "util", "util/types", "os", "querystring", "url", "assert", "assert/strict", "punycode"]],
     ["io", ["stream", "stream/promises", "readline", "readline/promises"]],
     ["child_process", ["child_process"]],
     ["zlib", ["zlib"]],

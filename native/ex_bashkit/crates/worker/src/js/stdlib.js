@@ -650,6 +650,98 @@
     signal.addEventListener("abort", listener, { once: true });
     return { [Symbol.dispose || Symbol.for("nodejs.dispose")]() { signal.removeEventListener("abort", listener); } };
   };
+  // punycode (RFC 3492), as Node's deprecated builtin (punycode.js 2.1.0).
+  const punycode = (() => {
+    const base = 36, tMin = 1, tMax = 26, skew = 38, damp = 700, initialBias = 72, initialN = 128;
+    const overflow = () => Object.assign(new RangeError("Overflow: input needs wider integers to process"));
+    const adapt = (delta, points, first) => {
+      let k = 0;
+      delta = first ? Math.floor(delta / damp) : delta >> 1;
+      delta += Math.floor(delta / points);
+      for (; delta > ((base - tMin) * tMax) >> 1; k += base) delta = Math.floor(delta / (base - tMin));
+      return Math.floor(k + ((base - tMin + 1) * delta) / (delta + skew));
+    };
+    const digit = (d) => d + 22 + 75 * (d < 26);
+    const ucs2decode = (text) => Array.from(String(text), (c) => c.codePointAt(0));
+    const ucs2encode = (points) => String.fromCodePoint(...points);
+    function encode(input) {
+      const points = ucs2decode(input);
+      let n = initialN, delta = 0, bias = initialBias;
+      const out = points.filter((c) => c < 0x80).map((c) => String.fromCharCode(c));
+      const basic = out.length;
+      let handled = basic;
+      if (basic) out.push("-");
+      while (handled < points.length) {
+        const m = Math.min(...points.filter((c) => c >= n));
+        if (m - n > Math.floor((0x7fffffff - delta) / (handled + 1))) throw overflow();
+        delta += (m - n) * (handled + 1);
+        n = m;
+        for (const c of points) {
+          if (c < n && ++delta > 0x7fffffff) throw overflow();
+          if (c !== n) continue;
+          let q = delta;
+          for (let k = base; ; k += base) {
+            const t = k <= bias ? tMin : k >= bias + tMax ? tMax : k - bias;
+            if (q < t) break;
+            out.push(String.fromCharCode(digit(t + ((q - t) % (base - t)))));
+            q = Math.floor((q - t) / (base - t));
+          }
+          out.push(String.fromCharCode(digit(q)));
+          bias = adapt(delta, handled + 1, handled === basic);
+          delta = 0;
+          handled++;
+        }
+        delta++;
+        n++;
+      }
+      return out.join("");
+    }
+    function decode(input) {
+      input = String(input);
+      const out = [];
+      let basic = input.lastIndexOf("-");
+      if (basic < 0) basic = 0;
+      for (let j = 0; j < basic; j++) {
+        if (input.charCodeAt(j) >= 0x80) throw new RangeError("Illegal input >= 0x80 (not a basic code point)");
+        out.push(input.charCodeAt(j));
+      }
+      let n = initialN, bias = initialBias, i = 0;
+      for (let index = basic > 0 ? basic + 1 : 0; index < input.length;) {
+        const old = i;
+        for (let w = 1, k = base; ; k += base) {
+          if (index >= input.length) throw new RangeError("Invalid input");
+          const c = input.charCodeAt(index++);
+          const d = c - 48 < 10 ? c - 22 : c - 65 < 26 ? c - 65 : c - 97 < 26 ? c - 97 : base;
+          if (d >= base || d > Math.floor((0x7fffffff - i) / w)) throw new RangeError("Invalid input");
+          i += d * w;
+          const t = k <= bias ? tMin : k >= bias + tMax ? tMax : k - bias;
+          if (d < t) break;
+          w *= base - t;
+        }
+        const length = out.length + 1;
+        bias = adapt(i - old, length, old === 0);
+        n += Math.floor(i / length);
+        i %= length;
+        out.splice(i++, 0, n);
+      }
+      return String.fromCodePoint(...out);
+    }
+    const domain = (text, fn) => {
+      const [local, at] = String(text).includes("@") ? [String(text).split("@")[0] + "@", String(text).split("@")[1]] : ["", String(text)];
+      return local + at.replace(/[\x2E\u3002\uFF0E\uFF61]/g, ".").split(".").map(fn).join(".");
+    };
+    return {
+      version: "2.1.0",
+      ucs2: { decode: ucs2decode, encode: ucs2encode },
+      decode, encode,
+      toASCII: (text) => domain(text, (label) => /[^\0-\x7F]/.test(label) ? "xn--" + encode(label) : label),
+      toUnicode: (text) => domain(text, (label) => /^xn--/.test(label) ? decode(label.slice(4).toLowerCase()) : label),
+    };
+  })();
+
+  url.domainToASCII = (domain) => { try { return punycode.toASCII(String(domain).toLowerCase()); } catch { return ""; } };
+  url.domainToUnicode = (domain) => { try { return punycode.toUnicode(String(domain).toLowerCase()); } catch { return ""; } };
+
   // Intl: QuickJS has none. This one has English ("en", "en-US") only,
   // for what packages ask of it most: grapheme and word segments (text
   // widths), plain numbers, the time zone, plural forms and comparison.
@@ -792,7 +884,7 @@
   util.transferableAbortSignal = (signal) => signal;
 
   return {
-    events: EventEmitter, util, os, querystring, url, assert, "assert/strict": assert.strict,
+    events: EventEmitter, util, os, querystring, url, assert, "assert/strict": assert.strict, punycode,
     "util/types": types,
     globals: { TextEncoder, TextDecoder, URL, URLSearchParams, Event, EventTarget, AbortController, AbortSignal, Intl },
   };

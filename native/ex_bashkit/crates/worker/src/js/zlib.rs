@@ -33,7 +33,11 @@ pub fn run(op: &str, data: &[u8], level: i32, limit: usize) -> Result<Vec<u8>, Z
         ),
         "deflate" => encode(ZlibEncoder::new(Vec::new(), compression()), data),
         "deflateRaw" => encode(DeflateEncoder::new(Vec::new(), compression()), data),
+        "gunzip" if !data.starts_with(&[0x1f, 0x8b]) => Err(bad_header()),
         "gunzip" => decode(MultiGzDecoder::new(data), limit),
+        "inflate" | "unzip" if !zlib_header(data) && !data.starts_with(&[0x1f, 0x8b]) => {
+            Err(bad_header())
+        }
         "inflate" => decode(ZlibDecoder::new(data), limit),
         "inflateRaw" => decode(DeflateDecoder::new(data), limit),
         // gzip or zlib, by the first two bytes.
@@ -59,6 +63,22 @@ pub fn run(op: &str, data: &[u8], level: i32, limit: usize) -> Result<Vec<u8>, Z
             code: "ERR_INVALID_ARG_VALUE",
             message: format!("zlib has no {op}"),
         }),
+    }
+}
+
+/// Whether `data` starts as zlib's wrapping does (method 8, a check
+/// that divides by 31), as zlib itself checks before inflating.
+fn zlib_header(data: &[u8]) -> bool {
+    match data {
+        [cmf, flg, ..] => cmf & 0x0f == 8 && (u16::from(*cmf) * 256 + u16::from(*flg)) % 31 == 0,
+        _ => true,
+    }
+}
+
+fn bad_header() -> ZlibError {
+    ZlibError {
+        code: "Z_DATA_ERROR",
+        message: "incorrect header check".into(),
     }
 }
 
