@@ -9,7 +9,8 @@
 # the script (Date.now()), median of 5 runs; so is a command run through
 # child_process (the sandbox: a new shell of the session; Node: a new
 # /bin/sh process). Then ExBashkit.Code.run/2
-# (a fresh worker per run), and what 1,000 idle isolated sessions with
+# (a fresh worker per run), `require` of real npm packages (installed by
+# real npm) against Node's, and what 1,000 idle isolated sessions with
 # `javascript: true` cost (the proportional set size of their workers).
 
 Code.require_file("support.exs", __DIR__)
@@ -61,6 +62,7 @@ defmodule JavaScriptBench do
     end
 
     Session.close(session)
+    package_loads(node)
     code_run()
     tool_calls()
     idle_sessions(1_000)
@@ -109,6 +111,63 @@ defmodule JavaScriptBench do
 
       IO.puts("| #{label} | #{BenchSupport.spread(per_call)} |")
     end
+  end
+
+  @packages ~w(ajv lodash yaml zod date-fns axios)
+
+  # `require(name)` of real npm packages (installed by real npm into a
+  # directory mounted read-only), timed inside one program, the first
+  # require of the run (each run a fresh engine); median (min–max) of 5.
+  defp package_loads(node) do
+    dir = Path.join(System.tmp_dir!(), "ex_bashkit_bench_npm")
+    File.mkdir_p!(dir)
+    File.write!(Path.join(dir, "package.json"), ~s({"name": "bench", "private": true}))
+    npm = ~w(install --no-audit --no-fund --ignore-scripts --legacy-peer-deps) ++ @packages
+    {_, 0} = System.cmd("npm", npm, cd: dir, stderr_to_stdout: true)
+
+    File.write!(Path.join(dir, "load.js"), """
+    const t = process.hrtime.bigint();
+    require(process.argv[2]);
+    console.log(Math.round(Number(process.hrtime.bigint() - t) / 1e3));
+    """)
+
+    session =
+      Session.new(
+        javascript: true,
+        isolation: :process,
+        mounts: [{"/app", dir, :read_only}],
+        limits: [max_javascript_memory_bytes: 512 * 1024 * 1024]
+      )
+
+    IO.puts("""
+
+    ## `require` of npm packages from a read-only mount (µs, inside the program)
+    | package | sandbox | real Node | ratio of medians |
+    |---|---|---|---|\
+    """)
+
+    for package <- @packages do
+      ours =
+        for _ <- 1..5 do
+          {:ok, %{stdout: out, exit_code: 0}} =
+            Session.exec(session, "cd /app && node load.js #{package}")
+
+          first_int(out)
+        end
+
+      theirs =
+        for _ <- 1..5,
+            do: System.cmd(node, ["load.js", package], cd: dir) |> elem(0) |> first_int()
+
+      ratio = BenchSupport.median(ours) / max(BenchSupport.median(theirs), 1)
+
+      IO.puts(
+        "| #{package} | #{BenchSupport.spread(ours)} | #{BenchSupport.spread(theirs)} | " <>
+          "#{:erlang.float_to_binary(ratio, decimals: 2)}× |"
+      )
+    end
+
+    Session.close(session)
   end
 
   @execute "function execute(input) { return input.a + input.b; }"

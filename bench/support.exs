@@ -124,8 +124,11 @@ defmodule BenchSupport do
   @doc "Repeated figures as `median (min–max)`."
   def spread(values) do
     sorted = Enum.sort(values)
-    "#{Enum.at(sorted, div(length(sorted), 2))} (#{List.first(sorted)}–#{List.last(sorted)})"
+    "#{median(values)} (#{List.first(sorted)}–#{List.last(sorted)})"
   end
+
+  @doc "The middle one of repeated figures."
+  def median(values), do: values |> Enum.sort() |> Enum.at(div(length(values), 2))
 
   @doc "Microseconds until every session has run `script`, all at once."
   def all_at_once_us(sessions, script) do

@@ -221,6 +221,28 @@ defmodule ExBashkit.JavaScriptPackagesTest do
     end
   end
 
+  test "a module written after it was missing is found, as Node finds it", %{node: node} do
+    dir = host_dir!("written")
+
+    program = """
+    const fs = require('fs');
+    try { require('./gen'); } catch (e) { console.log('first', e.code); }
+    fs.writeFileSync(__dirname + '/gen.js', 'module.exports = "made";');
+    try { console.log('second', require('./gen')); } catch (e) { console.log('second', e.code); }
+    require('child_process').execSync('echo "module.exports = 1" > ' + __dirname + '/shell.js');
+    console.log('by a command', require('./shell'));
+    """
+
+    File.write!(Path.join(dir, "main.js"), program)
+    {expected, 0} = System.cmd(node, ["main.js"], cd: dir)
+    assert expected =~ "second made"
+
+    session =
+      Session.new(javascript: true, isolation: :process, files: %{"/w/main.js" => program})
+
+    assert {:ok, %{stdout: ^expected}} = Session.exec(session, "node /w/main.js")
+  end
+
   describe "the core modules packages touch" do
     test "zlib reads what Node's writes and writes what Node's reads", %{node: node} do
       dir = host_dir!("zlib")

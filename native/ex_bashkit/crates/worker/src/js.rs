@@ -104,7 +104,7 @@ impl Builtin for Node {
         // "type"; code with neither, by its syntax.
         let module = invocation.execute.is_none()
             && !invocation.print
-            && match resolve::Packages::new(ctx.fs.clone()).format(&filename) {
+            && match resolve::Packages::new(ctx.fs.clone(), Default::default()).format(&filename) {
                 resolve::Format::Module => true,
                 resolve::Format::CommonJs => false,
                 _ => modules::is_module(&filename, &code),

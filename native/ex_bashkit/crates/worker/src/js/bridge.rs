@@ -102,6 +102,7 @@ pub fn install<'js>(
                   env: Object<'js>,
                   input: Option<TypedArray<'js, u8>>|
                   -> rquickjs::Result<Object<'js>> {
+                h.borrow().changed();
                 let mut vars = Vec::new();
                 for entry in env.props::<String, Value>() {
                     let (name, value) = entry?;

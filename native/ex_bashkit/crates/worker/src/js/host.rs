@@ -2,8 +2,10 @@
 //! operations the prelude (`prelude.js`) builds `fs` and `fetch` on. Each
 //! operation answers JSON, `{"ok": value}` or `{"err": code, "msg": text}`.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -66,6 +68,9 @@ pub struct Host {
     pub stdin: Option<Vec<u8>>,
     /// Runs a command in a new shell of the session (`child_process`).
     pub shell: Option<Shell>,
+    /// Counts what the script changed on the files (writes, commands
+    /// run): module resolution forgets the files it found missing.
+    pub changes: Rc<Cell<u64>>,
 }
 
 /// Runs a command in a new shell of the session and waits for it.
@@ -101,6 +106,7 @@ impl Host {
             flooded: Arc::default(),
             stdin: None,
             shell: None,
+            changes: Rc::default(),
         }
     }
 
@@ -145,6 +151,7 @@ impl Host {
         data: &[u8],
         append: bool,
     ) -> Result<(), (&'static str, String)> {
+        self.changed();
         if self.grants.is_some() {
             return failed("EACCES", "files are read-only here");
         }
@@ -166,6 +173,9 @@ impl Host {
                 return failed("EACCES", "files are read-only here");
             }
             _ => {}
+        }
+        if !matches!(op, "read" | "exists" | "readdir" | "stat") {
+            self.changed();
         }
         let args: Vec<Value> = serde_json::from_str(args).unwrap_or_default();
         let path = |i: usize| match args.get(i) {
@@ -224,6 +234,11 @@ impl Host {
             }
             _ => failed("ENOSYS", format!("unknown file operation {op}")),
         }
+    }
+
+    /// Notes that the files may have changed.
+    pub fn changed(&self) {
+        self.changes.set(self.changes.get() + 1);
     }
 
     /// One HTTP request of `fetch`, through the session's client (its

@@ -7,7 +7,7 @@
 //! do (file extensions and directories for `require`, exact files for
 //! `import`, the `require` or `import` condition).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -256,13 +256,31 @@ enum Hit {
 pub struct Packages {
     fs: Arc<dyn FileSystem>,
     manifests: RefCell<HashMap<PathBuf, Option<Rc<Manifest>>>>,
+    /// What each path looked up is (`None`: nothing), as Node keeps
+    /// its stat cache: files found stay found for the run; what was
+    /// missing is forgotten when the script changes files (`changes`).
+    kinds: RefCell<HashMap<PathBuf, Option<Kind>>>,
+    changes: Rc<Cell<u64>>,
+    seen_changes: Cell<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Other,
 }
 
 impl Packages {
-    pub fn new(fs: Arc<dyn FileSystem>) -> Rc<Self> {
+    /// The resolver of one run on `fs`; `changes` counts what the run
+    /// changed on the files (the host's count).
+    pub fn new(fs: Arc<dyn FileSystem>, changes: Rc<Cell<u64>>) -> Rc<Self> {
         Rc::new(Packages {
             fs,
             manifests: RefCell::new(HashMap::new()),
+            kinds: RefCell::new(HashMap::new()),
+            seen_changes: Cell::new(changes.get()),
+            changes,
         })
     }
 
@@ -270,12 +288,36 @@ impl Packages {
         &self.fs
     }
 
+    fn kind(&self, path: &Path) -> Option<Kind> {
+        if self.changes.get() != self.seen_changes.get() {
+            self.seen_changes.set(self.changes.get());
+            self.kinds.borrow_mut().retain(|_, kind| kind.is_some());
+            self.manifests
+                .borrow_mut()
+                .retain(|_, manifest| manifest.is_some());
+        }
+        if let Some(known) = self.kinds.borrow().get(path) {
+            return *known;
+        }
+        let kind = block_on(self.fs.stat(path)).ok().map(|meta| {
+            if meta.file_type.is_file() {
+                Kind::File
+            } else if meta.file_type.is_dir() {
+                Kind::Dir
+            } else {
+                Kind::Other
+            }
+        });
+        self.kinds.borrow_mut().insert(path.to_path_buf(), kind);
+        kind
+    }
+
     fn is_file(&self, path: &Path) -> bool {
-        block_on(self.fs.stat(path)).is_ok_and(|meta| meta.file_type.is_file())
+        self.kind(path) == Some(Kind::File)
     }
 
     fn is_dir(&self, path: &Path) -> bool {
-        block_on(self.fs.stat(path)).is_ok_and(|meta| meta.file_type.is_dir())
+        self.kind(path) == Some(Kind::Dir)
     }
 
     /// The `package.json` in `dir`: `None` when there is none; an
@@ -285,7 +327,12 @@ impl Packages {
             return Ok(known.clone());
         }
         let file = dir.join("package.json");
-        let manifest = match block_on(self.fs.read_file(&file)) {
+        let found = if self.is_file(&file) {
+            block_on(self.fs.read_file(&file))
+        } else {
+            Err(bashkit::Error::Internal(String::new()))
+        };
+        let manifest = match found {
             Ok(bytes) => match serde_json::from_slice::<Manifest>(&bytes) {
                 Ok(manifest) => Some(Rc::new(manifest)),
                 Err(why) => {
@@ -388,6 +435,10 @@ impl Packages {
             return self.matched(hit, parent, Mode::Require);
         }
         for modules in node_modules_dirs(dir) {
+            // Nothing is inside a node_modules that is not there.
+            if !self.is_dir(&modules) {
+                continue;
+            }
             let root = modules.join(name);
             if let Some(manifest) = self.manifest(&root)? {
                 if let Some(exports) = manifest.exports() {

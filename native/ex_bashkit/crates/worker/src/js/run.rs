@@ -123,7 +123,7 @@ impl Run<'_> {
         }
         // `import` and `import()`, from any program: one resolver, its
         // package.json reads shared with `require`'s.
-        let packages = Packages::new(host.borrow().fs.clone());
+        let packages = Packages::new(host.borrow().fs.clone(), host.borrow().changes.clone());
         let cwd = PathBuf::from(&host.borrow().cwd);
         let files = || Files {
             packages: packages.clone(),
