@@ -13,9 +13,13 @@ fi
 if [ "${EX_BASHKIT_NEED_TMUX:-0}" = 1 ] && ! command -v tmux >/dev/null 2>&1; then
   missing="$missing tmux"
 fi
-# Real Node: what the sandbox's `node` is checked against (javascript_test.exs).
+# Real Node: what the sandbox's `node` is checked against (javascript_test.exs),
+# and real npm, which installs the packages it loads (javascript_packages_test.exs).
 if [ "${EX_BASHKIT_NEED_NODE:-0}" = 1 ] && ! command -v node >/dev/null 2>&1; then
   missing="$missing nodejs"
+fi
+if [ "${EX_BASHKIT_NEED_NODE:-0}" = 1 ] && ! command -v npm >/dev/null 2>&1; then
+  missing="$missing npm"
 fi
 # Real git: what the sandbox's `git` is checked against (git_test.exs).
 if [ "${EX_BASHKIT_NEED_GIT:-0}" = 1 ] && ! command -v git >/dev/null 2>&1; then

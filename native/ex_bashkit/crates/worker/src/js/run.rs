@@ -40,7 +40,7 @@ const PRELUDE: &str = concat!(
 /// `chunk`): each chunk a function of the host object answering its
 /// modules by name. A run that uses none does not load them (a third of
 /// the engine's start).
-const CHUNKS: [(&str, &str); 5] = [
+const CHUNKS: [(&str, &str); 6] = [
     (
         "stdlib",
         concat!("export default ", include_str!("stdlib.js")),
@@ -48,6 +48,10 @@ const CHUNKS: [(&str, &str); 5] = [
     ("io", concat!("export default ", include_str!("io.js"))),
     ("zlib", concat!("export default ", include_str!("zlib.js"))),
     ("http", concat!("export default ", include_str!("http.js"))),
+    (
+        "modules",
+        concat!("export default ", include_str!("modules.js")),
+    ),
     (
         "child_process",
         concat!("export default ", include_str!("child_process.js")),
