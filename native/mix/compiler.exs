@@ -178,7 +178,7 @@ defmodule Mix.Tasks.Compile.ExBashkitNative do
       [Path.join(@crate, "Cargo.lock"), Path.join(@crate, "limits.table")] ++
         (Enum.flat_map(crates, fn dir ->
            Path.wildcard(Path.join(dir, "{Cargo.toml,build.rs}")) ++
-             Path.wildcard(Path.join(dir, "src/**/*.{rs,js}"))
+             Path.wildcard(Path.join(dir, "src/**/*.{rs,js,json}"))
          end) -- Path.wildcard(Path.join(@crate, "crates/*/src/bin/bench_*.rs")))
 
     sources
