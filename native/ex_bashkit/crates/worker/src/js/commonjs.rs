@@ -2,8 +2,8 @@
 //! as Node's `cjs-module-lexer` finds them, in the file's syntax tree
 //! (oxc's parser): `exports.a =`, `module.exports.a =`,
 //! `Object.defineProperty(exports, 'a', …)`, `module.exports = { a, b: c }`
-//! (up to the first value that is neither a name nor a `require`), and
-//! the files re-exported
+//! (up to the first value that is not a name alone), and the files
+//! re-exported
 //! by `module.exports = require('x')`, `...require('x')`,
 //! `__exportStar(require('x'), exports)` and Babel's `Object.keys(_x)
 //! .forEach(…)` over `var _x = require('x')`. Names only: the values are
@@ -127,6 +127,18 @@ fn exported(descriptor: &Expression) -> bool {
     })
 }
 
+/// Whether the first token of `expression` is a name (`a`, `a.b`, `a(b)`).
+fn starts_with_name(expression: &Expression) -> bool {
+    match expression.get_inner_expression() {
+        Expression::Identifier(_) => true,
+        Expression::CallExpression(call) => starts_with_name(&call.callee),
+        Expression::TaggedTemplateExpression(tagged) => starts_with_name(&tagged.tag),
+        other => other
+            .as_member_expression()
+            .is_some_and(|member| starts_with_name(member.object())),
+    }
+}
+
 fn key_name(key: &PropertyKey) -> Option<String> {
     match key {
         PropertyKey::StaticIdentifier(name) => Some(name.name.to_string()),
@@ -136,8 +148,9 @@ fn key_name(key: &PropertyKey) -> Option<String> {
 }
 
 impl Finder {
-    /// `module.exports = { a, b: c, 'd': e, f: require('g'), ...require('x') }`:
-    /// names up to the first value that is neither a name nor a `require`.
+    /// `module.exports = { a, b: c, 'd': e, ...require('x'), f: g.h }`: names up
+    /// to the first value that is not a name alone (whose key counts when
+    /// it starts with a name).
     fn object(&mut self, object: &ObjectExpression) {
         for property in &object.properties {
             match property {
@@ -153,14 +166,17 @@ impl Finder {
                     let Some(name) = key_name(&property.key) else {
                         return;
                     };
+                    // The lexer takes the key when the value starts with a
+                    // name (`b: c`, `b: c.d`, `b: require('x')`), and reads
+                    // on only past a value that is a name and nothing more.
                     let value = property.value.get_inner_expression();
-                    let named = property.shorthand
-                        || matches!(value, Expression::Identifier(_))
-                        || required(value).is_some();
-                    if !named {
+                    if !property.shorthand && !starts_with_name(value) {
                         return;
                     }
                     self.found.names.push(name);
+                    if !property.shorthand && !matches!(value, Expression::Identifier(_)) {
+                        return;
+                    }
                 }
             }
         }
@@ -272,8 +288,13 @@ mod tests {
 
     #[test]
     fn object_literals_up_to_the_first_value_that_is_not_a_name() {
-        let source = "module.exports = { a, 'b': b, c: c, ...d, e: require('x'), f: 1, g };";
+        let source = "module.exports = { a, 'b': b, c: c, ...d, e: f.g, h };";
         assert_eq!(names(source), ["a", "b", "c", "e"]);
+        let source =
+            "module.exports = { copy: u(require('./copy')), copySync: require('./sync') };";
+        assert_eq!(names(source), ["copy"]);
+        let source = "module.exports = { a: 1, b };";
+        assert_eq!(names(source), Vec::<String>::new());
     }
 
     #[test]
