@@ -56,6 +56,9 @@ bind /dev
 # Workers make cgroups of their own (native/ex_bashkit/crates/jail/src/cgroup.rs).
 bind /sys
 bind "$repo"
+# The npm packages the JavaScript tests installed on the host (real npm;
+# javascript_packages_test.exs), loaded again from here.
+if [ -d /tmp/ex_bashkit_npm ]; then bind /tmp/ex_bashkit_npm; fi
 bind "$HOME/.cargo"
 bind "$HOME/.rustup"
 

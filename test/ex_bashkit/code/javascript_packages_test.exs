@@ -20,12 +20,17 @@ defmodule ExBashkit.JavaScriptPackagesTest do
   setup_all do
     node = System.find_executable("node") || raise "real Node is needed: apt-get install nodejs"
     packages = corpus() ++ @agent_packages
-    # Kept in the checkout's tmp/ between runs (the suite on Debian 13 reuses it).
-    dir = Path.expand("../../../tmp/npm_#{:erlang.phash2(packages)}", __DIR__)
+    # Kept between runs, where the sandbox's worker user can read it (a
+    # checkout may sit in a private directory); the suite on Debian 13
+    # (scripts/test_trixie.sh) sees the same directory.
+    dir = Path.join([System.tmp_dir!(), "ex_bashkit_npm", "#{:erlang.phash2(packages)}"])
     installed = Path.join(dir, ".installed")
 
     unless File.exists?(installed) do
-      npm = System.find_executable("npm") || raise "real npm is needed: apt-get install npm"
+      npm =
+        System.find_executable("npm") ||
+          raise "real npm is needed to install the packages these tests load: apt-get install npm"
+
       File.rm_rf!(dir)
       File.mkdir_p!(dir)
       File.write!(Path.join(dir, "package.json"), ~s({"name": "corpus", "private": true}))
