@@ -153,7 +153,7 @@ defmodule ExBashkit.JavaScriptPackagesTest do
         ~s({"name": "tla", "type": "module", "main": "index.js"}),
       "node_modules/tla/index.js" => "await 0; export const t = 1;",
       "app/package.json" =>
-        ~s({"name": "app", "exports": {".": "./main.js", "./util": "./util.js"}, "imports": {"#dep": "./internal/dep.js", "#ext": "sugar", "#conf/*": "./conf/*.json"}}),
+        ~s({"name": "app", "exports": {".": "./main.js", "./util": "./util.js"}, "imports": {"#dep": "./internal/dep.js", "#ext": "sugar", "#conf/*": "./conf/*.json", "#loop": "#loop", "#a": "#b", "#b": "#a"}}),
       "app/main.js" => "module.exports = 'app main';",
       "app/util.js" => "exports.util = 'app util';",
       "app/internal/dep.js" => "module.exports = 'internal dep';",
@@ -185,6 +185,7 @@ defmodule ExBashkit.JavaScriptPackagesTest do
       show(() => require('#ext'));
       show(() => require('#conf/site').site);
       show(() => require('#nope'));
+      for (const name of ['#loop', '#a']) { try { require(name); } catch (e) { console.log(e.code); } }
       show(() => require('./lib'));
       show(() => require('./cjs.cjs').gamma);
       show(() => require.resolve('dual').split(root).join('<root>'));

@@ -815,6 +815,21 @@ impl Packages {
                         return Err(invalid(&path));
                     }
                     let from = root.join("package.json");
+                    // A package name (Node's PACKAGE_RESOLVE), never an
+                    // import of `imports` again: `"#a": "#b"` names a
+                    // package called `#b`, which is nowhere (no loop).
+                    if path.starts_with('#') {
+                        return Err(Failure {
+                            code: match mode {
+                                Mode::Import => "ERR_MODULE_NOT_FOUND",
+                                Mode::Require => "MODULE_NOT_FOUND",
+                            },
+                            message: format!(
+                                "Cannot find package '{path}' imported from {}",
+                                from.display()
+                            ),
+                        });
+                    }
                     return self.resolve(&path, &from, mode).map(Hit::Module);
                 }
                 let bad_segment = |text: &str| {
