@@ -59,6 +59,8 @@ bind "$repo"
 # The npm packages the JavaScript tests installed on the host (real npm;
 # javascript_packages_test.exs), loaded again from here.
 if [ -d /tmp/ex_bashkit_npm ]; then bind /tmp/ex_bashkit_npm; fi
+# The lockfile and tarballs the npm install tests serve (made by real npm).
+if [ -d /tmp/ex_bashkit_npm_install ]; then bind /tmp/ex_bashkit_npm_install; fi
 bind "$HOME/.cargo"
 bind "$HOME/.rustup"
 

@@ -27,7 +27,7 @@ defmodule ExBashkit.Native do
   def session_cancel(_session), do: err()
   def session_close(_session), do: err()
 
-  def egress_new(_allow_net, _block_private_ips, _credentials, _max_git_transfer_bytes),
+  def egress_new(_allow_net, _block_private_ips, _credentials, _max_git_transfer_bytes, _cache),
     do: err()
 
   def egress_credentials(_egress, _credentials), do: err()

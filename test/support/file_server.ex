@@ -13,7 +13,10 @@ defmodule ExBashkit.Test.FileServer do
   @spec start(Path.t()) :: {pid(), :inet.port_number()}
   def start(dir) do
     owner = self()
+    # A backlog for a client that opens several connections at once (the
+    # default 5 drops the rest, which then wait a second to try again).
     opts = [:binary, ip: {127, 0, 0, 1}, active: false, packet: :http_bin, reuseaddr: true]
+    opts = [{:backlog, 128} | opts]
     {:ok, listen} = :gen_tcp.listen(0, opts)
     {:ok, port} = :inet.port(listen)
     pid = spawn_link(fn -> accept(listen, dir, owner) end)

@@ -178,6 +178,16 @@ defmodule ExBashkit.Session.Options do
           "`isolation: :process`: the engine is beta upstream, so it runs only in worker " <>
           "processes. `:max_sqlite_bytes` bounds a database; the script's deadline, each statement."
     ],
+    package_cache: [
+      type: {:custom, &__MODULE__.package_cache!/1},
+      default: :config,
+      doc:
+        "the host directory where `npm` keeps what it downloads, each package named by " <>
+          "its digest and checked again when read, shared by every session: a lockfile's " <>
+          "next install copies instead of downloading. `false` for none. Defaults to " <>
+          "`config :ex_bashkit, package_cache: dir`, else `ex_bashkit_packages` in the " <>
+          "system's temporary directory."
+    ],
     isolation: [
       type: {:in, [:none, :process]},
       default: :none,
@@ -376,6 +386,24 @@ defmodule ExBashkit.Session.Options do
   def username!(name), do: name!(:username, name)
   @doc false
   def hostname!(name), do: name!(:hostname, name)
+
+  @doc false
+  def package_cache!(:config) do
+    default = Path.join(System.tmp_dir!(), "ex_bashkit_packages")
+    package_cache!(Application.get_env(:ex_bashkit, :package_cache, default))
+  end
+
+  def package_cache!(false), do: nil
+  def package_cache!(nil), do: nil
+
+  def package_cache!(dir) do
+    if text?(dir) and dir != "" do
+      Path.expand(dir)
+    else
+      raise ArgumentError,
+            ":package_cache must be a directory path or false, got: #{inspect(dir)}"
+    end
+  end
 
   @doc false
   def profile!(nil), do: nil

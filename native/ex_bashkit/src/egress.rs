@@ -58,6 +58,13 @@ pub struct EgressResource {
     #[cfg(feature = "network")]
     transfers: bashkit::HttpClient,
     credentials: Credentials,
+    /// The session's `:allow_net`, checked before the package cache
+    /// answers (no request is made then).
+    #[cfg(feature = "network")]
+    allow_net: AllowNet,
+    /// `:package_cache`: packages the worker's `npm` names by digest.
+    #[cfg(feature = "network")]
+    cache: Option<ex_bashkit_core::packages::Cache>,
     /// For each pack being passed on, how many more parts the owner may
     /// be sent before it says it took one (`egress_took`).
     #[cfg(all(feature = "network", feature = "git"))]
@@ -78,12 +85,14 @@ fn egress_new(
     block_private_ips: bool,
     credentials: CredentialRules,
     max_git_transfer_bytes: u64,
+    package_cache: Option<String>,
 ) -> Term<'_> {
     egress(
         allow_net.0,
         block_private_ips,
         credentials,
         max_git_transfer_bytes,
+        package_cache,
     )
     .encode(env)
 }
@@ -93,6 +102,7 @@ fn egress(
     block_private_ips: bool,
     credentials: CredentialRules,
     max_git_transfer_bytes: u64,
+    package_cache: Option<String>,
 ) -> Option<ResourceArc<EgressResource>> {
     let credentials = Credentials::new(&credentials, block_private_ips);
     #[cfg(feature = "network")]
@@ -113,13 +123,20 @@ fn egress(
             client: client(MAX_RESPONSE_BYTES),
             transfers,
             credentials,
+            allow_net,
+            cache: package_cache.map(ex_bashkit_core::packages::Cache::new),
             #[cfg(feature = "git")]
             credits: Default::default(),
         }))
     }
     #[cfg(not(feature = "network"))]
     {
-        let _ = (allow_net, credentials, max_git_transfer_bytes);
+        let _ = (
+            allow_net,
+            credentials,
+            max_git_transfer_bytes,
+            package_cache,
+        );
         None
     }
 }
@@ -196,7 +213,10 @@ fn egress_request(
             timeout_ms,
             max_bytes,
         };
-        let outcome = send_streaming(&egress, request, &to, id).await;
+        let outcome = match package(&headers) {
+            Some(integrity) => send_package(&egress, request, integrity).await,
+            None => send_streaming(&egress, request, &to, id).await,
+        };
         let _ = crate::envs::send(&to, |env| {
             let outcome = match outcome {
                 Ok((status, headers, body)) => {
@@ -265,6 +285,62 @@ async fn send_streaming(
     }
     let _ = (to, id);
     send(egress, request).await
+}
+
+/// The digest a worker's `npm` names for a download, which the host's
+/// package cache may answer (the header itself never leaves the host).
+fn package(headers: &[(String, String)]) -> Option<String> {
+    #[cfg(feature = "network")]
+    return headers
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(ex_bashkit_core::packages::INTEGRITY_HEADER))
+        .map(|(_, value)| value.clone());
+    #[cfg(not(feature = "network"))]
+    return {
+        let _ = headers;
+        None
+    };
+}
+
+/// A package download: from the host's cache when it holds the digest
+/// (after the same `:allow_net` check a request gets), else made whole
+/// and kept in the cache when it hashes as named.
+async fn send_package(egress: &EgressResource, request: Outgoing<'_>, integrity: String) -> Answer {
+    #[cfg(feature = "network")]
+    {
+        use ex_bashkit_core::packages::{fetch, integrity::Integrity, INTEGRITY_HEADER};
+        let integrity = Integrity::parse_sri(&integrity);
+        if let (Some(cache), Some(integrity)) = (&egress.cache, &integrity) {
+            fetch::allowed(&egress.allow_net, request.url)
+                .map_err(|e| format!("access denied: {e}"))?;
+            if let Some(bytes) = cache.get(integrity) {
+                return Ok((200, Vec::new(), bytes));
+            }
+        }
+        let headers: Vec<(String, String)> = request
+            .headers
+            .iter()
+            .filter(|(name, _)| !name.eq_ignore_ascii_case(INTEGRITY_HEADER))
+            .cloned()
+            .collect();
+        let answer = send(
+            egress,
+            Outgoing {
+                headers: &headers,
+                ..request
+            },
+        )
+        .await?;
+        if let (Some(cache), Some(integrity), 200) = (&egress.cache, &integrity, answer.0) {
+            cache.put(integrity, &answer.2);
+        }
+        Ok(answer)
+    }
+    #[cfg(not(feature = "network"))]
+    {
+        let _ = integrity;
+        send(egress, request).await
+    }
 }
 
 /// A worker's request as the host makes it.

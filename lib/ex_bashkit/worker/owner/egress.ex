@@ -20,7 +20,8 @@ defmodule ExBashkit.Worker.Owner.Egress do
       native.allow_net,
       native.block_private_ips,
       native.credentials,
-      Limits.value(native.limits, :max_git_transfer_bytes)
+      Limits.value(native.limits, :max_git_transfer_bytes),
+      native.package_cache
     )
   end
 

@@ -27,6 +27,9 @@ pub mod mounts;
 pub mod nesting;
 pub mod network;
 pub mod options;
+/// `npm ci`/`npm install` and the host's package cache.
+#[cfg(feature = "network")]
+pub use ex_bashkit_packages as packages;
 #[cfg(all(feature = "network", feature = "git"))]
 pub mod pack_transport;
 pub mod policy;

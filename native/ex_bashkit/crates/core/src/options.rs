@@ -138,6 +138,11 @@ impl SessionPlan for SessionOptions {
         if self.git {
             builder = builder.builtin("git", Box::new(git(self, credentials, egress.as_ref())));
         }
+        #[cfg(feature = "network")]
+        {
+            let npm = npm(self, credentials, egress.clone());
+            builder = builder.builtin("npm", Box::new(npm));
+        }
         builder = network(builder, self, credentials, egress);
         for (key, value) in child.env {
             builder = builder.env(key, value);
@@ -270,7 +275,7 @@ fn git(
 ) -> crate::git::GitBuiltin {
     crate::git::GitBuiltin(ex_bashkit_git::Git {
         #[cfg(feature = "network")]
-        http: git_client(options, credentials, egress.cloned()),
+        http: transfer_client(options, credentials, egress.cloned()),
         name: options.username.clone(),
         email: format!("{}@{}", options.username, options.hostname),
         remotes: options.allow_net.clone(),
@@ -286,16 +291,16 @@ fn git(
     })
 }
 
-/// How long one of git's requests may take (bashkit's most); the script's
-/// own deadline ends it sooner.
-#[cfg(all(feature = "network", feature = "git"))]
-const GIT_REQUEST_SECS: u64 = 600;
+/// How long one of git's or npm's requests may take (bashkit's most);
+/// the script's own deadline ends it sooner.
+#[cfg(feature = "network")]
+const TRANSFER_REQUEST_SECS: u64 = 600;
 
-/// The client `git`'s clones and fetches go through: the session's
-/// allowlist, credentials and egress (as `curl`'s), but bounded by
-/// `:max_git_transfer_bytes` instead of one response's 10 MB.
-#[cfg(all(feature = "network", feature = "git"))]
-fn git_client(
+/// The client `git`'s clones and fetches and `npm`'s downloads go through:
+/// the session's allowlist, credentials and egress (as `curl`'s), but
+/// bounded by `:max_git_transfer_bytes` instead of one response's 10 MB.
+#[cfg(feature = "network")]
+fn transfer_client(
     options: &SessionOptions,
     credentials: &Credentials,
     egress: Option<Egress>,
@@ -309,7 +314,7 @@ fn git_client(
     )?;
     let mut client = bashkit::HttpClient::with_config(
         allowlist,
-        std::time::Duration::from_secs(GIT_REQUEST_SECS),
+        std::time::Duration::from_secs(TRANSFER_REQUEST_SECS),
         options.limits.git_transfer_bytes(),
     );
     match egress {
@@ -318,6 +323,7 @@ fn git_client(
             client.set_before_http(vec![credentials.hook()]);
             // Without it (a TLS setup that fails), bashkit's own client
             // makes the requests, each body read whole.
+            #[cfg(feature = "git")]
             if let Ok(transport) =
                 crate::pack_transport::PackTransport::new(options.block_private_ips)
             {
@@ -326,6 +332,34 @@ fn git_client(
         }
     }
     Some(Arc::new(client))
+}
+
+/// `npm ci` and `npm install`: downloads through the session's network,
+/// each checked against its lockfile's digest; the host's package cache
+/// answers first (in a worker, the host looks it up for the request).
+#[cfg(feature = "network")]
+fn npm(
+    options: &SessionOptions,
+    credentials: &Credentials,
+    egress: Option<Egress>,
+) -> ex_bashkit_packages::Npm {
+    let in_worker = egress.is_some();
+    let cache = match in_worker {
+        true => None,
+        false => options
+            .package_cache
+            .as_ref()
+            .map(ex_bashkit_packages::Cache::new),
+    };
+    ex_bashkit_packages::Npm {
+        net: ex_bashkit_packages::Net {
+            http: transfer_client(options, credentials, egress),
+            allow_net: options.allow_net.clone(),
+            cache,
+            host_caches: in_worker && options.package_cache.is_some(),
+        },
+        budget: options.limits.filesystem().max_total_bytes,
+    }
 }
 
 fn builder(
@@ -347,6 +381,11 @@ fn builder(
     let git = options
         .git
         .then(|| git(options, credentials, egress.as_ref()));
+    #[cfg(feature = "network")]
+    {
+        let npm = npm(options, credentials, egress.clone());
+        builder = builder.builtin("npm", Box::new(npm));
+    }
     builder = network(builder, options, credentials, egress);
     for (key, value) in &options.env {
         builder = builder.env(key, value);

@@ -21,7 +21,7 @@ pub struct Git {
     /// canonical, read-write), so a work tree in one is read (and, where
     /// the mount allows, written) straight on the host.
     pub mounts: Vec<(PathBuf, PathBuf, bool)>,
-    /// The client clones and fetches go through (`network::git_client`),
+    /// The client clones and fetches go through (`options::transfer_client`),
     /// where `:allow_net` gave the session a network.
     #[cfg(feature = "network")]
     pub http: Option<Arc<bashkit::HttpClient>>,

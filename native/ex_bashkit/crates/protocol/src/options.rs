@@ -47,6 +47,10 @@ pub struct SessionOptions {
     pub tools: Vec<String>,
     /// `:profile`: a script run once, when the session is built.
     pub profile: Option<String>,
+    /// `:package_cache`: the host directory `npm` keeps downloaded
+    /// packages in, by digest, shared by sessions; `None` for no cache.
+    #[serde(default)]
+    pub package_cache: Option<String>,
 }
 
 /// `{vfs_path, host_path, mode}`.
