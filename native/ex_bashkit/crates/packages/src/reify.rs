@@ -65,7 +65,10 @@ impl Site<'_> {
         let mut report = Report::default();
         let mut wanted: Vec<(String, Json)> = Vec::new();
         for (path, entry) in &lock.packages {
-            if entry.flag("link") || !path.starts_with("node_modules/") {
+            if !inside_node_modules(path) {
+                return Err(format!("{path:?}: not a path inside node_modules"));
+            }
+            if entry.flag("link") {
                 return Err(format!(
                     "{path}: workspaces and linked packages are not supported by the sandbox's npm"
                 ));
@@ -268,6 +271,15 @@ pub fn bins(entry: &Json) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A lockfile path npm could have written: `node_modules/` then plain
+/// names, never climbing out of the project.
+fn inside_node_modules(path: &str) -> bool {
+    path.starts_with("node_modules/")
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\\'))
+}
+
 fn same_package(a: &Json, b: &Json) -> bool {
     a.str("version") == b.str("version")
         && a.str("resolved") == b.str("resolved")
@@ -317,4 +329,23 @@ fn platform_of(entry: &Json) -> String {
         _ => "any".into(),
     };
     format!("os {} cpu {}", list("os"), list("cpu"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lockfile_paths_stay_in_node_modules() {
+        assert!(inside_node_modules("node_modules/a/node_modules/@s/b"));
+        for path in [
+            "node_modules/../../etc",
+            "packages/a",
+            "node_modules//a",
+            "node_modules/./a",
+            "/node_modules/a",
+        ] {
+            assert!(!inside_node_modules(path), "{path}");
+        }
+    }
 }
