@@ -61,6 +61,8 @@ bind "$repo"
 if [ -d /tmp/ex_bashkit_npm ]; then bind /tmp/ex_bashkit_npm; fi
 # The lockfile and tarballs the npm install tests serve (made by real npm).
 if [ -d /tmp/ex_bashkit_npm_install ]; then bind /tmp/ex_bashkit_npm_install; fi
+# The wheels the pip install tests serve (fetched by real pip).
+if [ -d /tmp/ex_bashkit_wheels ]; then bind /tmp/ex_bashkit_wheels; fi
 bind "$HOME/.cargo"
 bind "$HOME/.rustup"
 

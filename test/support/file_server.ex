@@ -1,8 +1,9 @@
 defmodule ExBashkit.Test.FileServer do
   @moduledoc false
   # Serves the files of a directory over HTTP/1.1 on 127.0.0.1, for the
-  # precompiled-library tests: GET /<name> answers the file or 404. Each
-  # request is reported to the owner as `{:file_server, path}`.
+  # precompiled-library tests and the package registries: GET /<path>
+  # answers the file at that path, else the file named by its last part,
+  # or 404. Each request is reported to the owner as `{:file_server, path}`.
 
   alias ExBashkit.Test.HttpServer
 
@@ -36,7 +37,14 @@ defmodule ExBashkit.Test.FileServer do
            :gen_tcp.recv(socket, 0, 5_000),
          :ok <- HttpServer.skip_headers(socket) do
       send(owner, {:file_server, name})
-      path = Path.join(dir, Path.basename(name))
+      # The path under `dir` where it names a file there (never `..`),
+      # else the file named by its last part.
+      nested = Path.join(dir, name)
+
+      path =
+        if ".." not in Path.split(name) and File.regular?(nested),
+          do: nested,
+          else: Path.join(dir, Path.basename(name))
 
       response =
         case File.read(path) do

@@ -41,6 +41,8 @@ mod python_tools;
 pub mod runtime;
 pub mod script_error;
 pub mod session;
+#[cfg(feature = "cpython")]
+pub mod site_packages;
 pub mod snapshot;
 pub mod snapshot_bound;
 pub mod stack;

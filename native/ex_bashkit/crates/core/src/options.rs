@@ -140,8 +140,7 @@ impl SessionPlan for SessionOptions {
         }
         #[cfg(feature = "network")]
         {
-            let npm = npm(self, credentials, egress.clone());
-            builder = builder.builtin("npm", Box::new(npm));
+            builder = package_managers(builder, self, credentials, egress.as_ref());
         }
         builder = network(builder, self, credentials, egress);
         for (key, value) in child.env {
@@ -334,15 +333,16 @@ fn transfer_client(
     Some(Arc::new(client))
 }
 
-/// `npm ci` and `npm install`: downloads through the session's network,
-/// each checked against its lockfile's digest; the host's package cache
-/// answers first (in a worker, the host looks it up for the request).
+/// How `npm` and `pip` download: through the session's network, each
+/// download checked against the digest its lockfile or index names; the
+/// host's package cache answers first (in a worker, the host looks it up
+/// for the request).
 #[cfg(feature = "network")]
-fn npm(
+fn package_net(
     options: &SessionOptions,
     credentials: &Credentials,
     egress: Option<Egress>,
-) -> ex_bashkit_packages::Npm {
+) -> ex_bashkit_packages::Net {
     let in_worker = egress.is_some();
     let cache = match in_worker {
         true => None,
@@ -351,15 +351,40 @@ fn npm(
             .as_ref()
             .map(ex_bashkit_packages::Cache::new),
     };
-    ex_bashkit_packages::Npm {
-        net: ex_bashkit_packages::Net {
-            http: transfer_client(options, credentials, egress),
-            allow_net: options.allow_net.clone(),
-            cache,
-            host_caches: in_worker && options.package_cache.is_some(),
-        },
-        budget: options.limits.filesystem().max_total_bytes,
+    ex_bashkit_packages::Net {
+        http: transfer_client(options, credentials, egress),
+        allow_net: options.allow_net.clone(),
+        cache,
+        host_caches: in_worker && options.package_cache.is_some(),
     }
+}
+
+/// `npm` in every session with the network part; `pip` (and `pip3`) where
+/// CPython serves the session's Python.
+#[cfg(feature = "network")]
+fn package_managers(
+    mut builder: BashBuilder,
+    options: &SessionOptions,
+    credentials: &Credentials,
+    egress: Option<&Egress>,
+) -> BashBuilder {
+    let budget = options.limits.filesystem().max_total_bytes;
+    let npm = ex_bashkit_packages::Npm {
+        net: package_net(options, credentials, egress.cloned()),
+        budget,
+    };
+    builder = builder.builtin("npm", Box::new(npm));
+    #[cfg(feature = "cpython")]
+    if options.python_runtime == PythonRuntime::Cpython && !options.python.is_empty() {
+        for name in ["pip", "pip3"] {
+            let pip = ex_bashkit_packages::Pip {
+                net: package_net(options, credentials, egress.cloned()),
+                budget,
+            };
+            builder = builder.builtin(name, Box::new(pip));
+        }
+    }
+    builder
 }
 
 fn builder(
@@ -383,8 +408,7 @@ fn builder(
         .then(|| git(options, credentials, egress.as_ref()));
     #[cfg(feature = "network")]
     {
-        let npm = npm(options, credentials, egress.clone());
-        builder = builder.builtin("npm", Box::new(npm));
+        builder = package_managers(builder, options, credentials, egress.as_ref());
     }
     builder = network(builder, options, credentials, egress);
     for (key, value) in &options.env {

@@ -150,6 +150,13 @@ impl bashkit::Builtin for CPythonBuiltin {
     ) -> bashkit::Result<bashkit::ExecResult> {
         // A failure is left for the call itself to report, as before.
         let _ = prepare_cpython().await;
+        let site = std::path::Path::new(ex_bashkit_packages::SITE_PACKAGES);
+        if !ctx.fs.exists(site).await.unwrap_or(false) {
+            return self.0.execute(ctx).await;
+        }
+        let args = crate::site_packages::through_prelude(ctx.args);
+        let mut ctx = ctx;
+        ctx.args = &args;
         self.0.execute(ctx).await
     }
 
