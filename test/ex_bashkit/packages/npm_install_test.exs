@@ -216,6 +216,63 @@ defmodule ExBashkit.NpmInstallTest do
     assert result.stdout =~ "up to date"
   end
 
+  test "a tarball that inflates past the session's files, and a lockfile path that climbs " <>
+         "out, are refused, a hundred times over, leaving nothing behind",
+       ctx do
+    registry = Path.join(ctx.tmp_dir, "registry")
+    File.mkdir_p!(registry)
+    tgz = Path.join(registry, "bomb-1.0.0.tgz")
+    {:ok, tar} = :erl_tar.open(String.to_charlist(tgz), [:write, :compressed])
+    :ok = :erl_tar.add(tar, {~c"package/package.json", ~s({"name":"bomb"})}, [])
+    :ok = :erl_tar.add(tar, {~c"package/zeros", :binary.copy(<<0>>, 64_000_000)}, [])
+    :ok = :erl_tar.close(tar)
+    integrity = "sha512-" <> Base.encode64(:crypto.hash(:sha512, File.read!(tgz)))
+    {_server, port} = FileServer.start(registry)
+
+    lock = fn path ->
+      ExBashkit.JSON.encode!(%{
+        "name" => "app",
+        "lockfileVersion" => 3,
+        "requires" => true,
+        "packages" => %{
+          "" => %{"name" => "app", "dependencies" => %{"bomb" => "1.0.0"}},
+          path => %{"version" => "1.0.0", "integrity" => integrity}
+        }
+      })
+    end
+
+    for isolation <- [:none, :process] do
+      session =
+        Session.new(
+          isolation: isolation,
+          cwd: "/app",
+          files: %{
+            "/app/package.json" => ~s({"name": "app", "dependencies": {"bomb": "1.0.0"}}),
+            "/app/package-lock.json" => lock.("node_modules/bomb"),
+            "/escape/package.json" => ~s({"name": "app", "dependencies": {"bomb": "1.0.0"}}),
+            "/escape/package-lock.json" => lock.("node_modules/../../etc/bomb")
+          },
+          allow_net: ["http://127.0.0.1:#{port}/"],
+          block_private_ips: false,
+          env: %{"npm_config_registry" => "http://127.0.0.1:#{port}/"},
+          package_cache: false,
+          limits: [max_fs_bytes: 5_000_000, timeout_ms: 60_000]
+        )
+
+      for _ <- 1..100 do
+        {:ok, result} = Session.exec(session, "npm ci")
+        assert result.exit_code == 1
+        assert result.stderr =~ "node_modules/bomb: unpacks to more than 5000000 bytes"
+      end
+
+      {:ok, result} = Session.exec(session, "cd /escape && npm ci; ls -A /app /etc /escape")
+      assert result.stderr =~ "not a path inside node_modules"
+
+      assert result.stdout ==
+               "/app:\npackage-lock.json\npackage.json\n\n/etc:\n\n/escape:\npackage-lock.json\npackage.json\n"
+    end
+  end
+
   defp tarball_manifest(tgz) do
     {:ok, files} = :erl_tar.extract(tgz, [:compressed, :memory])
 

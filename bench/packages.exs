@@ -1,25 +1,76 @@
-# `npm ci` of a real lockfile (77 packages: express, js-yaml, semver, uuid,
-# mkdirp; made by real npm) from a registry on loopback serving the real
-# tarballs, into an in-memory session's files, in the VM and in a worker:
-# without the host's package cache (every tarball downloaded) and with it
-# warm (no request made), side by side with real npm from its own cache:
+# Installing packages in a session, from a registry on loopback serving
+# real packages, into the session's in-memory files, in the VM and in a
+# worker, without the host's package cache (every file downloaded) and
+# with it warm (no download):
 #
-#   mix run bench/npm_install.exs
+# * `npm ci` of a real lockfile (77 packages: express, js-yaml, semver,
+#   uuid, mkdirp; made by real npm), side by side with real npm from its
+#   own cache;
+# * `pip install requests attrs six` (7 wheels, fetched by real pip).
+#
+#   mix run bench/packages.exs
 #
 # Median (min–max) of 5 runs, milliseconds.
 
 Code.require_file("support.exs", __DIR__)
 
-for file <- ~w(http_server.ex file_server.ex npm_registry.ex),
+for file <- ~w(http_server.ex file_server.ex npm_registry.ex python_index.ex),
     do: Code.require_file("../test/support/#{file}", __DIR__)
 
-defmodule NpmInstallBench do
+defmodule PackagesBench do
   alias ExBashkit.Session
-  alias ExBashkit.Test.{FileServer, NpmRegistry}
+  alias ExBashkit.Test.{FileServer, NpmRegistry, PythonIndex}
 
   @runs 5
 
   def run do
+    npm()
+    pip()
+  end
+
+  defp pip do
+    index = Path.join(System.tmp_dir!(), "ex_bashkit_bench_index")
+    File.rm_rf!(index)
+    File.mkdir_p!(index)
+    {_server, port} = FileServer.start(index)
+    url = "http://127.0.0.1:#{port}/"
+    wheels = ~w(requests==2.32.3 urllib3==2.2.3 idna==3.10 certifi==2024.8.30
+                charset-normalizer==3.4.0 attrs==24.2.0 six==1.16.0)
+    PythonIndex.prepare!(wheels, index, url)
+    cache = Path.join(System.tmp_dir!(), "ex_bashkit_bench_pip_cache")
+    File.rm_rf!(cache)
+
+    IO.puts("""
+
+    ## `pip install requests attrs six` (7 wheels) from a loopback index, ms: median (min–max) of #{@runs}
+    | installer | no cache | cache warm |
+    |---|---|---|\
+    """)
+
+    for isolation <- [:none, :process] do
+      install = fn cache ->
+        session =
+          Session.new(
+            isolation: isolation,
+            python: :cpython,
+            allow_net: [url],
+            block_private_ips: false,
+            package_cache: cache,
+            limits: [timeout_ms: 120_000]
+          )
+
+        {:ok, %{exit_code: 0}} =
+          Session.exec(session, "pip install -q -i #{url} requests attrs six")
+      end
+
+      cold = times(fn -> install.(false) end)
+      install.(cache)
+      warm = times(fn -> install.(cache) end)
+      row("the sandbox's pip (isolation: #{isolation})", cold, warm)
+    end
+  end
+
+  defp npm do
     registry = NpmRegistry.prepare!(Path.expand("../test/fixtures/npm_install", __DIR__))
     {_server, port} = FileServer.start(Path.join(registry.dir, "registry"))
     url = "http://127.0.0.1:#{port}/"
@@ -87,4 +138,4 @@ defmodule NpmInstallBench do
   end
 end
 
-NpmInstallBench.run()
+PackagesBench.run()
