@@ -25,6 +25,16 @@ defmodule ExBashkit.Test.FileServer do
     {pid, port}
   end
 
+  @doc "The paths requested since the last call (taken from the mailbox), oldest first."
+  @spec requests() :: [String.t()]
+  def requests do
+    receive do
+      {:file_server, path} -> [path | requests()]
+    after
+      0 -> []
+    end
+  end
+
   defp accept(listen, dir, owner) do
     with {:ok, socket} <- :gen_tcp.accept(listen) do
       serve(socket, dir, owner)

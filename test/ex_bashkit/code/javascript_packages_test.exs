@@ -109,14 +109,6 @@ defmodule ExBashkit.JavaScriptPackagesTest do
     end
   end
 
-  defp flush_requests do
-    receive do
-      {:file_server, _} -> flush_requests()
-    after
-      0 -> :ok
-    end
-  end
-
   # Each package's shape (its type and names) by require and by import, as
   # a program using it sees it first.
   defp smoke_program(package) do
@@ -523,7 +515,7 @@ defmodule ExBashkit.JavaScriptPackagesTest do
       {:ok, result} = Session.exec(session, "cd /app && node client.js #{base}")
       assert result.stdout == expected
       assert_received {:file_server, "data.json"}
-      flush_requests()
+      FileServer.requests()
 
       # Not in :allow_net: refused before any request, with Node's code.
       denied = session(dir, allow_net: ["http://127.0.0.1:1"], block_private_ips: false)

@@ -61,14 +61,6 @@ defmodule ExBashkit.NpmInstallTest do
     |> Enum.sort()
   end
 
-  defp requests do
-    receive do
-      {:file_server, name} -> [name | requests()]
-    after
-      0 -> []
-    end
-  end
-
   defp differences(ours, real) do
     a = Map.new(ours, &{elem(&1, 0), &1})
     b = Map.new(real, &{elem(&1, 0), &1})
@@ -94,7 +86,7 @@ defmodule ExBashkit.NpmInstallTest do
       {:ok, result} = Session.exec(session, "npm ci")
       assert result.exit_code == 0, result.stderr
       assert result.stdout =~ ~r/^\nadded 77 packages in \d+m?s\n$/
-      downloads = requests()
+      downloads = FileServer.requests()
       assert length(downloads) == 77
 
       real = tree(Path.join(ctx.dir, "real"))
@@ -107,7 +99,7 @@ defmodule ExBashkit.NpmInstallTest do
       {:ok, result} = Session.exec(again, "npm ci && readlink node_modules/.bin/semver")
       assert result.exit_code == 0, result.stderr
       assert result.stdout =~ ~r/added 77 packages in \d+m?s\n..\/semver\/bin\/semver.js\n$/
-      assert requests() == []
+      assert FileServer.requests() == []
       assert differences(tree(second), real) == []
     end
   end
@@ -150,7 +142,7 @@ defmodule ExBashkit.NpmInstallTest do
       {:ok, result} = Session.exec(session, "npm ci --registry=http://127.0.0.1:#{port}/")
       assert result.exit_code == 1
       assert result.stderr =~ "is not allowed"
-      assert requests() == []
+      assert FileServer.requests() == []
     end
   end
 

@@ -51,14 +51,6 @@ defmodule ExBashkit.PipInstallTest do
     )
   end
 
-  defp requests do
-    receive do
-      {:file_server, name} -> [name | requests()]
-    after
-      0 -> []
-    end
-  end
-
   for isolation <- [:none, :process] do
     @isolation isolation
 
@@ -76,7 +68,7 @@ defmodule ExBashkit.PipInstallTest do
         assert result.stdout =~ ~r/#{name}/i
       end
 
-      assert Enum.count(requests(), &String.starts_with?(&1, "files/")) == 7
+      assert Enum.count(FileServer.requests(), &String.starts_with?(&1, "files/")) == 7
 
       program = """
       import attrs, six, idna, certifi, urllib3, charset_normalizer
@@ -111,7 +103,7 @@ defmodule ExBashkit.PipInstallTest do
       again = session(ctx, @isolation, package_cache: cache)
       {:ok, result} = Session.exec(again, "pip install requests attrs six")
       assert result.exit_code == 0, result.stderr
-      assert Enum.filter(requests(), &String.starts_with?(&1, "files/")) == []
+      assert Enum.filter(FileServer.requests(), &String.starts_with?(&1, "files/")) == []
     end
   end
 
@@ -131,7 +123,7 @@ defmodule ExBashkit.PipInstallTest do
     {:ok, result} = Session.exec(session, "pip install pyyaml")
     assert result.exit_code == 1
     assert result.stderr =~ "pyyaml 6.0.2 has no pure-Python wheel"
-    requests()
+    FileServer.requests()
 
     for isolation <- [:none, :process] do
       refused =
@@ -146,7 +138,7 @@ defmodule ExBashkit.PipInstallTest do
       {:ok, result} = Session.exec(refused, "pip install --index-url #{ctx.base} attrs")
       assert result.exit_code == 1
       assert result.stderr =~ "is not allowed"
-      assert requests() == []
+      assert FileServer.requests() == []
     end
   end
 end

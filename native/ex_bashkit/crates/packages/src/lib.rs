@@ -17,6 +17,7 @@ mod reify;
 mod semver;
 mod tarball;
 mod wheel;
+mod words;
 
 pub use cache::Cache;
 pub use fetch::{Net, INTEGRITY_HEADER};

@@ -16,6 +16,7 @@ use crate::lockfile::{Lock, KINDS};
 use crate::registry::{Registry, PACKUMENT};
 use crate::reify::{Omit, Report, Site};
 use crate::semver::{version, Range};
+use crate::words::Words;
 
 pub struct Npm {
     pub net: Net,
@@ -56,21 +57,11 @@ enum Save {
 fn parse(args: &[String], production: bool) -> Result<Args, String> {
     let mut parsed = Args::default();
     parsed.omit.dev = production;
-    let mut words = args.iter();
-    while let Some(word) = words.next() {
-        let (flag, value) = match word.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (word.as_str(), None),
-        };
-        let mut value_of = |flag: &str| -> Result<String, String> {
-            value
-                .clone()
-                .or_else(|| words.next().cloned())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
+    let mut words = Words::new(args);
+    while let Some(flag) = words.next_word() {
         match flag {
             "--omit" | "--include" => {
-                let value = value_of(flag)?;
+                let value = words.value(flag)?;
                 for kind in value.split(',') {
                     let on = flag == "--omit";
                     match kind {
@@ -91,7 +82,7 @@ fn parse(args: &[String], production: bool) -> Result<Args, String> {
             "-P" | "--save-prod" | "-S" | "--save" => parsed.save = Save::Prod,
             "-E" | "--save-exact" => parsed.exact = true,
             "--no-save" => parsed.no_save = true,
-            "--registry" => parsed.registry = Some(value_of(flag)?),
+            "--registry" => parsed.registry = Some(words.value(flag)?),
             "--package-lock-only" => parsed.lock_only = true,
             "--no-package-lock" | "--package-lock=false" => parsed.no_lock = true,
             "--legacy-peer-deps" => parsed.legacy_peers = true,
@@ -107,9 +98,9 @@ fn parse(args: &[String], production: bool) -> Result<Args, String> {
             | "--no-update-notifier"
             | "--foreground-scripts" => {}
             "--audit" | "--fund" | "--progress" | "--update-notifier"
-                if value.as_deref() == Some("false") => {}
+                if words.attached() == Some("false") => {}
             "--loglevel" => {
-                let level = value_of(flag)?;
+                let level = words.value(flag)?;
                 parsed.silent = matches!(level.as_str(), "silent" | "error");
             }
             "-v" | "--version" if parsed.command.is_empty() => parsed.command = "version".into(),

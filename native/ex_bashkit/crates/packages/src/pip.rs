@@ -15,6 +15,7 @@ use crate::integrity::Integrity;
 use crate::json::Json;
 use crate::pep440::{normalize, Requirement, Specifiers, Version};
 use crate::wheel;
+use crate::words::Words;
 
 /// Where the sandbox's CPython looks for installed packages.
 pub const SITE_PACKAGES: &str = "/usr/local/lib/python3.14/site-packages";
@@ -46,22 +47,12 @@ struct Args {
 
 fn parse(args: &[String]) -> Result<Args, String> {
     let mut parsed = Args::default();
-    let mut words = args.iter();
-    while let Some(word) = words.next() {
-        let (flag, value) = match word.split_once('=') {
-            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
-            _ => (word.as_str(), None),
-        };
-        let mut value_of = |flag: &str| -> Result<String, String> {
-            value
-                .clone()
-                .or_else(|| words.next().cloned())
-                .ok_or_else(|| format!("{flag} option requires an argument"))
-        };
+    let mut words = Words::new(args);
+    while let Some(flag) = words.next_word() {
         match flag {
-            "-r" | "--requirement" => parsed.files.push(value_of(flag)?),
-            "-i" | "--index-url" => parsed.index = Some(value_of(flag)?),
-            "-t" | "--target" => parsed.target = Some(value_of(flag)?),
+            "-r" | "--requirement" => parsed.files.push(words.value(flag)?),
+            "-i" | "--index-url" => parsed.index = Some(words.value(flag)?),
+            "-t" | "--target" => parsed.target = Some(words.value(flag)?),
             "--no-deps" => parsed.no_deps = true,
             "--pre" => parsed.pre = true,
             "-U" | "--upgrade" => parsed.upgrade = true,
@@ -82,7 +73,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                     flag,
                     "--only-binary" | "--root-user-action" | "--progress-bar"
                 ) {
-                    value_of(flag)?;
+                    words.value(flag)?;
                 }
             }
             "-V" | "--version" if parsed.command.is_empty() => parsed.command = "version".into(),
