@@ -333,10 +333,10 @@ fn transfer_client(
     Some(Arc::new(client))
 }
 
-/// How `npm` and `pip` download: through the session's network, each
-/// download checked against the digest its lockfile or index names; the
-/// host's package cache answers first (in a worker, the host looks it up
-/// for the request).
+/// How `npm` and `pip` download: through the session's network (its
+/// client made on the first download), each download checked against
+/// the digest its lockfile or index names; the host's package cache
+/// answers first (in a worker, the host looks it up for the request).
 #[cfg(feature = "network")]
 fn package_net(
     options: &SessionOptions,
@@ -351,16 +351,24 @@ fn package_net(
             .as_ref()
             .map(ex_bashkit_packages::Cache::new),
     };
-    ex_bashkit_packages::Net {
-        http: transfer_client(options, credentials, egress),
-        allow_net: options.allow_net.clone(),
-        cache,
-        host_caches: in_worker && options.package_cache.is_some(),
-    }
+    let host_caches = in_worker && options.package_cache.is_some();
+    let allow_net = options.allow_net.clone();
+    let make = {
+        // What the client is made of, not the session's whole options.
+        let plan = SessionOptions {
+            allow_net: options.allow_net.clone(),
+            block_private_ips: options.block_private_ips,
+            limits: options.limits.clone(),
+            ..SessionOptions::default()
+        };
+        let credentials = credentials.clone();
+        std::sync::Arc::new(move || transfer_client(&plan, &credentials, egress.clone()))
+    };
+    ex_bashkit_packages::Net::new(make, allow_net, cache, host_caches)
 }
 
 /// `npm` in every session with the network part; `pip` (and `pip3`) where
-/// CPython serves the session's Python.
+/// CPython serves the session's Python. They share one client.
 #[cfg(feature = "network")]
 fn package_managers(
     mut builder: BashBuilder,
@@ -369,22 +377,15 @@ fn package_managers(
     egress: Option<&Egress>,
 ) -> BashBuilder {
     let budget = options.limits.filesystem().max_total_bytes;
-    let npm = ex_bashkit_packages::Npm {
-        net: package_net(options, credentials, egress.cloned()),
-        budget,
-    };
-    builder = builder.builtin("npm", Box::new(npm));
+    let net = package_net(options, credentials, egress.cloned());
     #[cfg(feature = "cpython")]
     if options.python_runtime == PythonRuntime::Cpython && !options.python.is_empty() {
         for name in ["pip", "pip3"] {
-            let pip = ex_bashkit_packages::Pip {
-                net: package_net(options, credentials, egress.cloned()),
-                budget,
-            };
-            builder = builder.builtin(name, Box::new(pip));
+            let net = net.clone();
+            builder = builder.builtin(name, Box::new(ex_bashkit_packages::Pip { net, budget }));
         }
     }
-    builder
+    builder.builtin("npm", Box::new(ex_bashkit_packages::Npm { net, budget }))
 }
 
 fn builder(

@@ -4,7 +4,7 @@
 //! download checked against the digest its lockfile or index names, and
 //! the host's cache of packages in front.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ex_bashkit_protocol::options::AllowNet;
 
@@ -16,17 +16,23 @@ use crate::integrity::Integrity;
 /// it off before any request leaves).
 pub const INTEGRITY_HEADER: &str = "x-ex-bashkit-integrity";
 
-/// What an install may download through.
+/// Makes the session's client (`None` without a network).
+pub type MakeClient = Arc<dyn Fn() -> Option<Arc<bashkit::HttpClient>> + Send + Sync>;
+
+/// What an install may download through. Its clones share one client,
+/// made on the first download: a client's TLS setup costs milliseconds,
+/// and most sessions never install anything.
 #[derive(Clone)]
 pub struct Net {
-    pub http: Option<Arc<bashkit::HttpClient>>,
+    client: Arc<OnceLock<Option<Arc<bashkit::HttpClient>>>>,
+    make: MakeClient,
     /// The session's `:allow_net`.
-    pub allow_net: AllowNet,
+    allow_net: AllowNet,
     /// The host's cache, where this process can reach it (in the VM).
-    pub cache: Option<Cache>,
+    cache: Option<Cache>,
     /// The host keeps the cache (in a worker): downloads name their digest
     /// to it.
-    pub host_caches: bool,
+    host_caches: bool,
 }
 
 /// Refuses a URL `:allow_net` does not allow, before any request.
@@ -49,6 +55,25 @@ pub fn allowed(allow_net: &AllowNet, url: &str) -> Result<(), String> {
 }
 
 impl Net {
+    pub fn new(
+        make: MakeClient,
+        allow_net: AllowNet,
+        cache: Option<Cache>,
+        host_caches: bool,
+    ) -> Self {
+        Self {
+            client: Arc::default(),
+            make,
+            allow_net,
+            cache,
+            host_caches,
+        }
+    }
+
+    fn http(&self) -> Option<&Arc<bashkit::HttpClient>> {
+        self.client.get_or_init(|| (self.make)()).as_ref()
+    }
+
     /// The body of `url`, checked against `integrity` where one is named.
     /// A cached copy answers without a request.
     pub async fn get(
@@ -64,8 +89,7 @@ impl Net {
             }
         }
         let http = self
-            .http
-            .as_ref()
+            .http()
             .ok_or_else(|| format!("{url}: this session has no network"))?;
         let mut headers = Vec::new();
         if let Some(accept) = accept {
