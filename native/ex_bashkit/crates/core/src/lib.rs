@@ -23,6 +23,8 @@ pub mod memory;
 pub mod metadata_guard;
 #[cfg(feature = "python")]
 mod monty_paths;
+#[cfg(feature = "mounts")]
+mod mount_reads;
 pub mod mounts;
 pub mod nesting;
 pub mod network;

@@ -25,7 +25,7 @@
 //! could complete a git directory are checked and made under one lock.
 //! Our git runs its commands inside [`as_git`] and may write its own
 //! metadata (never a hook); what it writes there is checked by git itself
-//! (refused config keys, plain paths). Reads are bashkit's `RealFs`.
+//! (refused config keys, plain paths). Reads are `mount_reads.rs`'s.
 //!
 //! Symlinks whose target resolves inside the mount are made (bashkit
 //! refuses any with `..`); one resolving outside is refused. With

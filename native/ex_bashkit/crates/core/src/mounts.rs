@@ -21,6 +21,8 @@ use bashkit::{FileSystem, PosixFs, RealFs, RealFsMode};
 
 #[cfg(feature = "mounts")]
 use crate::metadata_guard::GuardedMount;
+#[cfg(feature = "mounts")]
+use crate::mount_reads::MountReads;
 
 pub use ex_bashkit_protocol::options::{Mount, MountMode};
 
@@ -70,13 +72,17 @@ pub async fn attach(
         // script could redirect, and git's metadata kept for our git unless
         // the owner opted out for this mount.
         let point = PathBuf::from(vfs_path);
+        // Reads are answered by the kernel where that gives `RealFs`'s
+        // answer (mount_reads.rs).
         let fs: Arc<dyn FileSystem> = match mode {
-            MountMode::ReadOnly => Arc::new(PosixFs::new(real)),
+            MountMode::ReadOnly => Arc::new(PosixFs::new(MountReads::new(real, root))),
             MountMode::ReadWrite => {
-                Arc::new(PosixFs::new(GuardedMount::new(real, root, point, true)))
+                let guarded = GuardedMount::new(real, root.clone(), point, true);
+                Arc::new(PosixFs::new(MountReads::new(guarded, root)))
             }
             MountMode::ReadWriteGitMetadata => {
-                Arc::new(PosixFs::new(GuardedMount::new(real, root, point, false)))
+                let guarded = GuardedMount::new(real, root.clone(), point, false);
+                Arc::new(PosixFs::new(MountReads::new(guarded, root)))
             }
         };
         ready.push((vfs_path, fs));

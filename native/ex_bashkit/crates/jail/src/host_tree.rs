@@ -6,17 +6,18 @@
 //! swapped in meanwhile, leads anywhere else; a symlink in the tree is
 //! read as a link, never followed.
 //!
-//! Two users: the sandbox's git on a work tree in a host mount (listing a
-//! directory with its entries' `lstat` in one pass, where bashkit's
-//! asynchronous `FileSystem` costs a thread hop a call), and every write
-//! into a read-write mount (the core's `metadata_guard.rs`), which checks a
+//! Three users: the sandbox's git on a work tree in a host mount (listing
+//! a directory with its entries' `lstat` in one pass, where bashkit's
+//! asynchronous `FileSystem` costs a thread hop a call), every write into
+//! a read-write mount (the core's `metadata_guard.rs`), which checks a
 //! path and then writes it with no lookup a script could redirect in
-//! between.
+//! between, and the reads of every mount (the core's `mount_reads.rs`).
 
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What `lstat` says of a file, as git's index keeps it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,7 +76,7 @@ pub struct Entry {
     pub disk_bytes: u64,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Dir,
     File,
@@ -104,8 +105,8 @@ fn kind_of(mode: libc::mode_t) -> Kind {
     }
 }
 
-/// An open directory's entries (not `.` and `..`) with their `lstat`.
-fn entries_of(dir: &Fd) -> io::Result<Vec<(CString, libc::stat)>> {
+/// An open directory's entries' names (not `.` and `..`).
+fn names_of(dir: &Fd) -> io::Result<Vec<CString>> {
     // fdopendir takes the descriptor over: hand it a copy.
     // SAFETY: `dir` is open; the copy is owned by the stream below.
     let copy = check(unsafe { libc::fcntl(dir.0, libc::F_DUPFD_CLOEXEC, 0) })?;
@@ -117,7 +118,7 @@ fn entries_of(dir: &Fd) -> io::Result<Vec<(CString, libc::stat)>> {
         unsafe { libc::close(copy) };
         return Err(error);
     }
-    let mut entries = Vec::new();
+    let mut names = Vec::new();
     loop {
         // SAFETY: `stream` is open until closedir below.
         let entry = unsafe { libc::readdir(stream) };
@@ -126,16 +127,21 @@ fn entries_of(dir: &Fd) -> io::Result<Vec<(CString, libc::stat)>> {
         }
         // SAFETY: readdir's entry holds a NUL-terminated name.
         let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
-        if name.to_bytes() == b"." || name.to_bytes() == b".." {
-            continue;
-        }
-        if let Ok(st) = lstat_at(dir, name) {
-            entries.push((name.to_owned(), st));
+        if name.to_bytes() != b"." && name.to_bytes() != b".." {
+            names.push(name.to_owned());
         }
     }
     // SAFETY: the stream is open and closed once.
     unsafe { libc::closedir(stream) };
-    Ok(entries)
+    Ok(names)
+}
+
+/// An open directory's entries (not `.` and `..`) with their `lstat`.
+fn entries_of(dir: &Fd) -> io::Result<Vec<(CString, libc::stat)>> {
+    Ok(names_of(dir)?
+        .into_iter()
+        .filter_map(|name| lstat_at(dir, &name).ok().map(|st| (name, st)))
+        .collect())
 }
 
 /// `name`'s `lstat` in the open directory `dir`.
@@ -360,6 +366,105 @@ impl HostTree {
         }
         buffer.truncate(len as usize);
         Ok(buffer)
+    }
+}
+
+/// What `statx` says of an entry, not following it: what a session's
+/// `stat` of a file in a mount answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub kind: Kind,
+    /// The permission bits.
+    pub perm: u32,
+    pub bytes: u64,
+    pub modified: SystemTime,
+    /// Where the filesystem records it.
+    pub created: Option<SystemTime>,
+}
+
+fn time_of(stamp: libc::statx_timestamp) -> SystemTime {
+    let whole = Duration::from_secs(stamp.tv_sec.unsigned_abs());
+    let base = match stamp.tv_sec >= 0 {
+        true => UNIX_EPOCH + whole,
+        false => UNIX_EPOCH - whole,
+    };
+    base + Duration::from_nanos(u64::from(stamp.tv_nsec))
+}
+
+/// `name`'s `statx` in the open directory `dir` (`dir` itself for an
+/// empty name), not following a symlink.
+fn statx_at(dir: &Fd, name: &std::ffi::CStr) -> io::Result<Status> {
+    let flags = match name.to_bytes().is_empty() {
+        true => libc::AT_SYMLINK_NOFOLLOW | libc::AT_EMPTY_PATH,
+        false => libc::AT_SYMLINK_NOFOLLOW,
+    };
+    // SAFETY: a plain-old-data struct the kernel fills.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: `dir` is open, the name NUL-terminated, `st` ours.
+    check(unsafe {
+        libc::statx(
+            dir.0,
+            name.as_ptr(),
+            flags,
+            libc::STATX_BASIC_STATS | libc::STATX_BTIME,
+            &mut st,
+        )
+    })?;
+    let mode = libc::mode_t::from(st.stx_mode);
+    Ok(Status {
+        kind: kind_of(mode),
+        perm: u32::from(st.stx_mode) & 0o7777,
+        bytes: st.stx_size,
+        modified: time_of(st.stx_mtime),
+        created: (st.stx_mask & libc::STATX_BTIME != 0).then(|| time_of(st.stx_btime)),
+    })
+}
+
+/// Reading a session's files in a mount on the interpreter's own thread:
+/// calls that answer at once, whatever is there.
+impl HostTree {
+    /// `relative`'s status (the root's for an empty path), not following
+    /// a symlink there.
+    pub fn status(&self, relative: &Path) -> io::Result<Status> {
+        if relative.as_os_str().is_empty() {
+            return statx_at(&self.open_dir(relative)?, c"");
+        }
+        let (parent, name) = Self::split(relative)?;
+        statx_at(&self.open_dir(parent)?, &name)
+    }
+
+    /// The directory `relative`'s entries with their status, in the
+    /// order the directory gives them.
+    pub fn statuses(&self, relative: &Path) -> io::Result<Vec<(String, Status)>> {
+        let dir = self.open_dir(relative)?;
+        names_of(&dir)?
+            .into_iter()
+            .map(|name| {
+                let status = statx_at(&dir, &name)?;
+                Ok((name.to_string_lossy().into_owned(), status))
+            })
+            .collect()
+    }
+
+    /// A regular file's bytes when it holds at most `limit`; `None` for
+    /// anything else there (a directory, a device, a FIFO, which is opened
+    /// without waiting for a writer, or a bigger file). A symlink there
+    /// is an error.
+    pub fn read_at_most(&self, relative: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        use std::os::fd::FromRawFd;
+        Self::split(relative)?;
+        let fd = self.open_beneath(relative, libc::O_RDONLY | libc::O_NONBLOCK)?;
+        // SAFETY: `fd` is open and owned by the File from here on.
+        let mut file = unsafe { std::fs::File::from_raw_fd(fd.into_raw()) };
+        let meta = file.metadata()?;
+        if !meta.file_type().is_file() || meta.len() > limit {
+            return Ok(None);
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.by_ref().take(limit + 1).read_to_end(&mut bytes)?;
+        // Grown past the limit since: the caller's slower path reads it.
+        Ok((bytes.len() as u64 <= limit).then_some(bytes))
     }
 }
 
