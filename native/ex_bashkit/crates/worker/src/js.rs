@@ -216,6 +216,7 @@ fn refused(findings: &[scan::Finding]) -> CodeError {
 mod bridge;
 mod bytes;
 mod commonjs;
+mod compiled;
 mod crypto;
 mod host;
 mod invocation;

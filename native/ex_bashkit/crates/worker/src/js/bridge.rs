@@ -10,7 +10,6 @@ use std::time::Instant;
 
 use ex_bashkit_core::sync::block_on;
 use ex_bashkit_protocol::code::CodeOutcome;
-use rquickjs::context::EvalOptions;
 use rquickjs::{ArrayBuffer, Ctx, Exception, Function, Object, TypedArray, Value};
 
 use super::bytes;
@@ -351,11 +350,7 @@ pub fn install<'js>(
         Function::new(
             ctx.clone(),
             |ctx: Ctx<'js>, code: String, file: String| -> rquickjs::Result<Value<'js>> {
-                let mut options = EvalOptions::default();
-                options.global = true;
-                options.strict = false;
-                options.filename = Some(file);
-                ctx.eval_with_options(code, options)
+                super::compiled::script(&ctx, code, &file)
             },
         )?,
     )?;

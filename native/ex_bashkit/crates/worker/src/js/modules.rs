@@ -207,7 +207,7 @@ impl Loader for Files {
                 commonjs_module(name, &names)
             }
         };
-        let module = Module::declare(ctx.clone(), name, source)?;
+        let module = super::compiled::module(ctx, name, source)?;
         meta(&module, name)?;
         Ok(module)
     }

@@ -396,8 +396,8 @@ fn compiled<'a>(
 /// Loads and evaluates compiled module bytes.
 fn evaluate<'js>(ctx: &Ctx<'js>, bytes: &'static [u8]) -> rquickjs::Result<Module<'js, Evaluated>> {
     // SAFETY: the bytes are this engine's own compilation of a source of
-    // ours, made in this process, and live as long as it does
-    // (`JS_ReadObject` with ROM data keeps pointing into them).
+    // ours, made in this process (QuickJS-ng's `JS_ReadObject` copies
+    // what it keeps).
     let module = unsafe { Module::load(ctx.clone(), bytes)? };
     let (module, done) = module.eval()?;
     done.finish::<()>()?;

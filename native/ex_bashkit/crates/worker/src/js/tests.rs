@@ -502,3 +502,77 @@ fn import_finds_packages_in_node_modules() {
     let stderr = String::from_utf8_lossy(result.stderr.as_bytes()).into_owned();
     assert_eq!(result.stdout, "esm cjs\ntrue\n", "{stderr}");
 }
+
+/// A run of `code` as `/app/main.js` on the files `fs`.
+fn run_on(fs: &Arc<dyn bashkit::FileSystem>, code: &str) -> ExecResult {
+    let mut host = Host::new(fs.clone(), "/app".into(), [1 << 20, 1 << 20]);
+    host.filename = "/app/main.js".into();
+    let run = Run {
+        code,
+        filename: "/app/main.js",
+        print: false,
+        max_memory: 64 << 20,
+        deadline: Some((
+            Instant::now() + Duration::from_secs(5),
+            Duration::from_secs(5),
+        )),
+        execute: None,
+        module: None,
+    };
+    run.go(host).unwrap()
+}
+
+/// A file a run loads is compiled once: the next run (a fresh engine)
+/// reads its bytecode and sees what the source gives (its functions'
+/// text, its errors' lines, `__filename`); a changed file is compiled anew.
+#[test]
+fn loaded_files_are_compiled_once_and_changed_ones_again() {
+    let fs: Arc<dyn bashkit::FileSystem> = Arc::new(bashkit::InMemoryFs::new());
+    let write = |file: &str, text: &str| {
+        let path = std::path::Path::new(file);
+        ex_bashkit_core::sync::block_on(fs.mkdir(path.parent().unwrap(), true)).unwrap();
+        ex_bashkit_core::sync::block_on(fs.write_file(path, text.as_bytes())).unwrap();
+    };
+    let library = "// a library\nfunction area(r) { return Math.PI * r * r; }\n\
+        module.exports = { area, file: __filename, fail() {\n  throw new Error('deep');\n} };\n";
+    write("/app/lib.js", library);
+    write("/app/esm.mjs", "export const twice = (n) => n * 2;\n");
+    let code = r#"
+        const lib = require("./lib.js");
+        let line;
+        try { lib.fail(); } catch (e) { line = e.stack.split("\n").find((l) => l.includes("lib.js")).trim().split(":").slice(0, 2).join(":"); }
+        import("./esm.mjs").then(({ twice }) => {
+            console.log(lib.area(1).toFixed(3), lib.file, twice(21));
+            console.log(lib.area.toString());
+            console.log(line);
+        });
+    "#;
+    let first = run_on(&fs, code);
+    let wrapped =
+        format!("(function (exports, require, module, __filename, __dirname) {{{library}\n}})");
+    assert!(super::compiled::holds("script", "/app/lib.js", &wrapped).0);
+    assert!(
+        super::compiled::holds(
+            "module",
+            "/app/esm.mjs",
+            "export const twice = (n) => n * 2;\n"
+        )
+        .0
+    );
+    let expected = "3.142 /app/lib.js 42\n\
+        function area(r) { return Math.PI * r * r; }\n\
+        at fail (/app/lib.js:4\n";
+    assert_eq!(first.stdout, expected, "{}", first.stderr);
+    let second = run_on(&fs, code);
+    assert_eq!(second.stdout, expected, "{}", second.stderr);
+
+    write("/app/lib.js", &library.replace("Math.PI * r * r", "2 * r"));
+    let changed = run_on(&fs, code);
+    assert!(
+        changed.stdout.starts_with("2.000 /app/lib.js 42\n"),
+        "{}",
+        changed.stderr
+    );
+    // Bounded: the oldest bytecode goes first.
+    assert!(super::compiled::holds("script", "", "").1 <= 32 << 20);
+}
