@@ -258,4 +258,4 @@ defmodule JavaScriptBench do
   defp first_int(text), do: text |> String.split() |> hd() |> String.to_integer()
 end
 
-BenchSupport.publish(__ENV__.file, &JavaScriptBench.run/0)
+BenchSupport.publish(__ENV__.file, ["ONLY"], &JavaScriptBench.run/0)

@@ -85,4 +85,4 @@ defmodule MountReadsBench do
   end
 end
 
-MountReadsBench.run()
+BenchSupport.publish(__ENV__.file, ["ROUNDS"], &MountReadsBench.run/0)

@@ -4,8 +4,9 @@
 # with it warm (no download):
 #
 # * `npm ci` of a real lockfile (77 packages: express, js-yaml, semver,
-#   uuid, mkdirp; made by real npm), side by side with real npm from its
-#   own cache;
+#   uuid, mkdirp; made by real npm), from a registry that answers at once
+#   and from one whose answers come 20 ms late (a registry across a
+#   network), side by side with real npm from its own cache;
 # * `pip install requests attrs six` (7 wheels, fetched by real pip).
 #
 #   mix run bench/packages.exs
@@ -72,10 +73,7 @@ defmodule PackagesBench do
 
   defp npm do
     registry = NpmRegistry.prepare!(Path.expand("../test/fixtures/npm_install", __DIR__))
-    {_server, port} = FileServer.start(Path.join(registry.dir, "registry"))
-    url = "http://127.0.0.1:#{port}/"
     cache = Path.join(System.tmp_dir!(), "ex_bashkit_bench_npm_cache")
-    File.rm_rf!(cache)
 
     IO.puts("""
 
@@ -84,11 +82,20 @@ defmodule PackagesBench do
     |---|---|---|\
     """)
 
-    for isolation <- [:none, :process] do
+    # The registry answers at once, then 20 ms late (as one across a
+    # network would: the cache saves those waits).
+    for latency <- [0, 20], isolation <- [:none, :process] do
+      {server, port} = FileServer.start(Path.join(registry.dir, "registry"), latency_ms: latency)
+
+      url = "http://127.0.0.1:#{port}/"
+      File.rm_rf!(cache)
       cold = times(fn -> ours(registry, url, isolation, false) end)
       ours(registry, url, isolation, cache)
       warm = times(fn -> ours(registry, url, isolation, cache) end)
-      row("the sandbox's npm (isolation: #{isolation})", cold, warm)
+      where = if latency == 0, do: "", else: ", each answer #{latency} ms late"
+      row("the sandbox's npm (isolation: #{isolation}#{where})", cold, warm)
+      Process.unlink(server)
+      Process.exit(server, :kill)
     end
 
     # Real npm asks for each package's registry document, which this
@@ -138,4 +145,4 @@ defmodule PackagesBench do
   end
 end
 
-PackagesBench.run()
+BenchSupport.publish(__ENV__.file, &PackagesBench.run/0)

@@ -11,16 +11,22 @@ defmodule ExBashkit.Test.FileServer do
   # alive, as Node's do, then open a new one).
   @close "connection: close\r\n"
 
-  @spec start(Path.t()) :: {pid(), :inet.port_number()}
-  def start(dir) do
+  @doc """
+  Starts serving `dir`. `latency_ms:` holds each answer back that long
+  (a registry across a network, for the benchmarks); connections are
+  then served side by side, as a registry's are.
+  """
+  @spec start(Path.t(), keyword()) :: {pid(), :inet.port_number()}
+  def start(dir, opts \\ []) do
     owner = self()
+    latency = Keyword.get(opts, :latency_ms, 0)
     # A backlog for a client that opens several connections at once (the
     # default 5 drops the rest, which then wait a second to try again).
-    opts = [:binary, ip: {127, 0, 0, 1}, active: false, packet: :http_bin, reuseaddr: true]
-    opts = [{:backlog, 128} | opts]
-    {:ok, listen} = :gen_tcp.listen(0, opts)
+    listen_opts = [:binary, ip: {127, 0, 0, 1}, active: false, packet: :http_bin]
+    listen_opts = [{:backlog, 128}, {:reuseaddr, true} | listen_opts]
+    {:ok, listen} = :gen_tcp.listen(0, listen_opts)
     {:ok, port} = :inet.port(listen)
-    pid = spawn_link(fn -> accept(listen, dir, owner) end)
+    pid = spawn_link(fn -> accept(listen, dir, owner, latency) end)
     :ok = :gen_tcp.controlling_process(listen, pid)
     {pid, port}
   end
@@ -35,14 +41,23 @@ defmodule ExBashkit.Test.FileServer do
     end
   end
 
-  defp accept(listen, dir, owner) do
+  defp accept(listen, dir, owner, 0) do
     with {:ok, socket} <- :gen_tcp.accept(listen) do
-      serve(socket, dir, owner)
-      accept(listen, dir, owner)
+      serve(socket, dir, owner, 0)
+      accept(listen, dir, owner, 0)
     end
   end
 
-  defp serve(socket, dir, owner) do
+  defp accept(listen, dir, owner, latency) do
+    with {:ok, socket} <- :gen_tcp.accept(listen) do
+      server = spawn_link(fn -> receive(do: (:go -> serve(socket, dir, owner, latency))) end)
+      :ok = :gen_tcp.controlling_process(socket, server)
+      send(server, :go)
+      accept(listen, dir, owner, latency)
+    end
+  end
+
+  defp serve(socket, dir, owner, latency) do
     with {:ok, {:http_request, :GET, {:abs_path, "/" <> name}, _}} <-
            :gen_tcp.recv(socket, 0, 5_000),
          :ok <- HttpServer.skip_headers(socket) do
@@ -65,6 +80,7 @@ defmodule ExBashkit.Test.FileServer do
             "HTTP/1.1 404 Not Found\r\n#{@close}content-length: 0\r\n\r\n"
         end
 
+      Process.sleep(latency)
       :gen_tcp.send(socket, response)
     end
 
