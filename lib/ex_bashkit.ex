@@ -9,8 +9,9 @@ defmodule ExBashkit do
   The interpreter is [bashkit](https://crates.io/crates/bashkit), a bash
   reimplementation in Rust with its own virtual filesystem: scripts never
   touch the host's processes, files or network unless a session grants it.
-  Scripts run on the NIF's own threads, never on a BEAM scheduler, and the
-  caller waits in `receive`.
+  A script's first steps run on its caller's dirty scheduler (most scripts
+  end there); one that has to wait goes on on the NIF's own threads while
+  the caller waits in `receive` (`guides/how_scripts_run.md`).
 
       iex> {:ok, result} = ExBashkit.exec("echo hello | tr a-z A-Z")
       iex> result.stdout

@@ -25,7 +25,7 @@ defmodule ExBashkit.Caller do
   `%ExBashkit.Error{}` here; `finish/2` gives the caller what it asked for.
   """
   @spec await(
-          {:ok, ExBashkit.Interpreter.job()} | {:error, String.t()},
+          ExBashkit.Interpreter.Backend.ran(),
           reference(),
           ExecOptions.call(),
           (tuple() -> term()) | nil
@@ -33,6 +33,9 @@ defmodule ExBashkit.Caller do
   def await(queued, tag, call, forward \\ nil)
 
   def await({:error, message}, _tag, _call, _forward), do: {:error, Error.from_job(message)}
+
+  # Run by the call itself: the outcome is here, and no message will come.
+  def await({:ran, outcome}, _tag, call, _forward), do: answered(outcome, sink(call))
 
   def await({:ok, handle}, tag, call, forward) do
     outcome = wait(handle, tag, call, forward)
@@ -67,19 +70,23 @@ defmodule ExBashkit.Caller do
             abandoned(whereabouts, tag, call.timeout_ms)
         end
 
-      {{:ok, {:code, ran, outcome}}, sink} ->
-        {:ok, result} = ran(ran, sink)
-        {:ok, {result, outcome}}
-
-      {{:ok, ran}, sink} ->
-        ran(ran, sink)
-
-      {{:error, error}, sink} ->
-        halt(sink)
-        error = Error.from_job(error)
-        report_abort(error)
-        {:error, error}
+      {outcome, sink} ->
+        answered(outcome, sink)
     end
+  end
+
+  defp answered({:ok, {:code, ran, outcome}}, sink) do
+    {:ok, result} = ran(ran, sink)
+    {:ok, {result, outcome}}
+  end
+
+  defp answered({:ok, ran}, sink), do: ran(ran, sink)
+
+  defp answered({:error, error}, sink) do
+    halt(sink)
+    error = Error.from_job(error)
+    report_abort(error)
+    {:error, error}
   end
 
   defp ran({stdout, stderr, exit_code, truncated, denials}, sink) do

@@ -46,7 +46,7 @@ defmodule ExBashkit.Interpreter do
   @spec describe(t()) :: String.t() | nil
   def describe(interpreter), do: backend(interpreter).describe(interpreter)
 
-  @spec exec(t(), binary(), pid(), reference(), pid() | nil, struct() | nil) :: Backend.queued()
+  @spec exec(t(), binary(), pid(), reference(), pid() | nil, struct() | nil) :: Backend.ran()
   def exec(interpreter, script, caller, tag, callbacks_to, call),
     do: backend(interpreter).exec(interpreter, script, caller, tag, callbacks_to, call)
 

@@ -8,9 +8,11 @@ defmodule ExBashkit.Pool do
   functions and answers, so code written against 0.1.7 keeps working. Its
   purpose here differs: in 0.1.7 a running script held a dirty scheduler
   thread, and the pool kept scripts from starving the VM's native work.
-  Here no script holds a BEAM scheduler thread (scripts run on the
-  library's own interpreter threads, and a waiting caller sits in
-  `receive`), so the VM is not at risk without a pool. What the pool gives
+  Here a script holds a dirty scheduler only for its first steps, at most
+  one fewer at once than there are cores, and only until it first waits
+  or its session shows it runs long; then it runs on the library's own
+  interpreter threads while its caller sits in `receive`. So the VM is not
+  at risk without a pool. What the pool gives
   you is load shedding: a bound on how many sandboxed scripts your
   application runs at once, and a fast, explicit "no" past that bound
   instead of an ever-growing backlog.

@@ -25,6 +25,12 @@ defmodule ExBashkit.Interpreter.Backend do
   @type queued :: {:ok, handle()} | {:error, String.t()}
 
   @typedoc """
+  A script queued, or already run by the call itself: `{:ran, outcome}`
+  holds what its answer `{tag, outcome}` would have.
+  """
+  @type ran :: queued() | {:ran, {:ok, term()} | {:error, term()}}
+
+  @typedoc """
   How a caller waits for a job: how long past the job's `timeout_ms` before
   it gives up (`margin_ms`), and whether it yields its scheduler between
   polls (`yield?`) or spins for an answer expected within microseconds.
@@ -44,7 +50,7 @@ defmodule ExBashkit.Interpreter.Backend do
 
   # Its work.
   @callback exec(interpreter(), binary(), pid(), reference(), pid() | nil, struct() | nil) ::
-              queued()
+              ran()
   @typedoc "A code run: the language, the input as JSON, the grants."
   @type run :: {:javascript | :typescript | :python | :monty, binary(), [atom()]}
   @doc "Runs `execute(input)` of the session's code; answered as `exec/6`'s, with the engine's outcome."

@@ -80,6 +80,15 @@ defmodule ExBashkit.Interpreter.InVM do
   def describe(_interpreter), do: nil
 
   @impl true
+  # Without callbacks the caller may run the script's first poll itself,
+  # on a dirty scheduler: most scripts end there, answered with no thread
+  # woken (`{:ran, outcome}`). Callbacks are messages its thread sends.
+  def exec(%__MODULE__{resource: resource}, script, caller, tag, nil, call) do
+    Native.session_exec_inline(resource, script, caller, tag, call)
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
+
   def exec(%__MODULE__{resource: resource}, script, caller, tag, callbacks_to, call) do
     Native.session_exec(resource, script, caller, tag, callbacks_to, call)
   rescue

@@ -4,4 +4,5 @@ rustler::atoms! {
     ok,
     error,
     empty,
+    ran,
 }

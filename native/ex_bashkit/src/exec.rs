@@ -3,18 +3,23 @@
 //! The NIFs only queue the script on the runtime as a job (`jobs.rs`); the
 //! outcome arrives as a message `{tag, result}`.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::exec::{run_on_session, run_once, script_text, Ran};
+use ex_bashkit_core::inline;
 use ex_bashkit_core::job::Job;
 use ex_bashkit_core::runtime::interpreters;
+use ex_bashkit_core::script_error::ScriptError;
+use ex_bashkit_core::stop::StopSignal;
 use rustler::{Atom, Binary, Encoder, Env, LocalPid, NifResult, ResourceArc, Term};
 
+use crate::atoms;
 use crate::callback::Callbacks;
 use crate::convert::Protocol;
 use crate::exec_options::{call, ExecOptions};
-use crate::jobs::{spawn_job, JobHandle, VmJob, Whereabouts};
+use crate::jobs::{run_inline, spawn_job, Inline, JobHandle, JobState, VmJob, Whereabouts};
 use crate::prepared;
 use crate::session::SessionResource;
 use crate::terms::{bytes, protocol};
@@ -77,6 +82,64 @@ fn session_exec<'a>(
     )
 }
 
+/// As `session_exec`, for a caller that may wait on its scheduler, a dirty
+/// one: the script's first poll runs here (`ex_bashkit_core::inline`) when
+/// a slot is free, the script is small and the session has not run long
+/// there before. Answers `{:ran, outcome}` when the script ended in that
+/// poll, else `{:ok, handle}` as `session_exec` (it goes on, or was never
+/// polled here), or `{:error, message}`. Calls with live output, and
+/// sessions with callbacks, take `session_exec`: both send messages, which
+/// a scheduler thread cannot do from here.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn session_exec_inline<'a>(
+    env: Env<'a>,
+    session: ResourceArc<SessionResource>,
+    script: Binary<'a>,
+    pid: LocalPid,
+    tag: Term<'a>,
+    options: Option<ExecOptions<'a>>,
+) -> Term<'a> {
+    let outcome = (|| -> Result<Inline<Ran, Protocol<ScriptError>>, String> {
+        let script = script_text(script.as_slice())?;
+        session.usable()?;
+        // Output sent as it is written is sent from the thread that runs
+        // the script; kept output is not sent.
+        let streams = options.as_ref().is_some_and(ExecOptions::streams_live);
+        let call = call(options, session.output_caps);
+        let worker = interpreters()?.place(&session.worker);
+        // A big script may define work that never yields (one huge `[[ ]]`
+        // in a function): its session is not run here again.
+        if script.len() > INLINE_SCRIPT_BYTES {
+            session.runs_inline.store(false, Ordering::Relaxed);
+        }
+        let slot = (!streams && session.runs_inline.load(Ordering::Relaxed))
+            .then(inline::admit)
+            .flatten();
+        let Some(slot) = slot else {
+            return run_on(session, worker, script, pid, tag, None, call, false).map(Inline::Later);
+        };
+        let ran_here = session.clone();
+        let start = move |job, stop| run_job(session, script, None, call, false, job, stop);
+        let (inline, took) = run_inline(slot, worker, pid, tag, start, encode_result)?;
+        if took > inline::BUDGET {
+            ran_here.runs_inline.store(false, Ordering::Relaxed);
+        }
+        Ok(inline)
+    })();
+    match outcome {
+        Ok(Inline::Ran(Ok(ran))) => {
+            (atoms::ran(), (atoms::ok(), encode_result(env, ran))).encode(env)
+        }
+        Ok(Inline::Ran(Err(error))) => (atoms::ran(), (atoms::error(), error)).encode(env),
+        Ok(Inline::Later(handle)) => (atoms::ok(), handle).encode(env),
+        Err(message) => (atoms::error(), message).encode(env),
+    }
+}
+
+/// The largest script whose first poll runs on its caller's thread:
+/// bashkit parses bigger ones on a thread of its pool anyway.
+const INLINE_SCRIPT_BYTES: usize = 16 * 1024;
+
 /// Queues `script` on `session` on thread `worker`; with `last` (a
 /// one-off's), the session is handed to the refill thread to be freed.
 #[allow(clippy::too_many_arguments)]
@@ -94,23 +157,31 @@ fn run_on(
         worker,
         pid,
         tag,
-        move |handle, stop| {
-            let job: Arc<dyn Job> = Arc::new(VmJob(handle));
-            async move {
-                let serve = || session.callbacks.serve(callback_server);
-                let outcome = run_on_session(&session, &script, call, job, serve, stop).await;
-                if last {
-                    // Handed over before the answer, freed after it and
-                    // not on this thread: the caller's next one-off comes
-                    // here, and would wait behind the free
-                    // (`prepared::retire`).
-                    prepared::retire(session);
-                }
-                outcome.map_err(Protocol)
-            }
-        },
+        move |job, stop| run_job(session, script, callback_server, call, last, job, stop),
         encode_result,
     )
+}
+
+/// The job of running `script` on `session`, for `job`.
+async fn run_job(
+    session: ResourceArc<SessionResource>,
+    script: String,
+    callback_server: Option<LocalPid>,
+    call: ex_bashkit_core::call::Call,
+    last: bool,
+    job: Arc<JobState>,
+    stop: StopSignal,
+) -> Result<Ran, Protocol<ScriptError>> {
+    let job: Arc<dyn Job> = Arc::new(VmJob(job));
+    let serve = || session.callbacks.serve(callback_server);
+    let outcome = run_on_session(&session, &script, call, job, serve, stop).await;
+    if last {
+        // Handed over before the answer, freed after it and not on this
+        // thread: the caller's next one-off comes here, and would wait
+        // behind the free (`prepared::retire`).
+        prepared::retire(session);
+    }
+    outcome.map_err(Protocol)
 }
 
 /// Stops the session's running script, from any process: `true` if one was
@@ -173,8 +244,8 @@ fn exec_once<'a>(
         worker,
         pid,
         tag,
-        |handle, stop| {
-            let job: Arc<dyn Job> = Arc::new(VmJob(handle));
+        |job, stop| {
+            let job: Arc<dyn Job> = Arc::new(VmJob(job));
             // Never served: a script run once has no caller to serve it.
             let callbacks = Channel::new(Arc::new(Callbacks::default()));
             let run = async move { run_once(&options, &script, job, callbacks).await };

@@ -33,6 +33,13 @@ impl<'a> Decoder<'a> for ExecOptions<'a> {
 
 /// The call's plan; output beyond `caps` (stdout, stderr) is neither
 /// sent nor kept.
+impl ExecOptions<'_> {
+    /// Whether any process follows the output as it is written.
+    pub fn streams_live(&self) -> bool {
+        !self.stream_to.is_empty()
+    }
+}
+
 pub fn call(options: Option<ExecOptions<'_>>, caps: (usize, usize)) -> Call {
     let Some(ExecOptions { call, stream_to }) = options else {
         return Call::default();

@@ -11,7 +11,9 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
+use ex_bashkit_core::inline::{self, FirstPoll};
 use ex_bashkit_core::job::{Job, Outcome};
 use ex_bashkit_core::runtime::{self, interpreters};
 use ex_bashkit_core::script_error::ScriptError;
@@ -25,10 +27,25 @@ use tokio::sync::oneshot;
 
 use crate::convert::Protocol;
 
-/// A running script as seen from Elixir. Firing `stop` (the caller died or
-/// gave up, or `ExBashkit.Session.cancel/1`) makes the script stop at its
-/// next await point.
-pub struct JobHandle {
+/// A running script as seen from Elixir: its state, as a resource the
+/// caller holds and the NIF monitors the caller with.
+pub struct JobHandle(Arc<JobState>);
+
+impl std::ops::Deref for JobHandle {
+    type Target = JobState;
+
+    fn deref(&self) -> &JobState {
+        &self.0
+    }
+}
+
+/// A running script's state. Firing `stop` (the caller died or gave up, or
+/// `ExBashkit.Session.cancel/1`) makes the script stop at its next await
+/// point. Kept apart from the resource because a job answered by its first
+/// poll on a dirty scheduler never needs one, and making and freeing a
+/// resource there cost more than the script (the BEAM's thread-progress
+/// wake-ups: 14 µs).
+pub struct JobState {
     stop: Mutex<Option<oneshot::Sender<Stop>>>,
     monitor: Mutex<Option<Monitor>>,
     /// Held while the reply is sent, so abandoning and answering exclude
@@ -64,7 +81,7 @@ impl Resource for JobHandle {
     }
 }
 
-impl JobHandle {
+impl JobState {
     fn new(reply: Recipient) -> (Self, StopSignal) {
         let (tx, stop) = StopSignal::new();
         let handle = Self {
@@ -90,6 +107,15 @@ impl JobHandle {
         *progress = Progress::Answered;
         if let Some(reply) = lock(&self.reply).take() {
             reply.send(payload);
+        }
+    }
+
+    /// Marks the job answered by its first poll's return value: nothing
+    /// else answers it, and its reply's environment is kept for reuse.
+    fn answered_here(&self) {
+        *lock(&self.progress) = Progress::Answered;
+        if let Some(reply) = lock(&self.reply).take() {
+            reply.recycle();
         }
     }
 
@@ -151,8 +177,8 @@ impl JobHandle {
     }
 }
 
-/// The handle as the core's script runner sees it.
-pub struct VmJob(pub ResourceArc<JobHandle>);
+/// The job as the core's script runner sees it.
+pub struct VmJob(pub Arc<JobState>);
 
 impl Job for VmJob {
     fn started(&self) {
@@ -196,49 +222,118 @@ pub fn spawn_job<'a, S, F, T, E>(
     encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
 ) -> Result<ResourceArc<JobHandle>, String>
 where
-    S: FnOnce(ResourceArc<JobHandle>, StopSignal) -> F + Send + 'static,
+    S: FnOnce(Arc<JobState>, StopSignal) -> F + Send + 'static,
     F: Future<Output = Outcome<T, E>> + Send + 'static,
     T: Send + 'static,
     E: Encoder + From<String> + Send + 'static,
 {
     let pool = interpreters()?;
-    let (handle, stop) = JobHandle::new(Recipient::new(pid, tag));
-    let handle = ResourceArc::new(handle);
+    let (state, stop) = JobState::new(Recipient::new(pid, tag));
+    let state = Arc::new(state);
+    let handle = ResourceArc::new(JobHandle(state.clone()));
     let running = handle.clone();
-    let own = handle.clone();
     // The job's future is made, and boxed, on the interpreter thread: it
     // holds bashkit's (kilobytes; 25 KB for a one-off run), and every move
     // of it on the caller's scheduler was a copy of all of it, a tenth of
     // `exec("true")` there. What crosses threads is the small `start`.
     pool.spawn(worker, async move {
         running.advance(Progress::Sent, Progress::Queued);
-        let job = WatchOnWait {
-            job: Box::pin(start(own, stop)),
-            first_wait: Some(|| watch(&running, &pid)),
-        };
-        // A panic in the interpreter must still answer the caller, who
-        // would otherwise wait forever.
-        let outcome = AssertUnwindSafe(job)
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|_| {
-                Err(E::from(
-                    "internal error: the interpreter panicked".to_string(),
-                ))
-            });
-        runtime::job_done();
-        running.answer(|env| match outcome {
-            Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
-            Err(error) => (crate::atoms::error(), error).encode(env),
-        });
-        // After the answer, which the caller waits for: a demonitor is a
-        // signal to the caller's process, a microsecond here. A caller
-        // that dies in between stops a job that is over, which is nothing.
-        if let Some(monitor) = lock(&running.monitor).take() {
-            running.demonitor(None, &monitor);
-        }
+        let job = Box::pin(start(state, stop));
+        drive(running, pid, job, encode).await;
     });
     Ok(handle)
+}
+
+/// What came of a job whose first poll ran on its caller's thread.
+pub enum Inline<T, E> {
+    /// It ended there: the outcome, which nobody else sends.
+    Ran(Outcome<T, E>),
+    /// It goes on (or was frozen): answered as any job, `{tag, result}`.
+    Later(ResourceArc<JobHandle>),
+}
+
+/// Runs the first poll of the job `start` builds here, on the calling
+/// dirty scheduler, holding `slot` (see `ex_bashkit_core::inline`). A job
+/// that ends there is answered by the return value, with no message and
+/// no thread woken; one that waits goes on on interpreter thread `worker`
+/// as [`spawn_job`]'s do. Also returns how long the poll took.
+pub fn run_inline<'a, S, F, T, E>(
+    slot: inline::Slot,
+    worker: usize,
+    pid: LocalPid,
+    tag: Term<'a>,
+    start: S,
+    encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
+) -> Result<(Inline<T, E>, Duration), String>
+where
+    S: FnOnce(Arc<JobState>, StopSignal) -> F,
+    F: Future<Output = Outcome<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Encoder + From<String> + Send + 'static,
+{
+    let pool = interpreters()?;
+    // The reply is ready before the poll: a script frozen there is
+    // answered by the watchdog, which may come first.
+    let (state, stop) = JobState::new(Recipient::new(pid, tag));
+    *lock(&state.progress) = Progress::Queued;
+    let state = Arc::new(state);
+    let began = Instant::now();
+    let polled = slot.first_poll(pool, worker, Box::pin(start(state.clone(), stop)));
+    let took = began.elapsed();
+    drop(slot);
+    let inline = match polled {
+        FirstPoll::Ready(outcome) => {
+            state.answered_here();
+            Inline::Ran(outcome)
+        }
+        FirstPoll::Panicked => {
+            state.answered_here();
+            Inline::Ran(Err(E::from(PANICKED.to_string())))
+        }
+        FirstPoll::Pending(job) => {
+            let handle = ResourceArc::new(JobHandle(state));
+            pool.spawn(worker, drive(handle.clone(), pid, job, encode));
+            Inline::Later(handle)
+        }
+        FirstPoll::Frozen => Inline::Later(ResourceArc::new(JobHandle(state))),
+    };
+    Ok((inline, took))
+}
+
+const PANICKED: &str = "internal error: the interpreter panicked";
+
+/// Polls `job` to its end on an interpreter thread and answers its caller.
+async fn drive<F, T, E>(
+    running: ResourceArc<JobHandle>,
+    pid: LocalPid,
+    job: Pin<Box<F>>,
+    encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
+) where
+    F: Future<Output = Outcome<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Encoder + From<String> + Send + 'static,
+{
+    let job = WatchOnWait {
+        job,
+        first_wait: Some(|| watch(&running, &pid)),
+    };
+    // A panic in the interpreter must still answer the caller, who
+    // would otherwise wait forever.
+    let outcome = AssertUnwindSafe(job)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|_| Err(E::from(PANICKED.to_string())));
+    runtime::job_done();
+    running.answer(|env| match outcome {
+        Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
+        Err(error) => (crate::atoms::error(), error).encode(env),
+    });
+    // After the answer, which the caller waits for: a demonitor is a
+    // signal to the caller's process, a microsecond here. A caller
+    // that dies in between stops a job that is over, which is nothing.
+    if let Some(monitor) = lock(&running.monitor).take() {
+        running.demonitor(None, &monitor);
+    }
 }
 
 /// Monitors the caller `pid` of `job` from an interpreter thread: its exit
@@ -288,6 +383,12 @@ impl Recipient {
         let env = crate::envs::take();
         let tag = env.save(tag);
         Self { pid, env, tag }
+    }
+
+    /// Gives back the environment unsent, cleared, for a later message.
+    fn recycle(mut self) {
+        self.env.clear();
+        crate::envs::keep(self.env);
     }
 
     /// Sends `{tag, payload}`. Must run on a non-BEAM thread (the runtime's).

@@ -13,8 +13,9 @@ use ex_bashkit_core::runtime::interpreters;
 use ex_bashkit_core::snapshot::{restore, take, RESTORE_FAILED, TAKE_FAILED};
 use ex_bashkit_core::stop::StopSignal;
 use rustler::{Binary, Encoder, Env, LocalPid, NifMap, ResourceArc, Term};
+use std::sync::Arc;
 
-use crate::jobs::{spawn_job, JobHandle};
+use crate::jobs::{spawn_job, JobHandle, JobState};
 use crate::session::SessionResource;
 use crate::terms::bytes;
 
@@ -87,7 +88,7 @@ where
 {
     session.usable().map_err(|e| format!("{failure}: {e}"))?;
     let worker = interpreters()?.place(&session.worker);
-    let job = move |handle: ResourceArc<JobHandle>, stop: StopSignal| {
+    let job = move |handle: Arc<JobState>, stop: StopSignal| {
         stop.guard(async move {
             let mut bash = session.bash.lock().await;
             handle.started();

@@ -33,6 +33,8 @@ pub fn script_text(script: &[u8]) -> Result<String, String> {
 /// `job` is answered at once), and the call's own options.
 struct Run<'r> {
     max_memory: usize,
+    /// The session's own limit, for a call that sets none.
+    timeout: std::time::Duration,
     gate: &'r Gate,
     frozen: &'r Arc<AtomicBool>,
     job: Arc<dyn Job>,
@@ -77,14 +79,24 @@ async fn run_metered(
     account.on_freeze(move |message, limit| answer.fail(ScriptError::limit(message, limit)));
     let options = run.call.bashkit_options();
     let metered = Metered::new(&account, bash.exec_with_options(script, options));
+    let timeout = run.call.timeout.unwrap_or(run.timeout);
+    // Polled first on its caller's thread, a script that never awaits is
+    // stopped at its deadline by the watchdog instead of by a timer.
+    let deadline = crate::inline::watch_deadline(timeout, &cancel);
     let outcome = match run.call.timeout {
         Some(timeout) => tokio::time::timeout(timeout, metered)
             .await
             .unwrap_or_else(|_| Err(LimitExceeded::Timeout(timeout).into())),
         None => metered.await,
     };
+    // Unwatched before the flag comes down: it is never raised after.
+    let overdue = deadline.is_some_and(|deadline| deadline.passed());
     // A memory stop raised the flag; the session's next script must not see it.
     cancel.store(false, Ordering::Release);
+    let outcome = match outcome {
+        Err(_) if overdue => Err(LimitExceeded::Timeout(timeout).into()),
+        outcome => outcome,
+    };
     match account.verdict() {
         Some((message, limit)) => Err(ScriptError::limit(message, limit)),
         None => outcome.map_err(|e| crate::script_error::classify(&e)),
@@ -124,6 +136,7 @@ pub async fn run_on_session<S>(
                 let _running = session.running.enter(job.clone());
                 let run = Run {
                     max_memory: session.max_script_memory,
+                    timeout: session.timeout,
                     gate: &session.gate,
                     frozen: &session.frozen,
                     job: job.clone(),
@@ -164,6 +177,7 @@ pub async fn run_once(
         .await?;
     let run = Run {
         max_memory: options.limits.script_memory(),
+        timeout: options.limits.execution().timeout,
         gate: &gate,
         frozen: &Arc::new(AtomicBool::new(false)),
         job,

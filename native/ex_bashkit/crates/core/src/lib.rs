@@ -16,6 +16,7 @@ pub mod file_kind;
 pub mod fs;
 #[cfg(feature = "git")]
 pub mod git;
+pub mod inline;
 pub mod job;
 pub mod limits;
 pub mod memory;

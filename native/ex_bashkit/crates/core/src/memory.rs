@@ -154,6 +154,8 @@ thread_local! {
 
     /// On one of its blocking-pool threads: whom to charge.
     static HELPING: RefCell<Option<Arc<Helped>>> = const { RefCell::new(None) };
+    /// What a freeze calls instead of sleeping for good ([`set_escape`]).
+    static ESCAPE: Cell<Option<fn()>> = const { Cell::new(None) };
 }
 
 /// The script an interpreter thread polled last, for the threads of its
@@ -239,7 +241,8 @@ fn charge(delta: isize) {
 }
 
 /// Watches the calling thread's stack from now on: one of our interpreter
-/// or blocking-pool threads, never a BEAM scheduler.
+/// or blocking-pool threads (a scheduler watches the stack it switched to
+/// instead, [`watch_stack_of`]).
 pub fn watch_stack() {
     if let Some((low, top)) = stack::bounds() {
         let _ = METER.try_with(|meter| {
@@ -286,9 +289,71 @@ fn at_stack_guard(meter: &Meter, delta: isize, sp: usize) {
 /// parser's own timeout. Never allocates.
 fn freeze_thread() -> ! {
     FROZEN_SCRIPTS.fetch_add(1, Ordering::Relaxed);
+    stand_still()
+}
+
+/// Where a frozen script stays: its thread sleeps for good, unless the
+/// thread runs it on a stack of its own and can leave that stack instead
+/// ([`set_escape`]). Never allocates.
+pub(super) fn stand_still() -> ! {
+    if let Some(escape) = ESCAPE.try_with(Cell::get).ok().flatten() {
+        escape();
+    }
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
+}
+
+/// Makes a freeze on the calling thread call `escape` instead of sleeping
+/// for good: a BEAM scheduler running a script on a stack of its own
+/// (`inline.rs`) leaves that stack, with the frozen script on it, and goes
+/// on. `None` puts the sleep back.
+pub fn set_escape(escape: Option<fn()>) {
+    let _ = ESCAPE.try_with(|current| current.set(escape));
+}
+
+/// A thread's meter as it was before it watched a stack of its own.
+pub struct SavedMeter {
+    account: *const Account,
+    base: isize,
+    charged: isize,
+    check_at: isize,
+    stack: (usize, usize, usize, usize),
+}
+
+/// Watches `[low, top)`, a stack the calling thread switched to, from now
+/// on: its depth counts and its end freezes, as on our own threads.
+/// Returns the meter as it was, for [`put_back`].
+pub fn watch_stack_of(low: usize, top: usize) -> SavedMeter {
+    METER.with(|meter| SavedMeter {
+        account: meter.account.get(),
+        base: meter.base.get(),
+        charged: meter.charged.get(),
+        check_at: meter.check_at.get(),
+        stack: (
+            meter.stack_low.replace(low),
+            meter.stack_top.replace(top),
+            meter.stack_guard.replace(low + STACK_GUARD_BYTES),
+            meter.stack_deepest.replace(usize::MAX),
+        ),
+    })
+}
+
+/// Puts back the meter [`watch_stack_of`] saved: after the stack was left,
+/// whether the script on it ended or froze there (then nothing restored
+/// what its poll changed).
+pub fn put_back(saved: SavedMeter) {
+    let _ = METER.try_with(|meter| {
+        meter.account.set(saved.account);
+        meter.base.set(saved.base);
+        meter.charged.set(saved.charged);
+        meter.check_at.set(saved.check_at);
+        let (low, top, guard, deepest) = saved.stack;
+        meter.stack_low.set(low);
+        meter.stack_top.set(top);
+        meter.stack_guard.set(guard);
+        meter.stack_deepest.set(deepest);
+    });
 }
 
 fn flush(meter: &Meter, unflushed: isize) {

@@ -1,10 +1,12 @@
 //! The interpreter threads every script runs on.
 //!
-//! Scripts never run on a BEAM scheduler thread (normal or dirty): bashkit's
-//! interpreter recurses on the native stack, and a dirty scheduler's ~320 KB
-//! stack overflows on hostile input, which would abort the whole VM. Our
-//! threads get a large stack instead; Linux commits stack pages lazily, so an
-//! idle thread costs only the pages it has touched.
+//! Scripts run here once they have to wait; a script's first poll may run
+//! on its caller's dirty scheduler instead, on a stack of its own
+//! (`inline.rs`). Never on a scheduler's own stack: bashkit's interpreter
+//! recurses on the native stack, and a dirty scheduler's ~320 KB stack
+//! overflows on hostile input, which would abort the whole VM. Our threads
+//! get a large stack instead; Linux commits stack pages lazily, so an idle
+//! thread costs only the pages it has touched.
 //!
 //! Each thread runs its own single-threaded tokio runtime. A session's
 //! scripts go to its home thread, so a busy session keeps hitting a thread
@@ -256,6 +258,7 @@ pub fn interpreters() -> Result<&'static Interpreters, SessionError> {
                 if let Ok(pool) = interpreters() {
                     pool.watch();
                 }
+                crate::inline::watch();
                 crate::memory::answer_frozen();
             })
             .map_err(cannot_start)?;
@@ -404,6 +407,12 @@ impl Interpreters {
         }
     }
 
+    /// Enters thread `worker`'s runtime context on the calling thread: the
+    /// timers and blocking pool a first poll there uses (`inline.rs`).
+    pub fn enter(&self, worker: usize) -> tokio::runtime::EnterGuard<'_> {
+        self.worker(worker).handle.enter()
+    }
+
     /// Drives `future` to completion on the calling (dirty scheduler)
     /// thread, inside thread `worker`'s runtime context. For short,
     /// non-recursive work only: filesystem calls and building interpreters.
@@ -510,8 +519,24 @@ fn recently_active() -> bool {
     LAST_ACTIVITY.with(|last| last.get().elapsed() < SPIN_WINDOW)
 }
 
+/// How often an idle interpreter thread's timer driver wakes.
+///
+/// A script polled first on its caller's thread (`inline.rs`) sets its
+/// deadline's timer on its home thread's driver. A timer sooner than any
+/// the driver waits for wakes the thread to wait for it instead: with no
+/// timer at all, every such call woke it (a write to its eventfd, and a
+/// thread that competes for the cores; 10–40 µs of `exec("true")` here).
+/// This tick keeps the driver's next wake at most this far ahead, so a
+/// deadline past it wakes nobody; the cost is one wake a second per thread.
+const TICK: Duration = Duration::from_secs(1);
+
 /// Takes jobs out of the inbox and runs them as tasks on this thread.
 async fn serve(inbox: Arc<Inbox>, load: Arc<Load>) {
+    tokio::spawn(async {
+        loop {
+            tokio::time::sleep(TICK).await;
+        }
+    });
     loop {
         let job = match inbox.pop() {
             Some(job) => job,

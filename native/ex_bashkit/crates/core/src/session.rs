@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use bashkit::{normalize_path, Bash, FileSystem};
 use tokio::sync::Mutex;
@@ -42,6 +43,12 @@ pub struct Session {
     pub max_nesting: usize,
     /// The most one script may allocate (`memory.rs`).
     pub max_script_memory: usize,
+    /// How long one of its scripts may run (`:timeout_ms`).
+    pub timeout: Duration,
+    /// Whether a caller may run this session's scripts' first polls itself
+    /// (`inline.rs`): cleared for good when one of them took too long, or
+    /// the session was given a script too big to be sure of.
+    pub runs_inline: AtomicBool,
     /// Set when a script was frozen over its memory limit: it holds the
     /// interpreter for good, so nothing else may queue for it.
     pub frozen: Arc<AtomicBool>,
@@ -138,6 +145,8 @@ impl Session {
             untidy: Untidy::default(),
             max_nesting: options.limits.nesting_depth(),
             max_script_memory: options.limits.script_memory(),
+            timeout: limits.timeout,
+            runs_inline: AtomicBool::new(true),
             frozen: Arc::new(AtomicBool::new(false)),
             running,
             credentials,

@@ -33,7 +33,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bashkit::{
-    async_trait, Bash, Builtin, BuiltinContext, ExecResult, FileSystem, InMemoryFs, SessionLimits,
+    async_trait, Bash, Builtin, BuiltinContext, ExecResult, ExecutionLimits, FileSystem,
+    InMemoryFs, SessionLimits,
 };
 use ex_bashkit_core::memory;
 
@@ -80,9 +81,14 @@ fn main() {
     }
 }
 
+/// A session as ours are made in what counts per call: no command
+/// history (ours keep none, as a non-interactive bash; bashkit's default
+/// of 1,000 entries shifts them all on every call once full) and no limit
+/// on the number of calls.
 fn session() -> Bash {
     Bash::builder()
         .session_limits(SessionLimits::unlimited())
+        .limits(ExecutionLimits::new().max_history_entries(0))
         .build()
 }
 

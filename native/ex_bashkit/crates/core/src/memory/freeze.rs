@@ -3,7 +3,6 @@
 //! took), and the watchdog answers its caller at once.
 
 use std::sync::atomic::{AtomicIsize, AtomicPtr, AtomicUsize, Ordering};
-use std::time::Duration;
 
 use super::{Account, Stop};
 use crate::sync::lock;
@@ -44,9 +43,7 @@ pub(super) fn freeze(account: &Account, used: isize) -> ! {
             watchdog.unpark();
         }
     }
-    loop {
-        std::thread::sleep(Duration::from_secs(3600));
-    }
+    super::stand_still()
 }
 
 /// The thread that runs [`answer_frozen`], woken by a thread that freezes

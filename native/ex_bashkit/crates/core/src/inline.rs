@@ -1,0 +1,369 @@
+//! A script's first poll on the thread that asked for it (a BEAM dirty
+//! scheduler), on a stack of its own.
+//!
+//! Handing every script to an interpreter thread cost each call a thread's
+//! wake-up, and a loaded machine makes a wake slow: tens of microseconds
+//! where `exec("true")` itself takes seven. Most scripts end in their first
+//! poll (no `sleep`, no network, no callback), so a caller may run that
+//! poll itself. It runs on a lazily committed stack of
+//! [`INTERPRETER_STACK_BYTES`] kept per thread (bashkit recurses on the
+//! native stack; a scheduler's own holds a few hundred KB), watched by the
+//! allocator as our own threads' stacks are (`memory.rs`). A script that
+//! has to wait comes back pending between polls, when nothing of it is on
+//! that stack, and goes on on its session's interpreter thread.
+//!
+//! What our threads do that a scheduler must not, and what is done instead:
+//! - A script past its hard memory cap inside work that cannot be
+//!   interrupted is frozen: our thread sleeps for good. Here the scheduler
+//!   leaves the stack instead, with the frozen script on it; both are kept
+//!   for good, as a frozen thread keeps its own, and the watchdog answers
+//!   the caller as it does for any frozen script.
+//! - A script's deadline is a timer, which fires only when the script
+//!   awaits. The watchdog raises the interpreter's cancellation flag of a
+//!   script polled here past its deadline, which bashkit checks between
+//!   commands ([`watch_deadline`]).
+//! - Work that neither awaits nor reaches a next command (one huge `[[ ]]`)
+//!   holds its caller until it ends, as it would in any dirty NIF. So at
+//!   most [`slots`] scripts are polled here at once, one dirty scheduler
+//!   always stays free of them, and the NIF keeps a session whose poll ran
+//!   past [`BUDGET`] on the interpreter threads from then on.
+
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use corosensei::stack::{DefaultStack, Stack};
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use crate::memory;
+use crate::runtime::{Interpreters, HOG_THRESHOLD, INTERPRETER_STACK_BYTES};
+use crate::sync::lock;
+
+/// A first poll longer than this took its caller's scheduler too long: the
+/// session's later scripts go to the interpreter threads.
+pub const BUDGET: Duration = HOG_THRESHOLD;
+
+/// The most first polls at once, whatever the machine.
+const MAX_SLOTS: usize = 64;
+
+/// How many first polls may run at once: one fewer than the cores (the
+/// BEAM starts a dirty CPU scheduler per core), at least one.
+pub fn slots() -> usize {
+    static SLOTS: OnceLock<usize> = OnceLock::new();
+    *SLOTS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        cores.saturating_sub(1).clamp(1, MAX_SLOTS)
+    })
+}
+
+/// A script polled here, as the watchdog sees it.
+struct Deadline {
+    at: Instant,
+    cancel: Arc<AtomicBool>,
+    passed: Arc<AtomicBool>,
+    id: u64,
+}
+
+struct SlotState {
+    busy: AtomicBool,
+    deadline: Mutex<Option<Deadline>>,
+}
+
+static SLOTS: [SlotState; MAX_SLOTS] = [const {
+    SlotState {
+        busy: AtomicBool::new(false),
+        deadline: Mutex::new(None),
+    }
+}; MAX_SLOTS];
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's stack for first polls, between them.
+    static STACK: RefCell<Option<DefaultStack>> = const { RefCell::new(None) };
+    /// The poll running on that stack now, for a freeze to leave it.
+    static YIELDER: Cell<*const Yielder<(), ()>> = const { Cell::new(std::ptr::null()) };
+    /// The slot of the poll running on this thread now.
+    static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// The right to poll a script here; freed when dropped.
+pub struct Slot(usize);
+
+/// A free slot, if there is one.
+pub fn admit() -> Option<Slot> {
+    SLOTS[..slots()]
+        .iter()
+        .enumerate()
+        .find_map(|(index, slot)| {
+            slot.busy
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+                .then_some(Slot(index))
+        })
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        *lock(&SLOTS[self.0].deadline) = None;
+        SLOTS[self.0].busy.store(false, Ordering::Release);
+    }
+}
+
+/// What came of a first poll.
+pub enum FirstPoll<F: Future> {
+    /// The script ended.
+    Ready(F::Output),
+    /// It waits: poll it on again elsewhere (nothing of it is on the stack).
+    Pending(Pin<Box<F>>),
+    /// It was frozen over its memory cap: it stays where it stood, for good.
+    Frozen,
+    /// It panicked (the future is dropped).
+    Panicked,
+}
+
+/// What the coroutine hands back: the poll's outcome, the future when it
+/// waits.
+enum Polled<F: Future> {
+    Ready(F::Output),
+    Pending(Pin<Box<F>>),
+    Panicked,
+}
+
+impl Slot {
+    /// Polls `future` once on this thread, on its stack for first polls,
+    /// inside thread `worker`'s runtime context (its timers and blocking
+    /// pool), with a waker that does nothing: a future that comes back
+    /// pending is polled again wherever it goes, which looks at everything
+    /// it waits for. A stack that cannot be made (an address-space limit)
+    /// answers `Pending` with the future unpolled.
+    pub fn first_poll<F>(
+        &self,
+        pool: &Interpreters,
+        worker: usize,
+        future: Pin<Box<F>>,
+    ) -> FirstPoll<F>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let stack = match STACK.with(|kept| kept.borrow_mut().take()) {
+            Some(stack) => stack,
+            None => match DefaultStack::new(INTERPRETER_STACK_BYTES) {
+                Ok(stack) => stack,
+                Err(_) => return FirstPoll::Pending(future),
+            },
+        };
+        let (low, top) = (stack.limit().get(), stack.base().get());
+        let _context = pool.enter(worker);
+        let mut coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
+            YIELDER.with(|current| current.set(yielder));
+            let mut future = future;
+            let mut cx = Context::from_waker(Waker::noop());
+            let polled =
+                std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
+            let polled = match polled {
+                Ok(Poll::Ready(output)) => Polled::Ready(output),
+                Ok(Poll::Pending) => Polled::Pending(future),
+                Err(_) => {
+                    // Dropped here, on the big stack: a script's state can
+                    // be deep.
+                    let _ = std::panic::catch_unwind(AssertUnwindSafe(move || drop(future)));
+                    Polled::Panicked
+                }
+            };
+            // The stack is shallow again: its deep pages go back.
+            memory::release_stack();
+            polled
+        });
+        let saved = memory::watch_stack_of(low, top);
+        memory::set_escape(Some(escape));
+        CURRENT.with(|current| current.set(Some(self.0)));
+        let result = coroutine.resume(());
+        CURRENT.with(|current| current.set(None));
+        memory::set_escape(None);
+        YIELDER.with(|current| current.set(std::ptr::null()));
+        memory::put_back(saved);
+        *lock(&SLOTS[self.0].deadline) = None;
+        match result {
+            CoroutineResult::Return(polled) => {
+                let stack = coroutine.into_stack();
+                STACK.with(|kept| *kept.borrow_mut() = Some(stack));
+                match polled {
+                    Polled::Ready(output) => FirstPoll::Ready(output),
+                    Polled::Pending(future) => FirstPoll::Pending(future),
+                    Polled::Panicked => FirstPoll::Panicked,
+                }
+            }
+            CoroutineResult::Yield(()) => {
+                // Frozen: the script, its future and the stack under it are
+                // kept as they stand, never resumed and never dropped (a
+                // drop would unwind through the frozen frames).
+                std::mem::forget(coroutine);
+                FirstPoll::Frozen
+            }
+        }
+    }
+}
+
+/// Leaves the stack of the poll running on this thread, for good: what a
+/// freeze calls here instead of sleeping (`memory::set_escape`).
+fn escape() {
+    let yielder = YIELDER.with(Cell::get);
+    if !yielder.is_null() {
+        // SAFETY: set by the coroutine this thread is running, which lives
+        // until `resume` returns to `first_poll`; it is never resumed after
+        // this suspend, so the frames below are never run again.
+        unsafe { (*yielder).suspend(()) };
+    }
+}
+
+/// Watches the deadline of a script whose first poll runs on this thread:
+/// past `timeout` from now the watchdog raises `cancel`, the interpreter's
+/// cancellation flag, and [`DeadlineWatch::passed`] says so. `None` on any
+/// other thread (there the script's timer stops it).
+pub fn watch_deadline(timeout: Duration, cancel: &Arc<AtomicBool>) -> Option<DeadlineWatch> {
+    let slot = CURRENT.with(Cell::get)?;
+    let passed = Arc::new(AtomicBool::new(false));
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    *lock(&SLOTS[slot].deadline) = Some(Deadline {
+        at: Instant::now() + timeout,
+        cancel: cancel.clone(),
+        passed: passed.clone(),
+        id,
+    });
+    Some(DeadlineWatch { slot, id, passed })
+}
+
+/// A deadline the watchdog watches until this is dropped.
+pub struct DeadlineWatch {
+    slot: usize,
+    id: u64,
+    passed: Arc<AtomicBool>,
+}
+
+impl DeadlineWatch {
+    /// Whether the watchdog stopped the script at its deadline.
+    pub fn passed(&self) -> bool {
+        self.passed.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for DeadlineWatch {
+    /// Under the slot's lock, so the flag is never raised after this.
+    fn drop(&mut self) {
+        let mut deadline = lock(&SLOTS[self.slot].deadline);
+        if deadline
+            .as_ref()
+            .is_some_and(|watched| watched.id == self.id)
+        {
+            *deadline = None;
+        }
+    }
+}
+
+/// Stops scripts polled here that are past their deadline. Run by the
+/// runtime's watchdog.
+pub fn watch() {
+    let now = Instant::now();
+    for slot in &SLOTS[..slots()] {
+        if !slot.busy.load(Ordering::Acquire) {
+            continue;
+        }
+        if let Some(deadline) = lock(&slot.deadline).as_ref() {
+            if now >= deadline.at && !deadline.passed.swap(true, Ordering::AcqRel) {
+                deadline.cancel.store(true, Ordering::Release);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runtime::interpreters;
+
+    fn poll_here<F>(future: F) -> FirstPoll<F>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        // Slots are shared with every test of this binary: wait for one.
+        let slot = loop {
+            match admit() {
+                Some(slot) => break slot,
+                None => std::thread::yield_now(),
+            }
+        };
+        let pool = interpreters().expect("the pool starts");
+        slot.first_poll(pool, 0, Box::pin(future))
+    }
+
+    #[test]
+    fn a_future_that_ends_in_its_first_poll_answers_here() {
+        assert!(matches!(poll_here(async { 7 }), FirstPoll::Ready(7)));
+    }
+
+    #[test]
+    fn a_waiting_future_comes_back_to_be_polled_on_elsewhere() {
+        let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+        let FirstPoll::Pending(future) = poll_here(async move { rx.await.unwrap() + 1 }) else {
+            panic!("a future waiting for a channel is pending");
+        };
+        tx.send(41).unwrap();
+        let pool = interpreters().unwrap();
+        assert_eq!(pool.block_on(0, future), 42);
+    }
+
+    #[test]
+    fn a_frozen_poll_leaves_its_stack_and_the_thread_goes_on() {
+        let frozen = poll_here(async {
+            escape();
+            unreachable!("a frozen poll never resumes")
+        });
+        assert!(matches!(frozen, FirstPoll::Frozen));
+        assert!(matches!(
+            poll_here(async { "after" }),
+            FirstPoll::Ready("after")
+        ));
+    }
+
+    #[test]
+    fn a_poll_past_its_deadline_is_cancelled_by_the_watchdog() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        let polled = poll_here(async move {
+            let watch = watch_deadline(Duration::from_millis(1), &flag).expect("polled here");
+            let started = Instant::now();
+            // Work that never awaits, until the flag comes up.
+            while !flag.load(Ordering::Acquire) {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "never cancelled"
+                );
+                watch_from_here();
+            }
+            watch.passed()
+        });
+        assert!(matches!(polled, FirstPoll::Ready(true)));
+        assert!(cancel.load(Ordering::Acquire));
+    }
+
+    /// What the watchdog does, run from another thread.
+    fn watch_from_here() {
+        std::thread::scope(|scope| {
+            scope.spawn(watch);
+        });
+    }
+
+    #[test]
+    fn no_deadline_is_watched_off_a_first_poll() {
+        let cancel = Arc::new(AtomicBool::new(false));
+        assert!(watch_deadline(Duration::from_millis(1), &cancel).is_none());
+    }
+}
