@@ -194,11 +194,6 @@ defmodule HotPathBench do
 
   defp fmt(us) when us >= 1000, do: "#{Float.round(us / 1000, 2)} ms"
   defp fmt(us), do: "#{Float.round(us / 1, 1)} µs"
-
-  defp log_line(i) do
-    status = if rem(i, 3) == 0, do: "ok", else: "fail"
-    "#{i} user#{rem(i, 7)} #{rem(i * 37, 101)} status=#{status}\n"
-  end
 end
 
 BenchSupport.publish(__ENV__.file, &HotPathBench.run/0)
