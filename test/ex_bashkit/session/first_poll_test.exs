@@ -103,6 +103,17 @@ defmodule ExBashkit.Session.FirstPollTest do
     assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
   end
 
+  test "a caller killed inside a first poll: its script stops at its deadline, the session goes on" do
+    session = Session.new(limits: @unlimited)
+    caller = spawn(fn -> Session.exec(session, @spin, timeout_ms: 300) end)
+    monitor = Process.monitor(caller)
+    Process.sleep(50)
+    Process.exit(caller, :kill)
+    # A process inside a NIF dies when the NIF returns: at the deadline.
+    assert_receive {:DOWN, ^monitor, :process, ^caller, :killed}, 10_000
+    assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
+  end
+
   test "a big script's session runs its later scripts on the interpreter threads" do
     session = Session.new()
     big = "x=1\n" <> String.duplicate("# padding\n", 2_000)

@@ -104,7 +104,9 @@ pub fn admit() -> Option<Slot> {
             slot.busy
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
-                .then_some(Slot(index))
+                // Lazily: a `Slot` made for a slot not taken would free it
+                // when dropped.
+                .then(|| Slot(index))
         })
 }
 
@@ -302,6 +304,23 @@ mod tests {
         };
         let pool = interpreters().expect("the pool starts");
         slot.first_poll(pool, 0, Box::pin(future))
+    }
+
+    #[test]
+    fn a_refused_admission_leaves_the_slots_taken() {
+        let mut held = Vec::new();
+        while held.len() < slots() {
+            match admit() {
+                Some(slot) => held.push(slot),
+                None => std::thread::yield_now(),
+            }
+        }
+        assert!(admit().is_none());
+        // A refusal frees nothing (a `Slot` made and dropped for it did).
+        assert!(admit().is_none());
+        assert!(held
+            .iter()
+            .all(|slot| SLOTS[slot.0].busy.load(Ordering::Acquire)));
     }
 
     #[test]
