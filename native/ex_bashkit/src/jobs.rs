@@ -278,7 +278,7 @@ where
     *lock(&state.progress) = Progress::Queued;
     let state = Arc::new(state);
     let began = Instant::now();
-    let polled = slot.first_poll(pool, worker, Box::pin(start(state.clone(), stop)));
+    let polled = slot.first_poll(pool.handle(worker), Box::pin(start(state.clone(), stop)));
     let took = began.elapsed();
     drop(slot);
     let inline = match polled {

@@ -5,8 +5,8 @@
 //! wake-up, and a loaded machine makes a wake slow: tens of microseconds
 //! where `exec("true")` itself takes seven. Most scripts end in their first
 //! poll (no `sleep`, no network, no callback), so a caller may run that
-//! poll itself. It runs on a lazily committed stack of
-//! [`INTERPRETER_STACK_BYTES`] kept per thread (bashkit recurses on the
+//! poll itself. It runs on a lazily committed stack of 1 GiB (as big as an
+//! interpreter thread's) kept per thread (bashkit recurses on the
 //! native stack; a scheduler's own holds a few hundred KB), watched by the
 //! allocator as our own threads' stacks are (`memory.rs`). A script that
 //! has to wait comes back pending between polls, when nothing of it is on
@@ -40,13 +40,18 @@ use std::time::{Duration, Instant};
 use corosensei::stack::{DefaultStack, Stack};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
+use tokio::runtime::Handle;
+
 use crate::memory;
-use crate::runtime::{Interpreters, HOG_THRESHOLD, INTERPRETER_STACK_BYTES};
 use crate::sync::lock;
 
 /// A first poll longer than this took its caller's scheduler too long: the
-/// session's later scripts go to the interpreter threads.
-pub const BUDGET: Duration = HOG_THRESHOLD;
+/// session's later scripts go to the interpreter threads. As long as an
+/// interpreter thread's poll may take before it counts as hogged.
+pub const BUDGET: Duration = Duration::from_millis(10);
+
+/// The stack a first poll runs on: as big as an interpreter thread's.
+const STACK_BYTES: usize = 1 << 30;
 
 /// The most first polls at once, whatever the machine.
 const MAX_SLOTS: usize = 64;
@@ -139,30 +144,26 @@ enum Polled<F: Future> {
 
 impl Slot {
     /// Polls `future` once on this thread, on its stack for first polls,
-    /// inside thread `worker`'s runtime context (its timers and blocking
-    /// pool), with a waker that does nothing: a future that comes back
-    /// pending is polled again wherever it goes, which looks at everything
-    /// it waits for. A stack that cannot be made (an address-space limit)
-    /// answers `Pending` with the future unpolled.
-    pub fn first_poll<F>(
-        &self,
-        pool: &Interpreters,
-        worker: usize,
-        future: Pin<Box<F>>,
-    ) -> FirstPoll<F>
+    /// inside the runtime context `home` (the timers and blocking pool of
+    /// the interpreter thread it goes on on), with a waker that does
+    /// nothing: a future that comes back pending is polled again wherever
+    /// it goes, which looks at everything it waits for. A stack that
+    /// cannot be made (an address-space limit) answers `Pending` with the
+    /// future unpolled.
+    pub fn first_poll<F>(&self, home: &Handle, future: Pin<Box<F>>) -> FirstPoll<F>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
         let stack = match STACK.with(|kept| kept.borrow_mut().take()) {
             Some(stack) => stack,
-            None => match DefaultStack::new(INTERPRETER_STACK_BYTES) {
+            None => match DefaultStack::new(STACK_BYTES) {
                 Ok(stack) => stack,
                 Err(_) => return FirstPoll::Pending(future),
             },
         };
         let (low, top) = (stack.limit().get(), stack.base().get());
-        let _context = pool.enter(worker);
+        let _context = home.enter();
         let mut coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
             YIELDER.with(|current| current.set(yielder));
             let mut future = future;
@@ -288,7 +289,17 @@ pub fn watch() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::interpreters;
+
+    /// A runtime standing in for an interpreter thread's.
+    fn home() -> &'static tokio::runtime::Runtime {
+        static HOME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+        HOME.get_or_init(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime")
+        })
+    }
 
     fn poll_here<F>(future: F) -> FirstPoll<F>
     where
@@ -302,8 +313,7 @@ mod tests {
                 None => std::thread::yield_now(),
             }
         };
-        let pool = interpreters().expect("the pool starts");
-        slot.first_poll(pool, 0, Box::pin(future))
+        slot.first_poll(home().handle(), Box::pin(future))
     }
 
     #[test]
@@ -335,8 +345,7 @@ mod tests {
             panic!("a future waiting for a channel is pending");
         };
         tx.send(41).unwrap();
-        let pool = interpreters().unwrap();
-        assert_eq!(pool.block_on(0, future), 42);
+        assert_eq!(home().block_on(future), 42);
     }
 
     #[test]

@@ -407,10 +407,10 @@ impl Interpreters {
         }
     }
 
-    /// Enters thread `worker`'s runtime context on the calling thread: the
-    /// timers and blocking pool a first poll there uses (`inline.rs`).
-    pub fn enter(&self, worker: usize) -> tokio::runtime::EnterGuard<'_> {
-        self.worker(worker).handle.enter()
+    /// Thread `worker`'s runtime: the timers and blocking pool a first poll
+    /// of a script going on there uses (`inline.rs`).
+    pub fn handle(&self, worker: usize) -> &Handle {
+        &self.worker(worker).handle
     }
 
     /// Drives `future` to completion on the calling (dirty scheduler)
