@@ -7,7 +7,9 @@
 //! terminal escapes, or a flood. Our hook takes over on our own threads: the
 //! message is escaped, cut short, rate-limited and handed to the Elixir
 //! process registered with `set_panic_reporter/1`, which logs it through
-//! `Logger`. Panics on any other thread go to the previous hook unchanged.
+//! `Logger`; and during a script's first poll on a BEAM scheduler
+//! (`ex_bashkit_core::inline`), sent from a thread of its own. Panics
+//! anywhere else go to the previous hook unchanged.
 
 use std::panic::PanicHookInfo;
 use std::sync::{Mutex, Once};
@@ -15,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use rustler::{Encoder, LocalPid, OwnedEnv};
 
-use ex_bashkit_core::runtime;
 use ex_bashkit_core::sync::lock;
+use ex_bashkit_core::{inline, runtime};
 
 mod atoms {
     rustler::atoms! { ex_bashkit_panic }
@@ -44,7 +46,15 @@ pub fn install() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             if runtime::on_interpreter_thread() {
-                report(info);
+                report(describe(info));
+            } else if inline::polling_here() {
+                // A script's first poll on a BEAM scheduler, which may not
+                // send: the report goes from a thread of its own, before
+                // the script answers.
+                let text = describe(info);
+                if let Ok(reporter) = std::thread::Builder::new().spawn(move || report(text)) {
+                    let _ = reporter.join();
+                }
             } else {
                 previous(info);
             }
@@ -71,8 +81,7 @@ pub fn describe(info: &PanicHookInfo<'_>) -> String {
     }
 }
 
-fn report(info: &PanicHookInfo<'_>) {
-    let text = describe(info);
+fn report(text: String) {
     let (pid, suppressed) = {
         let mut guard = lock(&REPORTER);
         let Some(reporter) = guard.as_mut() else {

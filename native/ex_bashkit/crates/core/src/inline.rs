@@ -214,6 +214,12 @@ impl Slot {
     }
 }
 
+/// Whether a first poll is running on the calling thread now: a panic
+/// there is ours to report, and the thread may not send to a process.
+pub fn polling_here() -> bool {
+    YIELDER.with(|current| !current.get().is_null())
+}
+
 /// Leaves the stack of the poll running on this thread, for good: what a
 /// freeze calls here instead of sleeping (`memory::set_escape`).
 fn escape() {
