@@ -136,7 +136,8 @@ defmodule Against017Bench do
 
     new_ns = median(for _ <- 1..2_000, do: elapsed_ns(fn -> new.([]) end))
     :erlang.garbage_collect()
-    {builtin, builtin_p90} = builtin_per_call(new, exec, 1_000)
+    # Both libraries call a builtin with one map.
+    {builtin, builtin_p90} = builtin_per_call(1_000, new, exec)
 
     %{
       exec: at(true_samples, 0.5) / 1000,
@@ -147,26 +148,6 @@ defmodule Against017Bench do
       pipeline: piped_ns / 1_000_000,
       new: new_ns / 1000
     }
-  end
-
-  # The gap between two calls of a builtin in a loop of them: one round
-  # trip into Elixir and back. Both libraries call a builtin with one map.
-  defp builtin_per_call(new, exec, calls) do
-    stamps = :atomics.new(calls + 1, signed: true)
-    next = :atomics.new(1, [])
-
-    stamp = fn _call ->
-      :atomics.put(stamps, :atomics.add_get(next, 1, 1), System.monotonic_time(:nanosecond))
-      {:ok, ""}
-    end
-
-    session = new.(builtins: %{"kv_get" => stamp})
-    script = "for i in $(seq #{calls}); do kv_get a; done"
-    {:ok, _} = exec.(session, script)
-    :atomics.put(next, 1, 0)
-    {:ok, _} = exec.(session, script)
-    gaps = Enum.sort(for i <- 2..calls, do: :atomics.get(stamps, i) - :atomics.get(stamps, i - 1))
-    {at(gaps, 0.5) / 1000, at(gaps, 0.9) / 1000}
   end
 
   defp at(sorted, p), do: Enum.at(sorted, min(length(sorted) - 1, trunc(p * length(sorted))))

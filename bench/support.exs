@@ -88,7 +88,7 @@ defmodule BenchSupport do
   between 1 call and the next of one script's loop (the builtin stamps the
   time of each call; a gap is a round trip plus the loop's own step).
   """
-  def builtin_per_call(calls) do
+  def builtin_per_call(calls, new \\ &ExBashkit.Session.new/1, exec \\ &ExBashkit.Session.exec/2) do
     stamps = :atomics.new(calls + 1, signed: true)
     next = :atomics.new(1, [])
 
@@ -97,11 +97,11 @@ defmodule BenchSupport do
       {:ok, ""}
     end
 
-    session = ExBashkit.Session.new(builtins: %{"kv_get" => stamp})
+    session = new.(builtins: %{"kv_get" => stamp})
     script = "for i in $(seq #{calls}); do kv_get a; done"
-    {:ok, _} = ExBashkit.Session.exec(session, script)
+    {:ok, _} = exec.(session, script)
     :atomics.put(next, 1, 0)
-    {:ok, _} = ExBashkit.Session.exec(session, script)
+    {:ok, _} = exec.(session, script)
     gaps = for i <- 2..calls, do: :atomics.get(stamps, i) - :atomics.get(stamps, i - 1)
     sorted = Enum.sort(gaps)
     at = fn p -> Enum.at(sorted, min(length(sorted) - 1, trunc(p * length(sorted)))) / 1000 end
