@@ -423,6 +423,14 @@ defmodule ExBashkit.Server do
       else: reply(:idle, state)
   end
 
+  # A successor takes its predecessor's session before anything else; the
+  # calls that reached it first wait for it (served fresh, they would
+  # answer from an empty session, and the adoption would be lost).
+  defp route({:adopt, _snapshot} = request, from, state), do: serve(request, from, state)
+
+  defp route(request, from, %State{adopting?: true} = state),
+    do: {:noreply, %{state | waiting: :queue.in({request, from}, state.waiting)}}
+
   defp route(request, from, state) do
     if :queue.is_empty(state.waiting),
       do: serve(request, from, state),
@@ -481,9 +489,9 @@ defmodule ExBashkit.Server do
     do: relocated(Placement.handover(state, target, __MODULE__))
 
   # The snapshot a moving server hands over.
-  defp serve({:adopt, snapshot}, _from, state) do
+  defp serve({:adopt, snapshot}, from, state) do
     case State.adopt(state, snapshot) do
-      {:ok, state} -> {:reply, :ok, state}
+      {:ok, state} -> GenServer.reply(from, :ok) && idle(state)
       {:error, message, state} -> {:reply, {:error, message}, state}
     end
   end

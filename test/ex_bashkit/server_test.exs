@@ -191,6 +191,42 @@ defmodule ExBashkit.ServerTest do
     end
   end
 
+  describe "moving" do
+    # A server that moves starts its successor, which takes the name over,
+    # then hands it its snapshot: a call that finds the successor in
+    # between waits for the snapshot instead of answering from nothing.
+    test "a successor answers no call before it has its predecessor's session" do
+      key = :crypto.strong_rand_bytes(32)
+      before = ExBashkit.Session.new()
+      {:ok, _} = ExBashkit.Session.exec(before, "echo kept > /f; export MINE=1")
+      {:ok, snapshot} = ExBashkit.Session.snapshot(before, key: key)
+
+      init_arg = %{
+        id: id(),
+        name: nil,
+        session: [],
+        idle_after: :infinity,
+        store: nil,
+        persist: :on_hibernate,
+        key: key,
+        registrar: nil,
+        epoch: nil,
+        roster: nil,
+        takeover: self()
+      }
+
+      {:ok, successor} = GenServer.start(Server, init_arg)
+      on_exit(fn -> Process.exit(successor, :kill) end)
+      early = Task.async(fn -> Server.exec(successor, "cat /f; echo $MINE") end)
+      assert %{state: :hibernated} = Server.info(successor)
+      refute Task.yield(early, 200)
+
+      assert :ok = GenServer.call(successor, {:adopt, snapshot})
+      assert {:ok, %{stdout: "kept\n1\n"}} = Task.await(early)
+      assert {:ok, %{stdout: "kept\n"}} = Server.exec(successor, "cat /f")
+    end
+  end
+
   describe "hibernation" do
     test "an idle server hibernates and wakes with its state intact" do
       pid = start!(idle_after: 30)

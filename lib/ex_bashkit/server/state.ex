@@ -32,6 +32,9 @@ defmodule ExBashkit.Server.State do
     # The options a backup node restarts it with (`recover: :eager`).
     :roster,
     fenced?: false,
+    # A successor (a move or a handover) is registered before its
+    # predecessor's snapshot arrives: it serves no call until it has it.
+    adopting?: false,
     persist: :on_hibernate,
     given_spec?: false,
     loaded?: false,
@@ -65,6 +68,7 @@ defmodule ExBashkit.Server.State do
       # A server handed over keeps the claim of the one before it.
       epoch: Map.get(arg, :epoch),
       roster: Map.get(arg, :roster),
+      adopting?: Map.get(arg, :takeover) != nil,
       last_call: now(),
       started_at: now()
     }
@@ -162,7 +166,7 @@ defmodule ExBashkit.Server.State do
   @spec adopt(t(), binary()) :: {:ok, t()} | {:error, String.t(), t()}
   def adopt(state, snapshot) do
     with {:ok, state} <- wake(%{state | snapshot: snapshot, loaded?: true}),
-         do: {:ok, %{state | dirty?: true}}
+         do: {:ok, %{state | dirty?: true, adopting?: false}}
   end
 
   @doc """
