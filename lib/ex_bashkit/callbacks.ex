@@ -143,6 +143,8 @@ defmodule ExBashkit.Callbacks do
   defp flush_calls do
     receive do
       {:ex_bashkit_call, _, _, _} -> flush_calls()
+      # A call answered after its script went on without this process.
+      {:ex_bashkit_resumable, _} -> flush_calls()
     after
       0 -> :ok
     end

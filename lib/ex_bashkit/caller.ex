@@ -37,11 +37,71 @@ defmodule ExBashkit.Caller do
   # Run by the call itself: the outcome is here, and no message will come.
   def await({:ran, outcome}, _tag, call, _forward), do: answered(outcome, sink(call))
 
+  # Polled by the call itself, the script waits for the callbacks it made
+  # there: they are served as any, and the script polled on here once one
+  # is answered. At its deadline it goes on its interpreter thread, whose
+  # timer stops it as any script.
+  def await({:call, _handle, _calls} = parked, tag, call, forward) do
+    parked(parked, tag, call, forward, System.monotonic_time(:millisecond) + call.timeout_ms)
+  end
+
   def await({:ok, handle}, tag, call, forward) do
     outcome = wait(handle, tag, call, forward)
     # The session stays referenced until its job answered.
     Interpreter.keep(handle)
     outcome
+  end
+
+  defp parked({:call, handle, calls}, tag, call, forward, until) do
+    Enum.each(calls, forward)
+
+    case await_resumable(tag, deadline(), until, forward) do
+      :resumable ->
+        case Interpreter.resume(handle) do
+          {:call, _, _} = parked -> parked(parked, tag, call, forward, until)
+          polled -> await(polled, tag, call, forward)
+        end
+
+      # Sent on meanwhile (stopped), it answered as any job.
+      {:answered, outcome} ->
+        answered(outcome, sink(call))
+
+      :timeout ->
+        Interpreter.unpark(handle)
+        await({:ok, handle}, tag, call, forward)
+    end
+  end
+
+  # As receive_spinning/6, for a script parked on this process: it yields
+  # between looks, for the callback's runner to run.
+  defp await_resumable(tag, spin_until, until, forward) do
+    spinning? = spin?(spin_until)
+    wait = if spinning?, do: 0, else: remaining_ms(until)
+
+    receive do
+      {:ex_bashkit_resumable, _pending} ->
+        :resumable
+
+      {^tag, outcome} ->
+        {:answered, outcome}
+
+      {:ex_bashkit_call, _, _, _} = call ->
+        forward.(call)
+        await_resumable(tag, deadline(), until, forward)
+    after
+      wait ->
+        cond do
+          spinning? ->
+            :erlang.yield()
+            await_resumable(tag, spin_until, until, forward)
+
+          System.monotonic_time(:millisecond) >= until ->
+            :timeout
+
+          true ->
+            await_resumable(tag, spin_until, until, forward)
+        end
+    end
   end
 
   defp wait(handle, tag, call, forward) do

@@ -85,6 +85,14 @@ defmodule ExBashkit.Interpreter do
   @spec keep(job()) :: :ok
   def keep(job), do: backend(job).keep(job)
 
+  @doc "Polls on a script its caller polls, one of whose callbacks was answered."
+  @spec resume(job()) :: Backend.ran()
+  def resume(job), do: backend(job).resume(job)
+
+  @doc "Sends on a script its caller polls, to be answered by message."
+  @spec unpark(job()) :: :ok
+  def unpark(job), do: backend(job).unpark(job)
+
   @doc "Stops waiting for `job`: where it was, with what it printed if it had begun."
   @spec abandon(job()) :: Backend.whereabouts()
   def abandon(job), do: backend(job).abandon(job)

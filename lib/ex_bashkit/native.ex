@@ -24,7 +24,9 @@ defmodule ExBashkit.Native do
   def python_warm_up, do: err()
   def set_memory_budget(_bytes), do: err()
   def session_exec(_session, _script, _pid, _tag, _callback_server, _options), do: err()
-  def session_exec_inline(_session, _script, _pid, _tag, _options), do: err()
+  def session_exec_inline(_session, _script, _pid, _tag, _callback_server, _options), do: err()
+  def session_exec_resume(_handle), do: err()
+  def session_exec_unpark(_handle), do: err()
   def session_cancel(_session), do: err()
   def session_close(_session), do: err()
 

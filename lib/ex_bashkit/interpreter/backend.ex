@@ -28,7 +28,10 @@ defmodule ExBashkit.Interpreter.Backend do
   A script queued, or already run by the call itself: `{:ran, outcome}`
   holds what its answer `{tag, outcome}` would have.
   """
-  @type ran :: queued() | {:ran, {:ok, term()} | {:error, term()}}
+  @type ran ::
+          queued()
+          | {:ran, {:ok, term()} | {:error, term()}}
+          | {:call, handle(), [tuple()]}
 
   @typedoc """
   How a caller waits for a job: how long past the job's `timeout_ms` before
@@ -68,6 +71,12 @@ defmodule ExBashkit.Interpreter.Backend do
   @doc "Keeps the session referenced by the caller until here (see `ExBashkit.Worker`)."
   @callback keep(handle()) :: :ok
   @callback abandon(handle()) :: whereabouts()
+
+  # A script its caller polls (`exec/6` answered `{:call, handle, calls}`):
+  # polled on once a call is answered, or sent on to be answered by message.
+  @callback resume(handle()) :: ran()
+  @callback unpark(handle()) :: :ok
+  @optional_callbacks resume: 1, unpark: 1
 
   # Callbacks of a running script.
   @callback callback_server(interpreter(), pid()) :: :ok

@@ -80,20 +80,22 @@ defmodule ExBashkit.Interpreter.InVM do
   def describe(_interpreter), do: nil
 
   @impl true
-  # Without callbacks the caller may run the script's first poll itself,
-  # on a dirty scheduler: most scripts end there, answered with no thread
-  # woken (`{:ran, outcome}`). Callbacks are messages its thread sends.
-  def exec(%__MODULE__{resource: resource}, script, caller, tag, nil, call) do
-    Native.session_exec_inline(resource, script, caller, tag, call)
+  # The caller may run the script's first poll itself, on a dirty
+  # scheduler: most scripts end there, answered with no thread woken
+  # (`{:ran, outcome}`). One that calls back is handed back with its calls
+  # (`{:call, handle, calls}`), and polled on here once one is answered
+  # (`resume/1`).
+  def exec(%__MODULE__{resource: resource}, script, caller, tag, callbacks_to, call) do
+    Native.session_exec_inline(resource, script, caller, tag, callbacks_to, call)
   rescue
     ArgumentError -> not_a_session!(resource, __STACKTRACE__)
   end
 
-  def exec(%__MODULE__{resource: resource}, script, caller, tag, callbacks_to, call) do
-    Native.session_exec(resource, script, caller, tag, callbacks_to, call)
-  rescue
-    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
-  end
+  @impl true
+  def resume(handle), do: Native.session_exec_resume(handle)
+
+  @impl true
+  def unpark(handle), do: Native.session_exec_unpark(handle)
 
   @impl true
   def run_code(_interpreter, _run, _caller, _tag, _callbacks_to, _call),

@@ -5,4 +5,5 @@ rustler::atoms! {
     error,
     empty,
     ran,
+    call,
 }

@@ -19,7 +19,7 @@ use crate::atoms;
 use crate::callback::Callbacks;
 use crate::convert::Protocol;
 use crate::exec_options::{call, ExecOptions};
-use crate::jobs::{run_inline, spawn_job, Inline, JobHandle, JobState, VmJob, Whereabouts};
+use crate::jobs::{self, run_inline, spawn_job, JobHandle, JobState, VmJob, Whereabouts};
 use crate::prepared;
 use crate::session::SessionResource;
 use crate::terms::{bytes, protocol};
@@ -86,10 +86,12 @@ fn session_exec<'a>(
 /// one: the script's first poll runs here (`ex_bashkit_core::inline`) when
 /// a slot is free, the script is small and the session has not run long
 /// there before. Answers `{:ran, outcome}` when the script ended in that
-/// poll, else `{:ok, handle}` as `session_exec` (it goes on, or was never
-/// polled here), or `{:error, message}`. Calls with live output, and
-/// sessions with callbacks, take `session_exec`: both send messages, which
-/// a scheduler thread cannot do from here.
+/// poll; `{:call, handle, calls}` when it waits for callbacks, which the
+/// caller serves and then polls it on with `session_exec_resume`; else
+/// `{:ok, handle}` as `session_exec` (it goes on, or was never polled
+/// here), or `{:error, message}`. Calls with live output take
+/// `session_exec`: their chunks are messages, which a scheduler thread
+/// cannot send from here.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn session_exec_inline<'a>(
     env: Env<'a>,
@@ -97,43 +99,63 @@ fn session_exec_inline<'a>(
     script: Binary<'a>,
     pid: LocalPid,
     tag: Term<'a>,
+    callback_server: Option<LocalPid>,
     options: Option<ExecOptions<'a>>,
 ) -> Term<'a> {
-    let outcome = (|| -> Result<Inline<Ran, Protocol<ScriptError>>, String> {
+    let placed = (|| -> Result<_, String> {
         let script = script_text(script.as_slice())?;
         session.usable()?;
-        // Output sent as it is written is sent from the thread that runs
-        // the script; kept output is not sent.
-        let streams = options.as_ref().is_some_and(ExecOptions::streams_live);
-        let call = call(options, session.output_caps);
-        let worker = interpreters()?.place(&session.worker);
-        // A big script may define work that never yields (one huge `[[ ]]`
-        // in a function): its session is not run here again.
-        if script.len() > INLINE_SCRIPT_BYTES {
-            session.runs_inline.store(false, Ordering::Relaxed);
-        }
-        let slot = (!streams && session.runs_inline.load(Ordering::Relaxed))
-            .then(inline::admit)
-            .flatten();
-        let Some(slot) = slot else {
-            return run_on(session, worker, script, pid, tag, None, call, false).map(Inline::Later);
-        };
-        let ran_here = session.clone();
-        let start = move |job, stop| run_job(session, script, None, call, false, job, stop);
-        let (inline, took) = run_inline(slot, worker, pid, tag, start, encode_result)?;
-        if took > inline::BUDGET {
-            ran_here.runs_inline.store(false, Ordering::Relaxed);
-        }
-        Ok(inline)
+        Ok((script, interpreters()?.place(&session.worker)))
     })();
-    match outcome {
-        Ok(Inline::Ran(Ok(ran))) => {
-            (atoms::ran(), (atoms::ok(), encode_result(env, ran))).encode(env)
-        }
-        Ok(Inline::Ran(Err(error))) => (atoms::ran(), (atoms::error(), error)).encode(env),
-        Ok(Inline::Later(handle)) => (atoms::ok(), handle).encode(env),
-        Err(message) => (atoms::error(), message).encode(env),
+    let (script, worker) = match placed {
+        Ok(placed) => placed,
+        Err(message) => return (atoms::error(), message).encode(env),
+    };
+    // Output sent as it is written is sent from the thread that runs the
+    // script; kept output is not sent.
+    let streams = options.as_ref().is_some_and(ExecOptions::streams_live);
+    let call = call(options, session.output_caps);
+    // A big script may define work that never yields (one huge `[[ ]]` in
+    // a function): its session is not run here again.
+    if script.len() > INLINE_SCRIPT_BYTES {
+        session.runs_inline.store(false, Ordering::Relaxed);
     }
+    let slot = (!streams && session.runs_inline.load(Ordering::Relaxed))
+        .then(inline::admit)
+        .flatten();
+    let Some(slot) = slot else {
+        let queued = run_on(
+            session,
+            worker,
+            script,
+            pid,
+            tag,
+            callback_server,
+            call,
+            false,
+        );
+        return queued.encode(env);
+    };
+    let ran_here = session.clone();
+    let on_slow = Box::new(move || ran_here.runs_inline.store(false, Ordering::Relaxed));
+    let start = move |job, stop| run_job(session, script, callback_server, call, false, job, stop);
+    run_inline(env, slot, worker, pid, tag, start, encode_result, on_slow)
+}
+
+/// Polls on, on the caller's dirty scheduler, a script parked by
+/// `session_exec_inline` (or by an earlier call of this) whose callback has
+/// been answered: answers as `session_exec_inline` does.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn session_exec_resume(env: Env<'_>, handle: ResourceArc<JobHandle>) -> Term<'_> {
+    jobs::resume(env, handle)
+}
+
+/// Sends a parked script on to its interpreter thread, which answers it by
+/// message: its caller's deadline for it came while it waited.
+#[rustler::nif]
+fn session_exec_unpark(handle: ResourceArc<JobHandle>) -> Atom {
+    jobs::unpark(&handle);
+    atoms::ok()
 }
 
 /// The largest script whose first poll runs on its caller's thread:

@@ -11,7 +11,7 @@ use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ex_bashkit_core::inline::{self, FirstPoll};
 use ex_bashkit_core::job::{Job, Outcome};
@@ -56,6 +56,12 @@ pub struct JobState {
     /// What the script printed so far, kept for its caller's error even if
     /// the job never answers (it did not stop at its deadline).
     output: Mutex<Option<Arc<Output>>>,
+    /// The script, between two polls on its caller's thread: it waits for
+    /// a callback its caller serves, and its caller polls it on when the
+    /// reply has come ([`resume`]). Anything else that must move it (a
+    /// stop, its caller's deadline or exit) sends it to its interpreter
+    /// thread instead.
+    parked: Mutex<Option<Box<dyn Parked>>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -81,6 +87,16 @@ impl Resource for JobHandle {
     }
 }
 
+impl Drop for JobHandle {
+    /// A parked job's caller let go of it without resuming it (it died):
+    /// nothing would ever poll it, and it holds its session.
+    fn drop(&mut self) {
+        if lock(&self.parked).is_some() {
+            self.stop(Stop::CallerExited);
+        }
+    }
+}
+
 impl JobState {
     fn new(reply: Recipient) -> (Self, StopSignal) {
         let (tx, stop) = StopSignal::new();
@@ -90,6 +106,7 @@ impl JobState {
             progress: Mutex::new(Progress::Sent),
             reply: Mutex::new(Some(reply)),
             output: Mutex::new(None),
+            parked: Mutex::new(None),
         };
         (handle, stop)
     }
@@ -124,10 +141,30 @@ impl JobState {
         self.answer(|env| (crate::atoms::error(), error).encode(env));
     }
 
-    /// Stops the job (the first stop counts) at its next await point.
+    /// Stops the job (the first stop counts) at its next await point; a
+    /// parked one goes to its interpreter thread, which polls it there.
     pub fn stop(&self, stop: Stop) {
         if let Some(tx) = lock(&self.stop).take() {
             let _ = tx.send(stop);
+        }
+        self.unpark(None);
+    }
+
+    /// Parks the job between two polls on its caller's thread; one stopped
+    /// meanwhile goes on on its interpreter thread at once.
+    fn park(&self, parked: Box<dyn Parked>) {
+        *lock(&self.parked) = Some(parked);
+        if lock(&self.stop).is_none() {
+            self.unpark(None);
+        }
+    }
+
+    /// Sends a parked job on to its interpreter thread (its caller, if
+    /// `watch` is given, watched from there as any job's).
+    fn unpark(&self, watch: Option<ResourceArc<JobHandle>>) {
+        let parked = lock(&self.parked).take();
+        if let Some(parked) = parked {
+            parked.ship(watch);
         }
     }
 
@@ -239,72 +276,203 @@ where
     pool.spawn(worker, async move {
         running.advance(Progress::Sent, Progress::Queued);
         let job = Box::pin(start(state, stop));
-        drive(running, pid, job, encode).await;
+        drive(running.0.clone(), Some(running), pid, job, encode).await;
     });
     Ok(handle)
 }
 
-/// What came of a job whose first poll ran on its caller's thread.
-pub enum Inline<T, E> {
-    /// It ended there: the outcome, which nobody else sends.
-    Ran(Outcome<T, E>),
-    /// It goes on (or was frozen): answered as any job, `{tag, result}`.
-    Later(ResourceArc<JobHandle>),
-}
-
 /// Runs the first poll of the job `start` builds here, on the calling
-/// dirty scheduler, holding `slot` (see `ex_bashkit_core::inline`). A job
-/// that ends there is answered by the return value, with no message and
-/// no thread woken; one that waits goes on on interpreter thread `worker`
-/// as [`spawn_job`]'s do. Also returns how long the poll took.
+/// dirty scheduler, holding `slot` (see `ex_bashkit_core::inline`), and
+/// answers what came of it (see [`polled_here`]). `on_slow` is called when
+/// the poll took more than `inline::BUDGET`.
+#[allow(clippy::too_many_arguments)]
 pub fn run_inline<'a, S, F, T, E>(
+    env: Env<'a>,
     slot: inline::Slot,
     worker: usize,
     pid: LocalPid,
     tag: Term<'a>,
     start: S,
     encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
-) -> Result<(Inline<T, E>, Duration), String>
+    on_slow: Box<dyn Fn() + Send>,
+) -> Term<'a>
 where
     S: FnOnce(Arc<JobState>, StopSignal) -> F,
     F: Future<Output = Outcome<T, E>> + Send + 'static,
     T: Send + 'static,
     E: Encoder + From<String> + Send + 'static,
 {
-    let pool = interpreters()?;
     // The reply is ready before the poll: a script frozen there is
     // answered by the watchdog, which may come first.
     let (state, stop) = JobState::new(Recipient::new(pid, tag));
     *lock(&state.progress) = Progress::Queued;
     let state = Arc::new(state);
-    let began = Instant::now();
-    let polled = slot.first_poll(pool.handle(worker), Box::pin(start(state.clone(), stop)));
-    let took = began.elapsed();
-    drop(slot);
-    let inline = match polled {
-        FirstPoll::Ready(outcome) => {
-            state.answered_here();
-            Inline::Ran(outcome)
-        }
-        FirstPoll::Panicked => {
-            state.answered_here();
-            Inline::Ran(Err(E::from(PANICKED.to_string())))
-        }
-        FirstPoll::Pending(job) => {
-            let handle = ResourceArc::new(JobHandle(state));
-            pool.spawn(worker, drive(handle.clone(), pid, job, encode));
-            Inline::Later(handle)
-        }
-        FirstPoll::Frozen => Inline::Later(ResourceArc::new(JobHandle(state))),
+    let job = Box::pin(start(state.clone(), stop));
+    let waiting = Waiting {
+        job,
+        resume: inline::Resume::default(),
+        state,
+        worker,
+        pid,
+        encode,
+        on_slow,
     };
-    Ok((inline, took))
+    waiting.poll_here(env, slot, None)
+}
+
+/// Polls on, here, a job parked by an earlier poll on this caller's
+/// thread: its callback has been answered. Answers as [`run_inline`]; a job
+/// no longer parked (stopped, or sent on meanwhile) answers `{:ok, handle}`
+/// and is answered by message, as is one for which no slot is free.
+pub fn resume<'a>(env: Env<'a>, handle: ResourceArc<JobHandle>) -> Term<'a> {
+    let parked = lock(&handle.parked).take();
+    let Some(parked) = parked else {
+        return (crate::atoms::ok(), handle).encode(env);
+    };
+    match inline::admit() {
+        Some(slot) => parked.resume(env, slot, handle),
+        None => {
+            parked.ship(Some(handle.clone()));
+            (crate::atoms::ok(), handle).encode(env)
+        }
+    }
+}
+
+/// Sends a parked job on to its interpreter thread, where it is answered by
+/// message (its caller's deadline for it has come while it waited).
+pub fn unpark(handle: &ResourceArc<JobHandle>) {
+    handle.unpark(Some(handle.clone()));
+}
+
+/// A job polled on its caller's thread, type-erased for [`JobState`].
+trait Parked: Send {
+    /// Polls it once more here, holding `slot`.
+    fn resume<'a>(
+        self: Box<Self>,
+        env: Env<'a>,
+        slot: inline::Slot,
+        handle: ResourceArc<JobHandle>,
+    ) -> Term<'a>;
+
+    /// Sends it on to its interpreter thread, polled to its end there.
+    fn ship(self: Box<Self>, watch: Option<ResourceArc<JobHandle>>);
+}
+
+/// A job polled on its caller's thread, between two polls.
+struct Waiting<F, T> {
+    job: Pin<Box<F>>,
+    resume: inline::Resume,
+    state: Arc<JobState>,
+    worker: usize,
+    pid: LocalPid,
+    encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
+    on_slow: Box<dyn Fn() + Send>,
+}
+
+impl<F, T, E> Waiting<F, T>
+where
+    F: Future<Output = Outcome<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Encoder + From<String> + Send + 'static,
+{
+    /// Polls the job here, and answers: `{:ran, outcome}` when it ended in
+    /// the poll (nobody else answers it, no message is sent);
+    /// `{:call, handle, calls}` when it waits for the callbacks it sent
+    /// (`ExBashkit.Callbacks` messages its caller serves, then resumes it);
+    /// `{:ok, handle}` when it goes on on its interpreter thread, or was
+    /// frozen, and answers by message; `{:error, message}`.
+    fn poll_here<'a>(
+        mut self,
+        env: Env<'a>,
+        slot: inline::Slot,
+        handle: Option<ResourceArc<JobHandle>>,
+    ) -> Term<'a> {
+        let home = match interpreters() {
+            Ok(pool) => pool.handle(self.worker),
+            Err(error) => return (crate::atoms::error(), error.to_string()).encode(env),
+        };
+        let began = Instant::now();
+        let polled = slot.poll_again(home, self.job, std::mem::take(&mut self.resume));
+        if began.elapsed() > inline::BUDGET {
+            (self.on_slow)();
+        }
+        drop(slot);
+        let calls = crate::callback::parked_calls();
+        let state = self.state.clone();
+        let handle = move || handle.unwrap_or_else(|| ResourceArc::new(JobHandle(state)));
+        match polled {
+            FirstPoll::Ready(outcome) => {
+                self.state.answered_here();
+                let outcome = match outcome {
+                    Ok(value) => (crate::atoms::ok(), (self.encode)(env, value)).encode(env),
+                    Err(error) => (crate::atoms::error(), error).encode(env),
+                };
+                (crate::atoms::ran(), outcome).encode(env)
+            }
+            FirstPoll::Panicked => {
+                self.state.answered_here();
+                let error = E::from(PANICKED.to_string());
+                (crate::atoms::ran(), (crate::atoms::error(), error)).encode(env)
+            }
+            FirstPoll::Pending(job, resume) => {
+                let handle = handle();
+                let waiting = Waiting {
+                    job,
+                    resume,
+                    ..self
+                };
+                if calls.is_empty() {
+                    Box::new(waiting).ship(Some(handle.clone()));
+                    return (crate::atoms::ok(), handle).encode(env);
+                }
+                let calls: Vec<Term<'a>> = calls.into_iter().map(|call| call.load(env)).collect();
+                handle.park(Box::new(waiting));
+                (crate::atoms::call(), handle, calls).encode(env)
+            }
+            FirstPoll::Frozen => (crate::atoms::ok(), handle()).encode(env),
+        }
+    }
+}
+
+impl<F, T, E> Parked for Waiting<F, T>
+where
+    F: Future<Output = Outcome<T, E>> + Send + 'static,
+    T: Send + 'static,
+    E: Encoder + From<String> + Send + 'static,
+{
+    fn resume<'a>(
+        self: Box<Self>,
+        env: Env<'a>,
+        slot: inline::Slot,
+        handle: ResourceArc<JobHandle>,
+    ) -> Term<'a> {
+        self.poll_here(env, slot, Some(handle))
+    }
+
+    fn ship(self: Box<Self>, watch: Option<ResourceArc<JobHandle>>) {
+        let Waiting {
+            job,
+            state,
+            worker,
+            pid,
+            encode,
+            ..
+        } = *self;
+        match interpreters() {
+            Ok(pool) => pool.spawn(worker, drive(state, watch, pid, job, encode)),
+            // No pool: no job could have been polled here either.
+            Err(error) => state.fail(error.to_string()),
+        }
+    }
 }
 
 const PANICKED: &str = "internal error: the interpreter panicked";
 
-/// Polls `job` to its end on an interpreter thread and answers its caller.
+/// Polls `job` to its end on an interpreter thread and answers its caller,
+/// watched (from its first wait) through `watch` when its caller holds it.
 async fn drive<F, T, E>(
-    running: ResourceArc<JobHandle>,
+    state: Arc<JobState>,
+    watch_through: Option<ResourceArc<JobHandle>>,
     pid: LocalPid,
     job: Pin<Box<F>>,
     encode: for<'b> fn(Env<'b>, T) -> Term<'b>,
@@ -315,7 +483,11 @@ async fn drive<F, T, E>(
 {
     let job = WatchOnWait {
         job,
-        first_wait: Some(|| watch(&running, &pid)),
+        first_wait: Some(|| {
+            if let Some(handle) = &watch_through {
+                watch(handle, &pid);
+            }
+        }),
     };
     // A panic in the interpreter must still answer the caller, who
     // would otherwise wait forever.
@@ -324,15 +496,17 @@ async fn drive<F, T, E>(
         .await
         .unwrap_or_else(|_| Err(E::from(PANICKED.to_string())));
     runtime::job_done();
-    running.answer(|env| match outcome {
+    state.answer(|env| match outcome {
         Ok(value) => (crate::atoms::ok(), encode(env, value)).encode(env),
         Err(error) => (crate::atoms::error(), error).encode(env),
     });
     // After the answer, which the caller waits for: a demonitor is a
     // signal to the caller's process, a microsecond here. A caller
     // that dies in between stops a job that is over, which is nothing.
-    if let Some(monitor) = lock(&running.monitor).take() {
-        running.demonitor(None, &monitor);
+    if let Some(handle) = &watch_through {
+        if let Some(monitor) = lock(&handle.monitor).take() {
+            handle.demonitor(None, &monitor);
+        }
     }
 }
 

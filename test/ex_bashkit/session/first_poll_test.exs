@@ -138,4 +138,92 @@ defmodule ExBashkit.Session.FirstPollTest do
     # No thread was started for them.
     assert ExBashkit.stats().threads <= threads + 1
   end
+
+  describe "a script that calls back" do
+    # A builtin that tells the test it was called, then waits to be told
+    # to answer (or forever).
+    defp held_builtin(test) do
+      fn _request ->
+        send(test, {:called, self()})
+
+        receive do
+          :answer -> {:ok, "answered\n"}
+        end
+      end
+    end
+
+    test "is handed back with its call, and polled on by its caller once answered" do
+      session = Session.new(builtins: %{"f" => fn _ -> {:ok, ""} end})
+      tag = make_ref()
+
+      assert {:call, handle, [{:ex_bashkit_call, pending, {:builtin, "f"}, %{args: ["1"]}}]} =
+               Interpreter.exec(session.resource, "f 1; echo after", self(), tag, self(), nil)
+
+      assert Interpreter.callback_reply(pending, {:output, "from f\n", "", 0})
+      assert_receive {:ex_bashkit_resumable, ^pending}, 10_000
+
+      assert {:ran, {:ok, {"from f\nafter\n", "", 0, false, []}}} = Interpreter.resume(handle)
+      refute_received {^tag, _}
+    end
+
+    test "many calls, in loops and in background jobs, each answered in order" do
+      session = Session.new(builtins: %{"f" => fn %{args: [n]} -> {:ok, "#{n}\n"} end})
+
+      assert {:ok, %Result{stdout: out}} =
+               Session.exec(session, "for i in $(seq 300); do f $i; done")
+
+      assert out == Enum.map_join(1..300, &"#{&1}\n")
+
+      assert {:ok, %Result{stdout: out}} = Session.exec(session, "f a & f b & wait; echo done")
+      assert out |> String.split() |> Enum.sort() == ["a", "b", "done"]
+      # A wait after a call, and a call after the wait.
+      assert {:ok, %Result{stdout: "1\n2\n"}} = Session.exec(session, "f 1; sleep 0.02; f 2")
+    end
+
+    test "cancel/1 stops it while its call is served, without waiting for the call" do
+      session = Session.new(builtins: %{"f" => held_builtin(self())})
+      task = Task.async(fn -> Session.exec(session, "f; echo never", errors: :struct) end)
+      assert_receive {:called, runner}, 10_000
+      assert Session.cancel(session) == :ok
+      assert {:error, %Error{reason: :cancelled}} = Task.await(task, 10_000)
+      # The call was abandoned with its script: the runner is gone.
+      refute Process.alive?(runner)
+      assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
+    end
+
+    test "its deadline passes while its call is served: a timeout, and the session goes on" do
+      session = Session.new(builtins: %{"f" => held_builtin(self())})
+
+      assert {:error, %Error{reason: :timeout, limit: :timeout_ms}} =
+               Session.exec(session, "f; echo never", timeout_ms: 100, errors: :struct)
+
+      assert_received {:called, _runner}
+      assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
+    end
+
+    test "a caller killed while its call is served: the session goes on for others" do
+      session = Session.new(builtins: %{"f" => held_builtin(self())})
+      test = self()
+
+      for _ <- 1..100 do
+        caller = spawn(fn -> send(test, Session.exec(session, "f; echo never")) end)
+        assert_receive {:called, runner}, 10_000
+        monitor = Process.monitor(runner)
+        Process.exit(caller, :kill)
+        # Its callbacks' server stops the call's runner.
+        assert_receive {:DOWN, ^monitor, :process, ^runner, _}, 10_000
+        assert {:ok, %Result{stdout: "ok\n"}} = Session.exec(session, "echo ok")
+      end
+
+      refute_received {:ok, _}
+    end
+
+    test "close/1 stops it while its call is served" do
+      session = Session.new(builtins: %{"f" => held_builtin(self())})
+      task = Task.async(fn -> Session.exec(session, "f; echo never", errors: :struct) end)
+      assert_receive {:called, _runner}, 10_000
+      :ok = Session.close(session)
+      assert {:error, %Error{}} = Task.await(task, 10_000)
+    end
+  end
 end

@@ -34,12 +34,17 @@ impl Channel {
         // The file API runs on a dirty scheduler and can reach a virtual
         // mount through a symlink: from there a call would block the
         // scheduler on Elixir, and sending from a BEAM thread panics.
-        if !runtime::on_interpreter_thread() {
+        // A script polled on its caller's thread (`inline.rs`) calls too:
+        // its caller serves the call, then polls it on.
+        let here = crate::inline::polling_here();
+        if !here && !runtime::on_interpreter_thread() {
             return Err("builtins and virtual_fs backends serve scripts only".into());
         }
         let answer = self.0.send(&request)?;
-        // The answer usually comes back within microseconds: stay awake.
-        runtime::stay_awake();
+        if !here {
+            // The answer usually comes back within microseconds: stay awake.
+            runtime::stay_awake();
+        }
         // The sender is dropped unanswered only if the caller dropped the call.
         answer
             .await

@@ -126,13 +126,19 @@ impl Drop for Slot {
 pub enum FirstPoll<F: Future> {
     /// The script ended.
     Ready(F::Output),
-    /// It waits: poll it on again elsewhere (nothing of it is on the stack).
-    Pending(Pin<Box<F>>),
+    /// It waits: poll it on again elsewhere (nothing of it is on the
+    /// stack), or here again with [`Slot::poll_again`] and its [`Resume`].
+    Pending(Pin<Box<F>>, Resume),
     /// It was frozen over its memory cap: it stays where it stood, for good.
     Frozen,
     /// It panicked (the future is dropped).
     Panicked,
 }
+
+/// What a script waiting between two polls here keeps of the first: its
+/// deadline, watched again while it is polled here again.
+#[derive(Default)]
+pub struct Resume(Option<Deadline>);
 
 /// What the coroutine hands back: the poll's outcome, the future when it
 /// waits.
@@ -155,13 +161,25 @@ impl Slot {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.poll_again(home, future, Resume::default())
+    }
+
+    /// Polls a script that came back pending from a poll here (its reply
+    /// from Elixir has come) once more, as [`Slot::first_poll`] does, with
+    /// its deadline watched again.
+    pub fn poll_again<F>(&self, home: &Handle, future: Pin<Box<F>>, resume: Resume) -> FirstPoll<F>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
         let stack = match STACK.with(|kept| kept.borrow_mut().take()) {
             Some(stack) => stack,
             None => match DefaultStack::new(STACK_BYTES) {
                 Ok(stack) => stack,
-                Err(_) => return FirstPoll::Pending(future),
+                Err(_) => return FirstPoll::Pending(future, resume),
             },
         };
+        *lock(&SLOTS[self.0].deadline) = resume.0;
         let (low, top) = (stack.limit().get(), stack.base().get());
         let _context = home.enter();
         let mut coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
@@ -192,14 +210,14 @@ impl Slot {
         memory::set_escape(None);
         YIELDER.with(|current| current.set(std::ptr::null()));
         memory::put_back(saved);
-        *lock(&SLOTS[self.0].deadline) = None;
+        let deadline = lock(&SLOTS[self.0].deadline).take();
         match result {
             CoroutineResult::Return(polled) => {
                 let stack = coroutine.into_stack();
                 STACK.with(|kept| *kept.borrow_mut() = Some(stack));
                 match polled {
                     Polled::Ready(output) => FirstPoll::Ready(output),
-                    Polled::Pending(future) => FirstPoll::Pending(future),
+                    Polled::Pending(future) => FirstPoll::Pending(future, Resume(deadline)),
                     Polled::Panicked => FirstPoll::Panicked,
                 }
             }
@@ -246,12 +264,11 @@ pub fn watch_deadline(timeout: Duration, cancel: &Arc<AtomicBool>) -> Option<Dea
         passed: passed.clone(),
         id,
     });
-    Some(DeadlineWatch { slot, id, passed })
+    Some(DeadlineWatch { id, passed })
 }
 
 /// A deadline the watchdog watches until this is dropped.
 pub struct DeadlineWatch {
-    slot: usize,
     id: u64,
     passed: Arc<AtomicBool>,
 }
@@ -264,14 +281,18 @@ impl DeadlineWatch {
 }
 
 impl Drop for DeadlineWatch {
-    /// Under the slot's lock, so the flag is never raised after this.
+    /// Under the slot's lock, so the flag is never raised after this. The
+    /// script may be polled in another slot than its first (or in none).
     fn drop(&mut self) {
-        let mut deadline = lock(&SLOTS[self.slot].deadline);
-        if deadline
-            .as_ref()
-            .is_some_and(|watched| watched.id == self.id)
-        {
-            *deadline = None;
+        for slot in &SLOTS[..slots()] {
+            let mut deadline = lock(&slot.deadline);
+            if deadline
+                .as_ref()
+                .is_some_and(|watched| watched.id == self.id)
+            {
+                *deadline = None;
+                return;
+            }
         }
     }
 }
@@ -347,7 +368,7 @@ mod tests {
     #[test]
     fn a_waiting_future_comes_back_to_be_polled_on_elsewhere() {
         let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
-        let FirstPoll::Pending(future) = poll_here(async move { rx.await.unwrap() + 1 }) else {
+        let FirstPoll::Pending(future, _) = poll_here(async move { rx.await.unwrap() + 1 }) else {
             panic!("a future waiting for a channel is pending");
         };
         tx.send(41).unwrap();
@@ -386,6 +407,41 @@ mod tests {
         });
         assert!(matches!(polled, FirstPoll::Ready(true)));
         assert!(cancel.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn a_script_polled_here_again_keeps_its_deadline() {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        let FirstPoll::Pending(future, resume) = poll_here(async move {
+            let watch = watch_deadline(Duration::from_millis(1), &flag).expect("polled here");
+            rx.await.unwrap();
+            let started = Instant::now();
+            while !flag.load(Ordering::Acquire) {
+                assert!(
+                    started.elapsed() < Duration::from_secs(10),
+                    "never cancelled"
+                );
+                watch_from_here();
+            }
+            watch.passed()
+        }) else {
+            panic!("a future waiting for a channel is pending");
+        };
+        // Between the polls nothing watches it: the flag stays down.
+        std::thread::sleep(Duration::from_millis(5));
+        watch_from_here();
+        assert!(!cancel.load(Ordering::Acquire));
+        tx.send(()).unwrap();
+        let slot = loop {
+            match admit() {
+                Some(slot) => break slot,
+                None => std::thread::yield_now(),
+            }
+        };
+        let polled = slot.poll_again(home().handle(), future, resume);
+        assert!(matches!(polled, FirstPoll::Ready(true)));
     }
 
     /// What the watchdog does, run from another thread.
