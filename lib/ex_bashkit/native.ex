@@ -23,7 +23,6 @@ defmodule ExBashkit.Native do
   def features, do: err()
   def python_warm_up, do: err()
   def set_memory_budget(_bytes), do: err()
-  def session_exec(_session, _script, _pid, _tag, _callback_server, _options), do: err()
   def session_exec_inline(_session, _script, _pid, _tag, _callback_server, _options), do: err()
   def session_exec_resume(_handle), do: err()
   def session_exec_unpark(_handle), do: err()

@@ -54,44 +54,19 @@ fn encode_result(env: Env<'_>, ran: Ran) -> Term<'_> {
     protocol(env, &ran)
 }
 
-/// Runs `script` on the session, after any script already queued on it.
+/// Runs `script` on the session, after any script already queued on it;
 /// `callback_server` serves its builtins and virtual_fs calls, if it has
-/// any; `options` are the call's own (`nil` for none).
-#[rustler::nif]
-fn session_exec<'a>(
-    session: ResourceArc<SessionResource>,
-    script: Binary<'a>,
-    pid: LocalPid,
-    tag: Term<'a>,
-    callback_server: Option<LocalPid>,
-    options: Option<ExecOptions<'a>>,
-) -> Result<ResourceArc<JobHandle>, String> {
-    let script = script_text(script.as_slice())?;
-    session.usable()?;
-    let call = call(options, session.output_caps);
-    let worker = interpreters()?.place(&session.worker);
-    run_on(
-        session,
-        worker,
-        script,
-        pid,
-        tag,
-        callback_server,
-        call,
-        false,
-    )
-}
-
-/// As `session_exec`, for a caller that may wait on its scheduler, a dirty
-/// one: the script's first poll runs here (`ex_bashkit_core::inline`) when
-/// a slot is free, the script is small and the session has not run long
-/// there before. Answers `{:ran, outcome}` when the script ended in that
-/// poll; `{:call, handle, calls}` when it waits for callbacks, which the
-/// caller serves and then polls it on with `session_exec_resume`; else
-/// `{:ok, handle}` as `session_exec` (it goes on, or was never polled
-/// here), or `{:error, message}`. Calls with live output take
-/// `session_exec`: their chunks are messages, which a scheduler thread
-/// cannot send from here.
+/// any; `options` are the call's own (`nil` for none). The caller waits on
+/// its scheduler, a dirty one: the script's first poll runs here
+/// (`ex_bashkit_core::inline`) when a slot is free, the script is small
+/// and the session has not run long there before. Answers `{:ran,
+/// outcome}` when the script ended in that poll; `{:call, handle, calls}`
+/// when it waits for callbacks, which the caller serves and then polls it
+/// on with `session_exec_resume`; else `{:ok, handle}`, answered later by
+/// the message `{tag, outcome}` (it goes on on an interpreter thread, or
+/// was never polled here), or `{:error, message}`. Calls with live output are queued on
+/// the interpreter threads: their chunks are messages, which a scheduler
+/// thread cannot send from here.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn session_exec_inline<'a>(
     env: Env<'a>,

@@ -394,15 +394,7 @@ mod tests {
         let flag = cancel.clone();
         let polled = poll_here(async move {
             let watch = watch_deadline(Duration::from_millis(1), &flag).expect("polled here");
-            let started = Instant::now();
-            // Work that never awaits, until the flag comes up.
-            while !flag.load(Ordering::Acquire) {
-                assert!(
-                    started.elapsed() < Duration::from_secs(10),
-                    "never cancelled"
-                );
-                watch_from_here();
-            }
+            spin_until_cancelled(&flag);
             watch.passed()
         });
         assert!(matches!(polled, FirstPoll::Ready(true)));
@@ -417,14 +409,7 @@ mod tests {
         let FirstPoll::Pending(future, resume) = poll_here(async move {
             let watch = watch_deadline(Duration::from_millis(1), &flag).expect("polled here");
             rx.await.unwrap();
-            let started = Instant::now();
-            while !flag.load(Ordering::Acquire) {
-                assert!(
-                    started.elapsed() < Duration::from_secs(10),
-                    "never cancelled"
-                );
-                watch_from_here();
-            }
+            spin_until_cancelled(&flag);
             watch.passed()
         }) else {
             panic!("a future waiting for a channel is pending");
@@ -442,6 +427,18 @@ mod tests {
         };
         let polled = slot.poll_again(home().handle(), future, resume);
         assert!(matches!(polled, FirstPoll::Ready(true)));
+    }
+
+    /// Work that never awaits, until the watchdog raises `flag`.
+    fn spin_until_cancelled(flag: &AtomicBool) {
+        let started = Instant::now();
+        while !flag.load(Ordering::Acquire) {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "never cancelled"
+            );
+            watch_from_here();
+        }
     }
 
     /// What the watchdog does, run from another thread.
