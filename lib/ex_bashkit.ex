@@ -173,6 +173,10 @@ defmodule ExBashkit do
     * `:prepared` — interpreters built ahead of need for `Session.new/1`
       with the default options, waiting to be handed over (see
       "Prepared interpreters" in `ExBashkit.Session.new/1`);
+    * `:caller_slots` — how many scripts may run their first steps on
+      their callers' dirty schedulers at once: one fewer than the cores
+      and than the VM's dirty CPU schedulers when the library loaded
+      (see `guides/how_scripts_run.md`);
     * `:workers` — the worker processes of `isolation: :process` sessions:
       `:count`, `:rss_bytes` (their resident memory), and `:kills`, how
       many were ended so far, by reason (see `guides/isolation.md`).
@@ -185,6 +189,7 @@ defmodule ExBashkit do
           frozen_scripts: non_neg_integer(),
           frozen_bytes: integer(),
           prepared: non_neg_integer(),
+          caller_slots: non_neg_integer(),
           workers: %{
             count: non_neg_integer(),
             rss_bytes: non_neg_integer(),

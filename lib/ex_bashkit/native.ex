@@ -7,7 +7,8 @@ defmodule ExBashkit.Native do
 
   def load_nif do
     path = :filename.join(:code.priv_dir(:ex_bashkit), ~c"native/libex_bashkit")
-    :erlang.load_nif(path, 0)
+    # Scripts begin on callers' dirty CPU schedulers, leaving one free.
+    :erlang.load_nif(path, :erlang.system_info(:dirty_cpu_schedulers_online))
   end
 
   def session_new(_options), do: err()

@@ -51,8 +51,11 @@ rustler::init!("Elixir.ExBashkit.Native", load = load);
 /// Interpreter panics are reported through Logger, never printed with
 /// script bytes on the VM's stderr (`panics.rs`). The memory budget starts
 /// at its default until the application sets it from its config.
-fn load(_env: rustler::Env, _info: rustler::Term) -> bool {
+fn load(_env: rustler::Env, info: rustler::Term) -> bool {
     panics::install();
+    if let Ok(dirty_cpu_schedulers) = info.decode::<usize>() {
+        ex_bashkit_core::inline::set_dirty_schedulers(dirty_cpu_schedulers);
+    }
     memory::set_budget(None);
     true
 }

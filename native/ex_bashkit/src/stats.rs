@@ -15,6 +15,7 @@ pub struct Stats {
     frozen_scripts: u64,
     frozen_bytes: i64,
     prepared: usize,
+    caller_slots: usize,
 }
 
 #[rustler::nif]
@@ -29,6 +30,7 @@ fn stats() -> Stats {
         frozen_scripts: memory.frozen_scripts,
         frozen_bytes: memory.frozen_bytes,
         prepared: crate::prepared::shelved(),
+        caller_slots: ex_bashkit_core::inline::slots(),
     }
 }
 

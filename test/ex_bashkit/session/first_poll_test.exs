@@ -226,4 +226,17 @@ defmodule ExBashkit.Session.FirstPollTest do
       assert {:error, %Error{}} = Task.await(task, 10_000)
     end
   end
+
+  test "callers' schedulers take first polls only while one dirty scheduler stays free" do
+    dirty = :erlang.system_info(:dirty_cpu_schedulers_online)
+    slots = ExBashkit.stats().caller_slots
+    assert slots <= dirty - 1
+    if dirty >= 2, do: assert(slots >= 1)
+
+    # A VM with a single dirty CPU scheduler runs every script on the
+    # interpreter threads, which answer as always.
+    {_peer, node} = ExBashkit.Test.Cluster.start_node(args: ["+SDcpu", "1:1"])
+    assert :erpc.call(node, ExBashkit, :stats, []).caller_slots == 0
+    assert {:ok, %Result{stdout: "hi\n"}} = :erpc.call(node, ExBashkit, :exec, ["echo hi"])
+  end
 end

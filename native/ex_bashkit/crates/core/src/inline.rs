@@ -32,7 +32,7 @@ use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -56,13 +56,29 @@ const STACK_BYTES: usize = 1 << 30;
 /// The most first polls at once, whatever the machine.
 const MAX_SLOTS: usize = 64;
 
-/// How many first polls may run at once: one fewer than the cores (the
-/// BEAM starts a dirty CPU scheduler per core), at least one.
+/// The BEAM's dirty CPU schedulers, as the NIF was loaded with; 0 unknown.
+static DIRTY_SCHEDULERS: AtomicUsize = AtomicUsize::new(0);
+
+/// Tells how many dirty CPU schedulers the BEAM runs: first polls leave
+/// one of them free. Called when the NIF loads, before any poll.
+pub fn set_dirty_schedulers(count: usize) {
+    DIRTY_SCHEDULERS.store(count, Ordering::Relaxed);
+}
+
+/// How many first polls may run at once: one fewer than the cores, at
+/// least one, and one fewer than the BEAM's dirty CPU schedulers when it
+/// said how many it runs (none with a single one: a poll there would
+/// hold every other dirty CPU call of the VM).
 pub fn slots() -> usize {
     static SLOTS: OnceLock<usize> = OnceLock::new();
     *SLOTS.get_or_init(|| {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        cores.saturating_sub(1).clamp(1, MAX_SLOTS)
+        let slots = cores.saturating_sub(1).max(1);
+        let slots = match DIRTY_SCHEDULERS.load(Ordering::Relaxed) {
+            0 => slots,
+            dirty => slots.min(dirty - 1),
+        };
+        slots.min(MAX_SLOTS)
     })
 }
 
