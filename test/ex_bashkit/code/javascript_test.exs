@@ -393,6 +393,9 @@ defmodule ExBashkit.JavaScriptTest do
       assert {:ok, "kept"} = Session.read_file(session, "/w/keep.txt")
     end
 
+    # 21 runs of 17 nested shells: about 30 s on an idle machine, ten
+    # times that as the test's own limit.
+    @tag timeout: 300_000
     test "node running node running node… stops at 16 shells; a command stops at the deadline" do
       # 17 nested runs take about 1.3 s here: the deadline is far past
       # that, and the deadline part below gives its call one of 5 s.
