@@ -85,13 +85,16 @@ defmodule ExBashkit.Interpreter do
   @spec keep(job()) :: :ok
   def keep(job), do: backend(job).keep(job)
 
+  # Only a script in this VM is polled by its caller (`exec/6` answered
+  # `{:call, handle, calls}`): its handle is the NIF's.
+
   @doc "Polls on a script its caller polls, one of whose callbacks was answered."
-  @spec resume(job()) :: Backend.ran()
-  def resume(job), do: backend(job).resume(job)
+  @spec resume(reference()) :: Backend.ran()
+  def resume(job) when is_reference(job), do: InVM.resume(job)
 
   @doc "Sends on a script its caller polls, to be answered by message."
-  @spec unpark(job()) :: :ok
-  def unpark(job), do: backend(job).unpark(job)
+  @spec unpark(reference()) :: :ok
+  def unpark(job) when is_reference(job), do: InVM.unpark(job)
 
   @doc "Stops waiting for `job`: where it was, with what it printed if it had begun."
   @spec abandon(job()) :: Backend.whereabouts()

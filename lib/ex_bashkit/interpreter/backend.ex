@@ -72,12 +72,6 @@ defmodule ExBashkit.Interpreter.Backend do
   @callback keep(handle()) :: :ok
   @callback abandon(handle()) :: whereabouts()
 
-  # A script its caller polls (`exec/6` answered `{:call, handle, calls}`):
-  # polled on once a call is answered, or sent on to be answered by message.
-  @callback resume(handle()) :: ran()
-  @callback unpark(handle()) :: :ok
-  @optional_callbacks resume: 1, unpark: 1
-
   # Callbacks of a running script.
   @callback callback_server(interpreter(), pid()) :: :ok
   @callback callbacks_done(interpreter(), pid() | nil) :: :ok

@@ -91,10 +91,12 @@ defmodule ExBashkit.Interpreter.InVM do
     ArgumentError -> not_a_session!(resource, __STACKTRACE__)
   end
 
-  @impl true
+  @doc "Polls on a script parked by `exec/6` (`{:call, handle, calls}`) once a call is answered."
+  @spec resume(reference()) :: ExBashkit.Interpreter.Backend.ran()
   def resume(handle), do: Native.session_exec_resume(handle)
 
-  @impl true
+  @doc "Sends a parked script on to its interpreter thread, answered by message."
+  @spec unpark(reference()) :: :ok
   def unpark(handle), do: Native.session_exec_unpark(handle)
 
   @impl true
