@@ -214,44 +214,30 @@ fn session_callbacks_done(
 /// Runs `script` on an interpreter of its own, dropped afterwards: one
 /// prepared with the defaults of `generation` when the shelf has one ready
 /// (its hand-over instead of a build), else one built for it with
-/// `options`, which are only decoded then. A prepared one's first poll runs
-/// here, on the caller's dirty scheduler, as `session_exec_inline`'s do;
-/// answered as those are (`{:ran, outcome}`, `{:ok, handle}`,
-/// `{:error, message}`).
-#[rustler::nif(schedule = "DirtyCpu")]
+/// `options`, which are only decoded then.
+#[rustler::nif]
 fn exec_once<'a>(
-    env: Env<'a>,
     options: Term<'a>,
     generation: Option<u64>,
     script: Binary<'a>,
     pid: LocalPid,
     tag: Term<'a>,
-) -> NifResult<Term<'a>> {
+) -> NifResult<Result<ResourceArc<JobHandle>, String>> {
     let placed = script_text(script.as_slice())
         .and_then(|script| Ok((script, interpreters()?.assign_warm())));
     let (script, worker) = match placed {
         Ok(placed) => placed,
-        Err(error) => return Ok((atoms::error(), error).encode(env)),
+        Err(error) => return Ok(Err(error)),
     };
     if let Some(session) =
         generation.and_then(|generation| prepared::take(generation, prepared::Taker::OneOff))
     {
         // Nothing serves its callbacks: the defaults have none.
         let call = call(None, session.output_caps);
-        let slot = (script.len() <= INLINE_SCRIPT_BYTES)
-            .then(inline::admit)
-            .flatten();
-        let Some(slot) = slot else {
-            return Ok(run_on(session, worker, script, pid, tag, None, call, true).encode(env));
-        };
-        // Its session is dropped after this script: nothing to move off.
-        let on_slow = Box::new(|| {});
-        let start = move |job, stop| run_job(session, script, None, call, true, job, stop);
-        let polled = run_inline(env, slot, worker, pid, tag, start, encode_result, on_slow);
-        return Ok(polled);
+        return Ok(run_on(session, worker, script, pid, tag, None, call, true));
     }
     let Protocol(options): Protocol<SessionOptions> = options.decode()?;
-    let queued = spawn_job(
+    Ok(spawn_job(
         worker,
         pid,
         tag,
@@ -263,6 +249,5 @@ fn exec_once<'a>(
             async move { stop.guard(run).await.map_err(Protocol) }
         },
         encode_result,
-    );
-    Ok(queued.encode(env))
+    ))
 }
