@@ -41,6 +41,17 @@ defmodule ExBashkit.Session.FirstPollTest do
     assert {:ok, %Result{stdout: "hi\n"}} = Session.exec(session, "echo hi")
   end
 
+  test "a pipeline whose stages wake each other is answered by the call itself" do
+    # `cat` writes into the pipe `grep` waits on: the wake-up comes inside
+    # the poll, which goes on then and there.
+    lines = Enum.map_join(1..300, fn i -> "line #{i} user#{rem(i, 7)}\n" end)
+    session = Session.new(files: %{"/data/log.txt" => lines})
+    script = "cat /data/log.txt | grep -n user6 | tail -1"
+
+    assert {:ran, {:ok, {"300:line 300 user6\n", "", 0, false, []}}} =
+             queued_or_ran(session, script)
+  end
+
   test "a script that waits goes on elsewhere, its output whole and in order" do
     session = Session.new()
     script = "echo a; sleep 0.05; echo b; export AFTER=1"

@@ -41,7 +41,9 @@ impl Channel {
             return Err("builtins and virtual_fs backends serve scripts only".into());
         }
         let answer = self.0.send(&request)?;
-        if !here {
+        if here {
+            crate::inline::hold();
+        } else {
             // The answer usually comes back within microseconds: stay awake.
             runtime::stay_awake();
         }

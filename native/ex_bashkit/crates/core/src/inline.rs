@@ -111,6 +111,56 @@ thread_local! {
     static YIELDER: Cell<*const Yielder<(), ()>> = const { Cell::new(std::ptr::null()) };
     /// The slot of the poll running on this thread now.
     static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
+    /// The poll running here made a call its caller must serve.
+    static HELD: Cell<bool> = const { Cell::new(false) };
+    /// The waker of polls here: it only notes that it was woken.
+    static WOKEN: Arc<Woken> = Arc::new(Woken(AtomicBool::new(false)));
+}
+
+/// A waker that notes a wake-up. A wake-up during a poll means the script
+/// can go on now (one stage of a pipeline wrote what the next reads);
+/// after one, a poll that comes back pending is polled again elsewhere,
+/// which looks at everything it waits for.
+struct Woken(AtomicBool);
+
+impl std::task::Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::Release);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// Polls `future` here again for as long as each poll is woken before it
+/// ends (as an executor would run a task woken while it ran), until it is
+/// ready, made a call its caller must serve, waits on something else, or
+/// has run [`BUDGET`].
+fn poll_while_woken<F: Future + ?Sized>(future: &mut Pin<Box<F>>) -> Poll<F::Output> {
+    let woken = WOKEN.with(Arc::clone);
+    let waker = Waker::from(woken.clone());
+    let mut cx = Context::from_waker(&waker);
+    HELD.with(|held| held.set(false));
+    let began = Instant::now();
+    loop {
+        woken.0.store(false, Ordering::Release);
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return Poll::Ready(output);
+        }
+        let again =
+            woken.0.load(Ordering::Acquire) && !HELD.with(Cell::get) && began.elapsed() < BUDGET;
+        if !again {
+            return Poll::Pending;
+        }
+    }
+}
+
+/// Says that the poll running on this thread made a call (to Elixir) that
+/// its caller serves once the poll ends: it must not be polled again here
+/// before then.
+pub fn hold() {
+    HELD.with(|held| held.set(true));
 }
 
 /// The right to poll a script here; freed when dropped.
@@ -167,9 +217,8 @@ enum Polled<F: Future> {
 impl Slot {
     /// Polls `future` once on this thread, on its stack for first polls,
     /// inside the runtime context `home` (the timers and blocking pool of
-    /// the interpreter thread it goes on on), with a waker that does
-    /// nothing: a future that comes back pending is polled again wherever
-    /// it goes, which looks at everything it waits for. A stack that
+    /// the interpreter thread it goes on on), again while it wakes itself
+    /// ([`poll_while_woken`]). A stack that
     /// cannot be made (an address-space limit) answers `Pending` with the
     /// future unpolled.
     pub fn first_poll<F>(&self, home: &Handle, future: Pin<Box<F>>) -> FirstPoll<F>
@@ -201,9 +250,8 @@ impl Slot {
         let mut coroutine = Coroutine::with_stack(stack, move |yielder: &Yielder<(), ()>, ()| {
             YIELDER.with(|current| current.set(yielder));
             let mut future = future;
-            let mut cx = Context::from_waker(Waker::noop());
             let polled =
-                std::panic::catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(&mut cx)));
+                std::panic::catch_unwind(AssertUnwindSafe(|| poll_while_woken(&mut future)));
             let polled = match polled {
                 Ok(Poll::Ready(output)) => Polled::Ready(output),
                 Ok(Poll::Pending) => Polled::Pending(future),
@@ -389,6 +437,39 @@ mod tests {
         };
         tx.send(41).unwrap();
         assert_eq!(home().block_on(future), 42);
+    }
+
+    /// A future that wakes itself and comes back pending `times` times
+    /// (calling `before_each` first), then ends with how often it ran.
+    fn waking_itself(times: u32, before_each: fn()) -> impl Future<Output = u32> {
+        let mut polls = 0;
+        std::future::poll_fn(move |cx| {
+            polls += 1;
+            if polls > times {
+                return Poll::Ready(polls);
+            }
+            before_each();
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        })
+    }
+
+    #[test]
+    fn a_future_woken_while_polled_is_polled_on_here() {
+        // What a pipeline does: one stage writes, waking the next.
+        assert!(matches!(
+            poll_here(waking_itself(3, || ())),
+            FirstPoll::Ready(4)
+        ));
+    }
+
+    #[test]
+    fn a_poll_that_made_a_call_for_its_caller_ends_there() {
+        let FirstPoll::Pending(future, _) = poll_here(waking_itself(1, hold)) else {
+            panic!("a poll holding a call for its caller ends pending");
+        };
+        // Its next poll (after the caller served the call) goes on.
+        assert!(matches!(poll_here(future), FirstPoll::Ready(2)));
     }
 
     #[test]

@@ -27,6 +27,9 @@
 //!   bench_exec pipeline runs path median µs of the script at `path` (bench/
 //!                                 pipeline.sh) on the 200-line /data/log.txt
 //!                                 that `pipeline_log` writes
+//!   bench_exec first_poll 1 path  each line of the script at `path`, after
+//!                                 whether it ends in its first poll on the
+//!                                 caller (as the library polls scripts)
 
 use std::path::Path;
 use std::sync::Arc;
@@ -65,6 +68,11 @@ fn main() {
         "python" => println!("{:.2}", python_us(count.unwrap_or(200), monty())),
         "cpython" => println!("{:.2}", python_us(count.unwrap_or(200), cpython())),
         "new" => println!("{:.2}", new_median_us(count.unwrap_or(5_000))),
+        "first_poll" => {
+            let path = args.next().expect("first_poll needs the script's path");
+            let script = std::fs::read_to_string(path).expect("readable script");
+            first_poll_lines(&script);
+        }
         "pipeline" => {
             let path = args.next().expect("pipeline needs the script's path");
             let script = std::fs::read_to_string(path).expect("readable script");
@@ -73,8 +81,8 @@ fn main() {
         other => {
             eprintln!(
                 "unknown mode {other:?}: expected exec, exec_apart, exec_handed, memory, \
-                 allocated, sleepers, builtin, vfs_read, snapshot, python, cpython, new or \
-                 pipeline"
+                 allocated, sleepers, builtin, vfs_read, snapshot, python, cpython, new, \
+                 pipeline or first_poll"
             );
             std::process::exit(2);
         }
@@ -116,6 +124,12 @@ fn pipeline_log() -> String {
 
 fn pipeline_median_us(runs: usize, script: &str) -> f64 {
     let runtime = runtime();
+    let bash = session_with_log(&runtime);
+    exec_median_us_of(&runtime, bash, script, runs)
+}
+
+/// A session holding the 200-line /data/log.txt.
+fn session_with_log(runtime: &tokio::runtime::Runtime) -> Bash {
     let bash = session();
     runtime.block_on(async {
         let fs = bash.fs();
@@ -124,7 +138,7 @@ fn pipeline_median_us(runs: usize, script: &str) -> f64 {
             .await
             .expect("write");
     });
-    exec_median_us_of(&runtime, bash, script, runs)
+    bash
 }
 
 fn exec_median_us(iterations: usize) -> f64 {
@@ -390,4 +404,30 @@ fn python_us(runs: usize, mut bash: Bash) -> f64 {
         samples
     });
     median(samples)
+}
+
+/// Prints each line of `script` after whether it ended in its first poll
+/// on the calling thread (`ready`) or had to go on elsewhere (`pending`),
+/// run on the 200-line /data/log.txt as the library polls scripts
+/// (`inline.rs`).
+fn first_poll_lines(script: &str) {
+    use ex_bashkit_core::inline::{admit, FirstPoll};
+    let runtime = runtime();
+    let mut bash = session_with_log(&runtime);
+    for line in script.lines() {
+        let owned = line.to_string();
+        let slot = admit().expect("no other poll runs in this program");
+        let run = async move {
+            let result = bash.exec(&owned).await;
+            (bash, result)
+        };
+        let (ended_here, (back, result)) = match slot.first_poll(runtime.handle(), Box::pin(run)) {
+            FirstPoll::Ready(ran) => (true, ran),
+            FirstPoll::Pending(run, _) => (false, runtime.block_on(run)),
+            FirstPoll::Frozen | FirstPoll::Panicked => panic!("{line:?} froze or panicked"),
+        };
+        bash = back;
+        result.expect("the line runs");
+        println!("{} {line}", if ended_here { "ready  " } else { "pending" });
+    }
 }
