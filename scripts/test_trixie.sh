@@ -45,6 +45,9 @@ cleanup() {
   done
 }
 trap cleanup EXIT
+# Stopped (scripts/test.sh stops it when a check beside it fails): the
+# mounts still go.
+trap 'exit 143' TERM INT
 bind() {
   mkdir -p "$root$1"
   mount --rbind "$1" "$root$1"
