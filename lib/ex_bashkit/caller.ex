@@ -55,52 +55,21 @@ defmodule ExBashkit.Caller do
   defp parked({:call, handle, calls}, tag, call, forward, until) do
     Enum.each(calls, forward)
 
-    case await_resumable(tag, deadline(), until, forward) do
-      :resumable ->
+    # Yielding between looks, for the callback's runner to run.
+    case receive_spinning(tag, deadline(), until, forward, nil, :resumable) do
+      {:resumable, nil} ->
         case Interpreter.resume(handle) do
           {:call, _, _} = parked -> parked(parked, tag, call, forward, until)
           polled -> await(polled, tag, call, forward)
         end
 
-      # Sent on meanwhile (stopped), it answered as any job.
-      {:answered, outcome} ->
-        answered(outcome, sink(call))
-
       :timeout ->
         Interpreter.unpark(handle)
         await({:ok, handle}, tag, call, forward)
-    end
-  end
 
-  # As receive_spinning/6, for a script parked on this process: it yields
-  # between looks, for the callback's runner to run.
-  defp await_resumable(tag, spin_until, until, forward) do
-    spinning? = spin?(spin_until)
-    wait = if spinning?, do: 0, else: remaining_ms(until)
-
-    receive do
-      {:ex_bashkit_resumable, _pending} ->
-        :resumable
-
-      {^tag, outcome} ->
-        {:answered, outcome}
-
-      {:ex_bashkit_call, _, _, _} = call ->
-        forward.(call)
-        await_resumable(tag, deadline(), until, forward)
-    after
-      wait ->
-        cond do
-          spinning? ->
-            :erlang.yield()
-            await_resumable(tag, spin_until, until, forward)
-
-          System.monotonic_time(:millisecond) >= until ->
-            :timeout
-
-          true ->
-            await_resumable(tag, spin_until, until, forward)
-        end
+      # Sent on meanwhile (stopped), it answered as any job.
+      {outcome, nil} ->
+        answered(outcome, sink(call))
     end
   end
 
@@ -116,7 +85,14 @@ defmodule ExBashkit.Caller do
   end
 
   defp wait_until(handle, tag, call, {forward, sink, yield?}, until) do
-    case receive_spinning(tag, deadline(), until, forward, sink, yield?) do
+    case receive_spinning(
+           tag,
+           deadline(),
+           until,
+           forward,
+           sink,
+           if(yield?, do: :yield, else: :spin)
+         ) do
       {:timeout, sink} ->
         case Interpreter.abandon(handle) do
           # It started later than this call was made (a busy machine, a
@@ -222,7 +198,7 @@ defmodule ExBashkit.Caller do
 
   # A job answered by the NIF, which answers every one it accepted.
   defp reply(_handle, tag, nil) do
-    {outcome, nil} = receive_spinning(tag, deadline(), :infinity, nil, nil, false)
+    {outcome, nil} = receive_spinning(tag, deadline(), :infinity, nil, nil, :spin)
     outcome
   end
 
@@ -375,10 +351,13 @@ defmodule ExBashkit.Caller do
     do: System.monotonic_time() + System.convert_time_unit(@spin_us, :microsecond, :native)
 
   # Waits for `{tag, outcome}` until `until` (monotonic milliseconds or
-  # :infinity), spinning until `spin_until` first; hands callback calls to
-  # `forward` and output chunks to `sink` meanwhile. Returns the outcome (or
-  # :timeout) with the sink.
-  defp receive_spinning(tag, spin_until, until, forward, sink, yield?) do
+  # :infinity), spinning until `spin_until` first (`:yield` gives the
+  # scheduler away between looks, `:spin` does not); hands callback calls
+  # to `forward` and output chunks to `sink` meanwhile. Returns the outcome
+  # (or :timeout) with the sink; under `:resumable` (a script parked on this
+  # process, `parked/5`), also `{:resumable, sink}` once a call it made is
+  # answered, and `:timeout` alone.
+  defp receive_spinning(tag, spin_until, until, forward, sink, mode) do
     spinning? = spin?(spin_until)
     wait = if spinning?, do: 0, else: remaining_ms(until)
 
@@ -386,26 +365,29 @@ defmodule ExBashkit.Caller do
       {^tag, outcome} ->
         {outcome, sink}
 
+      {:ex_bashkit_resumable, _pending} when mode == :resumable ->
+        {:resumable, sink}
+
       {:ex_bashkit_call, _, _, _} = call when is_function(forward, 1) ->
         forward.(call)
-        receive_spinning(tag, deadline(), until, forward, sink, yield?)
+        receive_spinning(tag, deadline(), until, forward, sink, mode)
 
       {:ex_bashkit, output_tag, {stream, chunk}}
       when is_tuple(sink) and elem(sink, 0) == output_tag ->
         sink = collect(sink, stream, chunk)
-        receive_spinning(tag, spin_until, until, forward, sink, yield?)
+        receive_spinning(tag, spin_until, until, forward, sink, mode)
     after
       wait ->
         cond do
           spinning? ->
-            if yield?, do: :erlang.yield()
-            receive_spinning(tag, spin_until, until, forward, sink, yield?)
+            if mode != :spin, do: :erlang.yield()
+            receive_spinning(tag, spin_until, until, forward, sink, mode)
 
           until != :infinity and System.monotonic_time(:millisecond) >= until ->
-            {:timeout, sink}
+            if mode == :resumable, do: :timeout, else: {:timeout, sink}
 
           true ->
-            receive_spinning(tag, spin_until, until, forward, sink, yield?)
+            receive_spinning(tag, spin_until, until, forward, sink, mode)
         end
     end
   end
