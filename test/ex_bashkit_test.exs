@@ -3,6 +3,7 @@ defmodule ExBashkitTest do
 
   doctest ExBashkit
   doctest ExBashkit.Result
+  doctest ExBashkit.Result.Stats
   doctest ExBashkit.Error
 
   alias ExBashkit.Result

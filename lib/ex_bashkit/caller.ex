@@ -14,6 +14,7 @@ defmodule ExBashkit.Caller do
   # still queued behind another one.
 
   alias ExBashkit.{Error, Interpreter, Result, Telemetry}
+  alias ExBashkit.Result.Stats
   alias ExBashkit.Session.ExecOptions
 
   @doc """
@@ -125,7 +126,7 @@ defmodule ExBashkit.Caller do
     {:error, error}
   end
 
-  defp ran({stdout, stderr, exit_code, truncated, denials}, sink) do
+  defp ran({stdout, stderr, exit_code, truncated, denials, stats}, sink) do
     report(denials)
 
     {:ok,
@@ -133,7 +134,8 @@ defmodule ExBashkit.Caller do
        stdout: collected(sink, stdout),
        stderr: stderr,
        exit_code: exit_code,
-       truncated: truncated
+       truncated: truncated,
+       stats: Stats.from_tuple(stats)
      }}
   end
 
@@ -311,10 +313,7 @@ defmodule ExBashkit.Caller do
     {:ok, {result, outcome}}
   end
 
-  defp await_answered({:ok, {stdout, stderr, exit_code, truncated, denials}}) do
-    report(denials)
-    {:ok, %Result{stdout: stdout, stderr: stderr, exit_code: exit_code, truncated: truncated}}
-  end
+  defp await_answered({:ok, ran}), do: ran(ran, nil)
 
   defp busy(message), do: {:error, %Error{reason: :busy, limit: :timeout_ms, message: message}}
 

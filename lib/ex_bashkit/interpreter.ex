@@ -66,6 +66,9 @@ defmodule ExBashkit.Interpreter do
   @spec cancel(t()) :: boolean()
   def cancel(interpreter), do: backend(interpreter).cancel(interpreter)
 
+  @spec stats(t()) :: {:ok, tuple()} | {:error, String.t()}
+  def stats(interpreter), do: backend(interpreter).stats(interpreter)
+
   @file_ops [:read_file, :write_file, :list_dir, :mkdir, :remove, :rename, :stat, :chmod]
 
   @doc "The file API: `op` is one of #{inspect(@file_ops)}, `args` the NIF's."

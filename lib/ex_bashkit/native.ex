@@ -19,6 +19,7 @@ defmodule ExBashkit.Native do
   def session_callbacks_done(_session, _server), do: err()
   def session_id(_session), do: err()
   def session_built(_session), do: err()
+  def session_stats(_session), do: err()
   def live_sessions, do: err()
   def stats, do: err()
   def features, do: err()

@@ -47,8 +47,9 @@ defmodule ExBashkit.Pool do
       would wait for a slot only it can free: `run/2` raises instead.
 
       iex> {:ok, _} = ExBashkit.Pool.start_link(name: :doc_pool, size: 2)
-      iex> ExBashkit.Pool.exec(:doc_pool, "echo pooled")
-      {:ok, %ExBashkit.Result{stdout: "pooled\\n", stderr: "", exit_code: 0}}
+      iex> {:ok, result} = ExBashkit.Pool.exec(:doc_pool, "echo pooled")
+      iex> {result.stdout, result.exit_code}
+      {"pooled\\n", 0}
       iex> GenServer.stop(:doc_pool)
       :ok
   """

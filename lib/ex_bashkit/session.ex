@@ -570,6 +570,27 @@ defmodule ExBashkit.Session do
   def info(session), do: session |> resource!() |> Interpreter.info()
 
   @doc """
+  What `session`'s scripts have cost so far, summed: an
+  `ExBashkit.Result.Stats` whose times, commands and `runs` add up every
+  script that ran on it (each result's own `stats`) and whose
+  `peak_memory_bytes` is the most any one of them held. Returns
+  `{:ok, stats}`, or `{:error, message}` when an `isolation: :process`
+  session's worker is gone (its figures went with it).
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "echo one")
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "echo two; echo three")
+      iex> {:ok, stats} = ExBashkit.Session.stats(session)
+      iex> {stats.runs, stats.commands >= 3}
+      {2, true}
+  """
+  @spec stats(t()) :: {:ok, ExBashkit.Result.Stats.t()} | {:error, String.t()}
+  def stats(session) do
+    with {:ok, totals} <- session |> resource!() |> Interpreter.stats(),
+         do: {:ok, ExBashkit.Result.Stats.from_tuple(totals)}
+  end
+
+  @doc """
   Closes the session at once, rather than when it is garbage collected: a
   running script is cancelled, an `isolation: :process` session's worker
   process is killed (the kernel takes back whatever it held), and every

@@ -131,6 +131,9 @@ defmodule ExBashkit.Worker do
   end
 
   @impl true
+  def stats(worker), do: call(worker, :stats)
+
+  @impl true
   def abandon(%Handle{owner: pid, id: id}) do
     case call(pid, {:abandon, id}) do
       # Its owner crashed: the worker went with it (its Port was linked),

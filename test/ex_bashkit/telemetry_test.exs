@@ -74,6 +74,10 @@ defmodule ExBashkit.TelemetryTest do
     assert duration > 0
     assert m.stdout_bytes == 3 and m.stderr_bytes == 2
     assert %{exit_code: 3, truncated: false, reason: nil, limit: nil} = meta
+    # What the script cost: printf, printf, exit (and the list of them).
+    assert %{commands: commands, wall_us: wall, cpu_us: cpu, peak_memory_bytes: peak} = m
+    assert commands >= 3
+    assert Enum.all?([wall, cpu, peak], &(is_integer(&1) and &1 >= 0))
 
     {:ok, _} = ExBashkit.exec("echo once")
 

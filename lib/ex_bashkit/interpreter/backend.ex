@@ -62,6 +62,9 @@ defmodule ExBashkit.Interpreter.Backend do
   @callback snapshot(interpreter(), map(), binary() | nil, pid(), reference()) :: queued()
   @callback restore(interpreter(), binary(), binary() | nil, pid(), reference()) :: queued()
   @callback cancel(interpreter()) :: boolean()
+  # What its scripts cost, summed: `{wall_us, cpu_us, peak_memory_bytes,
+  # commands, runs}`.
+  @callback stats(interpreter()) :: {:ok, tuple()} | {:error, String.t()}
   @callback file(interpreter(), atom(), list()) :: term()
 
   # A job, as its caller waits for it.

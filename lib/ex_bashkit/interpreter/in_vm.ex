@@ -125,6 +125,13 @@ defmodule ExBashkit.Interpreter.InVM do
   end
 
   @impl true
+  def stats(%__MODULE__{resource: resource}) do
+    {:ok, Native.session_stats(resource)}
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
+
+  @impl true
   def file(%__MODULE__{resource: resource}, op, args) do
     apply(Native, :"session_#{op}", [resource | args])
   rescue

@@ -171,6 +171,12 @@ defmodule ExBashkit.Worker.Owner do
     {:noreply, request(state, id, :cancel, from)}
   end
 
+  def handle_call(:stats, from, state) do
+    {id, state} = next_id(state)
+    frame(state.port, Request.stats(id))
+    {:noreply, request(state, id, :stats, from)}
+  end
+
   def handle_call({:abandon, id}, _from, state) do
     case state.jobs do
       %{^id => %{started: true} = job} ->
@@ -424,12 +430,12 @@ defmodule ExBashkit.Worker.Owner do
     end
   end
 
-  defp event({kind, id, result}, state) when kind in [:fs, :cancelled] do
+  defp event({kind, id, result}, state) when kind in [:fs, :cancelled, :stats] do
     case Map.pop(state.requests, id) do
       {{from, timer, what}, requests} ->
         if Bounds.answers?(what, kind, result) do
           Process.cancel_timer(timer)
-          GenServer.reply(from, if(kind == :cancelled, do: {:ok, result}, else: result))
+          GenServer.reply(from, if(kind == :fs, do: result, else: {:ok, result}))
           %{state | requests: requests}
         else
           violation(state, "an answer that no #{inspect(what)} request can have")

@@ -40,6 +40,7 @@ defmodule ExBashkit.Worker.Protocol do
           | {:done, id(), term(), boolean()}
           | {:fs, id(), term()}
           | {:cancelled, id(), boolean()}
+          | {:stats, id(), tuple()}
           | {:http, id(), map()}
 
   @typedoc "Bytes of a frame still arriving."
@@ -154,6 +155,8 @@ defmodule ExBashkit.Worker.Protocol do
   def event({:cancelled, id, cancelled} = event) when id?(id) and is_boolean(cancelled),
     do: {:ok, event}
 
+  def event({:stats, id, _totals} = event) when id?(id), do: {:ok, event}
+
   def event({:call, id, target, request} = event) when id?(id) and is_map(request) do
     if call?(target, request), do: {:ok, event}, else: :error
   end
@@ -242,12 +245,12 @@ defmodule ExBashkit.Worker.Protocol do
   """
   @spec outcome(:exec | :run_code | :snapshot | :restore, term(), {pos_integer(), pos_integer()}) ::
           boolean()
-  def outcome(:exec, {:ok, {out, err, code, truncated, denials}}, {max_out, max_err})
+  def outcome(:exec, {:ok, {out, err, code, truncated, denials, stats}}, {max_out, max_err})
       when is_binary(out) and is_binary(err) and is_integer(code) and is_boolean(truncated) and
              is_list(denials),
       do:
         byte_size(out) <= max_out and byte_size(err) <= max_err and code in -255..255 and
-          denials?(denials, @max_denials)
+          denials?(denials, @max_denials) and ExBashkit.Result.Stats.valid?(stats)
 
   def outcome(:exec, {:error, {reason, limit, message, out, err}}, {max_out, max_err})
       when reason in @reasons and is_atom(limit) and is_binary(message) and is_binary(out) and

@@ -40,16 +40,21 @@ fn exec_output_so_far(env: Env<'_>, handle: ResourceArc<JobHandle>) -> Term<'_> 
     (bytes(env, &stdout), bytes(env, &stderr)).encode(env)
 }
 
-/// `{stdout, stderr, exit_code, truncated, denials}`, as
+/// `{stdout, stderr, exit_code, truncated, denials, stats}`, as
 /// `ExBashkit.Caller` reads it; `denials` are `{name, reason}` pairs.
 fn encode_result(env: Env<'_>, ran: Ran) -> Term<'_> {
-    let Ran { result, denials } = ran;
+    let Ran {
+        result,
+        denials,
+        stats,
+    } = ran;
     let ran = ex_bashkit_protocol::outcome::Ran {
         stdout: result.stdout.as_bytes(),
         stderr: result.stderr.as_bytes(),
         exit_code: result.exit_code,
         truncated: result.stdout_truncated || result.stderr_truncated,
         denials: &denials,
+        stats: stats.into(),
     };
     protocol(env, &ran)
 }

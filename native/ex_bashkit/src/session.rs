@@ -8,7 +8,9 @@ use std::sync::{Arc, OnceLock};
 use ex_bashkit_core::callback::Channel;
 use ex_bashkit_core::error::SessionError;
 use ex_bashkit_core::options::{Extra, SessionOptions};
+use ex_bashkit_core::run_stats::RunStats;
 use ex_bashkit_core::session::{self, Session};
+use ex_bashkit_protocol::outcome::Stats;
 use rustler::{Encoder, Env, Resource, ResourceArc, Term};
 
 use crate::callback::Callbacks;
@@ -180,6 +182,18 @@ fn session_id(session: ResourceArc<SessionResource>) -> u64 {
 #[rustler::nif]
 fn session_built(session: ResourceArc<SessionResource>) -> bool {
     session.is_built()
+}
+
+/// What the session's scripts cost, summed: `{wall_us, cpu_us,
+/// peak_memory_bytes, commands, runs}` (nothing yet for one not built).
+#[rustler::nif]
+fn session_stats(env: Env<'_>, session: ResourceArc<SessionResource>) -> Term<'_> {
+    let totals = if session.is_built() {
+        session.totals.get()
+    } else {
+        RunStats::default()
+    };
+    crate::terms::protocol(env, &Stats::from(totals))
 }
 
 /// How many sessions are currently alive in this VM.

@@ -46,8 +46,9 @@ defmodule ExBashkit.Worker.Owner.Bounds do
   def callable?({:policy, "command"}, {_, _, asks?}), do: asks?
   def callable?(_target, _callables), do: false
 
-  @doc "Whether `result` answers the request `what` (a file operation, a cancel)."
+  @doc "Whether `result` answers the request `what` (a file operation, a cancel, stats)."
   def answers?({:fs, op}, :fs, result), do: Protocol.fs_result(op, result)
   def answers?(:cancel, :cancelled, _result), do: true
+  def answers?(:stats, :stats, totals), do: ExBashkit.Result.Stats.valid?(totals)
   def answers?(_what, _kind, _result), do: false
 end

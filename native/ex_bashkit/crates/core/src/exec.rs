@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bashkit::{Bash, ExecResult, LimitExceeded};
 
@@ -14,6 +15,7 @@ use crate::memory::{Account, Metered};
 use crate::nesting;
 use crate::options::{SessionOptions, SessionPlan};
 use crate::policy::{Denial, Entered, Gate};
+use crate::run_stats::{RunStats, Totals};
 use crate::script_error::{Reason, ScriptError};
 use crate::session::Session;
 use crate::stop::StopSignal;
@@ -39,12 +41,16 @@ struct Run<'r> {
     frozen: &'r Arc<AtomicBool>,
     job: Arc<dyn Job>,
     call: &'r mut Call,
+    /// Where the session's runs are summed.
+    totals: Option<&'r Totals>,
 }
 
-/// A script's result, and the commands the command policy denied in it.
+/// A script's result, the commands the command policy denied in it, and
+/// what it cost.
 pub struct Ran {
     pub result: ExecResult,
     pub denials: Vec<Denial>,
+    pub stats: RunStats,
 }
 
 /// Runs `script` with its allocations charged to a fresh [`Account`]; a
@@ -52,7 +58,19 @@ pub struct Ran {
 /// the command policy answers with an error naming it.
 async fn run_script(bash: &mut Bash, script: &str, mut run: Run<'_>) -> Outcome<Ran, ScriptError> {
     let policy = run.gate.enter(run.call.command_policy.take())?;
-    let outcome = run_metered(bash, script, &mut run).await;
+    let started = Instant::now();
+    let commands = bash.session_counters().0;
+    let (outcome, account) = run_metered(bash, script, &mut run).await;
+    let stats = RunStats {
+        wall: started.elapsed(),
+        cpu: account.cpu_time(),
+        peak_memory_bytes: account.peak_bytes(),
+        commands: bash.session_counters().0.saturating_sub(commands),
+        runs: 1,
+    };
+    if let Some(totals) = run.totals {
+        totals.add(stats);
+    }
     let (denials, aborted) = policy.map(Entered::leave).unwrap_or_default();
     if let Some(denial) = aborted {
         let message = format!(
@@ -61,14 +79,19 @@ async fn run_script(bash: &mut Bash, script: &str, mut run: Run<'_>) -> Outcome<
         );
         return Err(ScriptError::new(Reason::Denied, None, message));
     }
-    outcome.map(|result| Ran { result, denials })
+    outcome.map(|result| Ran {
+        result,
+        denials,
+        stats,
+    })
 }
 
+/// The script's outcome, and its account (what it held, its CPU time).
 async fn run_metered(
     bash: &mut Bash,
     script: &str,
     run: &mut Run<'_>,
-) -> Outcome<ExecResult, ScriptError> {
+) -> (Outcome<ExecResult, ScriptError>, Arc<Account>) {
     let cancel = bash.cancellation_token();
     let account = Arc::new(Account::new(
         run.max_memory,
@@ -97,10 +120,11 @@ async fn run_metered(
         Err(_) if overdue => Err(LimitExceeded::Timeout(timeout).into()),
         outcome => outcome,
     };
-    match account.verdict() {
+    let outcome = match account.verdict() {
         Some((message, limit)) => Err(ScriptError::limit(message, limit)),
         None => outcome.map_err(|e| crate::script_error::classify(&e)),
-    }
+    };
+    (outcome, account)
 }
 
 /// Runs `script` on `session` once the scripts queued before it are done,
@@ -141,6 +165,7 @@ pub async fn run_on_session<S>(
                     frozen: &session.frozen,
                     job: job.clone(),
                     call: &mut call,
+                    totals: Some(&session.totals),
                 };
                 run_script(&mut bash, script, run).await
             }
@@ -182,6 +207,7 @@ pub async fn run_once(
         frozen: &Arc::new(AtomicBool::new(false)),
         job,
         call: &mut Call::default(),
+        totals: None,
     };
     run_script(&mut bash, script, run).await
 }

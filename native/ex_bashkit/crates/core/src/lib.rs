@@ -41,6 +41,7 @@ pub mod probes;
 pub mod python;
 #[cfg(feature = "python")]
 mod python_tools;
+pub mod run_stats;
 pub mod runtime;
 pub mod script_error;
 pub mod session;

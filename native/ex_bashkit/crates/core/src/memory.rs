@@ -29,7 +29,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::{Cell, RefCell};
-use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -119,6 +119,8 @@ pub(super) struct Meter {
     pub(super) charged: Cell<isize>,
     /// `charged` past which the account is over a limit.
     pub(super) check_at: Cell<isize>,
+    /// The most `charged` was in the current poll.
+    pub(super) peak: Cell<isize>,
     /// Bytes not yet added to [`LIVE`].
     unflushed: Cell<isize>,
     /// This thread's stack, on our own threads (`watch_stack`); 0 elsewhere.
@@ -140,6 +142,7 @@ thread_local! {
             base: Cell::new(0),
             charged: Cell::new(0),
             check_at: Cell::new(isize::MAX),
+            peak: Cell::new(0),
             unflushed: Cell::new(0),
             stack_low: Cell::new(0),
             stack_top: Cell::new(0),
@@ -230,6 +233,9 @@ fn charge(delta: isize) {
         if !meter.account.get().is_null() {
             let charged = meter.charged.get() + delta;
             meter.charged.set(charged);
+            if charged > meter.peak.get() {
+                meter.peak.set(charged);
+            }
             // The script's stack counts with its heap, past the first
             // [`STACK_FREE_BYTES`] that every script uses.
             let depth = stack_depth(meter, sp);
@@ -382,6 +388,7 @@ fn charge_helped(delta: isize, live: isize) {
     let Some(account) = account else { return };
     let used = account.used.fetch_add(delta, Ordering::Relaxed) + delta;
     if delta > 0 {
+        account.peak.fetch_max(used, Ordering::Relaxed);
         if used > account.hard_cap() {
             // The frozen thread keeps `account` alive for good.
             freeze(&account, used - delta);
@@ -419,9 +426,15 @@ fn freeze_point(used: isize) -> isize {
 /// Answers a frozen script's caller with the error message.
 type Answer = Box<dyn FnOnce(String, &'static str) + Send>;
 
-/// One script's memory: what it allocated net of what it freed.
+/// One script's account: the memory it allocated net of what it freed,
+/// the most it held, and the CPU time its polls took.
 pub struct Account {
     used: AtomicIsize,
+    /// The most `used` was (at least as exact as a flush step on a
+    /// blocking-pool thread, exact on the script's own thread).
+    peak: AtomicIsize,
+    /// CPU time of the threads that polled the script, in nanoseconds.
+    cpu_nanos: AtomicU64,
     cap: isize,
     /// Past this the script is frozen (see [`freeze_point`]).
     hard: AtomicIsize,
@@ -439,6 +452,8 @@ impl Account {
     pub fn new(cap: usize, cancel: Arc<AtomicBool>, session_frozen: Arc<AtomicBool>) -> Self {
         Self {
             used: AtomicIsize::new(0),
+            peak: AtomicIsize::new(0),
+            cpu_nanos: AtomicU64::new(0),
             cap: isize::try_from(cap).unwrap_or(isize::MAX),
             hard: AtomicIsize::new(freeze_point(isize::try_from(cap).unwrap_or(isize::MAX))),
             cancel,
@@ -447,6 +462,16 @@ impl Account {
             session_frozen,
             on_freeze: Mutex::new(None),
         }
+    }
+
+    /// The most the script held at once, in bytes.
+    pub fn peak_bytes(&self) -> u64 {
+        u64::try_from(self.peak.load(Ordering::Relaxed)).unwrap_or(0)
+    }
+
+    /// CPU time the threads polling the script spent in its polls.
+    pub fn cpu_time(&self) -> Duration {
+        Duration::from_nanos(self.cpu_nanos.load(Ordering::Relaxed))
     }
 
     /// What answers the caller if the script is frozen.

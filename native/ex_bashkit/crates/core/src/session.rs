@@ -18,6 +18,7 @@ use crate::limits::LimitsExt;
 use crate::network::Credentials;
 use crate::options::{Extra, SessionOptions, SessionPlan};
 use crate::policy::Gate;
+use crate::run_stats::Totals;
 use crate::runtime::interpreters;
 use crate::tidy::Untidy;
 
@@ -66,6 +67,8 @@ pub struct Session {
     pub max_file_bytes: u64,
     /// The command policy in force (`policy.rs`).
     pub gate: Arc<Gate>,
+    /// What its scripts cost, summed (`ExBashkit.Session.stats/1`).
+    pub totals: Totals,
     /// Set while the session waits, built ahead, for a caller to take it
     /// (the NIF's `prepared.rs`): it is not counted as live until then.
     shelved: AtomicBool,
@@ -155,6 +158,7 @@ impl Session {
             closed: AtomicBool::new(false),
             max_file_bytes: options.limits.filesystem().max_file_size,
             gate,
+            totals: Totals::default(),
             shelved: AtomicBool::new(shelved),
         })
     }

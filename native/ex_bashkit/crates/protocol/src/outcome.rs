@@ -7,24 +7,52 @@ use serde_bytes::Bytes;
 
 use crate::callback::FileKind;
 
-/// A script's result: `{stdout, stderr, exit_code, truncated, denials}`.
+/// A script's result: `{stdout, stderr, exit_code, truncated, denials,
+/// stats}`.
 pub struct Ran<'a> {
     pub stdout: &'a [u8],
     pub stderr: &'a [u8],
     pub exit_code: i32,
     pub truncated: bool,
     pub denials: &'a [Denial],
+    pub stats: Stats,
 }
 
 impl Serialize for Ran<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut tuple = serializer.serialize_tuple(5)?;
+        let mut tuple = serializer.serialize_tuple(6)?;
         tuple.serialize_element(Bytes::new(self.stdout))?;
         tuple.serialize_element(Bytes::new(self.stderr))?;
         tuple.serialize_element(&self.exit_code)?;
         tuple.serialize_element(&self.truncated)?;
         tuple.serialize_element(self.denials)?;
+        tuple.serialize_element(&self.stats)?;
         tuple.end()
+    }
+}
+
+/// What a script (or a session's scripts together) cost: `{wall_us,
+/// cpu_us, peak_memory_bytes, commands, runs}`, as `ExBashkit.Result.Stats`
+/// reads it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub wall_us: u64,
+    pub cpu_us: u64,
+    pub peak_memory_bytes: u64,
+    pub commands: u64,
+    pub runs: u64,
+}
+
+impl Serialize for Stats {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (
+            self.wall_us,
+            self.cpu_us,
+            self.peak_memory_bytes,
+            self.commands,
+            self.runs,
+        )
+            .serialize(serializer)
     }
 }
 

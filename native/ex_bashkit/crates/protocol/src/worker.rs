@@ -29,6 +29,7 @@ pub enum Request {
     Restore(u64, ByteBuf, Option<ByteBuf>),
     Abandon(u64),
     Cancel(u64),
+    Stats(u64),
     Fs(u64, FileOp),
     Reply(u64, Reply),
     HttpBody(u64, ByteBuf),

@@ -16,7 +16,7 @@ use ex_bashkit_core::script_error::ScriptError;
 use ex_bashkit_jail::Report;
 use ex_bashkit_protocol::code::CodeOutcome;
 use ex_bashkit_protocol::etf;
-use ex_bashkit_protocol::outcome::{Listed, Ran};
+use ex_bashkit_protocol::outcome::{Listed, Ran, Stats};
 pub use ex_bashkit_protocol::worker::{FileOp, HttpAnswer, Request};
 
 /// A frame from the VM, read.
@@ -102,6 +102,11 @@ pub enum Event<'a> {
         id: u64,
         cancelled: bool,
     },
+    /// What the session's scripts cost, summed.
+    Stats {
+        id: u64,
+        totals: Stats,
+    },
     Http {
         id: u64,
         method: &'a str,
@@ -146,6 +151,7 @@ pub struct Output {
     pub exit_code: i32,
     pub truncated: bool,
     pub denials: Vec<Denial>,
+    pub stats: Stats,
 }
 
 impl Output {
@@ -156,6 +162,7 @@ impl Output {
             exit_code: self.exit_code,
             truncated: self.truncated,
             denials: &self.denials,
+            stats: self.stats,
         }
     }
 }
@@ -210,6 +217,9 @@ impl IntoTerm for Event<'_> {
             Event::Fs { id, answer } => tuple(vec![atom("fs"), id_term(id), fs_term(answer)]),
             Event::Cancelled { id, cancelled } => {
                 tuple(vec![atom("cancelled"), id_term(id), boolean(cancelled)])
+            }
+            Event::Stats { id, totals } => {
+                tuple(vec![atom("stats"), id_term(id), codec::protocol(&totals)])
             }
             Event::Http {
                 id,

@@ -271,6 +271,10 @@ impl Worker {
                 let cancelled = session.running.cancel();
                 self.outbox.send(Event::Cancelled { id, cancelled });
             }
+            (Request::Stats(id), Some(session)) => {
+                let totals = session.totals.get().into();
+                self.outbox.send(Event::Stats { id, totals });
+            }
             (Request::Fs(id, op), Some(session)) => {
                 let answer = file_op(&session, op);
                 self.outbox.send(Event::Fs { id, answer });
@@ -458,12 +462,17 @@ fn exec(
         // state would be copied at each move of this future on the way.
         let run = Box::pin(run_on_session(&session, &script, plan, job, start, stop));
         match run.await {
-            Ok(Ran { result, denials }) => Outcome::Ran(Output {
+            Ok(Ran {
+                result,
+                denials,
+                stats,
+            }) => Outcome::Ran(Output {
                 truncated: result.stdout_truncated || result.stderr_truncated,
                 stdout: result.stdout.into_bytes(),
                 stderr: result.stderr.into_bytes(),
                 exit_code: result.exit_code,
                 denials,
+                stats: stats.into(),
             }),
             Err(error) => Outcome::ScriptError(error),
         }

@@ -1,6 +1,6 @@
 //! A script's future as its thread polls it: while it is polled, every
 //! allocation of the thread (and of its blocking pool) is charged to the
-//! script's account.
+//! script's account, and the thread's CPU time to its stats.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::{Account, Meter, Stop, METER, OWN_HELPERS};
+use crate::run_stats::thread_cpu_nanos;
 use crate::sync::lock;
 
 /// A script's future, with its allocations charged to `account`, and the
@@ -28,23 +29,35 @@ impl<'a, T> Metered<'a, T> {
 }
 
 /// Puts the thread's meter back as it was when a poll ends, even by panic.
+/// Also adds the poll's peak and CPU time to the account.
 struct Restore<'m> {
     meter: &'m Meter,
     account: &'m Account,
-    previous: (*const Account, isize, isize, isize),
+    /// The thread's CPU time when the poll began.
+    cpu_start: u64,
+    previous: (*const Account, isize, isize, isize, isize),
 }
 
 impl Drop for Restore<'_> {
     fn drop(&mut self) {
         let meter = self.meter;
-        self.account
+        let account = self.account;
+        account.cpu_nanos.fetch_add(
+            thread_cpu_nanos().saturating_sub(self.cpu_start),
+            Ordering::Relaxed,
+        );
+        account
+            .peak
+            .fetch_max(meter.base.get() + meter.peak.get(), Ordering::Relaxed);
+        account
             .used
             .fetch_add(meter.charged.get(), Ordering::Relaxed);
-        let (account, base, charged, check_at) = self.previous;
-        meter.account.set(account);
+        let (previous, base, charged, check_at, peak) = self.previous;
+        meter.account.set(previous);
         meter.base.set(base);
         meter.charged.set(charged);
         meter.check_at.set(check_at);
+        meter.peak.set(peak);
     }
 }
 
@@ -69,11 +82,13 @@ impl<T> Future for Metered<'_, T> {
             let _restore = Restore {
                 meter,
                 account,
+                cpu_start: thread_cpu_nanos(),
                 previous: (
                     meter.account.replace(account),
                     meter.base.replace(used),
                     meter.charged.replace(0),
                     meter.check_at.replace(limit.saturating_sub(used)),
+                    meter.peak.replace(0),
                 ),
             };
             self.inner.as_mut().poll(cx)

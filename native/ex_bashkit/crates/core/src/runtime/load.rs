@@ -106,13 +106,7 @@ impl CpuClock {
     /// CPU time the thread has used.
     #[cfg(target_os = "linux")]
     fn nanos(&self) -> Option<u64> {
-        let mut time = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes only `time`; a stale clock fails.
-        let status = unsafe { libc::clock_gettime(self.0 as libc::clockid_t, &mut time) };
-        (status == 0).then(|| time.tv_sec as u64 * 1_000_000_000 + time.tv_nsec as u64)
+        crate::run_stats::clock_nanos(self.0 as libc::clockid_t)
     }
 
     #[cfg(not(target_os = "linux"))]
