@@ -61,7 +61,7 @@ defmodule ExBashkit.Session do
     * `guides/how_scripts_run.md` — threads, timeouts, cancellation and panics.
     * `guides/isolation.md` — `isolation: :process`: sessions in worker processes.
     * `guides/sandbox_per_conversation.md` — sessions as supervised processes (`ExBashkit.Server`).
-    * `guides/live_control.md` — per-call options, streaming, `cancel/1`, `ExBashkit.Error`.
+    * `guides/live_control.md` — per-call options, streaming, `cancel/1`, `ExBashkit.Error`, what each call cost.
   """
 
   alias ExBashkit.{Callbacks, Interpreter, Result}

@@ -370,7 +370,7 @@ defmodule ExBashkit.Tool do
     end
 
     bash = bash(target, opts)
-    file_opts = Keyword.delete(opts, :timeout_ms)
+    file_opts = Keyword.drop(opts, [:timeout_ms, :stats])
 
     [
       bash

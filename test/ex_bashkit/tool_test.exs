@@ -109,6 +109,20 @@ defmodule ExBashkit.ToolTest do
       refute text =~ "Output before"
     end
 
+    test "stats: true appends what the script cost; the default leaves it out",
+         %{session: session} do
+      {:ok, plain} = Tool.call(Tool.bash(session), %{"command" => "echo hi"})
+      refute plain =~ "cost:"
+
+      {:ok, costed} = Tool.call(Tool.bash(session, stats: true), %{"command" => "echo hi"})
+
+      assert costed =~
+               ~r/\Aexit code: 0\nstdout:\nhi\ncost: [\d.]+ ms wall, [\d.]+ ms CPU, [\d.]+ (B|KiB|MiB) peak memory, 1 command\n\z/
+
+      assert_raise ArgumentError, ~r/:stats/, fn -> Tool.bash(session, stats: :yes) end
+      assert length(Tool.all(session, stats: true)) == 7
+    end
+
     test "a cancel from elsewhere ends the call", %{session: session} do
       command = "echo a; touch /printed; sleep 30"
       task = Task.async(fn -> Tool.call(Tool.bash(session), %{"command" => command}) end)

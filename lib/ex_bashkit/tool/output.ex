@@ -106,6 +106,28 @@ defmodule ExBashkit.Tool.Output do
     ])
   end
 
+  @doc """
+  What a script cost, in a line a model reads.
+
+      iex> stats = %ExBashkit.Result.Stats{wall_us: 12_500, cpu_us: 9_100, peak_memory_bytes: 3_300_000, commands: 42, runs: 1}
+      iex> ExBashkit.Tool.Output.cost(stats)
+      "cost: 12.5 ms wall, 9.1 ms CPU, 3.1 MiB peak memory, 42 commands\n"
+  """
+  @spec cost(ExBashkit.Result.Stats.t()) :: String.t()
+  def cost(%ExBashkit.Result.Stats{} = stats) do
+    "cost: #{ms(stats.wall_us)} wall, #{ms(stats.cpu_us)} CPU, " <>
+      "#{bytes(stats.peak_memory_bytes)} peak memory, #{count(stats.commands, "command")}\n"
+  end
+
+  defp count(1, noun), do: "1 #{noun}"
+  defp count(n, noun), do: "#{n} #{noun}s"
+
+  defp ms(us), do: "#{Float.round(us / 1000, 1)} ms"
+
+  defp bytes(n) when n < 1024, do: "#{n} B"
+  defp bytes(n) when n < 1024 * 1024, do: "#{Float.round(n / 1024, 1)} KiB"
+  defp bytes(n), do: "#{Float.round(n / (1024 * 1024), 1)} MiB"
+
   @doc false
   # stdout and stderr sections, or a line saying there was none.
   @spec output_sections(%{stdout: binary(), stderr: binary()}, non_neg_integer()) :: iodata()

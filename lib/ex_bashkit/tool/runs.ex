@@ -4,6 +4,7 @@ defmodule ExBashkit.Tool.Runs do
   # arguments, and how their outcomes read to a model.
 
   alias ExBashkit.{Error, Result, Sandbox}
+  alias ExBashkit.Result.Stats
   alias ExBashkit.Tool.Output
 
   def bash(target, %{"command" => command} = args, config) do
@@ -11,11 +12,19 @@ defmodule ExBashkit.Tool.Runs do
     opts = [errors: :struct] ++ if(timeout, do: [timeout_ms: timeout], else: [])
 
     case Sandbox.exec(target, command, opts) do
-      {:ok, %Result{} = result} -> {:ok, Output.streams(result, config.max_output_bytes)}
-      {:error, %Error{} = error} -> {:error, stopped(error, config.max_output_bytes)}
-      {:error, message} when is_binary(message) -> {:error, unavailable(message)}
+      {:ok, %Result{} = result} ->
+        {:ok, Output.streams(result, config.max_output_bytes) <> cost(result, config.stats)}
+
+      {:error, %Error{} = error} ->
+        {:error, stopped(error, config.max_output_bytes)}
+
+      {:error, message} when is_binary(message) ->
+        {:error, unavailable(message)}
     end
   end
+
+  defp cost(%Result{stats: %Stats{} = stats}, true), do: Output.cost(stats)
+  defp cost(_result, _stats?), do: ""
 
   defp stopped(%Error{} = error, budget) do
     partial =

@@ -31,6 +31,17 @@ defmodule ExBashkit.Tool.Schema do
            ]
          ]
 
+  @bash @run ++
+          [
+            stats: [
+              type: :boolean,
+              default: false,
+              doc:
+                "appends what each script cost to its output: wall and CPU time, peak memory " <>
+                  "and commands run (`ExBashkit.Result.Stats`)."
+            ]
+          ]
+
   @elixir @run ++
             [
               peer: [
@@ -87,7 +98,7 @@ defmodule ExBashkit.Tool.Schema do
 
   @doc "The options schema of a tool's constructor."
   @spec options(atom()) :: keyword()
-  def options(:bash), do: @run
+  def options(:bash), do: @bash
   def options(:elixir), do: @elixir
   def options(:run_code), do: @code
   def options(:new), do: @new

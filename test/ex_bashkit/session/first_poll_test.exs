@@ -37,7 +37,7 @@ defmodule ExBashkit.Session.FirstPollTest do
 
   test "a script that does not wait is answered by the call itself" do
     session = Session.new()
-    assert {:ran, {:ok, {"hi\n", "", 0, false, []}}} = queued_or_ran(session, "echo hi")
+    assert {:ran, {:ok, {"hi\n", "", 0, false, [], _stats}}} = queued_or_ran(session, "echo hi")
     assert {:ok, %Result{stdout: "hi\n"}} = Session.exec(session, "echo hi")
   end
 
@@ -48,14 +48,14 @@ defmodule ExBashkit.Session.FirstPollTest do
     session = Session.new(files: %{"/data/log.txt" => lines})
     script = "cat /data/log.txt | grep -n user6 | tail -1"
 
-    assert {:ran, {:ok, {"300:line 300 user6\n", "", 0, false, []}}} =
+    assert {:ran, {:ok, {"300:line 300 user6\n", "", 0, false, [], _stats}}} =
              queued_or_ran(session, script)
   end
 
   test "a script that waits goes on elsewhere, its output whole and in order" do
     session = Session.new()
     script = "echo a; sleep 0.05; echo b; export AFTER=1"
-    assert {:queued, {:ok, {"a\nb\n", "", 0, false, []}}} = queued_or_ran(session, script)
+    assert {:queued, {:ok, {"a\nb\n", "", 0, false, [], _stats}}} = queued_or_ran(session, script)
     assert {:ok, %Result{stdout: "1\n"}} = Session.exec(session, "echo $AFTER")
   end
 
@@ -173,7 +173,9 @@ defmodule ExBashkit.Session.FirstPollTest do
       assert Interpreter.callback_reply(pending, {:output, "from f\n", "", 0})
       assert_receive {:ex_bashkit_resumable, ^pending}, 10_000
 
-      assert {:ran, {:ok, {"from f\nafter\n", "", 0, false, []}}} = Interpreter.resume(handle)
+      assert {:ran, {:ok, {"from f\nafter\n", "", 0, false, [], _stats}}} =
+               Interpreter.resume(handle)
+
       refute_received {^tag, _}
     end
 

@@ -43,7 +43,9 @@ defmodule ExBashkit.LyingWorkerTest do
   defp frame(payload), do: <<byte_size(payload)::32, payload::binary>>
   defp term(term), do: frame(:erlang.term_to_binary(term))
 
-  @ran {:ok, {"", "", 0, false, []}}
+  # What a script cost: {wall_us, cpu_us, peak_memory_bytes, commands, runs}.
+  @stats {10, 8, 4096, 1, 1}
+  @ran {:ok, {"", "", 0, false, [], @stats}}
 
   defp call(id),
     do: term({:call, id, {:builtin, "x"}, %{args: [], stdin: "", env: %{}, cwd: "/"}})
@@ -66,15 +68,15 @@ defmodule ExBashkit.LyingWorkerTest do
        end},
       {"a done whose outcome is no outcome", &term({:done, &1, {:ok, 5}, true})},
       {"a done whose exit code is text",
-       &term({:done, &1, {:ok, {"", "", "0", false, []}}, true})},
+       &term({:done, &1, {:ok, {"", "", "0", false, [], @stats}}, true})},
       {"a done whose exit code is out of range",
-       &term({:done, &1, {:ok, {"", "", 1_000_000, false, []}}, true})},
+       &term({:done, &1, {:ok, {"", "", 1_000_000, false, [], @stats}}, true})},
       {"a done with an unknown reason",
        &term({:done, &1, {:error, {:boom, nil, "m", "", ""}}, true})},
       {"a done with an unknown limit",
        &term({:done, &1, {:error, {:limit, :no_such_limit, "m", "", ""}}, true})},
       {"a done whose output is past the caps",
-       &term({:done, &1, {:ok, {:binary.copy("a", 1_048_577), "", 0, false, []}}, true})},
+       &term({:done, &1, {:ok, {:binary.copy("a", 1_048_577), "", 0, false, [], @stats}}, true})},
       {"a done whose usable flag is not a boolean", &term({:done, &1, @ran, :yes})},
       {"a started whose id is text", fn _id -> term({:started, "1"}) end},
       {"a started whose id is a pid", fn _id -> term({:started, self()}) end},
@@ -84,6 +86,9 @@ defmodule ExBashkit.LyingWorkerTest do
       {"a chunk on no stream", &term({:chunk, &1, :stdin, "x"})},
       {"an answer to no file request", fn _id -> term({:fs, 7, {:ok, "x"}}) end},
       {"an answer to no cancel", fn _id -> term({:cancelled, 7, true}) end},
+      {"stats nobody asked for", fn _id -> term({:stats, 7, @stats}) end},
+      {"a done whose stats are negative",
+       &term({:done, &1, {:ok, {"", "", 0, false, [], {1, -5, 0, 0, 1}}}, true})},
       {"a second :new", fn _id -> term({:new, {:ok, {[], [], 1}}}) end},
       {"a call whose arguments are numbers",
        fn _id -> term({:call, 1, {:builtin, "x"}, %{args: [1]}}) end},
@@ -184,7 +189,7 @@ defmodule ExBashkit.LyingWorkerTest do
   test "a forged but well-formed answer ends the job; anything after it is a violation",
        %{bystander: bystander} do
     forge = fn id ->
-      term({:done, id, {:ok, {"forged\n", "", 0, false, []}}, true}) <>
+      term({:done, id, {:ok, {"forged\n", "", 0, false, [], @stats}}, true}) <>
         term({:chunk, id, :stdout, "late"})
     end
 
@@ -269,15 +274,20 @@ defmodule ExBashkit.LyingWorkerTest do
 
   test "what a worker answers is checked against what was asked" do
     caps = {10, 10}
-    assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false, []}}, caps)
-    assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false, [{"rm", "denied"}]}}, caps)
-    refute Protocol.outcome(:exec, {:ok, {"much too long", "", 0, false, []}}, caps)
+    assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false, [], @stats}}, caps)
+    assert Protocol.outcome(:exec, {:ok, {"out", "", 0, false, [{"rm", "denied"}], @stats}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"much too long", "", 0, false, [], @stats}}, caps)
     # Denials: {name, reason} pairs, no more than a script reports.
-    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [{:rm, "denied"}]}}, caps)
-    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, :none}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [{:rm, "denied"}], @stats}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, :none, @stats}}, caps)
     many = List.duplicate({"rm", "denied"}, 101)
-    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, many}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, many, @stats}}, caps)
     refute Protocol.outcome(:exec, {:ok, {"", "", 0, false}}, caps)
+    # Stats: five non-negative integers.
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, -1, 0, 1, 1}}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, 8, 0, "1", 1}}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, 8, 0, 1}}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], nil}}, caps)
     refute Protocol.outcome(:exec, {:ok, "snapshot"}, caps)
     # Every limit an honest worker can name, the VM-wide budget included.
     for limit <- [nil, :memory_budget_bytes | ExBashkit.Session.Options.Limits.keys()] do
@@ -287,7 +297,7 @@ defmodule ExBashkit.LyingWorkerTest do
     refute Protocol.outcome(:exec, {:error, {:limit, :no_such_limit, "m", "", ""}}, caps)
     # A code run's outcome: the value's JSON within the stdout cap, or an
     # error in the library's words.
-    ran = {"out", "", 0, false, []}
+    ran = {"out", "", 0, false, [], @stats}
     error = %{kind: :exception, name: "TypeError", message: "bad", line: 3}
     assert Protocol.outcome(:run_code, {:ok, {:code, ran, {:value, "[1]"}}}, caps)
     assert Protocol.outcome(:run_code, {:ok, {:code, ran, {:error, error}}}, caps)
@@ -367,6 +377,7 @@ defmodule ExBashkit.LyingWorkerTest do
                      :done,
                      :fs,
                      :cancelled,
+                     :stats,
                      :http
                    ]
 
@@ -484,6 +495,7 @@ defmodule ExBashkit.LyingWorkerTest do
       {:done, id, {:error, {:timeout, :timeout_ms, "m", "", ""}}, true},
       {:fs, 2, {:ok, "content"}},
       {:cancelled, 2, true},
+      {:stats, 2, @stats},
       {:call, 1, {:builtin, "b"}, %{args: ["a"], stdin: "", env: %{"K" => "V"}, cwd: "/"}},
       {:call, 1, {:fs, "/m"}, %{op: :write, path: "/m/f", data: "d"}},
       {:http, 1,

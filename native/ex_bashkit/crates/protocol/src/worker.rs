@@ -108,7 +108,7 @@ mod tests {
             .lines()
             .filter(|line| !line.trim().is_empty() && !line.starts_with('#'))
             .collect();
-        assert_eq!(rows.len(), 13);
+        assert_eq!(rows.len(), 14);
         for row in rows {
             let fields: Vec<&str> = row.split('|').map(str::trim).collect();
             let mut frame = vec![atom(fields[0])];
