@@ -14,7 +14,7 @@ defmodule ExBashkit.Telemetry do
   | event | measurements | metadata |
   |---|---|---|
   | `[:ex_bashkit, :exec, :start]` | `monotonic_time`, `system_time` | `session` (a `Session`, or `nil` for `ExBashkit.exec/1`), `script_bytes` |
-  | `[:ex_bashkit, :exec, :stop]` | `duration`, `stdout_bytes`, `stderr_bytes`; for a script that ran to its end, its `ExBashkit.Result.Stats` too: `wall_us`, `cpu_us`, `peak_memory_bytes`, `commands` | the start's, plus `exit_code` (`nil` on error), `truncated`, `reason` (`nil`, or the `ExBashkit.Error` reason: `:timeout`, `:limit`, …), `limit` |
+  | `[:ex_bashkit, :exec, :stop]` | `duration`, `stdout_bytes`, `stderr_bytes`; for a script that ran to its end, its `ExBashkit.Result.Stats` too: `wall_us`, `cpu_us`, `peak_memory_bytes`, `file_bytes_written`, `commands` | the start's, plus `exit_code` (`nil` on error), `truncated`, `reason` (`nil`, or the `ExBashkit.Error` reason: `:timeout`, `:limit`, …), `limit` |
   | `[:ex_bashkit, :exec, :exception]` | `duration` | the start's, plus `kind`, `reason`, `stacktrace` |
   | `[:ex_bashkit, :callback, :start \\| :stop \\| :exception]` | as above | `type` (`:builtin` or `:virtual_fs`), `name` (the builtin's name or the mount), `operation` (`:call`, or the virtual_fs operation: `:read`, `:write`, …); `:stop` adds `status` (`:ok` or `:error`) |
   | `[:ex_bashkit, :snapshot, :start \\| :stop \\| :exception]` | as above; `:stop` adds `bytes` | `session`; `:stop` adds `status` |
@@ -121,8 +121,8 @@ defmodule ExBashkit.Telemetry do
   end
 
   # A script's own figures (`ExBashkit.Result.Stats`), as measurements.
-  defp cost(%{wall_us: wall, cpu_us: cpu, peak_memory_bytes: peak, commands: commands}),
-    do: %{wall_us: wall, cpu_us: cpu, peak_memory_bytes: peak, commands: commands}
+  defp cost(%ExBashkit.Result.Stats{} = stats),
+    do: stats |> Map.from_struct() |> Map.delete(:runs)
 
   defp cost(nil), do: %{}
 

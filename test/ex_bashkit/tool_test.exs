@@ -117,7 +117,7 @@ defmodule ExBashkit.ToolTest do
       {:ok, costed} = Tool.call(Tool.bash(session, stats: true), %{"command" => "echo hi"})
 
       assert costed =~
-               ~r/\Aexit code: 0\nstdout:\nhi\ncost: [\d.]+ ms wall, [\d.]+ ms CPU, [\d.]+ (B|KiB|MiB) peak memory, 1 command\n\z/
+               ~r/\Aexit code: 0\nstdout:\nhi\ncost: [\d.]+ ms wall, [\d.]+ ms CPU, [\d.]+ (B|KiB|MiB) peak memory, 0 B written to files, 1 command\n\z/
 
       assert_raise ArgumentError, ~r/:stats/, fn -> Tool.bash(session, stats: :yes) end
       assert length(Tool.all(session, stats: true)) == 7

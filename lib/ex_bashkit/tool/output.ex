@@ -109,14 +109,15 @@ defmodule ExBashkit.Tool.Output do
   @doc """
   What a script cost, in a line a model reads.
 
-      iex> stats = %ExBashkit.Result.Stats{wall_us: 12_500, cpu_us: 9_100, peak_memory_bytes: 3_300_000, commands: 42, runs: 1}
+      iex> stats = %ExBashkit.Result.Stats{wall_us: 12_500, cpu_us: 9_100, peak_memory_bytes: 3_300_000, file_bytes_written: 2048, commands: 42, runs: 1}
       iex> ExBashkit.Tool.Output.cost(stats)
-      "cost: 12.5 ms wall, 9.1 ms CPU, 3.1 MiB peak memory, 42 commands\n"
+      "cost: 12.5 ms wall, 9.1 ms CPU, 3.1 MiB peak memory, 2.0 KiB written to files, 42 commands\\n"
   """
   @spec cost(ExBashkit.Result.Stats.t()) :: String.t()
   def cost(%ExBashkit.Result.Stats{} = stats) do
     "cost: #{ms(stats.wall_us)} wall, #{ms(stats.cpu_us)} CPU, " <>
-      "#{bytes(stats.peak_memory_bytes)} peak memory, #{count(stats.commands, "command")}\n"
+      "#{bytes(stats.peak_memory_bytes)} peak memory, " <>
+      "#{bytes(stats.file_bytes_written)} written to files, #{count(stats.commands, "command")}\n"
   end
 
   defp count(1, noun), do: "1 #{noun}"

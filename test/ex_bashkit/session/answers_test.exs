@@ -16,7 +16,7 @@ defmodule ExBashkit.Session.AnswersTest do
   describe "await/4" do
     test "a script's answer is a result" do
       tag = make_ref()
-      send(self(), {tag, {:ok, {"out\n", "err\n", 3, false, [], {1, 1, 0, 1, 1}}}})
+      send(self(), {tag, {:ok, {"out\n", "err\n", 3, false, [], {1, 1, 0, 0, 1, 1}}}})
 
       assert {:ok, %Result{stdout: "out\n", stderr: "err\n", exit_code: 3, truncated: false}} =
                Caller.await(queued(), tag, call())
@@ -41,7 +41,7 @@ defmodule ExBashkit.Session.AnswersTest do
       send(self(), {:ex_bashkit, call.output_tag, {:stdout, "a\n"}})
       send(self(), {:ex_bashkit, call.output_tag, {:stderr, "ignored\n"}})
       send(self(), {:ex_bashkit, call.output_tag, {:stdout, "b\n"}})
-      send(self(), {tag, {:ok, {"a\nb\n", "", 0, false, [], {1, 1, 0, 1, 1}}}})
+      send(self(), {tag, {:ok, {"a\nb\n", "", 0, false, [], {1, 1, 0, 0, 1, 1}}}})
 
       assert {:ok, %Result{stdout: ["a\n", "b\n"]}} = Caller.await(queued(), tag, call)
     end
@@ -60,7 +60,7 @@ defmodule ExBashkit.Session.AnswersTest do
       tag = make_ref()
       test = self()
       send(self(), {:ex_bashkit_call, :pending, {:builtin, "x"}, %{}})
-      send(self(), {tag, {:ok, {"", "", 0, false, [], {1, 1, 0, 1, 1}}}})
+      send(self(), {tag, {:ok, {"", "", 0, false, [], {1, 1, 0, 0, 1, 1}}}})
       forward = &send(test, {:forwarded, &1})
 
       assert {:ok, %Result{}} = Caller.await(queued(), tag, call(), forward)
@@ -71,7 +71,7 @@ defmodule ExBashkit.Session.AnswersTest do
       tag = make_ref()
       other = make_ref()
       send(self(), {other, :not_mine})
-      send(self(), {tag, {:ok, {"", "", 0, false, [], {1, 1, 0, 1, 1}}}})
+      send(self(), {tag, {:ok, {"", "", 0, false, [], {1, 1, 0, 0, 1, 1}}}})
 
       assert {:ok, %Result{}} = Caller.await(queued(), tag, call())
       assert_received {^other, :not_mine}

@@ -4,6 +4,7 @@ defmodule ExBashkit.Session.StatsTest do
   use ExBashkit.Case, async: true
 
   alias ExBashkit.Result.Stats
+  alias ExBashkit.Test.MapFs
 
   for isolation <- [:none, :process] do
     describe "isolation: #{isolation}" do
@@ -58,6 +59,20 @@ defmodule ExBashkit.Session.StatsTest do
         assert big.peak_memory_bytes > 10 * small.peak_memory_bytes
       end
 
+      test "bytes written to files: each write, append and copy, whole",
+           %{isolation: isolation} do
+        session = Session.new(isolation: isolation)
+        script = "echo hello > /a.txt; echo more >> /a.txt; cp /a.txt /b.txt; cat /b.txt"
+        {:ok, %{stats: stats}} = Session.exec(session, script)
+        # 6 + 5, then the 11-byte copy.
+        assert stats.file_bytes_written == 22
+
+        # What the file API writes between scripts is nobody's script's.
+        :ok = Session.write_file(session, "/c.txt", "between")
+        {:ok, %{stats: stats}} = Session.exec(session, "cat /a.txt /c.txt > /dev/null")
+        assert stats.file_bytes_written == 0
+      end
+
       test "Session.stats/1 sums the session's scripts", %{isolation: isolation} do
         session = Session.new(isolation: isolation)
         assert {:ok, %Stats{runs: 0, commands: 0, wall_us: 0}} = Session.stats(session)
@@ -84,6 +99,18 @@ defmodule ExBashkit.Session.StatsTest do
         assert {:ok, %Stats{runs: 2}} = Session.stats(session)
       end
     end
+  end
+
+  @tag :tmp_dir
+  test "bytes written through host and virtual_fs mounts count too", %{tmp_dir: dir} do
+    agent = MapFs.start()
+
+    session =
+      Session.new(mounts: [{"/host", dir, :read_write}], virtual_fs: %{"/api" => {MapFs, agent}})
+
+    {:ok, %{stats: stats}} = Session.exec(session, "echo abc > /host/x.txt; echo de > /api/y.txt")
+    assert stats.file_bytes_written == 7
+    assert File.read!(Path.join(dir, "x.txt")) == "abc\n"
   end
 
   test "one-off scripts carry their stats too" do

@@ -157,8 +157,16 @@ defmodule ExBashkit.IsolationTest do
       assert {:error, %Error{reason: :timeout}} =
                Session.exec(hog, @hog, timeout_ms: 1_000, errors: :struct)
 
-      assert %Result{stdout: "#{round}\n"} == run(bystander, "echo #{round}")
-      assert %Result{stdout: "#{round}\n"} == run(in_vm, "echo #{round}")
+      expected = "#{round}\n"
+
+      assert %Result{stdout: ^expected, stderr: "", exit_code: 0, truncated: false} =
+               run(bystander, "echo #{round}")
+
+      expected = "#{round}\n"
+
+      assert %Result{stdout: ^expected, stderr: "", exit_code: 0, truncated: false} =
+               run(in_vm, "echo #{round}")
+
       assert wait_until(fn -> Enum.all?(pids, &(not alive?(&1))) end)
     end
 

@@ -43,8 +43,9 @@ defmodule ExBashkit.LyingWorkerTest do
   defp frame(payload), do: <<byte_size(payload)::32, payload::binary>>
   defp term(term), do: frame(:erlang.term_to_binary(term))
 
-  # What a script cost: {wall_us, cpu_us, peak_memory_bytes, commands, runs}.
-  @stats {10, 8, 4096, 1, 1}
+  # What a script cost: {wall_us, cpu_us, peak_memory_bytes,
+  # file_bytes_written, commands, runs}.
+  @stats {10, 8, 4096, 0, 1, 1}
   @ran {:ok, {"", "", 0, false, [], @stats}}
 
   defp call(id),
@@ -88,7 +89,7 @@ defmodule ExBashkit.LyingWorkerTest do
       {"an answer to no cancel", fn _id -> term({:cancelled, 7, true}) end},
       {"stats nobody asked for", fn _id -> term({:stats, 7, @stats}) end},
       {"a done whose stats are negative",
-       &term({:done, &1, {:ok, {"", "", 0, false, [], {1, -5, 0, 0, 1}}}, true})},
+       &term({:done, &1, {:ok, {"", "", 0, false, [], {1, -5, 0, 0, 0, 1}}}, true})},
       {"a second :new", fn _id -> term({:new, {:ok, {[], [], 1}}}) end},
       {"a call whose arguments are numbers",
        fn _id -> term({:call, 1, {:builtin, "x"}, %{args: [1]}}) end},
@@ -283,10 +284,10 @@ defmodule ExBashkit.LyingWorkerTest do
     many = List.duplicate({"rm", "denied"}, 101)
     refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, many, @stats}}, caps)
     refute Protocol.outcome(:exec, {:ok, {"", "", 0, false}}, caps)
-    # Stats: five non-negative integers.
-    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, -1, 0, 1, 1}}}, caps)
-    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, 8, 0, "1", 1}}}, caps)
-    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, 8, 0, 1}}}, caps)
+    # Stats: six non-negative integers.
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, -1, 0, 0, 1, 1}}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, 8, 0, 0, "1", 1}}}, caps)
+    refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], {10, 8, 0, 1, 1}}}, caps)
     refute Protocol.outcome(:exec, {:ok, {"", "", 0, false, [], nil}}, caps)
     refute Protocol.outcome(:exec, {:ok, "snapshot"}, caps)
     # Every limit an honest worker can name, the VM-wide budget included.

@@ -20,6 +20,7 @@ use crate::script_error::{Reason, ScriptError};
 use crate::session::Session;
 use crate::stop::StopSignal;
 use crate::tidy::Tidy;
+use crate::written::Written;
 
 /// The script as text; scripts arrive as bytes.
 pub fn script_text(script: &[u8]) -> Result<String, String> {
@@ -41,7 +42,8 @@ struct Run<'r> {
     frozen: &'r Arc<AtomicBool>,
     job: Arc<dyn Job>,
     call: &'r mut Call,
-    /// Where the session's runs are summed.
+    /// What the session's files took in, and where its runs are summed.
+    written: &'r Written,
     totals: Option<&'r Totals>,
 }
 
@@ -59,12 +61,13 @@ pub struct Ran {
 async fn run_script(bash: &mut Bash, script: &str, mut run: Run<'_>) -> Outcome<Ran, ScriptError> {
     let policy = run.gate.enter(run.call.command_policy.take())?;
     let started = Instant::now();
-    let commands = bash.session_counters().0;
+    let (commands, written) = (bash.session_counters().0, run.written.total());
     let (outcome, account) = run_metered(bash, script, &mut run).await;
     let stats = RunStats {
         wall: started.elapsed(),
         cpu: account.cpu_time(),
         peak_memory_bytes: account.peak_bytes(),
+        file_bytes_written: run.written.total().saturating_sub(written),
         commands: bash.session_counters().0.saturating_sub(commands),
         runs: 1,
     };
@@ -165,6 +168,7 @@ pub async fn run_on_session<S>(
                     frozen: &session.frozen,
                     job: job.clone(),
                     call: &mut call,
+                    written: &session.written,
                     totals: Some(&session.totals),
                 };
                 run_script(&mut bash, script, run).await
@@ -191,6 +195,7 @@ pub async fn run_once(
     job.started();
     nesting::check(script, options.limits.nesting_depth())?;
     let gate = Gate::new(options.command_policy.clone());
+    let written = Written::default();
     let mut bash = options
         .build(
             &Arc::new(callbacks),
@@ -198,6 +203,7 @@ pub async fn run_once(
             None,
             &gate,
             crate::options::Extra::none(),
+            &written,
         )
         .await?;
     let run = Run {
@@ -207,6 +213,7 @@ pub async fn run_once(
         frozen: &Arc::new(AtomicBool::new(false)),
         job,
         call: &mut Call::default(),
+        written: &written,
         totals: None,
     };
     run_script(&mut bash, script, run).await

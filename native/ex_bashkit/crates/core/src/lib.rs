@@ -56,3 +56,4 @@ pub mod sync;
 pub mod tidy;
 pub mod tool_bridge;
 pub mod virtual_fs;
+pub mod written;

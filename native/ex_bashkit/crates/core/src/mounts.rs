@@ -14,6 +14,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::SessionError;
+#[cfg(feature = "mounts")]
+use crate::written::Counted;
+use crate::written::Written;
 
 use bashkit::Bash;
 #[cfg(feature = "mounts")]
@@ -33,6 +36,7 @@ pub async fn attach(
     _bash: &Bash,
     mounts: &[Mount],
     _allowed: Option<&[String]>,
+    _written: &Written,
 ) -> Result<(), SessionError> {
     // ExBashkit.Session.Options refuses mounts first; this is the backstop.
     match mounts.is_empty() {
@@ -48,6 +52,7 @@ pub async fn attach(
     bash: &Bash,
     mounts: &[Mount],
     allowed: Option<&[String]>,
+    written: &Written,
 ) -> Result<(), SessionError> {
     let allowed = match allowed {
         Some(paths) => Some(canonical_prefixes(paths).await),
@@ -88,7 +93,7 @@ pub async fn attach(
         ready.push((vfs_path, fs));
     }
     for (vfs_path, fs) in ready {
-        bash.mount(vfs_path, fs)
+        bash.mount(vfs_path, Counted::wrap(fs, written))
             .map_err(|e| SessionError::Mount(format!("mount {vfs_path:?}: {e}")))?;
     }
     Ok(())

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bashkit::{Bash, BashBuilder, SessionLimits};
+use bashkit::{Bash, BashBuilder, FileSystem, InMemoryFs, SessionLimits};
 
 use crate::builtins::ElixirBuiltin;
 use crate::callback::Channel;
@@ -15,6 +15,7 @@ use crate::network::Credentials;
 use crate::policy::Gate;
 use crate::python::{self, PythonRuntime};
 use crate::virtual_fs::ElixirFs;
+use crate::written::{Counted, Written};
 
 /// Where a session's HTTP requests go when not straight to the network:
 /// a worker's, to the host (the worker's `egress.rs`).
@@ -51,6 +52,7 @@ pub trait SessionPlan {
     /// Builds the interpreter with its mounts attached and its working
     /// directory in place; callbacks reach Elixir through `channel`. Async
     /// because the filesystem is.
+    /// Its files and mounts count what is written to them in `written`.
     fn build(
         &self,
         channel: &Arc<Channel>,
@@ -58,6 +60,7 @@ pub trait SessionPlan {
         egress: Option<Egress>,
         gate: &Arc<Gate>,
         extra: Extra,
+        written: &Written,
     ) -> impl std::future::Future<Output = Result<Bash, SessionError>> + Send;
 
     /// Builds a shell that a command of the session starts mid-script
@@ -89,16 +92,18 @@ impl SessionPlan for SessionOptions {
         egress: Option<Egress>,
         gate: &Arc<Gate>,
         extra: Extra,
+        written: &Written,
     ) -> Result<Bash, SessionError> {
-        let builder = builder(self, credentials, egress);
+        let builder = builder(self, credentials, egress).fs(files(self, written));
         let mut bash = self.commands(builder, channel, gate, extra).await?;
         // A child shell leaves the flag alone: the policy stops the
         // session's script, which waits for the child.
         gate.stop_with(bash.cancellation_token());
-        mounts::attach(&bash, &self.mounts, self.allowed_mount_paths.as_deref()).await?;
+        let allowed = self.allowed_mount_paths.as_deref();
+        mounts::attach(&bash, &self.mounts, allowed, written).await?;
         for path in &self.virtual_fs {
             let backend = ElixirFs::new(path.clone(), channel.clone());
-            bash.mount(path, Arc::new(backend))
+            bash.mount(path, Counted::wrap(Arc::new(backend), written))
                 .map_err(|e| SessionError::Build(format!("virtual_fs {path:?}: {e}")))?;
         }
         bash.fs()
@@ -388,6 +393,15 @@ fn package_managers(
     builder.builtin("npm", Box::new(ex_bashkit_packages::Npm { net, budget }))
 }
 
+/// The session's own files: in memory, within its filesystem limits,
+/// with the user's home directory made (as bashkit makes it for the
+/// filesystem it builds by default), counting what is written to them.
+fn files(options: &SessionOptions, written: &Written) -> Arc<dyn FileSystem> {
+    let files = InMemoryFs::with_limits(options.limits.filesystem());
+    files.add_dir(format!("/home/{}", options.username), 0o755);
+    Counted::wrap(Arc::new(files), written)
+}
+
 fn builder(
     options: &SessionOptions,
     credentials: &Credentials,
@@ -398,8 +412,7 @@ fn builder(
     // so per-script limits (ExecutionLimits) are the ones that bound work.
     let mut builder = Bash::builder()
         .session_limits(SessionLimits::unlimited())
-        .limits(options.limits.execution())
-        .filesystem_limits(options.limits.filesystem());
+        .limits(options.limits.execution());
     if let Some(memory) = options.limits.memory() {
         builder = builder.memory_limits(memory);
     }

@@ -1,9 +1,9 @@
 //! What a script's run cost — wall time, CPU time, the most memory it held,
-//! commands it ran — and a session's totals.
+//! bytes it wrote to files, commands it ran — and a session's totals.
 //!
 //! Measured where the work is: CPU time and memory by the script's
-//! account while its future is polled (`memory.rs`), commands by bashkit's
-//! own counter.
+//! account while its future is polled (`memory.rs`), bytes written by the
+//! session's filesystems (`written.rs`), commands by bashkit's own counter.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -21,6 +21,8 @@ pub struct RunStats {
     pub cpu: Duration,
     /// The most it held at once (for a session's sum: the most any held).
     pub peak_memory_bytes: u64,
+    /// Bytes it wrote to files (`written.rs`).
+    pub file_bytes_written: u64,
     /// Commands bash ran (builtins, functions, external-command lookups).
     pub commands: u64,
     /// Scripts counted (1 for one run).
@@ -35,6 +37,9 @@ impl RunStats {
             wall: self.wall.saturating_add(other.wall),
             cpu: self.cpu.saturating_add(other.cpu),
             peak_memory_bytes: self.peak_memory_bytes.max(other.peak_memory_bytes),
+            file_bytes_written: self
+                .file_bytes_written
+                .saturating_add(other.file_bytes_written),
             commands: self.commands.saturating_add(other.commands),
             runs: self.runs.saturating_add(other.runs),
         }
@@ -48,6 +53,7 @@ impl From<RunStats> for Stats {
             wall_us: micros(run.wall),
             cpu_us: micros(run.cpu),
             peak_memory_bytes: run.peak_memory_bytes,
+            file_bytes_written: run.file_bytes_written,
             commands: run.commands,
             runs: run.runs,
         }
@@ -106,6 +112,7 @@ mod tests {
             wall: Duration::from_micros(5),
             cpu: Duration::from_micros(3),
             peak_memory_bytes: 100,
+            file_bytes_written: 10,
             commands: 2,
             runs: 1,
         };
@@ -117,6 +124,7 @@ mod tests {
         assert_eq!(sum.wall, Duration::from_micros(10));
         assert_eq!(sum.cpu, Duration::from_micros(6));
         assert_eq!(sum.peak_memory_bytes, 100);
+        assert_eq!(sum.file_bytes_written, 20);
         assert_eq!((sum.commands, sum.runs), (4, 2));
     }
 

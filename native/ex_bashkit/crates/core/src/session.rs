@@ -21,6 +21,7 @@ use crate::policy::Gate;
 use crate::run_stats::Totals;
 use crate::runtime::interpreters;
 use crate::tidy::Untidy;
+use crate::written::Written;
 
 /// One long-lived `Bash`. Scripts take the async mutex, so concurrent
 /// `exec/2` calls queue in arrival order without holding any thread; file
@@ -69,6 +70,8 @@ pub struct Session {
     pub gate: Arc<Gate>,
     /// What its scripts cost, summed (`ExBashkit.Session.stats/1`).
     pub totals: Totals,
+    /// Bytes written to its files and mounts, by anything.
+    pub written: Written,
     /// Set while the session waits, built ahead, for a caller to take it
     /// (the NIF's `prepared.rs`): it is not counted as live until then.
     shelved: AtomicBool,
@@ -124,9 +127,10 @@ impl Session {
         let gate = Gate::new(options.command_policy.clone());
         gate.ask_through(callbacks.clone());
         let extra = extra(&callbacks, &gate);
+        let written = Written::default();
         let bash = pool.block_on(
             worker,
-            options.build(&callbacks, &credentials, egress, &gate, extra),
+            options.build(&callbacks, &credentials, egress, &gate, extra, &written),
         )?;
         let fs = bash.fs();
         let running = Running::new(bash.cancellation_token());
@@ -159,6 +163,7 @@ impl Session {
             max_file_bytes: options.limits.filesystem().max_file_size,
             gate,
             totals: Totals::default(),
+            written,
             shelved: AtomicBool::new(shelved),
         })
     }

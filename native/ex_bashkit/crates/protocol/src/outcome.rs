@@ -32,13 +32,14 @@ impl Serialize for Ran<'_> {
 }
 
 /// What a script (or a session's scripts together) cost: `{wall_us,
-/// cpu_us, peak_memory_bytes, commands, runs}`, as `ExBashkit.Result.Stats`
-/// reads it.
+/// cpu_us, peak_memory_bytes, file_bytes_written, commands, runs}`, as
+/// `ExBashkit.Result.Stats` reads it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     pub wall_us: u64,
     pub cpu_us: u64,
     pub peak_memory_bytes: u64,
+    pub file_bytes_written: u64,
     pub commands: u64,
     pub runs: u64,
 }
@@ -49,6 +50,7 @@ impl Serialize for Stats {
             self.wall_us,
             self.cpu_us,
             self.peak_memory_bytes,
+            self.file_bytes_written,
             self.commands,
             self.runs,
         )
