@@ -50,6 +50,95 @@ defmodule ExBashkit.StoreTest do
     assert Store.fetch(store, id) == :error
   end
 
+  # A clock the test moves: {__MODULE__, :now, [agent]}.
+  def now(clock), do: Agent.get(clock, & &1)
+  defp advance(clock, ms), do: Agent.update(clock, &(&1 + ms))
+
+  defp disk_with_clock(ttl_ms) do
+    dir = tmp_path("ex_bashkit_tombs")
+    on_exit(fn -> File.rm_rf!(dir) end)
+    clock = start_supervised!({Agent, fn -> 1_000_000_000 end})
+    opts = [dir: dir, key: @key, tombstone_ttl_ms: ttl_ms, clock: {__MODULE__, :now, [clock]}]
+    {Store.validate!({Store.Disk, opts}), clock}
+  end
+
+  defp epoch_file({Store.Disk, opts}, id), do: Store.Disk.path(opts, id) <> ".epoch"
+
+  test "a deleted session's epoch fences it for :tombstone_ttl_ms, then goes" do
+    {store, clock} = disk_with_clock(60_000)
+    {Store.Disk, opts} = store
+    assert {:ok, 1} = Store.claim(store, :tomb)
+    assert :ok = Store.put(store, :tomb, "record", 1)
+    assert {:ok, 2} = Store.claim(store, :tomb)
+    assert :ok = Store.delete(store, :tomb)
+
+    # To the last millisecond of its TTL, the fence holds.
+    advance(clock, 60_000)
+    assert :stale = Store.put(store, :tomb, "cut off", 1)
+    assert Store.Disk.sweep(opts) == 0
+    assert File.exists?(epoch_file(store, :tomb))
+
+    # Past it the tombstone is nothing: no fence, swept, and a claim starts over.
+    advance(clock, 1)
+    assert Store.Disk.sweep(opts) == 1
+    refute File.exists?(epoch_file(store, :tomb))
+    assert {:ok, 1} = Store.claim(store, :tomb)
+  end
+
+  test "tombstones are swept by deletes and claims, at most once per interval, sparing the rest" do
+    {store, clock} = disk_with_clock(1_000)
+    {Store.Disk, opts} = store
+
+    for id <- [:old, :live, :young] do
+      {:ok, 1} = Store.claim(store, id)
+      :ok = Store.put(store, id, "record", 1)
+    end
+
+    # The first delete sweeps an empty directory's tombstones (none).
+    :ok = Store.delete(store, :old)
+    advance(clock, 900)
+    :ok = Store.delete(store, :young)
+
+    advance(clock, 200)
+    # A delete past the interval starts a sweep: :old's tombstone (1,100 ms) goes;
+    # :young's (200 ms) and the live session's epoch stay.
+    :ok = Store.delete(store, :absent)
+    assert wait_until(fn -> not File.exists?(epoch_file(store, :old)) end)
+    assert File.exists?(epoch_file(store, :young))
+    assert File.exists?(epoch_file(store, :live))
+    assert {:ok, "record"} = Store.fetch(store, :live)
+
+    # Within the interval no sweep starts, even with a tombstone expired:
+    # the directory's last sweep is still the one above.
+    marker = Path.join(opts[:dir], ".swept")
+    swept_at = File.read!(marker)
+    advance(clock, 900)
+    :ok = Store.delete(store, :absent)
+    assert File.read!(marker) == swept_at
+    assert File.exists?(epoch_file(store, :young))
+    # The next one past the interval does.
+    advance(clock, 200)
+    {:ok, _} = Store.claim(store, :other)
+    assert wait_until(fn -> not File.exists?(epoch_file(store, :young)) end)
+    assert Store.Disk.sweep(opts) == 0
+  end
+
+  test "the disk store refuses options it does not know or that are wrong" do
+    dir = tmp_path("ex_bashkit_store_opts")
+
+    assert_raise ArgumentError, ~r/unknown options \[:ttl\]/, fn ->
+      Store.validate!({Store.Disk, dir: dir, key: @key, ttl: 5})
+    end
+
+    assert_raise ArgumentError, ~r/:tombstone_ttl_ms/, fn ->
+      Store.validate!({Store.Disk, dir: dir, key: @key, tombstone_ttl_ms: 0})
+    end
+
+    assert_raise ArgumentError, ~r/:clock/, fn ->
+      Store.validate!({Store.Disk, dir: dir, key: @key, clock: fn -> 0 end})
+    end
+  end
+
   test "the memory store fences" do
     fences(Store.validate!(Store.Memory), {:fenced, make_ref()})
   end

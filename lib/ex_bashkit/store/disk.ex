@@ -13,7 +13,13 @@ defmodule ExBashkit.Store.Disk do
   is a file beside its record, read and written under a lock file
   created exclusively (`O_EXCL`), which is atomic on a local filesystem
   and on NFS v3 and later; a lock left by a node that died holding it is
-  broken after 30 seconds.
+  broken after 30 seconds. A deleted session's epoch stays as a
+  tombstone, so that a server cut off from the others cannot write the
+  session back, for `:tombstone_ttl_ms` (a day by default: as long as
+  you expect a partition to last); then it goes, and so does the fence.
+  Expired tombstones are swept by a task the store starts from a
+  `delete` or a claim at most once an hour (or once per
+  `:tombstone_ttl_ms`, if shorter), for the whole directory.
 
   With this store a session outlives the VM: start the VM again, ask for
   the same id with the same store, and its files, variables, working
@@ -26,6 +32,11 @@ defmodule ExBashkit.Store.Disk do
       session is written by one server at a time.
     * `:key` (required) — a secret binary of at least 16 bytes. Records
       written under one key are refused under another.
+    * `:tombstone_ttl_ms` — how long a deleted session's epoch is kept
+      (default `86_400_000`, a day).
+    * `:clock` — `{module, function, args}` answering the time in Unix
+      milliseconds, for the tombstones (default
+      `{System, :os_time, [:millisecond]}`); a test's own clock.
 
       iex> dir = Path.join(System.tmp_dir!(), "ex_bashkit_doc_store")
       iex> store = {ExBashkit.Store.Disk, dir: dir, key: "a secret of 16+ bytes"}
@@ -46,12 +57,28 @@ defmodule ExBashkit.Store.Disk do
 
   @magic "EXBKS1"
   @mac_bytes 32
+  @options [:dir, :key, :tombstone_ttl_ms, :clock]
+  @day_ms 86_400_000
+  # Expired tombstones are swept at most this often (or once per TTL).
+  @sweep_every_ms 3_600_000
 
   @doc false
   @spec validate!(keyword()) :: keyword()
   def validate!(opts) do
+    case Keyword.keys(opts) -- @options do
+      [] ->
+        :ok
+
+      unknown ->
+        raise ArgumentError,
+              "ExBashkit.Store.Disk got unknown options #{inspect(unknown)}; " <>
+                "it takes #{inspect(@options)}"
+    end
+
     dir = Keyword.get(opts, :dir)
     key = Keyword.get(opts, :key)
+    ttl = Keyword.get(opts, :tombstone_ttl_ms, @day_ms)
+    clock = Keyword.get(opts, :clock, {System, :os_time, [:millisecond]})
 
     unless is_binary(dir) and dir != "" do
       raise ArgumentError,
@@ -63,7 +90,19 @@ defmodule ExBashkit.Store.Disk do
             "ExBashkit.Store.Disk needs :key, a secret binary of at least 16 bytes"
     end
 
-    [dir: Path.expand(dir), key: key]
+    unless is_integer(ttl) and ttl > 0 do
+      raise ArgumentError,
+            "ExBashkit.Store.Disk :tombstone_ttl_ms must be a positive integer (milliseconds), " <>
+              "got: #{inspect(ttl)}"
+    end
+
+    unless match?({m, f, a} when is_atom(m) and is_atom(f) and is_list(a), clock) do
+      raise ArgumentError,
+            "ExBashkit.Store.Disk :clock must be {module, function, args} answering Unix " <>
+              "milliseconds, got: #{inspect(clock)}"
+    end
+
+    [dir: Path.expand(dir), key: key, tombstone_ttl_ms: ttl, clock: clock]
   end
 
   @impl true
@@ -78,14 +117,21 @@ defmodule ExBashkit.Store.Disk do
 
   @impl true
   def claim(opts, id) do
-    locked(opts, id, fn ->
-      epoch = epoch(opts, id) + 1
+    claimed =
+      locked(opts, id, fn ->
+        epoch = epoch(opts, id) + 1
 
-      case AtomicFile.write(epoch_path(opts, id), Integer.to_string(epoch)) do
-        :ok -> {:ok, epoch}
-        {:error, reason} -> {:error, "cannot claim #{inspect(id)}: #{:file.format_error(reason)}"}
-      end
-    end)
+        case AtomicFile.write(epoch_path(opts, id), Integer.to_string(epoch)) do
+          :ok ->
+            {:ok, epoch}
+
+          {:error, reason} ->
+            {:error, "cannot claim #{inspect(id)}: #{:file.format_error(reason)}"}
+        end
+      end)
+
+    sweep_if_due(opts)
+    claimed
   end
 
   @impl true
@@ -96,18 +142,114 @@ defmodule ExBashkit.Store.Disk do
   end
 
   # The session's epoch: a file beside its record, written under its lock.
-  # It stays when the record is deleted, so that a server of the session
-  # that was cut off cannot write it back.
+  # It stays when the record is deleted ("EPOCH deleted UNIX_MS"), so that
+  # a server of the session that was cut off cannot write it back, until
+  # the tombstone expires: then it counts as no epoch at all.
   defp epoch(opts, id) do
-    with {:ok, text} <- File.read(epoch_path(opts, id)),
-         {epoch, ""} <- Integer.parse(text) do
-      epoch
-    else
-      _ -> 0
+    case tombstone(epoch_path(opts, id)) do
+      {:live, epoch} -> epoch
+      {:deleted, epoch, at} -> if expired?(opts, at), do: 0, else: epoch
+      :none -> 0
     end
   end
 
+  defp tombstone(epoch_path) do
+    with {:ok, text} <- File.read(epoch_path) do
+      case String.split(text, " ") do
+        [epoch] -> live(Integer.parse(epoch))
+        [epoch, "deleted", at] -> deleted(Integer.parse(epoch), Integer.parse(at))
+        _ -> :none
+      end
+    else
+      _ -> :none
+    end
+  end
+
+  defp live({epoch, ""}), do: {:live, epoch}
+  defp live(_), do: :none
+  defp deleted({epoch, ""}, {at, ""}), do: {:deleted, epoch, at}
+  defp deleted(_, _), do: :none
+
+  defp expired?(opts, deleted_at), do: now(opts) - deleted_at > opts[:tombstone_ttl_ms]
+
+  defp now(opts) do
+    {m, f, a} = opts[:clock]
+    apply(m, f, a)
+  end
+
   defp epoch_path(opts, id), do: path(opts, id) <> ".epoch"
+
+  @doc false
+  # Removes the tombstones of the directory that had expired at `now`
+  # (each under its session's lock, and only while the session has no
+  # record); answers how many went. One instant for the whole sweep: a
+  # tombstone is judged by when the sweep began, however long it takes.
+  @spec sweep(keyword(), integer()) :: non_neg_integer()
+  def sweep(opts, now \\ nil) do
+    dir = Keyword.fetch!(opts, :dir)
+    opts = Keyword.put(opts, :clock, {Function, :identity, [now || now(opts)]})
+
+    case File.ls(dir) do
+      {:ok, names} ->
+        for name <- names, String.ends_with?(name, ".session.epoch"), reduce: 0 do
+          swept ->
+            record = Path.join(dir, String.trim_trailing(name, ".epoch"))
+            if expire(opts, record), do: swept + 1, else: swept
+        end
+
+      {:error, _} ->
+        0
+    end
+  end
+
+  defp expire(opts, record) do
+    epoch_path = record <> ".epoch"
+
+    with {:deleted, _epoch, at} <- tombstone(epoch_path),
+         true <- expired?(opts, at) do
+      locked_path(opts, record, fn ->
+        with {:deleted, _epoch, at} <- tombstone(epoch_path),
+             true <- expired?(opts, at),
+             false <- File.exists?(record) do
+          File.rm(epoch_path) == :ok
+        else
+          _ -> false
+        end
+      end) == true
+    else
+      _ -> false
+    end
+  end
+
+  # A sweep, when the directory's last one (by the time in its `.swept`
+  # file, shared by every node using the directory) is old enough.
+  defp sweep_if_due(opts) do
+    marker = Path.join(Keyword.fetch!(opts, :dir), ".swept")
+    now = now(opts)
+    every = min(opts[:tombstone_ttl_ms], @sweep_every_ms)
+
+    last =
+      with {:ok, text} <- File.read(marker),
+           {at, ""} <- Integer.parse(text),
+           do: at,
+           else: (_ -> nil)
+
+    if (last == nil or now - last >= every) and
+         AtomicFile.write(marker, Integer.to_string(now)) == :ok do
+      start_sweep(opts, now)
+    end
+
+    :ok
+  end
+
+  # Beside the caller, under the library's task supervisor; in the caller
+  # where the library's application is not running.
+  defp start_sweep(opts, now) do
+    case Process.whereis(ExBashkit.TaskSupervisor) do
+      nil -> sweep(opts, now)
+      _ -> Task.Supervisor.start_child(ExBashkit.TaskSupervisor, fn -> sweep(opts, now) end)
+    end
+  end
 
   # A lock file created exclusively (O_EXCL, atomic on a local or network
   # filesystem) around a claim or a fenced write, which each read the
@@ -116,8 +258,10 @@ defmodule ExBashkit.Store.Disk do
   @stale_lock_ms 30_000
   @lock_wait_ms 10_000
 
-  defp locked(opts, id, fun) do
-    lock = path(opts, id) <> ".lock"
+  defp locked(opts, id, fun), do: locked_path(opts, path(opts, id), fun)
+
+  defp locked_path(opts, path, fun) do
+    lock = path <> ".lock"
     :ok = File.mkdir_p(Keyword.fetch!(opts, :dir))
     deadline = System.monotonic_time(:millisecond) + @lock_wait_ms
 
@@ -194,9 +338,33 @@ defmodule ExBashkit.Store.Disk do
 
   @impl true
   def delete(opts, id) do
-    case File.rm(path(opts, id)) do
+    deleted =
+      locked(opts, id, fn ->
+        case File.rm(path(opts, id)) do
+          ok when ok in [:ok, {:error, :enoent}] -> tomb(opts, id)
+          {:error, reason} -> {:error, :file.format_error(reason)}
+        end
+      end)
+
+    sweep_if_due(opts)
+    deleted
+  end
+
+  # The deleted session's epoch, marked with when it was deleted.
+  defp tomb(opts, id) do
+    path = epoch_path(opts, id)
+
+    case tombstone(path) do
+      {:live, epoch} -> write_tomb(path, epoch, now(opts))
+      # Deleted again: the fence lasts from the last delete.
+      {:deleted, epoch, _at} -> write_tomb(path, epoch, now(opts))
+      :none -> :ok
+    end
+  end
+
+  defp write_tomb(path, epoch, at) do
+    case AtomicFile.write(path, "#{epoch} deleted #{at}") do
       :ok -> :ok
-      {:error, :enoent} -> :ok
       {:error, reason} -> {:error, :file.format_error(reason)}
     end
   end
