@@ -54,31 +54,18 @@ defmodule ExBashkit.Store.Disk do
   @behaviour ExBashkit.Store
 
   alias ExBashkit.AtomicFile
+  alias ExBashkit.Store.Options
 
   @magic "EXBKS1"
   @mac_bytes 32
-  @options [:dir, :key, :tombstone_ttl_ms, :clock]
-  @day_ms 86_400_000
   # Expired tombstones are swept at most this often (or once per TTL).
   @sweep_every_ms 3_600_000
 
   @doc false
   @spec validate!(keyword()) :: keyword()
   def validate!(opts) do
-    case Keyword.keys(opts) -- @options do
-      [] ->
-        :ok
-
-      unknown ->
-        raise ArgumentError,
-              "ExBashkit.Store.Disk got unknown options #{inspect(unknown)}; " <>
-                "it takes #{inspect(@options)}"
-    end
-
     dir = Keyword.get(opts, :dir)
     key = Keyword.get(opts, :key)
-    ttl = Keyword.get(opts, :tombstone_ttl_ms, @day_ms)
-    clock = Keyword.get(opts, :clock, {System, :os_time, [:millisecond]})
 
     unless is_binary(dir) and dir != "" do
       raise ArgumentError,
@@ -90,19 +77,8 @@ defmodule ExBashkit.Store.Disk do
             "ExBashkit.Store.Disk needs :key, a secret binary of at least 16 bytes"
     end
 
-    unless is_integer(ttl) and ttl > 0 do
-      raise ArgumentError,
-            "ExBashkit.Store.Disk :tombstone_ttl_ms must be a positive integer (milliseconds), " <>
-              "got: #{inspect(ttl)}"
-    end
-
-    unless match?({m, f, a} when is_atom(m) and is_atom(f) and is_list(a), clock) do
-      raise ArgumentError,
-            "ExBashkit.Store.Disk :clock must be {module, function, args} answering Unix " <>
-              "milliseconds, got: #{inspect(clock)}"
-    end
-
-    [dir: Path.expand(dir), key: key, tombstone_ttl_ms: ttl, clock: clock]
+    [dir: Path.expand(dir), key: key] ++
+      Options.validate!(opts, "ExBashkit.Store.Disk", [:dir, :key])
   end
 
   @impl true
@@ -170,12 +146,9 @@ defmodule ExBashkit.Store.Disk do
   defp deleted({epoch, ""}, {at, ""}), do: {:deleted, epoch, at}
   defp deleted(_, _), do: :none
 
-  defp expired?(opts, deleted_at), do: now(opts) - deleted_at > opts[:tombstone_ttl_ms]
+  defp expired?(opts, deleted_at), do: now(opts) - deleted_at > Options.ttl(opts)
 
-  defp now(opts) do
-    {m, f, a} = opts[:clock]
-    apply(m, f, a)
-  end
+  defp now(opts), do: Options.now(opts)
 
   defp epoch_path(opts, id), do: path(opts, id) <> ".epoch"
 
@@ -226,7 +199,7 @@ defmodule ExBashkit.Store.Disk do
   defp sweep_if_due(opts) do
     marker = Path.join(Keyword.fetch!(opts, :dir), ".swept")
     now = now(opts)
-    every = min(opts[:tombstone_ttl_ms], @sweep_every_ms)
+    every = min(Options.ttl(opts), @sweep_every_ms)
 
     last =
       with {:ok, text} <- File.read(marker),
@@ -234,7 +207,8 @@ defmodule ExBashkit.Store.Disk do
            do: at,
            else: (_ -> nil)
 
-    if (last == nil or now - last >= every) and
+    # A clock that went back sweeps too, rather than wait for it.
+    if (last == nil or now < last or now - last >= every) and
          AtomicFile.write(marker, Integer.to_string(now)) == :ok do
       start_sweep(opts, now)
     end

@@ -7,13 +7,23 @@ defmodule ExBashkit.Store.Memory do
   (`:node` below), not where the server runs: a session on a sandbox node
   that dies is restored from the host's memory.
 
-  It fences (see "Fencing" in `ExBashkit.Store`): claims and fenced
-  writes go through one process on the table's node.
+  It fences (see "Fencing" in `ExBashkit.Store`): claims, fenced writes
+  and deletes go through one process on the table's node. A deleted
+  session's epoch stays as a tombstone, so that a server cut off from the
+  others cannot write the session back, for `:tombstone_ttl_ms` (a day by
+  default); expired ones are swept by that process, from a delete or a
+  claim, at most once an hour (or once per `:tombstone_ttl_ms`, if
+  shorter).
 
   ## Options
 
     * `:node` — the node whose table holds the records; by default the
       node that started the server.
+    * `:tombstone_ttl_ms` — how long a deleted session's epoch is kept
+      (default `86_400_000`, a day).
+    * `:clock` — `{module, function, args}` answering the time in Unix
+      milliseconds, for the tombstones (default
+      `{System, :os_time, [:millisecond]}`).
 
       iex> store = {ExBashkit.Store.Memory, []}
       iex> {:ok, pid} = ExBashkit.Server.start(store: store, persist: :after_exec)
@@ -25,13 +35,21 @@ defmodule ExBashkit.Store.Memory do
   @behaviour ExBashkit.Store
   use GenServer
 
+  alias ExBashkit.Store.Options
+
   @table __MODULE__
-  # Each session's epoch (see "Fencing" in ExBashkit.Store).
+  # Each session's epoch (see "Fencing" in ExBashkit.Store): `{id, epoch,
+  # expires_at}`, `expires_at` nil while the session lives and, once it
+  # is deleted, when its tombstone goes (Unix ms).
   @epochs ExBashkit.Store.Memory.Epochs
+  # Expired tombstones are swept at most this often (or once per TTL).
+  @sweep_every_ms 3_600_000
 
   @doc false
   def start_link(_opts), do: GenServer.start_link(__MODULE__, nil, name: __MODULE__)
 
+  # The state: when the table's tombstones were last swept (Unix ms, by
+  # the clock of the call that swept them).
   @impl GenServer
   def init(nil) do
     :ets.new(@table, [:named_table, :public, read_concurrency: true])
@@ -39,26 +57,54 @@ defmodule ExBashkit.Store.Memory do
     {:ok, nil}
   end
 
-  # Claims and fenced writes, one at a time: each reads an epoch and writes.
+  # Claims, fenced writes and deletes, one at a time: each reads an epoch
+  # and writes. `now` and `ttl` are the caller's (its store's options).
   @impl GenServer
-  def handle_call({:claim, id}, _from, nil) do
-    {:reply, {:ok, :ets.update_counter(@epochs, id, 1, {id, 0})}, nil}
+  def handle_call({:claim, id, {now, ttl}}, _from, swept) do
+    epoch = epoch(id, now) + 1
+    :ets.insert(@epochs, {id, epoch, nil})
+    {:reply, {:ok, epoch}, sweep_if_due(swept, now, ttl)}
   end
 
-  def handle_call({:put, id, record, epoch}, _from, nil) do
-    if epoch(id) > epoch do
-      {:reply, {:error, :stale}, nil}
+  def handle_call({:put, id, record, epoch, {now, _ttl}}, _from, swept) do
+    if epoch(id, now) > epoch do
+      {:reply, {:error, :stale}, swept}
     else
-      :ets.insert(@epochs, {id, epoch})
+      :ets.insert(@epochs, {id, epoch, nil})
       :ets.insert(@table, {id, record})
-      {:reply, :ok, nil}
+      {:reply, :ok, swept}
     end
   end
 
-  defp epoch(id) do
+  def handle_call({:delete, id, {now, ttl}}, _from, swept) do
+    :ets.delete(@table, id)
+
+    # Deleted again: the fence lasts from the last delete.
+    with [{^id, epoch, _}] <- :ets.lookup(@epochs, id),
+         do: :ets.insert(@epochs, {id, epoch, now + ttl})
+
+    {:reply, :ok, sweep_if_due(swept, now, ttl)}
+  end
+
+  # An expired tombstone counts as no epoch at all.
+  defp epoch(id, now) do
     case :ets.lookup(@epochs, id) do
-      [{_, epoch}] -> epoch
-      [] -> 0
+      [{_, epoch, nil}] -> epoch
+      [{_, epoch, expires_at}] when expires_at >= now -> epoch
+      _ -> 0
+    end
+  end
+
+  defp sweep_if_due(swept, now, ttl) do
+    # A clock that went back sweeps too, rather than wait for it.
+    if swept == nil or now < swept or now - swept >= min(ttl, @sweep_every_ms) do
+      :ets.select_delete(@epochs, [
+        {{:_, :_, :"$1"}, [{:andalso, {:"/=", :"$1", nil}, {:<, :"$1", now}}], [true]}
+      ])
+
+      now
+    else
+      swept
     end
   end
 
@@ -68,16 +114,20 @@ defmodule ExBashkit.Store.Memory do
     # Without :node the table is the one of the node that starts the
     # server, named only once the server leaves it (`pin/1`): this node
     # may not be distributed yet, and its name changes when it becomes so.
-    case Keyword.get(opts, :node) do
-      nil ->
-        []
+    node =
+      case Keyword.get(opts, :node) do
+        nil ->
+          []
 
-      node when is_atom(node) ->
-        [node: node]
+        node when is_atom(node) ->
+          [node: node]
 
-      other ->
-        raise ArgumentError, "ExBashkit.Store.Memory :node must be a node, got: #{inspect(other)}"
-    end
+        other ->
+          raise ArgumentError,
+                "ExBashkit.Store.Memory :node must be a node, got: #{inspect(other)}"
+      end
+
+    node ++ Options.validate!(opts, "ExBashkit.Store.Memory", [:node])
   end
 
   @doc false
@@ -98,13 +148,18 @@ defmodule ExBashkit.Store.Memory do
   end
 
   @impl ExBashkit.Store
-  def delete(opts, id), do: on(opts, :delete, [id])
+  def delete(opts, id), do: serialized(opts, {:delete, id, clock(opts)})
 
   @impl ExBashkit.Store
-  def claim(opts, id), do: serialized(opts, {:claim, id})
+  def claim(opts, id), do: serialized(opts, {:claim, id, clock(opts)})
 
   @impl ExBashkit.Store
-  def put(opts, id, record, epoch), do: serialized(opts, {:put, id, record, epoch})
+  def put(opts, id, record, epoch), do: serialized(opts, {:put, id, record, epoch, clock(opts)})
+
+  # The caller's time and tombstone TTL, for the table's process.
+  defp clock(opts) do
+    {Options.now(opts), Options.ttl(opts)}
+  end
 
   defp serialized(opts, request),
     do: GenServer.call({__MODULE__, Keyword.get(opts, :node, node())}, request, 15_000)
