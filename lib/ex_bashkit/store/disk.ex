@@ -124,7 +124,7 @@ defmodule ExBashkit.Store.Disk do
   defp epoch(opts, id) do
     case tombstone(epoch_path(opts, id)) do
       {:live, epoch} -> epoch
-      {:deleted, epoch, at} -> if expired?(opts, at), do: 0, else: epoch
+      {:deleted, epoch, at} -> if expired?(opts, at, now(opts)), do: 0, else: epoch
       :none -> 0
     end
   end
@@ -146,7 +146,7 @@ defmodule ExBashkit.Store.Disk do
   defp deleted({epoch, ""}, {at, ""}), do: {:deleted, epoch, at}
   defp deleted(_, _), do: :none
 
-  defp expired?(opts, deleted_at), do: now(opts) - deleted_at > Options.ttl(opts)
+  defp expired?(opts, deleted_at, now), do: now - deleted_at > Options.ttl(opts)
 
   defp now(opts), do: Options.now(opts)
 
@@ -160,14 +160,14 @@ defmodule ExBashkit.Store.Disk do
   @spec sweep(keyword(), integer()) :: non_neg_integer()
   def sweep(opts, now \\ nil) do
     dir = Keyword.fetch!(opts, :dir)
-    opts = Keyword.put(opts, :clock, {Function, :identity, [now || now(opts)]})
+    now = now || now(opts)
 
     case File.ls(dir) do
       {:ok, names} ->
         for name <- names, String.ends_with?(name, ".session.epoch"), reduce: 0 do
           swept ->
             record = Path.join(dir, String.trim_trailing(name, ".epoch"))
-            if expire(opts, record), do: swept + 1, else: swept
+            if expire(opts, record, now), do: swept + 1, else: swept
         end
 
       {:error, _} ->
@@ -175,14 +175,14 @@ defmodule ExBashkit.Store.Disk do
     end
   end
 
-  defp expire(opts, record) do
+  defp expire(opts, record, now) do
     epoch_path = record <> ".epoch"
 
     with {:deleted, _epoch, at} <- tombstone(epoch_path),
-         true <- expired?(opts, at) do
+         true <- expired?(opts, at, now) do
       locked_path(opts, record, fn ->
         with {:deleted, _epoch, at} <- tombstone(epoch_path),
-             true <- expired?(opts, at),
+             true <- expired?(opts, at, now),
              false <- File.exists?(record) do
           File.rm(epoch_path) == :ok
         else
