@@ -66,6 +66,13 @@ defmodule ExBashkit.Interpreter do
   @spec cancel(t()) :: boolean()
   def cancel(interpreter), do: backend(interpreter).cancel(interpreter)
 
+  @doc """
+  `count` interpreters with `interpreter`'s options, shell state and files,
+  or the options to build copies with (a worker's).
+  """
+  @spec fork(t(), pos_integer()) :: {:ok, [t()]} | {:copy, struct()} | {:error, String.t()}
+  def fork(interpreter, count), do: backend(interpreter).fork(interpreter, count)
+
   @spec stats(t()) :: {:ok, tuple()} | {:error, String.t()}
   def stats(interpreter), do: backend(interpreter).stats(interpreter)
 

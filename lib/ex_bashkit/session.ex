@@ -65,7 +65,7 @@ defmodule ExBashkit.Session do
   """
 
   alias ExBashkit.{Callbacks, Interpreter, Result}
-  alias ExBashkit.Session.{Exec, Files, Options, Prepared, Snapshot}
+  alias ExBashkit.Session.{Exec, Files, Fork, Options, Prepared, Snapshot}
 
   @enforce_keys [:resource]
   # `id` is the resource's number, read once: it names the session in
@@ -346,6 +346,62 @@ defmodule ExBashkit.Session do
   @spec restore(t(), binary(), keyword()) :: {:ok, t()} | {:error, String.t()}
   def restore(session, snapshot, opts \\ []),
     do: Snapshot.restore(session, resource!(session), snapshot, opts)
+
+  @doc """
+  Copies the session: a new, independent session with the same files,
+  variables, exported environment, cwd, functions and aliases, and the same
+  options (limits, builtins, mounts, network, `:approve`). `fork(session, n)`
+  makes `n` of them at once and returns them in a list.
+
+  Use it to try several approaches from one state, or to hand a prepared
+  workspace to many agents. What a copy does from then on is its own: the
+  original and every copy see only their own changes.
+
+  In this VM the copies share the original's file contents until one of
+  them changes a file, so a fork costs tens of microseconds however many
+  bytes the session holds, and memory grows only with what the copies
+  change. Host mounts are the same host directories in every copy. An
+  `isolation: :process` session forks into new worker processes, each given
+  a snapshot of it: milliseconds, and a copy of every file.
+
+  A fork is taken between scripts: asked for while a script runs, it waits
+  for that script (and any queued before it), like `snapshot/2`. Returns
+  `{:ok, session}` (or `{:ok, [session]}` for `fork/2`) or
+  `{:error, message}`; raises `ArgumentError` for a count that is not a
+  positive integer.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "cd /tmp && echo draft > plan.txt && n=1")
+      iex> {:ok, copy} = ExBashkit.Session.fork(session)
+      iex> {:ok, _} = ExBashkit.Session.exec(copy, "echo final > plan.txt && n=2")
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "echo $n $(pwd) $(cat plan.txt)")
+      iex> result.stdout
+      "1 /tmp draft\\n"
+      iex> {:ok, result} = ExBashkit.Session.exec(copy, "echo $n $(pwd) $(cat plan.txt)")
+      iex> result.stdout
+      "2 /tmp final\\n"
+  """
+  @spec fork(t()) :: {:ok, t()} | {:error, String.t()}
+  def fork(session) do
+    with {:ok, [copy]} <- fork(session, 1), do: {:ok, copy}
+  end
+
+  @doc """
+  Makes `count` copies of the session at once, as `fork/1` makes one, and
+  returns them in a list: `{:ok, [session]}` or `{:error, message}`.
+
+      iex> session = ExBashkit.Session.new(env: [ROLE: "planner"])
+      iex> {:ok, copies} = ExBashkit.Session.fork(session, 2)
+      iex> for copy <- copies, do: elem(ExBashkit.Session.exec(copy, "echo $ROLE"), 1).stdout
+      ["planner\\n", "planner\\n"]
+  """
+  @spec fork(t(), pos_integer()) :: {:ok, [t()]} | {:error, String.t()}
+  def fork(session, count) when is_integer(count) and count > 0,
+    do: Fork.run(session, resource!(session), count)
+
+  def fork(_session, count) do
+    raise ArgumentError, "fork count must be a positive integer, got: #{inspect(count)}"
+  end
 
   @doc """
   Reads the contents of `path` from the session's filesystem.

@@ -19,6 +19,7 @@ defmodule ExBashkit.Telemetry do
   | `[:ex_bashkit, :callback, :start \\| :stop \\| :exception]` | as above | `type` (`:builtin` or `:virtual_fs`), `name` (the builtin's name or the mount), `operation` (`:call`, or the virtual_fs operation: `:read`, `:write`, …); `:stop` adds `status` (`:ok` or `:error`) |
   | `[:ex_bashkit, :snapshot, :start \\| :stop \\| :exception]` | as above; `:stop` adds `bytes` | `session`; `:stop` adds `status` |
   | `[:ex_bashkit, :restore, :start \\| :stop \\| :exception]` | as above; `:start` adds `bytes` | `session`; `:stop` adds `status` |
+  | `[:ex_bashkit, :fork, :start \\| :stop \\| :exception]` | as above; `:start` adds `count` | `session` (the original); `:stop` adds `status` |
   | `[:ex_bashkit, :peer, :run, :start \\| :stop \\| :exception]` | as above; `:stop` adds `output_bytes` | `code_bytes`; `:stop` adds `status` (`:ok`, `:error`, `:timeout`, `:noconnection`) |
   | `[:ex_bashkit, :server, :hibernate]` | `duration`, `snapshot_bytes` | `id`, `store` (a module or `nil`) |
   | `[:ex_bashkit, :server, :wake]` | `duration` | `id`, `from` (`:memory` or `:store`) |

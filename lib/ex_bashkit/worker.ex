@@ -119,6 +119,13 @@ defmodule ExBashkit.Worker do
     end
   end
 
+  # A worker's files live in its own process: its forks are new workers
+  # with its options, given a snapshot of it (`ExBashkit.Session.fork/2`).
+  @impl true
+  def fork(worker, _count) do
+    with {:ok, native} <- call(worker, :native), do: {:copy, native}
+  end
+
   @impl true
   def file(worker, op, args), do: call(worker, {:fs, op, args})
 

@@ -61,6 +61,11 @@ defmodule ExBashkit.Interpreter.Backend do
               queued()
   @callback snapshot(interpreter(), map(), binary() | nil, pid(), reference()) :: queued()
   @callback restore(interpreter(), binary(), binary() | nil, pid(), reference()) :: queued()
+  # `count` new interpreters with its options, shell state and files; a
+  # backend that cannot share its files gives the options to build copies
+  # with, which are then given a snapshot.
+  @callback fork(interpreter(), pos_integer()) ::
+              {:ok, [interpreter()]} | {:copy, struct()} | {:error, String.t()}
   @callback cancel(interpreter()) :: boolean()
   # What its scripts cost, summed: `{wall_us, cpu_us, peak_memory_bytes,
   # commands, runs}`.

@@ -118,6 +118,19 @@ defmodule ExBashkit.Interpreter.InVM do
   end
 
   @impl true
+  def fork(%__MODULE__{resource: resource}, count) do
+    tag = make_ref()
+
+    # The NIF answers every job it accepted; the job holds the session.
+    with {:ok, _job} <- Native.session_fork(resource, count, self(), tag),
+         {:ok, resources} <- receive(do: ({^tag, outcome} -> outcome)) do
+      {:ok, Enum.map(resources, &%__MODULE__{resource: &1})}
+    end
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
+
+  @impl true
   def cancel(%__MODULE__{resource: resource}) do
     Native.session_cancel(resource)
   rescue

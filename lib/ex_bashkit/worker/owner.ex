@@ -66,6 +66,8 @@ defmodule ExBashkit.Worker.Owner do
       layers: [],
       cgroups: [],
       plan: plan,
+      # What the session was built with, for its forks (`:native`).
+      native: native,
       # How the worker was started, until it is ready: a prepared spare
       # that refuses the session (hardened for other needs) is replaced by
       # a plain one.
@@ -170,6 +172,8 @@ defmodule ExBashkit.Worker.Owner do
     frame(state.port, Request.cancel(id))
     {:noreply, request(state, id, :cancel, from)}
   end
+
+  def handle_call(:native, _from, state), do: {:reply, {:ok, state.native}, state}
 
   def handle_call(:stats, from, state) do
     {id, state} = next_id(state)

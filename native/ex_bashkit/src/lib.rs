@@ -11,6 +11,7 @@ mod envs;
 mod exec;
 mod exec_options;
 mod features;
+mod fork;
 mod fs;
 mod jobs;
 mod json;

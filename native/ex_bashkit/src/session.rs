@@ -115,6 +115,16 @@ impl SessionResource {
         }
     }
 
+    /// A fork of `parent`, whose interpreter `bash` the caller holds
+    /// (`fork.rs`); its callbacks reach whoever runs its own scripts.
+    pub async fn fork_of(parent: &Session, bash: &bashkit::Bash) -> Result<Self, SessionError> {
+        let callbacks = Arc::new(Callbacks::default());
+        let channel = Channel::new(callbacks.clone());
+        let none = |_: &_, _: &_| Extra::none();
+        let child = parent.fork(bash, channel, None, none).await?;
+        Ok(Self::with(callbacks, OnceLock::from(child), None))
+    }
+
     /// Whether the interpreter is built (a deferred one may not be yet).
     pub fn is_built(&self) -> bool {
         self.interpreter.session.get().is_some()

@@ -195,7 +195,7 @@ pub async fn run_once(
     job.started();
     nesting::check(script, options.limits.nesting_depth())?;
     let gate = Gate::new(options.command_policy.clone());
-    let written = Written::default();
+    let storage = crate::options::Storage::new(options);
     let mut bash = options
         .build(
             &Arc::new(callbacks),
@@ -203,7 +203,7 @@ pub async fn run_once(
             None,
             &gate,
             crate::options::Extra::none(),
-            &written,
+            &storage,
         )
         .await?;
     let run = Run {
@@ -213,7 +213,7 @@ pub async fn run_once(
         frozen: &Arc::new(AtomicBool::new(false)),
         job,
         call: &mut Call::default(),
-        written: &written,
+        written: &storage.written,
         totals: None,
     };
     run_script(&mut bash, script, run).await

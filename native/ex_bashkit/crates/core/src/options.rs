@@ -4,10 +4,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use bashkit::{Bash, BashBuilder, FileSystem, InMemoryFs, SessionLimits};
+use bashkit::{Bash, BashBuilder, SessionLimits};
 
 use crate::builtins::ElixirBuiltin;
 use crate::callback::Channel;
+use crate::cow_fs::CowFs;
 use crate::error::SessionError;
 use crate::limits::LimitsExt;
 use crate::mounts;
@@ -52,7 +53,8 @@ pub trait SessionPlan {
     /// Builds the interpreter with its mounts attached and its working
     /// directory in place; callbacks reach Elixir through `channel`. Async
     /// because the filesystem is.
-    /// Its files and mounts count what is written to them in `written`.
+    /// Its own files are `storage.files`; they and its mounts count what
+    /// is written to them in `storage.written`.
     fn build(
         &self,
         channel: &Arc<Channel>,
@@ -60,7 +62,7 @@ pub trait SessionPlan {
         egress: Option<Egress>,
         gate: &Arc<Gate>,
         extra: Extra,
-        written: &Written,
+        storage: &Storage,
     ) -> impl std::future::Future<Output = Result<Bash, SessionError>> + Send;
 
     /// Builds a shell that a command of the session starts mid-script
@@ -92,9 +94,11 @@ impl SessionPlan for SessionOptions {
         egress: Option<Egress>,
         gate: &Arc<Gate>,
         extra: Extra,
-        written: &Written,
+        storage: &Storage,
     ) -> Result<Bash, SessionError> {
-        let builder = builder(self, credentials, egress).fs(files(self, written));
+        let written = &storage.written;
+        let files = Counted::wrap(storage.files.clone(), written);
+        let builder = builder(self, credentials, egress).fs(files);
         let mut bash = self.commands(builder, channel, gate, extra).await?;
         // A child shell leaves the flag alone: the policy stops the
         // session's script, which waits for the child.
@@ -393,13 +397,25 @@ fn package_managers(
     builder.builtin("npm", Box::new(ex_bashkit_packages::Npm { net, budget }))
 }
 
-/// The session's own files: in memory, within its filesystem limits,
-/// with the user's home directory made (as bashkit makes it for the
-/// filesystem it builds by default), counting what is written to them.
-fn files(options: &SessionOptions, written: &Written) -> Arc<dyn FileSystem> {
-    let files = InMemoryFs::with_limits(options.limits.filesystem());
-    files.add_dir(format!("/home/{}", options.username), 0o755);
-    Counted::wrap(Arc::new(files), written)
+/// Where a session keeps what it writes: its own files, and the count of
+/// bytes written to them and to its mounts.
+pub struct Storage {
+    pub files: Arc<CowFs>,
+    pub written: Written,
+}
+
+impl Storage {
+    /// The session's own files: in memory, within its filesystem limits,
+    /// with the user's home directory made (as bashkit makes it for the
+    /// filesystem it builds by default).
+    pub fn new(options: &SessionOptions) -> Self {
+        let files = CowFs::with_limits(options.limits.filesystem());
+        files.add_dir(&format!("/home/{}", options.username), 0o755);
+        Self {
+            files: Arc::new(files),
+            written: Written::default(),
+        }
+    }
 }
 
 fn builder(

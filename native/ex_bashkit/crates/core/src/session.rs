@@ -13,10 +13,11 @@ use tokio::sync::Mutex;
 use crate::call_scope::CallScope;
 use crate::callback::Channel;
 use crate::cancel::Running;
+use crate::cow_fs::CowFs;
 use crate::error::SessionError;
 use crate::limits::LimitsExt;
 use crate::network::Credentials;
-use crate::options::{Extra, SessionOptions, SessionPlan};
+use crate::options::{Egress, Extra, SessionOptions, SessionPlan, Storage};
 use crate::policy::Gate;
 use crate::run_stats::Totals;
 use crate::runtime::interpreters;
@@ -32,6 +33,11 @@ pub struct Session {
     pub worker: AtomicUsize,
     pub bash: Mutex<Bash>,
     pub fs: Arc<dyn FileSystem>,
+    /// Its own files (what `fs` holds outside its mounts), which a fork
+    /// shares.
+    pub files: Arc<CowFs>,
+    /// What it was built with, for its forks.
+    pub options: Arc<SessionOptions>,
     /// How this session's builtins and virtual_fs backends reach Elixir.
     pub callbacks: Arc<Channel>,
     /// Where `:virtual_fs` backends are mounted, normalized: the file API
@@ -116,22 +122,60 @@ impl Session {
     fn assemble(
         options: &SessionOptions,
         callbacks: Channel,
-        egress: Option<crate::options::Egress>,
+        egress: Option<Egress>,
         extra: impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra,
         shelved: bool,
     ) -> Result<Self, SessionError> {
         let pool = interpreters()?;
         let worker = pool.assign();
+        let options = Arc::new(options.clone());
+        pool.block_on(
+            worker,
+            Self::assemble_on(worker, options, callbacks, egress, extra, shelved),
+        )
+    }
+
+    /// A new session with this one's options, shell state and files, on
+    /// the runtime it is called from: `bash` is this session's
+    /// interpreter, held between scripts. The two share every file until
+    /// one of them changes it; what either does from then on is its own.
+    /// The profile is not run again: its effects are in what is copied.
+    pub async fn fork(
+        &self,
+        bash: &Bash,
+        callbacks: Channel,
+        egress: Option<Egress>,
+        extra: impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra,
+    ) -> Result<Self, SessionError> {
+        let state = bash.shell_state();
+        let mut options = (*self.options).clone();
+        options.profile = None;
+        let worker = interpreters()?.assign();
+        let mut child =
+            Self::assemble_on(worker, Arc::new(options), callbacks, egress, extra, false).await?;
+        child.files.share_from(&self.files);
+        child.bash.get_mut().restore_shell_state(&state);
+        child.options = self.options.clone();
+        Ok(child)
+    }
+
+    async fn assemble_on(
+        worker: usize,
+        options: Arc<SessionOptions>,
+        callbacks: Channel,
+        egress: Option<Egress>,
+        extra: impl FnOnce(&Arc<Channel>, &Arc<Gate>) -> Extra,
+        shelved: bool,
+    ) -> Result<Self, SessionError> {
         let callbacks = Arc::new(callbacks);
         let credentials = options.credentials();
         let gate = Gate::new(options.command_policy.clone());
         gate.ask_through(callbacks.clone());
         let extra = extra(&callbacks, &gate);
-        let written = Written::default();
-        let bash = pool.block_on(
-            worker,
-            options.build(&callbacks, &credentials, egress, &gate, extra, &written),
-        )?;
+        let storage = Storage::new(&options);
+        let bash = options
+            .build(&callbacks, &credentials, egress, &gate, extra, &storage)
+            .await?;
         let fs = bash.fs();
         let running = Running::new(bash.cancellation_token());
         let limits = options.limits.execution();
@@ -142,6 +186,7 @@ impl Session {
             worker: AtomicUsize::new(worker),
             bash: Mutex::new(bash),
             fs,
+            files: storage.files,
             callbacks,
             virtual_mounts: options
                 .virtual_fs
@@ -162,8 +207,9 @@ impl Session {
             closed: AtomicBool::new(false),
             max_file_bytes: options.limits.filesystem().max_file_size,
             gate,
+            options,
             totals: Totals::default(),
-            written,
+            written: storage.written,
             shelved: AtomicBool::new(shelved),
         })
     }
