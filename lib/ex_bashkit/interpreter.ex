@@ -66,6 +66,15 @@ defmodule ExBashkit.Interpreter do
   @spec cancel(t()) :: boolean()
   def cancel(interpreter), do: backend(interpreter).cancel(interpreter)
 
+  @doc "Takes a checkpoint (`:take`) or rolls back to checkpoint `id`."
+  @spec checkpoint(t(), :take | pos_integer()) ::
+          {:ok, pos_integer() | :ok} | {:error, String.t()}
+  def checkpoint(interpreter, operation), do: backend(interpreter).checkpoint(interpreter, operation)
+
+  @doc "The ids of the interpreter's checkpoints, oldest first."
+  @spec checkpoints(t()) :: {:ok, [pos_integer()]} | {:error, String.t()}
+  def checkpoints(interpreter), do: backend(interpreter).checkpoints(interpreter)
+
   @doc """
   `count` interpreters with `interpreter`'s options, shell state and files,
   or the options to build copies with (a worker's).

@@ -43,6 +43,8 @@ defmodule ExBashkit.Native do
   def session_snapshot(_session, _options, _key, _pid, _tag), do: err()
   def session_restore(_session, _snapshot, _key, _pid, _tag), do: err()
   def session_fork(_session, _count, _pid, _tag), do: err()
+  def session_checkpoint(_session, _operation, _pid, _tag), do: err()
+  def session_checkpoints(_session), do: err()
   def exec_once(_options, _generation, _script, _pid, _tag), do: err()
   def session_read_file(_session, _path), do: err()
   def session_write_file(_session, _path, _content), do: err()

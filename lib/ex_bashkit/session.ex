@@ -404,6 +404,75 @@ defmodule ExBashkit.Session do
   end
 
   @doc """
+  Records the session's state — files, variables, exported environment,
+  cwd, functions and aliases — as a checkpoint, and returns its id:
+  `{:ok, id}` or `{:error, message}`. `rollback/2` puts it back.
+
+  Take one before a risky step, or after every turn of an agent, and roll
+  back when it goes wrong. A checkpoint shares every file with the session
+  and with the checkpoints before it, so taking one costs microseconds and
+  keeping one costs what changed after it. A session keeps its latest 100,
+  and at most as many bytes of files it no longer has as its `:max_fs_bytes`
+  allows; the oldest go first. Checkpoints live in memory with the session
+  (a snapshot is what outlives it), and an `isolation: :process` session
+  has none (`{:error, message}`).
+
+  Like `snapshot/2`, a checkpoint is taken between scripts: asked for while
+  a script runs, it waits for that script.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "echo v1 > /tmp/app.conf; stage=one")
+      iex> {:ok, before} = ExBashkit.Session.checkpoint(session)
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "rm /tmp/app.conf; stage=two")
+      iex> ExBashkit.Session.rollback(session, before)
+      :ok
+      iex> {:ok, result} = ExBashkit.Session.exec(session, "cat /tmp/app.conf; echo $stage")
+      iex> result.stdout
+      "v1\\none\\n"
+  """
+  @spec checkpoint(t()) :: {:ok, pos_integer()} | {:error, String.t()}
+  def checkpoint(session), do: Interpreter.checkpoint(resource!(session), :take)
+
+  @doc """
+  Puts checkpoint `id` back (see `checkpoint/1`): the session's files and
+  shell state become what they were when it was taken. The checkpoints
+  taken after it stay, so you can go forward again. Returns `:ok`, or
+  `{:error, message}` for an id the session does not keep.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, first} = ExBashkit.Session.checkpoint(session)
+      iex> {:ok, _} = ExBashkit.Session.exec(session, "touch /tmp/made")
+      iex> {:ok, second} = ExBashkit.Session.checkpoint(session)
+      iex> :ok = ExBashkit.Session.rollback(session, first)
+      iex> {:error, _} = ExBashkit.Session.stat(session, "/tmp/made")
+      iex> :ok = ExBashkit.Session.rollback(session, second)
+      iex> {:ok, %{type: :file}} = ExBashkit.Session.stat(session, "/tmp/made")
+      iex> {:error, "no checkpoint 99" <> _} = ExBashkit.Session.rollback(session, 99)
+  """
+  @spec rollback(t(), pos_integer()) :: :ok | {:error, String.t()}
+  def rollback(session, id) when is_integer(id) and id > 0 do
+    with {:ok, :ok} <- Interpreter.checkpoint(resource!(session), id), do: :ok
+  end
+
+  def rollback(_session, id) do
+    raise ArgumentError, "checkpoint id must be a positive integer, got: #{inspect(id)}"
+  end
+
+  @doc """
+  The ids of the checkpoints the session keeps, oldest first:
+  `{:ok, [id]}`, or `{:error, message}` for an `isolation: :process`
+  session.
+
+      iex> session = ExBashkit.Session.new()
+      iex> {:ok, a} = ExBashkit.Session.checkpoint(session)
+      iex> {:ok, b} = ExBashkit.Session.checkpoint(session)
+      iex> ExBashkit.Session.checkpoints(session) == {:ok, [a, b]}
+      true
+  """
+  @spec checkpoints(t()) :: {:ok, [pos_integer()]} | {:error, String.t()}
+  def checkpoints(session), do: Interpreter.checkpoints(resource!(session))
+
+  @doc """
   Reads the contents of `path` from the session's filesystem.
 
   Returns `{:ok, binary}` — including for files a script wrote — or

@@ -127,6 +127,17 @@ defmodule ExBashkit.Worker do
   end
 
   @impl true
+  def checkpoint(_worker, _operation), do: {:error, no_checkpoints()}
+
+  @impl true
+  def checkpoints(_worker), do: {:error, no_checkpoints()}
+
+  defp no_checkpoints,
+    do:
+      "checkpoints are kept by sessions in this VM (isolation: :none); " <>
+        "an isolated session snapshots instead (ExBashkit.Session.snapshot/2)"
+
+  @impl true
   def file(worker, op, args), do: call(worker, {:fs, op, args})
 
   @impl true

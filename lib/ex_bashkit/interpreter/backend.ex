@@ -64,6 +64,10 @@ defmodule ExBashkit.Interpreter.Backend do
   # `count` new interpreters with its options, shell state and files; a
   # backend that cannot share its files gives the options to build copies
   # with, which are then given a snapshot.
+  # Takes a checkpoint (`:take`, answering its id) or rolls back to one.
+  @callback checkpoint(interpreter(), :take | pos_integer()) ::
+              {:ok, pos_integer() | :ok} | {:error, String.t()}
+  @callback checkpoints(interpreter()) :: {:ok, [pos_integer()]} | {:error, String.t()}
   @callback fork(interpreter(), pos_integer()) ::
               {:ok, [interpreter()]} | {:copy, struct()} | {:error, String.t()}
   @callback cancel(interpreter()) :: boolean()

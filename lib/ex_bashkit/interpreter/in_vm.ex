@@ -131,6 +131,23 @@ defmodule ExBashkit.Interpreter.InVM do
   end
 
   @impl true
+  def checkpoint(%__MODULE__{resource: resource}, operation) do
+    tag = make_ref()
+
+    with {:ok, _job} <- Native.session_checkpoint(resource, operation, self(), tag),
+         do: receive(do: ({^tag, outcome} -> outcome))
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
+
+  @impl true
+  def checkpoints(%__MODULE__{resource: resource}) do
+    {:ok, Native.session_checkpoints(resource)}
+  rescue
+    ArgumentError -> not_a_session!(resource, __STACKTRACE__)
+  end
+
+  @impl true
   def cancel(%__MODULE__{resource: resource}) do
     Native.session_cancel(resource)
   rescue

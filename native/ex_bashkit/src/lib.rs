@@ -5,6 +5,7 @@
 mod analysis;
 mod atoms;
 mod callback;
+mod checkpoints;
 mod convert;
 mod egress;
 mod envs;

@@ -16,6 +16,7 @@ use bashkit::{
     async_trait, normalize_path, DirEntry, FileSystem, FileSystemExt, FileType, FsLimits, FsUsage,
     Metadata, VfsEntry, VfsEntryKind, VfsSnapshot,
 };
+use imbl::ordmap::DiffItem;
 use imbl::OrdMap;
 
 /// What one read of `/dev/zero` gives, as bashkit bounds it.
@@ -92,6 +93,29 @@ impl Entry {
         Entry::Directory {
             metadata: metadata(FileType::Directory, 0, mode),
         }
+    }
+}
+
+/// Entries are the same when nothing a reader sees differs; contents are
+/// compared by identity, never byte by byte.
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.metadata(), other.metadata());
+        let same_metadata = a.file_type == b.file_type
+            && a.size == b.size
+            && a.mode == b.mode
+            && a.modified == b.modified
+            && a.created == b.created;
+        same_metadata
+            && match (self, other) {
+                (Entry::File { content: a, .. }, Entry::File { content: b, .. })
+                | (Entry::Fifo { content: a, .. }, Entry::Fifo { content: b, .. }) => {
+                    Arc::ptr_eq(a, b)
+                }
+                (Entry::Symlink { target: a, .. }, Entry::Symlink { target: b, .. }) => a == b,
+                (Entry::Directory { .. }, Entry::Directory { .. }) => true,
+                _ => false,
+            }
     }
 }
 
@@ -195,6 +219,46 @@ impl Tree {
     }
 }
 
+/// A session's files at one moment (a checkpoint's): sharing every
+/// content with the files it was taken from.
+#[derive(Clone)]
+pub struct Files(Tree);
+
+impl Files {
+    /// The bytes of contents `self` holds that `newer` does not share: what
+    /// keeping `self` beside `newer` costs.
+    pub fn held_beyond(&self, newer: &Files) -> u64 {
+        self.0
+            .entries
+            .diff(&newer.0.entries)
+            .map(|change| match change {
+                DiffItem::Remove(_, old) => content_bytes(old),
+                DiffItem::Update { old, new } if !same_content(old.1, new.1) => {
+                    content_bytes(old.1)
+                }
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
+fn content_bytes(entry: &Entry) -> u64 {
+    match entry {
+        Entry::File { content, .. } | Entry::Fifo { content, .. } => content.len() as u64,
+        _ => 0,
+    }
+}
+
+fn same_content(a: &Entry, b: &Entry) -> bool {
+    match (a, b) {
+        (
+            Entry::File { content: a, .. } | Entry::Fifo { content: a, .. },
+            Entry::File { content: b, .. } | Entry::Fifo { content: b, .. },
+        ) => Arc::ptr_eq(a, b),
+        _ => false,
+    }
+}
+
 /// A session's in-memory files; `fork` shares them with a new session.
 pub struct CowFs {
     tree: RwLock<Tree>,
@@ -244,8 +308,17 @@ impl CowFs {
     /// Gives this filesystem `other`'s files, sharing their contents: a
     /// change on either side from now on is its own.
     pub fn share_from(&self, other: &CowFs) {
-        let files = other.read().clone();
-        *self.write() = files;
+        self.put_back(&other.capture());
+    }
+
+    /// Its files now, shared: a later change here does not touch them.
+    pub fn capture(&self) -> Files {
+        Files(self.read().clone())
+    }
+
+    /// Makes `files` its files again.
+    pub fn put_back(&self, files: &Files) {
+        *self.write() = files.0.clone();
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Tree> {

@@ -10,6 +10,7 @@ pub mod call;
 pub mod call_scope;
 pub mod callback;
 pub mod cancel;
+pub mod checkpoints;
 pub mod cow_fs;
 pub mod error;
 pub mod exec;

@@ -13,6 +13,7 @@ use tokio::sync::Mutex;
 use crate::call_scope::CallScope;
 use crate::callback::Channel;
 use crate::cancel::Running;
+use crate::checkpoints::Checkpoints;
 use crate::cow_fs::CowFs;
 use crate::error::SessionError;
 use crate::limits::LimitsExt;
@@ -38,6 +39,9 @@ pub struct Session {
     pub files: Arc<CowFs>,
     /// What it was built with, for its forks.
     pub options: Arc<SessionOptions>,
+    /// Its checkpoints; taken and rolled back to holding `bash`, between
+    /// scripts.
+    pub checkpoints: std::sync::Mutex<Checkpoints>,
     /// How this session's builtins and virtual_fs backends reach Elixir.
     pub callbacks: Arc<Channel>,
     /// Where `:virtual_fs` backends are mounted, normalized: the file API
@@ -208,6 +212,7 @@ impl Session {
             max_file_bytes: options.limits.filesystem().max_file_size,
             gate,
             options,
+            checkpoints: Default::default(),
             totals: Totals::default(),
             written: storage.written,
             shelved: AtomicBool::new(shelved),
@@ -232,6 +237,24 @@ impl Session {
 }
 
 impl Session {
+    /// Checkpoints `bash`, this session's interpreter held between scripts
+    /// (`checkpoints.rs`); returns the checkpoint's id. They may hold as
+    /// many bytes the session no longer has as its filesystem may.
+    pub fn checkpoint(&self, bash: &Bash) -> u64 {
+        let budget = self.options.limits.filesystem().max_total_bytes;
+        crate::sync::lock(&self.checkpoints).take(bash, &self.files, budget)
+    }
+
+    /// Puts checkpoint `id` back into `bash` and the session's files.
+    pub fn rollback(&self, bash: &mut Bash, id: u64) -> Result<(), String> {
+        crate::sync::lock(&self.checkpoints).rollback(id, bash, &self.files)
+    }
+
+    /// The ids of its checkpoints, oldest first.
+    pub fn checkpoint_ids(&self) -> Vec<u64> {
+        crate::sync::lock(&self.checkpoints).ids()
+    }
+
     /// Closes the session: its running script is cancelled and every later
     /// call refused. Its memory goes when the last handle is dropped.
     pub fn close(&self) {
