@@ -1,7 +1,7 @@
 # Forking a session (issue 75): what `Session.fork/1,2` costs, beside the
 # copy a snapshot and a restore make.
 #
-#   MIX_ENV=test mix run bench/fork.exs
+#   mix run bench/fork.exs
 #
 # A session holding 10 MB in 1,000 files (10 KB each), in the VM:
 # - `fork/1`, one copy: the median of 200 forks (5 rounds; median and range
@@ -11,7 +11,10 @@
 #   set before and after, per copy (measured first, on a fresh heap);
 # - beside it, the copy without fork: `snapshot/1` then `restore/2` into a
 #   new session (5 rounds of 5).
-# And with `isolation: :process`: `fork/1` (5 rounds of 3).
+# And with `isolation: :process`: `fork/1` (5 rounds of 3). Then, on
+# another such session: `checkpoint/1` after a change of one file (5 rounds
+# of 200), `rollback/2` (5 rounds of 200), and the memory held after 1,000
+# checkpoints (a session keeps the latest 100) beside one snapshot's size.
 # Prints a Markdown table for bench/README.md.
 
 Code.require_file("support.exs", __DIR__)
@@ -44,6 +47,17 @@ defmodule ForkBench do
         end)
       end)
 
+    {checkpoint_us, checkpoint_kib} = checkpoints(loaded(isolation: :none))
+
+    rollback =
+      rounds(fn ->
+        {:ok, id} = Session.checkpoint(session)
+        {:ok, _} = Session.exec(session, "echo $RANDOM >> /data/0/file1.txt")
+        p50_us(200, fn -> :ok = Session.rollback(session, id) end)
+      end)
+
+    {:ok, snapshot} = Session.snapshot(session)
+
     isolated = loaded(isolation: :process)
 
     isolated_one =
@@ -69,17 +83,58 @@ defmodule ForkBench do
 
     IO.puts("| the copy without fork: `snapshot/1` + `restore/2` | #{spread(copy)} µs | — |")
     IO.puts("| `fork/1` with `isolation: :process` | #{spread(isolated_one)} µs | ≤ 2 ms |")
+
+    IO.puts(
+      "| `checkpoint/1` after a change of one file | #{spread(checkpoint_us)} µs | ≤ 100 µs |"
+    )
+
+    IO.puts("| `rollback/2` | #{spread(rollback)} µs | ≤ 1 ms |")
+
+    IO.puts(
+      "| memory after 1,000 such checkpoints (100 kept), beside one snapshot | " <>
+        "#{checkpoint_kib} KiB (#{Float.round(checkpoint_kib * 1024 / byte_size(snapshot), 2)}× " <>
+        "the snapshot's #{div(byte_size(snapshot), 1024)} KiB) | ≤ 2× |"
+    )
   end
 
   defp loaded(opts) do
     session = Session.new(opts)
-    content = :binary.copy("0123456789", 1_000)
-
+    # Distinct contents: a snapshot stores equal chunks once.
     for i <- 1..1_000 do
+      content = Base.encode64(:crypto.strong_rand_bytes(7_500))
       :ok = Session.write_file(session, "/data/#{div(i, 100)}/file#{i}.txt", content)
     end
 
     session
+  end
+
+  # 5 rounds of 200 checkpoints, each after a change of one file; then
+  # 1,000 more, the resident set before and after (the session keeps the
+  # latest 100).
+  defp checkpoints(session) do
+    change = fn i ->
+      :ok = Session.write_file(session, "/data/#{rem(i, 10)}/file#{i}.txt", "changed #{i}")
+    end
+
+    us =
+      rounds(fn ->
+        samples =
+          for i <- 1..200 do
+            change.(i)
+            elapsed_ns(fn -> {:ok, _} = Session.checkpoint(session) end)
+          end
+
+        div(median(samples), 1000)
+      end)
+
+    before = rss_kib()
+
+    for i <- 1..1_000 do
+      change.(i)
+      {:ok, _} = Session.checkpoint(session)
+    end
+
+    {us, rss_kib() - before}
   end
 
   defp rounds(fun), do: Enum.map(1..@rounds, fn _ -> fun.() end)
@@ -98,4 +153,4 @@ defmodule ForkBench do
   defp drop(copies), do: Enum.each(copies, &Session.close/1)
 end
 
-ForkBench.run()
+BenchSupport.publish(__ENV__.file, &ForkBench.run/0)

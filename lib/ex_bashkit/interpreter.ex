@@ -69,7 +69,8 @@ defmodule ExBashkit.Interpreter do
   @doc "Takes a checkpoint (`:take`) or rolls back to checkpoint `id`."
   @spec checkpoint(t(), :take | pos_integer()) ::
           {:ok, pos_integer() | :ok} | {:error, String.t()}
-  def checkpoint(interpreter, operation), do: backend(interpreter).checkpoint(interpreter, operation)
+  def checkpoint(interpreter, operation),
+    do: backend(interpreter).checkpoint(interpreter, operation)
 
   @doc "The ids of the interpreter's checkpoints, oldest first."
   @spec checkpoints(t()) :: {:ok, [pos_integer()]} | {:error, String.t()}

@@ -62,6 +62,7 @@ defmodule ExBashkit.Session do
     * `guides/isolation.md` — `isolation: :process`: sessions in worker processes.
     * `guides/sandbox_per_conversation.md` — sessions as supervised processes (`ExBashkit.Server`).
     * `guides/live_control.md` — per-call options, streaming, `cancel/1`, `ExBashkit.Error`, what each call cost.
+    * `guides/fork_and_checkpoint.md` — `fork/2`, `checkpoint/1` and `rollback/2`.
   """
 
   alias ExBashkit.{Callbacks, Interpreter, Result}

@@ -58,7 +58,10 @@ defmodule ExBashkit.Session.CheckpointTest do
     session = Session.new()
     :ok = Session.write_file(session, "/tmp/log", "a\n")
     {:ok, id} = Session.checkpoint(session)
-    {:ok, _} = Session.exec(session, "echo b >> /tmp/log; chmod 600 /tmp/log; mv /tmp/log /tmp/old")
+
+    {:ok, _} =
+      Session.exec(session, "echo b >> /tmp/log; chmod 600 /tmp/log; mv /tmp/log /tmp/old")
+
     :ok = Session.rollback(session, id)
     assert Session.read_file(session, "/tmp/log") == {:ok, "a\n"}
     assert {:ok, %{mode: 0o644}} = Session.stat(session, "/tmp/log", details: true)
