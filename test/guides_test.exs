@@ -18,6 +18,7 @@ defmodule ExBashkit.GuidesTest do
   doctest ExBashkit.Guides.Git
   doctest ExBashkit.Guides.Sqlite
   doctest ExBashkit.Guides.WhichEntryPoint
+  doctest ExBashkit.Guides.ForkAndCheckpoint
 
   test "every guide is doctested here" do
     source = File.read!(__ENV__.file)
