@@ -421,7 +421,7 @@ defmodule ExBashkit.Session do
   Like `snapshot/2`, a checkpoint is taken between scripts: asked for while
   a script runs, it waits for that script.
 
-      iex> session = ExBashkit.Session.new()
+      iex> session = ExBashkit.Session.new(isolation: :none)
       iex> {:ok, _} = ExBashkit.Session.exec(session, "echo v1 > /tmp/app.conf; stage=one")
       iex> {:ok, before} = ExBashkit.Session.checkpoint(session)
       iex> {:ok, _} = ExBashkit.Session.exec(session, "rm /tmp/app.conf; stage=two")
@@ -440,7 +440,7 @@ defmodule ExBashkit.Session do
   taken after it stay, so you can go forward again. Returns `:ok`, or
   `{:error, message}` for an id the session does not keep.
 
-      iex> session = ExBashkit.Session.new()
+      iex> session = ExBashkit.Session.new(isolation: :none)
       iex> {:ok, first} = ExBashkit.Session.checkpoint(session)
       iex> {:ok, _} = ExBashkit.Session.exec(session, "touch /tmp/made")
       iex> {:ok, second} = ExBashkit.Session.checkpoint(session)
@@ -464,7 +464,7 @@ defmodule ExBashkit.Session do
   `{:ok, [id]}`, or `{:error, message}` for an `isolation: :process`
   session.
 
-      iex> session = ExBashkit.Session.new()
+      iex> session = ExBashkit.Session.new(isolation: :none)
       iex> {:ok, a} = ExBashkit.Session.checkpoint(session)
       iex> {:ok, b} = ExBashkit.Session.checkpoint(session)
       iex> ExBashkit.Session.checkpoints(session) == {:ok, [a, b]}
